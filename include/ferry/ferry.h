@@ -1,0 +1,237 @@
+/*
+ * ferry — move memory between processes.
+ *
+ * The one public header. Objects:
+ *   ferry_context_t  configuration and enabled transports
+ *   ferry_worker_t   one progress engine (owned by one thread)
+ *   ferry_ep_t       a connection to one peer worker
+ *
+ * Completion model (the same for every operation that may not finish at once):
+ *   FERRY_OK                done; buffers may be reused; the completion is not touched.
+ *   FERRY_INPROGRESS        started; the ferry_completion_t passed in is decremented when the
+ *                           operation completes locally; its callback runs when count reaches 0,
+ *                           always from inside ferry_worker_progress(). A NULL completion means
+ *                           "I will not track this one": buffers may then be reused only after a
+ *                           later operation on the same endpoint has completed or the endpoint
+ *                           was closed gracefully.
+ *   FERRY_ERR_NO_RESOURCE   not started; call ferry_worker_progress() and retry.
+ *   other negative values   errors; ferry_status_string() describes them.
+ *
+ * Threads: a worker and its endpoints are used by one thread at a time. ferry starts no thread.
+ */
+#ifndef FERRY_FERRY_H
+#define FERRY_FERRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ferry/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FERRY_VERSION_MAJOR 0
+#define FERRY_VERSION_MINOR 1
+#define FERRY_VERSION_PATCH 0
+
+/** "MAJOR.MINOR.PATCH" of the library actually loaded. Static string. */
+const char *ferry_version_string(void);
+
+typedef struct ferry_context ferry_context_t;
+typedef struct ferry_worker ferry_worker_t;
+typedef struct ferry_ep ferry_ep_t;
+
+/** A piece of memory: used for scatter/gather lists. */
+typedef struct ferry_iov {
+    void *buffer;
+    size_t length;
+} ferry_iov_t;
+
+/* ---------------------------------------------------------------- completion */
+
+typedef struct ferry_completion ferry_completion_t;
+
+/** Called once, from inside ferry_worker_progress(), when comp->count reaches 0. */
+typedef void (*ferry_completion_cb_t)(ferry_completion_t *comp);
+
+/**
+ * Completion of one or more operations. The caller owns it and must keep it alive until its
+ * callback ran (or count reached 0). Set count to the number of operations that will report to
+ * it (usually 1) before starting them; status starts as FERRY_OK and receives the first error.
+ */
+struct ferry_completion {
+    ferry_completion_cb_t cb; /**< may be NULL: poll count instead */
+    int64_t count;            /**< operations still to complete */
+    ferry_status_t status;    /**< FERRY_OK, or the first error of these operations */
+};
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct ferry_context_params {
+    /** Comma-separated transports to use ("self,shm"); NULL: FERRY_TRANSPORTS, else all. */
+    const char *transports;
+} ferry_context_params_t;
+
+/**
+ * Create a context: reads the FERRY_* environment (warning about unknown names), and probes
+ * the transports. params may be NULL. On success *context_p owns a context to destroy with
+ * ferry_context_destroy().
+ * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM (context_p NULL), FERRY_ERR_NO_MEMORY,
+ * FERRY_ERR_NO_DEVICE (no enabled transport is usable here).
+ */
+ferry_status_t ferry_context_create(const ferry_context_params_t *params, ferry_context_t **context_p);
+
+/** Destroy a context. All its workers must have been destroyed. NULL is ignored. */
+void ferry_context_destroy(ferry_context_t *context);
+
+/* ---------------------------------------------------------------- worker */
+
+typedef void (*ferry_ep_error_cb_t)(void *arg, ferry_ep_t *ep, ferry_status_t status);
+
+typedef struct ferry_worker_params {
+    /** Error callback for endpoints the worker accepts from peers (see ferry_am_recv_params_t
+     *  reply_ep); NULL: errors of accepted endpoints are only logged. */
+    ferry_ep_error_cb_t accepted_ep_error_cb;
+    void *accepted_ep_error_arg;
+} ferry_worker_params_t;
+
+/**
+ * Create a worker: a progress engine with its own receive queues and one file descriptor to
+ * wait on. params may be NULL. Destroy it with ferry_worker_destroy().
+ * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM, FERRY_ERR_NO_MEMORY, FERRY_ERR_IO (epoll, eventfd,
+ * socket creation failed: the log names the call), FERRY_ERR_SHMEM (memfd/mmap failed).
+ */
+ferry_status_t ferry_worker_create(ferry_context_t *context, const ferry_worker_params_t *params,
+                                   ferry_worker_t **worker_p);
+
+/** Destroy a worker: force-closes and frees every endpoint it still has (their pending
+ *  operations complete with FERRY_ERR_CANCELED), releases all its memory and descriptors. */
+void ferry_worker_destroy(ferry_worker_t *worker);
+
+/**
+ * The worker's address (business card): an opaque, versioned blob to hand to peers by any
+ * means. *address_p points into the worker and stays valid until the worker is destroyed.
+ * Returns FERRY_OK or FERRY_ERR_INVALID_PARAM.
+ */
+ferry_status_t ferry_worker_address(ferry_worker_t *worker, const void **address_p, size_t *length_p);
+
+/**
+ * Make progress: receive messages, run handlers and completion callbacks, retry pending sends.
+ * Never blocks. Returns the number of events handled (0 when idle).
+ */
+unsigned ferry_worker_progress(ferry_worker_t *worker);
+
+/**
+ * A file descriptor (an epoll set) that becomes readable when the worker may have work. Put it
+ * in your own event loop; call ferry_worker_arm() before sleeping on it. Owned by the worker.
+ * Returns FERRY_OK or FERRY_ERR_INVALID_PARAM.
+ */
+ferry_status_t ferry_worker_get_fd(ferry_worker_t *worker, int *fd_p);
+
+/**
+ * Prepare to sleep on the worker's fd. Returns FERRY_OK: nothing is pending and peers will
+ * signal the fd when they send (safe to sleep); FERRY_ERR_BUSY: events are pending (call
+ * ferry_worker_progress() instead of sleeping).
+ */
+ferry_status_t ferry_worker_arm(ferry_worker_t *worker);
+
+/**
+ * Progress until an event was handled or timeout_ms passed (-1: no limit), spinning briefly
+ * (FERRY_WAIT_SPIN_US) and then sleeping in the kernel. An idle waiter uses no CPU.
+ * Returns FERRY_OK (events were handled), FERRY_ERR_TIMED_OUT, FERRY_ERR_IO.
+ */
+ferry_status_t ferry_worker_wait(ferry_worker_t *worker, int timeout_ms);
+
+/* ---------------------------------------------------------------- endpoint */
+
+typedef struct ferry_ep_params {
+    /** Called from progress when the endpoint fails (the peer died, closed, or broke the
+     *  protocol). Pending operations complete with the same status. May be NULL. */
+    ferry_ep_error_cb_t error_cb;
+    void *error_arg;
+} ferry_ep_params_t;
+
+/**
+ * Create an endpoint to the worker whose address is given; the best enabled transport that
+ * reaches it is chosen (self, then shm on this host). Does not wait for the peer: operations
+ * issued before the connection is up are queued. params may be NULL. The endpoint is freed by
+ * ferry_ep_destroy().
+ * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM, FERRY_ERR_INVALID_ADDRESS (truncated, wrong magic
+ * or version), FERRY_ERR_UNREACHABLE (no enabled transport reaches it), FERRY_ERR_CONNECTION_REFUSED
+ * (the peer is gone), FERRY_ERR_NO_MEMORY, FERRY_ERR_IO.
+ */
+ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address, size_t length,
+                               const ferry_ep_params_t *params, ferry_ep_t **ep_p);
+
+/** ferry_ep_close() flag: drop pending operations (they complete with FERRY_ERR_CANCELED). */
+#define FERRY_EP_CLOSE_FORCE 1u
+
+/**
+ * Close an endpoint. Graceful by default: pending sends finish, then the peer is told; comp
+ * (may be NULL) completes when that is done. With FERRY_EP_CLOSE_FORCE it closes at once.
+ * The handle stays valid (every operation on it returns FERRY_ERR_ENDPOINT_CLOSED) until
+ * ferry_ep_destroy(). Returns FERRY_OK (closed now), FERRY_INPROGRESS, FERRY_ERR_INVALID_PARAM.
+ */
+ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry_completion_t *comp);
+
+/** Force-close (if still open) and free an endpoint created with ferry_ep_create(). NULL ignored. */
+void ferry_ep_destroy(ferry_ep_t *ep);
+
+/** Name of the transport the endpoint uses ("self", "shm", ...). Static string. */
+const char *ferry_ep_transport_name(const ferry_ep_t *ep);
+
+/* ---------------------------------------------------------------- active messages */
+
+/** Handler ids 0 .. FERRY_AM_ID_MAX-1 belong to the user (ferry keeps others for itself). */
+#define FERRY_AM_ID_MAX 128
+/** The largest header ferry_am_send() carries. */
+#define FERRY_AM_HEADER_MAX 256
+
+/** ferry_am_recv_params_t flag: the handler may keep data by returning FERRY_INPROGRESS. */
+#define FERRY_AM_RECV_KEEPABLE 1u
+
+typedef struct ferry_am_recv_params {
+    /** An endpoint to the sender, owned by the worker, usable for replies until the sender
+     *  closes it (its accepted_ep_error_cb then runs) or the worker is destroyed. */
+    ferry_ep_t *reply_ep;
+    unsigned flags; /**< FERRY_AM_RECV_KEEPABLE */
+} ferry_am_recv_params_t;
+
+/**
+ * Active-message handler; runs inside ferry_worker_progress(). header and data are valid
+ * during the call. Return FERRY_OK to let ferry reuse data; return FERRY_INPROGRESS (only when
+ * params->flags has FERRY_AM_RECV_KEEPABLE) to keep data and free it later with
+ * ferry_am_data_release(). data of a 0-byte message may be NULL.
+ */
+typedef ferry_status_t (*ferry_am_handler_cb_t)(void *arg, const void *header, size_t header_length,
+                                                void *data, size_t length,
+                                                const ferry_am_recv_params_t *params);
+
+/**
+ * Set (cb != NULL) or clear (cb == NULL) the handler of active-message id.
+ * Returns FERRY_OK or FERRY_ERR_INVALID_PARAM (id >= FERRY_AM_ID_MAX).
+ */
+ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigned id, ferry_am_handler_cb_t cb,
+                                    void *arg);
+
+/**
+ * Send an active message: header (0..FERRY_AM_HEADER_MAX bytes, copied before return) and
+ * the payload gathered from iov. Messages from one endpoint arrive in the order sent.
+ * The payload may be any size the receiver can allocate.
+ * Returns FERRY_OK (sent; buffers reusable), FERRY_INPROGRESS (comp completes when the payload
+ * buffers may be reused), FERRY_ERR_NO_RESOURCE (nothing sent; progress and retry),
+ * FERRY_ERR_INVALID_PARAM (id out of range, header too long, iov NULL with iovcnt > 0),
+ * FERRY_ERR_ENDPOINT_CLOSED, FERRY_ERR_CONNECTION_RESET (the endpoint has failed).
+ */
+ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const void *header, size_t header_length,
+                             const ferry_iov_t *iov, size_t iovcnt, ferry_completion_t *comp);
+
+/** Release data a handler kept (it returned FERRY_INPROGRESS). */
+void ferry_am_data_release(ferry_worker_t *worker, void *data);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

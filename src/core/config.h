@@ -1,0 +1,57 @@
+/* Configuration registry. Every tunable is declared once, in the file that uses it:
+ *
+ *     static const ferry_config_var_t shm_fifo_cells_var = {
+ *         .name = "FERRY_SHM_FIFO_CELLS", .type = FERRY_CONFIG_SIZE, .default_value = "1024",
+ *         .description = "cells in each worker's shared-memory receive FIFO (power of 2)"};
+ *     static const ferry_config_var_t *const shm_fifo_cells_reg
+ *         __attribute__((used, section("ferry_config_vars"))) = &shm_fifo_cells_var;
+ *
+ * The linker collects the "ferry_config_vars" section, which is the registry: ferry_info -c
+ * lists it and ferry_config_check_environment() warns about FERRY_* names not in it. Values
+ * come from the environment variable of that name, else the default. */
+#ifndef FERRY_CORE_CONFIG_H
+#define FERRY_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum ferry_config_type {
+    FERRY_CONFIG_BOOL,   /* y/yes/on/1/true, n/no/off/0/false */
+    FERRY_CONFIG_INT,    /* signed decimal */
+    FERRY_CONFIG_SIZE,   /* unsigned, optional suffix k/K/m/M/g/G (powers of 1024) */
+    FERRY_CONFIG_STRING, /* any text */
+} ferry_config_type_t;
+
+typedef struct ferry_config_var {
+    const char *name;          /* full environment name, "FERRY_..." */
+    ferry_config_type_t type;
+    const char *default_value; /* text, parsed like an environment value */
+    const char *description;
+} ferry_config_var_t;
+
+/* Typed values: from the environment, else the default. A value that does not parse is
+ * warned about once (naming the variable, the value and the expected form) and the default is
+ * used. Not for fast paths: read them at init time. */
+bool ferry_config_bool(const ferry_config_var_t *var);
+int64_t ferry_config_int(const ferry_config_var_t *var);
+uint64_t ferry_config_size(const ferry_config_var_t *var);
+const char *ferry_config_string(const ferry_config_var_t *var); /* never NULL */
+
+/* The registry: *vars_p receives the array of registered variables, sorted by name (one
+ * snapshot, built on the first call; thread-safe). Returns how many there are.
+ * The assembler symbol is renamed because the assembler resolves a symbol that has the name of
+ * a section of the same file to that section: a file that registers a variable (section
+ * "ferry_config_vars") and calls a function named ferry_config_vars would jump into its data. */
+size_t ferry_config_vars(const ferry_config_var_t *const **vars_p)
+    __asm__("ferry_config_vars_sorted");
+
+/* Warn once per process about each FERRY_* environment variable that is not registered,
+ * naming the closest registered one ("did you mean FERRY_LOG_LEVEL?"). */
+void ferry_config_check_environment(void);
+
+/* The candidate closest to word by edit distance (case-insensitive), or NULL if none is
+ * within a useful distance. Shared by the config check and the transport-name check. */
+const char *ferry_closest_name(const char *word, const char *const *candidates, size_t count);
+
+#endif

@@ -1,0 +1,191 @@
+/* Logging: one line per message, written with a single write(2) so that lines of several
+ * threads or processes sharing stderr (or a FERRY_LOG_FILE opened O_APPEND) never interleave. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "core/compiler.h"
+#include "core/config.h"
+
+static const ferry_config_var_t log_level_var = {
+    .name = "FERRY_LOG_LEVEL",
+    .type = FERRY_CONFIG_STRING,
+    .default_value = "warn",
+    .description = "messages to print: error, warn, info, debug or trace (or 0-4)"};
+static const ferry_config_var_t *const log_level_reg
+    __attribute__((used, section("ferry_config_vars"))) = &log_level_var;
+
+static const ferry_config_var_t log_file_var = {
+    .name = "FERRY_LOG_FILE",
+    .type = FERRY_CONFIG_STRING,
+    .default_value = "",
+    .description = "append log lines to this file instead of stderr"};
+static const ferry_config_var_t *const log_file_reg
+    __attribute__((used, section("ferry_config_vars"))) = &log_file_var;
+
+ferry_log_level_t ferry_log_level_current = FERRY_LOG_LEVEL_WARN;
+
+/* Where lines go: stderr until ferry_log_init() opens FERRY_LOG_FILE. Written once, inside
+ * pthread_once, before any line of this process is formatted by log_emit(). */
+static int log_fd = STDERR_FILENO;
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+
+static const char *const log_level_names[] = {"error", "warn", "info", "debug", "trace"};
+static const char *const log_level_labels[] = {"ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
+
+/* One line at most PIPE_BUF bytes: a write of that size to a pipe is atomic. */
+enum { LOG_LINE_MAX = PIPE_BUF };
+
+static const char *log_basename(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash != NULL ? slash + 1 : path;
+}
+
+/* Format and write one line to fd. Never calls ferry_log_init(), so that ferry_log_init()
+ * itself can use it. */
+static void log_emit(int fd, ferry_log_level_t level, const char *file, int line, const char *fmt,
+                     va_list ap)
+{
+    char buf[LOG_LINE_MAX];
+    const char *label = (unsigned)level < FERRY_ARRAY_SIZE(log_level_labels) ? log_level_labels[level] : "?";
+    int n = snprintf(buf, sizeof(buf), "[ferry %ld] %s %s:%d ", (long)getpid(), label,
+                     log_basename(file != NULL ? file : "?"), line);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof(buf) - 1 ? (size_t)n : sizeof(buf) - 1;
+
+    /* The message, leaving room for the newline. */
+    int m = vsnprintf(buf + len, sizeof(buf) - len, fmt, ap);
+    if (m < 0)
+        m = 0;
+    if ((size_t)m >= sizeof(buf) - len - 1) {
+        /* Truncated (or exactly filling the buffer): keep one line, and say so. */
+        static const char more[] = "...";
+        len = sizeof(buf) - 1 - (sizeof(more) - 1);
+        memcpy(buf + len, more, sizeof(more) - 1);
+        len += sizeof(more) - 1;
+    } else {
+        len += (size_t)m;
+    }
+    while (len > 0 && buf[len - 1] == '\n') /* the caller's own newline is not doubled */
+        --len;
+    buf[len++] = '\n';
+
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, buf + done, len - done);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* nowhere left to report it */
+        }
+        done += (size_t)w;
+    }
+}
+
+static void log_emit_fmt(int fd, ferry_log_level_t level, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void log_emit_fmt(int fd, ferry_log_level_t level, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_emit(fd, level, __FILE__, line, fmt, ap);
+    va_end(ap);
+}
+
+static bool log_is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* "warn", " WARN " or "1" -> FERRY_LOG_LEVEL_WARN; false if text is none of those. */
+static bool log_parse_level(const char *text, ferry_log_level_t *level_p)
+{
+    while (log_is_blank(*text))
+        ++text;
+    size_t len = strlen(text);
+    while (len > 0 && log_is_blank(text[len - 1]))
+        --len;
+
+    for (size_t i = 0; i < FERRY_ARRAY_SIZE(log_level_names); ++i) {
+        const char *name = log_level_names[i];
+        if ((strlen(name) == len && strncasecmp(text, name, len) == 0) ||
+            (len == 1 && text[0] == (char)('0' + i))) {
+            *level_p = (ferry_log_level_t)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void log_init_once(void)
+{
+    int saved_errno = errno;
+
+    /* The level first, so that the warnings below obey it. */
+    const char *level_text = ferry_config_string(&log_level_var);
+    ferry_log_level_t level = FERRY_LOG_LEVEL_WARN;
+    bool level_ok = log_parse_level(level_text, &level);
+    __atomic_store_n(&ferry_log_level_current, level, __ATOMIC_RELAXED);
+
+    const char *path = ferry_config_string(&log_file_var);
+    if (path[0] != '\0') {
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            log_fd = fd; /* kept open for the life of the process */
+        } else if (FERRY_LOG_LEVEL_WARN <= level) {
+            log_emit_fmt(STDERR_FILENO, FERRY_LOG_LEVEL_WARN, __LINE__,
+                         "cannot open FERRY_LOG_FILE=%s: open(O_APPEND|O_CREAT) failed: %s; "
+                         "logging to stderr",
+                         path, strerror(errno));
+        }
+    }
+
+    if (!level_ok) { /* level is warn: the warning is printed */
+        log_emit_fmt(log_fd, FERRY_LOG_LEVEL_WARN, __LINE__,
+                     "invalid FERRY_LOG_LEVEL=%s: expected error, warn, info, debug or trace "
+                     "(or 0-4); using warn",
+                     level_text);
+    }
+    errno = saved_errno;
+}
+
+void ferry_log_init(void)
+{
+    int saved_errno = errno;
+    pthread_once(&log_once, log_init_once);
+    errno = saved_errno;
+}
+
+void ferry_log_write(ferry_log_level_t level, const char *file, int line, const char *fmt, ...)
+{
+    int saved_errno = errno; /* first: fmt may use %m */
+
+    ferry_log_init();
+    /* The caller tested the level before initialisation may have changed it. */
+    if (level > __atomic_load_n(&ferry_log_level_current, __ATOMIC_RELAXED)) {
+        errno = saved_errno;
+        return;
+    }
+
+    va_list ap;
+    va_start(ap, fmt);
+    errno = saved_errno;
+    log_emit(log_fd, level, file, line, fmt, ap);
+    va_end(ap);
+    errno = saved_errno;
+}

@@ -1,0 +1,40 @@
+/* Logging: levels error|warn|info|debug|trace from FERRY_LOG_LEVEL (warn by default).
+ * The function that detects an error logs it once: the call, its object (path, pid, fd,
+ * size), strerror(errno), and the fix when one is known. */
+#ifndef FERRY_CORE_LOG_H
+#define FERRY_CORE_LOG_H
+
+#include <stdarg.h>
+
+typedef enum ferry_log_level {
+    FERRY_LOG_LEVEL_ERROR = 0,
+    FERRY_LOG_LEVEL_WARN = 1,
+    FERRY_LOG_LEVEL_INFO = 2,
+    FERRY_LOG_LEVEL_DEBUG = 3,
+    FERRY_LOG_LEVEL_TRACE = 4,
+} ferry_log_level_t;
+
+/* Current level; read once from FERRY_LOG_LEVEL by ferry_log_init(). */
+extern ferry_log_level_t ferry_log_level_current;
+
+/* Read FERRY_LOG_LEVEL (idempotent, thread-safe, called by ferry_context_create). */
+void ferry_log_init(void);
+
+/* Write one line "[ferry <pid>] LEVEL file:line message" to stderr. */
+void ferry_log_write(ferry_log_level_t level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The level test is inline so that a disabled message costs one compare. */
+#define ferry_log(level, ...)                                                                      \
+    do {                                                                                           \
+        if ((level) <= ferry_log_level_current)                                                    \
+            ferry_log_write((level), __FILE__, __LINE__, __VA_ARGS__);                             \
+    } while (0)
+
+#define ferry_error(...) ferry_log(FERRY_LOG_LEVEL_ERROR, __VA_ARGS__)
+#define ferry_warn(...) ferry_log(FERRY_LOG_LEVEL_WARN, __VA_ARGS__)
+#define ferry_info(...) ferry_log(FERRY_LOG_LEVEL_INFO, __VA_ARGS__)
+#define ferry_debug(...) ferry_log(FERRY_LOG_LEVEL_DEBUG, __VA_ARGS__)
+#define ferry_trace(...) ferry_log(FERRY_LOG_LEVEL_TRACE, __VA_ARGS__)
+
+#endif

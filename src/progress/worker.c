@@ -1,0 +1,311 @@
+/* The worker's progress engine: transports' polls, the epoll set, arm/wait, deferred calls. */
+#define _GNU_SOURCE
+#include "progress/worker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "core/compiler.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/time.h"
+#include "wireup/ep.h"
+
+static const ferry_config_var_t worker_spin_var = {
+    .name = "FERRY_WAIT_SPIN_US",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "50",
+    .description = "microseconds ferry_worker_wait polls before it sleeps in the kernel (a "
+                   "wake-up from sleep costs ~40 us here)"};
+static const ferry_config_var_t *const worker_spin_reg
+    __attribute__((used, section("ferry_config_vars"))) = &worker_spin_var;
+
+/* While spinning, the epoll set (sockets: connects, hang-ups) is looked at every this many
+ * ns, so that a busy worker pays for the system call rarely. */
+#define WORKER_EPOLL_INTERVAL_NS 100000u
+/* How many epoll events one progress call handles at most. */
+#define WORKER_EPOLL_BATCH 16
+
+ferry_status_t ferry_worker_fd_add(ferry_worker_t *worker, ferry_worker_fd_t *entry, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = entry};
+    if (epoll_ctl(worker->epoll_fd, EPOLL_CTL_ADD, entry->fd, &ev) != 0) {
+        ferry_error("epoll_ctl(ADD, epoll fd %d, fd %d) failed: %s", worker->epoll_fd, entry->fd,
+                    strerror(errno));
+        return FERRY_ERR_IO;
+    }
+    return FERRY_OK;
+}
+
+void ferry_worker_fd_remove(ferry_worker_t *worker, ferry_worker_fd_t *entry)
+{
+    if (entry->fd >= 0 && epoll_ctl(worker->epoll_fd, EPOLL_CTL_DEL, entry->fd, NULL) != 0)
+        ferry_debug("epoll_ctl(DEL, fd %d): %s", entry->fd, strerror(errno));
+}
+
+void ferry_worker_defer(ferry_worker_t *worker, ferry_deferred_t *deferred)
+{
+    ferry_list_push_tail(&worker->deferred, &deferred->link);
+}
+
+void ferry_worker_undefer(ferry_worker_t *worker, ferry_deferred_t *deferred)
+{
+    (void)worker;
+    ferry_list_remove(&deferred->link);
+}
+
+static unsigned worker_run_deferred(ferry_worker_t *worker)
+{
+    unsigned count = 0;
+    ferry_list_link_t *link;
+    /* Callbacks may queue more; run only what is there now plus what they add (bounded by
+     * the queue draining), one at a time so that a callback may remove any entry. */
+    while ((link = ferry_list_pop_head(&worker->deferred)) != NULL) {
+        ferry_deferred_t *deferred = ferry_list_entry(link, ferry_deferred_t, link);
+        deferred->cb(deferred);
+        count++;
+    }
+    return count;
+}
+
+/* Dispatch ready epoll events, one per system call so that a callback may safely remove or
+ * free any other entry. */
+static unsigned worker_poll_fds(ferry_worker_t *worker, int timeout_ms, ferry_status_t *status)
+{
+    unsigned count = 0;
+    for (unsigned i = 0; i < WORKER_EPOLL_BATCH; i++) {
+        struct epoll_event ev;
+        int n = epoll_wait(worker->epoll_fd, &ev, 1, i == 0 ? timeout_ms : 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                break;
+            ferry_error("epoll_wait(epoll fd %d) failed: %s", worker->epoll_fd, strerror(errno));
+            if (status != NULL)
+                *status = FERRY_ERR_IO;
+            break;
+        }
+        if (n == 0)
+            break;
+        ferry_worker_fd_t *entry = ev.data.ptr;
+        if (entry->cb != NULL) {
+            entry->cb(entry->arg, ev.events);
+            count++;
+        }
+    }
+    return count;
+}
+
+static void worker_disarm(ferry_worker_t *worker)
+{
+    worker->armed = 0;
+    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+        unsigned t = worker->tl_active[i];
+        if (ferry_transports[t]->disarm != NULL)
+            ferry_transports[t]->disarm(worker->tl[t]);
+    }
+}
+
+FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
+{
+    unsigned count = 0;
+
+    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+        unsigned t = worker->tl_active[i];
+        if (ferry_transports[t]->poll != NULL)
+            count += ferry_transports[t]->poll(worker->tl[t]);
+    }
+    if (ferry_unlikely(worker->armed)) {
+        worker_disarm(worker);
+        count += worker_poll_fds(worker, 0, NULL);
+    } else if (ferry_unlikely((++worker->poll_count & 63) == 0)) {
+        uint64_t now = ferry_time_now_ns();
+        if (now >= worker->next_epoll_ns) {
+            worker->next_epoll_ns = now + WORKER_EPOLL_INTERVAL_NS;
+            count += worker_poll_fds(worker, 0, NULL);
+        }
+    }
+    if (ferry_unlikely(!ferry_list_is_empty(&worker->deferred)))
+        count += worker_run_deferred(worker);
+    return count;
+}
+
+FERRY_EXPORT ferry_status_t ferry_worker_get_fd(ferry_worker_t *worker, int *fd_p)
+{
+    if (worker == NULL || fd_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    *fd_p = worker->epoll_fd;
+    return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_worker_arm(ferry_worker_t *worker)
+{
+    if (worker == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    if (!ferry_list_is_empty(&worker->deferred))
+        return FERRY_ERR_BUSY;
+    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+        unsigned t = worker->tl_active[i];
+        if (ferry_transports[t]->arm != NULL &&
+            ferry_transports[t]->arm(worker->tl[t]) == FERRY_ERR_BUSY) {
+            worker_disarm(worker);
+            return FERRY_ERR_BUSY;
+        }
+    }
+    worker->armed = 1;
+    return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_worker_wait(ferry_worker_t *worker, int timeout_ms)
+{
+    ferry_status_t status = FERRY_OK;
+
+    if (worker == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    uint64_t start = ferry_time_now_ns();
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000u;
+    uint64_t spin_end = start + worker->wait_spin_ns;
+    for (;;) {
+        if (ferry_worker_progress(worker) > 0)
+            return FERRY_OK;
+        uint64_t now = ferry_time_now_ns();
+        if (now >= deadline)
+            return FERRY_ERR_TIMED_OUT;
+        if (now < spin_end) {
+            ferry_cpu_relax();
+            continue;
+        }
+        if (ferry_worker_arm(worker) == FERRY_ERR_BUSY)
+            continue;
+        int ms = -1;
+        if (deadline != UINT64_MAX)
+            ms = (int)((deadline - now + 999999u) / 1000000u);
+        unsigned n = worker_poll_fds(worker, ms, &status);
+        worker_disarm(worker);
+        if (status != FERRY_OK)
+            return status;
+        if (n > 0) {
+            ferry_worker_progress(worker);
+            return FERRY_OK;
+        }
+    }
+}
+
+FERRY_EXPORT ferry_status_t ferry_worker_address(ferry_worker_t *worker, const void **address_p,
+                                                 size_t *length_p)
+{
+    if (worker == NULL || address_p == NULL || length_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    *address_p = worker->address;
+    *length_p = worker->address_length;
+    return FERRY_OK;
+}
+
+static ferry_status_t worker_build_address(ferry_worker_t *worker)
+{
+    size_t offset = FERRY_ADDRESS_HEADER_SIZE;
+    uint16_t records = 0;
+
+    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+        unsigned t = worker->tl_active[i];
+        size_t length = sizeof(worker->address) - offset - FERRY_ADDRESS_RECORD_HEADER_SIZE;
+        uint8_t *rec = worker->address + offset;
+        ferry_status_t status = ferry_transports[t]->address(
+            worker->tl[t], rec + FERRY_ADDRESS_RECORD_HEADER_SIZE, &length);
+        if (status != FERRY_OK)
+            return status;
+        rec[0] = ferry_transports[t]->id;
+        rec[1] = 0;
+        uint16_t len16 = (uint16_t)length;
+        memcpy(rec + 2, &len16, sizeof(len16));
+        offset += FERRY_ADDRESS_RECORD_HEADER_SIZE + length;
+        records++;
+    }
+    ferry_address_write_header(worker->address, worker->uuid, &worker->context->host,
+                               (uint32_t)getpid(), records);
+    ferry_address_finish(worker->address, (uint16_t)offset);
+    worker->address_length = offset;
+    return FERRY_OK;
+}
+
+static void worker_finalize_transports(ferry_worker_t *worker)
+{
+    for (unsigned i = worker->tl_active_count; i-- > 0;) {
+        unsigned t = worker->tl_active[i];
+        ferry_transports[t]->finalize(worker->tl[t]);
+        worker->tl[t] = NULL;
+    }
+    worker->tl_active_count = 0;
+}
+
+FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
+                                                const ferry_worker_params_t *params,
+                                                ferry_worker_t **worker_p)
+{
+    ferry_worker_t *worker;
+    ferry_status_t status;
+
+    if (context == NULL || worker_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    worker = calloc(1, sizeof(*worker));
+    if (worker == NULL) {
+        ferry_error("calloc(%zu) for a worker failed", sizeof(*worker));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    worker->context = context;
+    if (params != NULL)
+        worker->params = *params;
+    ferry_list_init(&worker->eps);
+    ferry_list_init(&worker->deferred);
+    worker->wait_spin_ns = ferry_config_size(&worker_spin_var) * 1000u;
+    if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {
+        ferry_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
+                    strerror(errno));
+        status = FERRY_ERR_IO;
+        goto err_free_worker;
+    }
+    worker->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (worker->epoll_fd < 0) {
+        ferry_error("epoll_create1 failed: %s (check the open-files limit, ulimit -n)",
+                    strerror(errno));
+        status = FERRY_ERR_IO;
+        goto err_free_worker;
+    }
+    for (size_t t = 0; t < ferry_transports_count; t++) {
+        if (!context->enabled[t])
+            continue;
+        status = ferry_transports[t]->init(worker, &worker->tl[t]);
+        if (status != FERRY_OK)
+            goto err_finalize_transports;
+        worker->tl_active[worker->tl_active_count++] = (unsigned)t;
+    }
+    status = worker_build_address(worker);
+    if (status != FERRY_OK)
+        goto err_finalize_transports;
+    context->worker_count++;
+    *worker_p = worker;
+    return FERRY_OK;
+
+err_finalize_transports:
+    worker_finalize_transports(worker);
+    close(worker->epoll_fd);
+err_free_worker:
+    free(worker);
+    return status;
+}
+
+FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
+{
+    if (worker == NULL)
+        return;
+    ferry_ep_destroy_all(worker);
+    worker_run_deferred(worker); /* canceled operations report to their completions */
+    worker_finalize_transports(worker);
+    worker_run_deferred(worker);
+    close(worker->epoll_fd);
+    worker->context->worker_count--;
+    free(worker);
+}

@@ -1,0 +1,256 @@
+/* The self transport: active messages from a worker to itself. A send copies the message into
+ * a queue; the worker's progress delivers it. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/compiler.h"
+#include "core/list.h"
+#include "core/log.h"
+#include "progress/worker.h"
+#include "proto/am.h"
+#include "transport/transport.h"
+#include "wireup/ep.h"
+
+/* Messages whose header + payload fit here travel in the queue entry itself. */
+#define SELF_INLINE_MAX 256
+/* Messages queued and not yet delivered, beyond which sends return FERRY_ERR_NO_RESOURCE. */
+#define SELF_QUEUE_MAX 4096
+
+typedef struct self_msg {
+    ferry_list_link_t link;
+    ferry_tl_ep_t *tl_ep;
+    uint8_t id;
+    uint16_t header_length;
+    size_t length;
+    void *data; /* payload: inside inline_data, or a keepable buffer for large messages */
+    uint8_t inline_data[FERRY_AM_HEADER_MAX + SELF_INLINE_MAX];
+} self_msg_t;
+
+struct ferry_tl_worker {
+    ferry_worker_t *worker;
+    ferry_list_t queue; /* self_msg_t to deliver, in order */
+    ferry_list_t free;  /* self_msg_t to reuse */
+    unsigned queued;
+};
+
+struct ferry_tl_ep {
+    ferry_tl_worker_t *tlw;
+    ferry_ep_t *ep;
+};
+
+static ferry_status_t self_query(ferry_tl_caps_t *caps, char *why, size_t why_len)
+{
+    (void)why;
+    (void)why_len;
+    memset(caps, 0, sizeof(*caps));
+    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_WORKER;
+    caps->max_short = SELF_INLINE_MAX;
+    caps->max_bcopy = SIZE_MAX;
+    caps->max_iov = SIZE_MAX;
+    caps->latency_ns = 10;
+    caps->bandwidth_Bps = 10e9;
+    return FERRY_OK;
+}
+
+static ferry_status_t self_init(ferry_worker_t *worker, ferry_tl_worker_t **tlw_p)
+{
+    ferry_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
+    if (tlw == NULL) {
+        ferry_error("calloc(%zu) for the self transport failed", sizeof(*tlw));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    tlw->worker = worker;
+    ferry_list_init(&tlw->queue);
+    ferry_list_init(&tlw->free);
+    *tlw_p = tlw;
+    return FERRY_OK;
+}
+
+static void self_msg_release(ferry_tl_worker_t *tlw, self_msg_t *msg)
+{
+    ferry_list_push_head(&tlw->free, &msg->link);
+}
+
+static void self_finalize(ferry_tl_worker_t *tlw)
+{
+    ferry_list_link_t *link;
+    while ((link = ferry_list_pop_head(&tlw->queue)) != NULL) {
+        self_msg_t *msg = ferry_list_entry(link, self_msg_t, link);
+        if (msg->data != NULL && msg->data != msg->inline_data + msg->header_length)
+            ferry_am_buffer_free(msg->data);
+        free(msg);
+    }
+    while ((link = ferry_list_pop_head(&tlw->free)) != NULL)
+        free(ferry_list_entry(link, self_msg_t, link));
+    free(tlw);
+}
+
+static ferry_status_t self_address(ferry_tl_worker_t *tlw, void *buffer, size_t *length_p)
+{
+    (void)tlw;
+    (void)buffer;
+    *length_p = 0; /* the worker uuid in the address header is all self needs */
+    return FERRY_OK;
+}
+
+static bool self_reachable(ferry_tl_worker_t *tlw, const ferry_address_t *peer, const void *record,
+                           size_t record_length)
+{
+    (void)record;
+    (void)record_length;
+    return peer->worker_uuid == tlw->worker->uuid;
+}
+
+static ferry_status_t self_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
+                                   const ferry_address_t *peer, const void *record,
+                                   size_t record_length, ferry_tl_ep_t **tlep_p)
+{
+    (void)peer;
+    (void)record;
+    (void)record_length;
+    ferry_tl_ep_t *tlep = calloc(1, sizeof(*tlep));
+    if (tlep == NULL) {
+        ferry_error("calloc(%zu) for a self endpoint failed", sizeof(*tlep));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    tlep->tlw = tlw;
+    tlep->ep = ep;
+    *tlep_p = tlep;
+    return FERRY_OK;
+}
+
+static ferry_status_t self_ep_terminate(ferry_tl_ep_t *tlep)
+{
+    (void)tlep;
+    return FERRY_OK; /* every accepted send was already delivered or is queued to be */
+}
+
+static void self_ep_destroy(ferry_tl_ep_t *tlep)
+{
+    ferry_tl_worker_t *tlw = tlep->tlw;
+    ferry_list_link_t *next;
+    /* Drop this endpoint's undelivered messages. */
+    for (ferry_list_link_t *l = ferry_list_first(&tlw->queue); l != ferry_list_end(&tlw->queue);
+         l = next) {
+        next = l->next;
+        self_msg_t *msg = ferry_list_entry(l, self_msg_t, link);
+        if (msg->tl_ep != tlep)
+            continue;
+        ferry_list_remove(l);
+        tlw->queued--;
+        if (msg->data != NULL && msg->data != msg->inline_data + msg->header_length)
+            ferry_am_buffer_free(msg->data);
+        self_msg_release(tlw, msg);
+    }
+    free(tlep);
+}
+
+static self_msg_t *self_msg_get(ferry_tl_worker_t *tlw)
+{
+    ferry_list_link_t *link;
+    if (tlw->queued >= SELF_QUEUE_MAX)
+        return NULL;
+    link = ferry_list_pop_head(&tlw->free);
+    if (link != NULL)
+        return ferry_list_entry(link, self_msg_t, link);
+    self_msg_t *msg = malloc(sizeof(*msg));
+    if (msg == NULL)
+        ferry_error("malloc(%zu) for a self message failed", sizeof(*msg));
+    return msg;
+}
+
+static ferry_status_t self_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+                                 size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
+                                 ferry_completion_t *comp)
+{
+    ferry_tl_worker_t *tlw = tlep->tlw;
+    size_t length = 0;
+    uint8_t *dst;
+    (void)comp;
+
+    for (size_t i = 0; i < iovcnt; i++)
+        length += iov[i].length;
+    self_msg_t *msg = self_msg_get(tlw);
+    if (msg == NULL)
+        return tlw->queued >= SELF_QUEUE_MAX ? FERRY_ERR_NO_RESOURCE : FERRY_ERR_NO_MEMORY;
+    msg->tl_ep = tlep;
+    msg->id = id;
+    msg->header_length = (uint16_t)header_length;
+    msg->length = length;
+    if (header_length > 0)
+        memcpy(msg->inline_data, header, header_length);
+    if (length <= SELF_INLINE_MAX) {
+        dst = msg->inline_data + header_length;
+    } else {
+        dst = ferry_am_buffer_alloc(length);
+        if (dst == NULL) {
+            self_msg_release(tlw, msg);
+            return FERRY_ERR_NO_MEMORY;
+        }
+    }
+    msg->data = dst;
+    for (size_t i = 0; i < iovcnt; i++) {
+        if (iov[i].length > 0)
+            memcpy(dst, iov[i].buffer, iov[i].length);
+        dst += iov[i].length;
+    }
+    ferry_list_push_tail(&tlw->queue, &msg->link);
+    tlw->queued++;
+    return FERRY_OK;
+}
+
+static ferry_status_t self_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+                                      size_t header_length, const void *payload, size_t length)
+{
+    ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
+    return self_sendv(tlep, id, header, header_length, &iov, 1, NULL);
+}
+
+static unsigned self_poll(ferry_tl_worker_t *tlw)
+{
+    unsigned count = 0;
+    /* Deliver only what was queued before this call, so that a handler that sends to itself
+     * cannot keep progress from returning. */
+    unsigned budget = tlw->queued;
+    ferry_list_link_t *link;
+    while (count < budget && (link = ferry_list_pop_head(&tlw->queue)) != NULL) {
+        self_msg_t *msg = ferry_list_entry(link, self_msg_t, link);
+        tlw->queued--;
+        count++;
+        if (msg->data != msg->inline_data + msg->header_length) {
+            ferry_am_deliver_buffer(tlw->worker, msg->tl_ep->ep, msg->id, msg->inline_data,
+                                    msg->header_length, msg->data, msg->length);
+        } else {
+            ferry_am_deliver(tlw->worker, msg->tl_ep->ep, msg->id, msg->inline_data,
+                             msg->header_length, msg->length ? msg->data : NULL, msg->length, 0);
+        }
+        self_msg_release(tlw, msg);
+    }
+    return count;
+}
+
+static ferry_status_t self_arm(ferry_tl_worker_t *tlw)
+{
+    return ferry_list_is_empty(&tlw->queue) ? FERRY_OK : FERRY_ERR_BUSY;
+}
+
+const ferry_tl_ops_t ferry_tl_self_ops = {
+    .name = "self",
+    .id = 1,
+    .query = self_query,
+    .init = self_init,
+    .finalize = self_finalize,
+    .address = self_address,
+    .reachable = self_reachable,
+    .ep_init = self_ep_init,
+    .ep_terminate = self_ep_terminate,
+    .ep_destroy = self_ep_destroy,
+    .send_short = self_send_short,
+    .sendv = self_sendv,
+    .poll = self_poll,
+    .arm = self_arm,
+    .disarm = NULL,
+    .am_data_release = NULL,
+    .describe = NULL,
+};

@@ -1,0 +1,905 @@
+/* The shm transport: active messages between workers on one host through shared memory.
+ * Small messages travel inline in one 64-byte cell of the receiver's ring for this sender;
+ * medium ones in one 4 KiB buffer of the receiver's pool; large ones in 4 KiB fragments that
+ * the receiver reassembles. A sender writes the receiver's eventfd only when the receiver
+ * armed, so a busy receiver costs its senders no system call. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/epoll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/compiler.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "proto/am.h"
+#include "transport/shm/shm.h"
+#include "wireup/ep.h"
+
+static const ferry_config_var_t shm_ring_cells_var = {
+    .name = "FERRY_SHM_RING_CELLS",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "256",
+    .description = "64-byte cells in the receive ring a worker keeps for each connected peer "
+                   "(a power of 2, 2..1048576)"};
+static const ferry_config_var_t *const shm_ring_cells_reg
+    __attribute__((used, section("ferry_config_vars"))) = &shm_ring_cells_var;
+
+static const ferry_config_var_t shm_am_max_var = {
+    .name = "FERRY_SHM_AM_MAX",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "16G",
+    .description = "largest active-message payload a worker accepts from a peer over shm"};
+static const ferry_config_var_t *const shm_am_max_reg
+    __attribute__((used, section("ferry_config_vars"))) = &shm_am_max_var;
+
+/* Cells one poll takes from one ring before it moves to the next (fairness). */
+#define SHM_POLL_BUDGET 32u
+
+static void shm_req_deferred_cb(ferry_deferred_t *self);
+
+/* ------------------------------------------------------------------ signalling */
+
+/* Wake the peer if it sleeps (armed). The fence orders our cell store before the armed load,
+ * pairing with the fence in shm_arm between the armed store and the ring check. */
+static inline void shm_signal_peer(ferry_tl_ep_t *tlep)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (ferry_likely(atomic_load_explicit(&tlep->peer_region->armed, memory_order_relaxed) == 0))
+        return;
+    if (atomic_exchange(&tlep->peer_region->armed, 0) != 0) {
+        uint64_t one = 1;
+        if (write(tlep->peer_eventfd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
+            ferry_warn("shm: write(eventfd of pid %u) failed: %s", tlep->peer_pid,
+                       strerror(errno));
+    }
+}
+
+/* ------------------------------------------------------------------ sending */
+
+static inline shm_cell_t *shm_tx_cell(ferry_tl_ep_t *tlep)
+{
+    shm_cell_t *cell = &tlep->tx_cells[tlep->tx_pos & tlep->tx_mask];
+    if (atomic_load_explicit(&cell->seq, memory_order_acquire) != tlep->tx_pos)
+        return NULL; /* ring full */
+    return cell;
+}
+
+static inline void shm_tx_post(ferry_tl_ep_t *tlep, shm_cell_t *cell)
+{
+    atomic_store_explicit(&cell->seq, tlep->tx_pos + 1, memory_order_release);
+    tlep->tx_pos++;
+}
+
+/* Reserve a buffer of the peer's pool; -1 when none is free. */
+static inline int shm_buf_reserve(ferry_tl_ep_t *tlep)
+{
+    shm_region_t *region = tlep->peer_region;
+    uint64_t bits = atomic_load_explicit(&region->free_bufs, memory_order_relaxed);
+    while (bits != 0) {
+        int index = __builtin_ctzll(bits);
+        if (atomic_compare_exchange_weak_explicit(&region->free_bufs, &bits,
+                                                  bits & ~(1ull << index), memory_order_acquire,
+                                                  memory_order_relaxed)) {
+            atomic_store_explicit(&region->buf_owner[index], tlep->my_sender_id,
+                                  memory_order_relaxed);
+            return index;
+        }
+    }
+    return -1;
+}
+
+static inline void shm_buf_release(shm_region_t *region, unsigned index)
+{
+    atomic_fetch_or_explicit(&region->free_bufs, 1ull << index, memory_order_release);
+}
+
+static inline uint8_t *shm_buf_data(shm_region_t *region, unsigned index)
+{
+    return (uint8_t *)region + SHM_REGION_HEADER_SIZE + (size_t)index * SHM_BUF_SIZE;
+}
+
+/* Copy up to length bytes from the iov position of req into dst; advances the position. */
+static size_t shm_req_gather(shm_req_t *req, uint8_t *dst, size_t length)
+{
+    size_t done = 0;
+    while (done < length && req->iov_index < req->iovcnt) {
+        const ferry_iov_t *v = &req->iov[req->iov_index];
+        size_t n = v->length - req->iov_offset;
+        if (n > length - done)
+            n = length - done;
+        if (n > 0)
+            memcpy(dst + done, (const uint8_t *)v->buffer + req->iov_offset, n);
+        done += n;
+        req->iov_offset += n;
+        if (req->iov_offset == v->length) {
+            req->iov_index++;
+            req->iov_offset = 0;
+        }
+    }
+    return done;
+}
+
+/* Try to post req (any size) into the ring. Returns FERRY_OK when it is wholly posted,
+ * FERRY_ERR_NO_RESOURCE when the ring or the pool is full (req remembers how far it got). */
+static ferry_status_t shm_req_post(ferry_tl_ep_t *tlep, shm_req_t *req)
+{
+    size_t total = req->header_length + req->length;
+
+    if (!req->first_posted && total <= SHM_CELL_DATA) {
+        shm_cell_t *cell = shm_tx_cell(tlep);
+        if (cell == NULL)
+            return FERRY_ERR_NO_RESOURCE;
+        cell->type = SHM_CELL_INLINE;
+        cell->am_id = req->id;
+        cell->header_length = req->header_length;
+        cell->length = (uint32_t)total;
+        memcpy(cell->data, req->header, req->header_length);
+        shm_req_gather(req, cell->data + req->header_length, req->length);
+        shm_tx_post(tlep, cell);
+        req->first_posted = true;
+        req->sent = req->length;
+        return FERRY_OK;
+    }
+    if (!req->first_posted && total <= SHM_BUF_SIZE) {
+        shm_cell_t *cell = shm_tx_cell(tlep);
+        if (cell == NULL)
+            return FERRY_ERR_NO_RESOURCE;
+        int buf = shm_buf_reserve(tlep);
+        if (buf < 0)
+            return FERRY_ERR_NO_RESOURCE;
+        uint8_t *data = shm_buf_data(tlep->peer_region, (unsigned)buf);
+        memcpy(data, req->header, req->header_length);
+        shm_req_gather(req, data + req->header_length, req->length);
+        cell->type = SHM_CELL_MEDIUM;
+        cell->am_id = req->id;
+        cell->header_length = req->header_length;
+        cell->length = (uint32_t)total;
+        cell->buf = (uint8_t)buf;
+        shm_tx_post(tlep, cell);
+        req->first_posted = true;
+        req->sent = req->length;
+        return FERRY_OK;
+    }
+    /* fragments */
+    while (!req->first_posted || req->sent < req->length) {
+        shm_cell_t *cell = shm_tx_cell(tlep);
+        if (cell == NULL)
+            return FERRY_ERR_NO_RESOURCE;
+        int buf = shm_buf_reserve(tlep);
+        if (buf < 0)
+            return FERRY_ERR_NO_RESOURCE;
+        uint8_t *data = shm_buf_data(tlep->peer_region, (unsigned)buf);
+        size_t header = req->first_posted ? 0 : req->header_length;
+        size_t room = SHM_BUF_SIZE - header;
+        size_t n = req->length - req->sent < room ? req->length - req->sent : room;
+        memcpy(data, req->header, header);
+        shm_req_gather(req, data + header, n);
+        cell->type = SHM_CELL_FRAG;
+        cell->am_id = req->id;
+        cell->header_length = (uint16_t)header;
+        cell->length = (uint32_t)(header + n);
+        cell->buf = (uint8_t)buf;
+        cell->flags = 0;
+        if (!req->first_posted) {
+            uint64_t length = req->length;
+            cell->flags |= SHM_FRAG_FIRST;
+            memcpy(cell->data, &length, sizeof(length));
+        }
+        req->sent += n;
+        req->first_posted = true;
+        if (req->sent == req->length)
+            cell->flags |= SHM_FRAG_LAST;
+        shm_tx_post(tlep, cell);
+    }
+    return FERRY_OK;
+}
+
+static void shm_req_free(shm_req_t *req)
+{
+    if (req->iov != req->iov_inline)
+        free(req->iov);
+    free(req->copy);
+    free(req);
+}
+
+/* Finish a queued request: its completion runs from the worker's deferred queue. */
+static void shm_req_complete(ferry_tl_ep_t *tlep, shm_req_t *req, ferry_status_t status)
+{
+    ferry_list_remove(&req->link);
+    req->status = status;
+    if (req->comp == NULL) {
+        shm_req_free(req);
+        return;
+    }
+    ferry_worker_defer(tlep->tlw->worker, &req->deferred);
+}
+
+static void shm_req_deferred_cb(ferry_deferred_t *self)
+{
+    shm_req_t *req = ferry_container_of(self, shm_req_t, deferred);
+    ferry_completion_t *comp = req->comp;
+    ferry_status_t status = req->status;
+    shm_req_free(req);
+    ferry_completion_update(comp, status);
+}
+
+static shm_req_t *shm_req_create(uint8_t id, const void *header, size_t header_length,
+                                 const ferry_iov_t *iov, size_t iovcnt, ferry_completion_t *comp)
+{
+    shm_req_t *req = calloc(1, sizeof(*req));
+    if (req == NULL) {
+        ferry_error("calloc(%zu) for a pending shm send failed", sizeof(*req));
+        return NULL;
+    }
+    ferry_list_init(&req->link);
+    ferry_list_init(&req->deferred.link);
+    req->deferred.cb = shm_req_deferred_cb;
+    req->comp = comp;
+    req->id = id;
+    req->header_length = (uint16_t)header_length;
+    if (header_length > 0)
+        memcpy(req->header, header, header_length);
+    req->iovcnt = iovcnt;
+    req->iov = req->iov_inline;
+    if (iovcnt > FERRY_ARRAY_SIZE(req->iov_inline)) {
+        req->iov = malloc(iovcnt * sizeof(*iov));
+        if (req->iov == NULL) {
+            ferry_error("malloc(%zu) for an iov copy failed", iovcnt * sizeof(*iov));
+            free(req);
+            return NULL;
+        }
+    }
+    for (size_t i = 0; i < iovcnt; i++) {
+        req->iov[i] = iov[i];
+        req->length += iov[i].length;
+    }
+    return req;
+}
+
+/* An endpoint "waits" while it has queued sends or a CLOSE to post: progress retries it, and
+ * the peer is asked (sender_waiting, waiters) to signal us when it frees ring cells or buffers.
+ * Only called on a connected endpoint. */
+static void shm_ep_set_waiting(ferry_tl_ep_t *tlep, bool waiting)
+{
+    if (tlep->waiting == waiting)
+        return;
+    tlep->waiting = waiting;
+    if (waiting) {
+        tlep->tlw->waiting_count++;
+        atomic_store(&tlep->tx_ring->sender_waiting, 1u);
+        atomic_fetch_add(&tlep->peer_region->waiters, 1);
+    } else {
+        tlep->tlw->waiting_count--;
+        atomic_store(&tlep->tx_ring->sender_waiting, 0u);
+        atomic_fetch_sub(&tlep->peer_region->waiters, 1);
+    }
+}
+
+static void shm_ep_post_close(ferry_tl_ep_t *tlep);
+
+/* Post what is queued, in order. Returns the number of requests finished. */
+static unsigned shm_ep_progress_pending(ferry_tl_ep_t *tlep)
+{
+    unsigned count = 0;
+    bool posted = false;
+    ferry_list_link_t *link;
+
+    while ((link = ferry_list_first(&tlep->pending)) != ferry_list_end(&tlep->pending)) {
+        shm_req_t *req = ferry_list_entry(link, shm_req_t, link);
+        size_t before = req->sent;
+        bool was_first = req->first_posted;
+        ferry_status_t status = shm_req_post(tlep, req);
+        posted = posted || req->sent != before || req->first_posted != was_first;
+        if (status != FERRY_OK)
+            break;
+        shm_req_complete(tlep, req, FERRY_OK);
+        count++;
+    }
+    if (posted)
+        shm_signal_peer(tlep);
+    if (ferry_list_is_empty(&tlep->pending)) {
+        if (tlep->closing)
+            shm_ep_post_close(tlep); /* may free tlep */
+        else
+            shm_ep_set_waiting(tlep, false);
+    } else {
+        shm_ep_set_waiting(tlep, true);
+    }
+    return count;
+}
+
+static ferry_status_t shm_ep_check(ferry_tl_ep_t *tlep)
+{
+    if (tlep->state == SHM_CONN_DETACHED)
+        return tlep->ep->error != FERRY_OK ? tlep->ep->error : FERRY_ERR_ENDPOINT_CLOSED;
+    return FERRY_OK;
+}
+
+static ferry_status_t shm_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+                                     size_t header_length, const void *payload, size_t length)
+{
+    size_t total = header_length + length;
+
+    if (ferry_likely(tlep->state == SHM_CONN_CONNECTED && ferry_list_is_empty(&tlep->pending) &&
+                     total <= SHM_CELL_DATA)) {
+        shm_cell_t *cell = shm_tx_cell(tlep);
+        if (ferry_unlikely(cell == NULL))
+            return FERRY_ERR_NO_RESOURCE;
+        cell->type = SHM_CELL_INLINE;
+        cell->am_id = id;
+        cell->header_length = (uint16_t)header_length;
+        cell->length = (uint32_t)total;
+        if (header_length)
+            memcpy(cell->data, header, header_length);
+        if (length)
+            memcpy(cell->data + header_length, payload, length);
+        shm_tx_post(tlep, cell);
+        shm_signal_peer(tlep);
+        return FERRY_OK;
+    }
+    return FERRY_ERR_UNSUPPORTED; /* the caller falls back to sendv */
+}
+
+static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+                                size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
+                                ferry_completion_t *comp)
+{
+    ferry_status_t status = shm_ep_check(tlep);
+    size_t length = 0;
+    shm_req_t *req;
+
+    if (status != FERRY_OK)
+        return status;
+    if (tlep->closing)
+        return FERRY_ERR_ENDPOINT_CLOSED;
+    for (size_t i = 0; i < iovcnt; i++)
+        length += iov[i].length;
+    bool small = header_length + length <= SHM_BUF_SIZE;
+    bool connected = tlep->state == SHM_CONN_CONNECTED;
+
+    if (connected && !ferry_list_is_empty(&tlep->pending) && small)
+        return FERRY_ERR_NO_RESOURCE; /* keep order behind queued sends */
+    if (connected && small) {
+        /* a request on the stack: posted whole or not at all */
+        shm_req_t local;
+        local.id = id;
+        local.header_length = (uint16_t)header_length;
+        memcpy(local.header, header, header_length);
+        local.length = length;
+        local.sent = 0;
+        local.first_posted = false;
+        local.iov = (ferry_iov_t *)iov;
+        local.iovcnt = iovcnt;
+        local.iov_index = 0;
+        local.iov_offset = 0;
+        status = shm_req_post(tlep, &local);
+        if (status == FERRY_OK)
+            shm_signal_peer(tlep);
+        return status;
+    }
+    req = shm_req_create(id, header, header_length, iov, iovcnt, comp);
+    if (req == NULL)
+        return FERRY_ERR_NO_MEMORY;
+    if (connected && ferry_list_is_empty(&tlep->pending)) {
+        status = shm_req_post(tlep, req);
+        shm_signal_peer(tlep);
+        if (status == FERRY_OK) {
+            shm_req_free(req);
+            return FERRY_OK;
+        }
+    }
+    if (!connected && comp == NULL) {
+        /* queued while connecting, and the caller will not learn when its buffers are free:
+         * keep a private copy so that they are free now */
+        req->copy = malloc(length ? length : 1);
+        if (req->copy == NULL) {
+            ferry_error("malloc(%zu) for a queued message failed", length);
+            shm_req_free(req);
+            return FERRY_ERR_NO_MEMORY;
+        }
+        shm_req_gather(req, req->copy, length);
+        req->iov[0].buffer = req->copy;
+        req->iov[0].length = length;
+        req->iovcnt = 1;
+        req->iov_index = 0;
+        req->iov_offset = 0;
+    }
+    ferry_list_push_tail(&tlep->pending, &req->link);
+    if (connected)
+        shm_ep_set_waiting(tlep, true);
+    return req->copy != NULL ? FERRY_OK : FERRY_INPROGRESS;
+}
+
+/* ------------------------------------------------------------------ receiving */
+
+static void shm_ep_protocol_error(ferry_tl_ep_t *tlep, shm_cell_verdict_t verdict,
+                                  const shm_cell_t *cell)
+{
+    ferry_warn("shm: closing the endpoint to pid %u: malformed cell from it (%s: type %u, "
+               "length %u, header %u, buffer %u)",
+               tlep->peer_pid, shm_cell_verdict_string(verdict), cell->type, cell->length,
+               cell->header_length, cell->buf);
+    shm_ep_shutdown(tlep, FERRY_ERR_PROTOCOL);
+    ferry_ep_fail(tlep->ep, FERRY_ERR_PROTOCOL);
+}
+
+/* Handle one cell (a private copy). Returns false when the endpoint went away. */
+static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell)
+{
+    ferry_tl_worker_t *tlw = tlep->tlw;
+    shm_region_t *region = tlw->region;
+    uint64_t free_bits = atomic_load_explicit(&region->free_bufs, memory_order_relaxed);
+    shm_cell_verdict_t verdict = shm_cell_check(cell, free_bits, &tlep->frag, tlw->am_max);
+    ferry_ep_t *ep = tlep->ep;
+
+    if (ferry_unlikely(verdict != SHM_CELL_OK)) {
+        shm_ep_protocol_error(tlep, verdict, cell);
+        return false;
+    }
+    switch (cell->type) {
+    case SHM_CELL_INLINE:
+        ferry_am_deliver(tlw->worker, ep, cell->am_id, cell->data, cell->header_length,
+                         cell->length > cell->header_length ? (void *)(cell->data + cell->header_length)
+                                                            : NULL,
+                         cell->length - cell->header_length, 0);
+        return true;
+    case SHM_CELL_MEDIUM: {
+        uint8_t *data = shm_buf_data(region, cell->buf);
+        if (ferry_am_deliver(tlw->worker, ep, cell->am_id, data, cell->header_length,
+                             data + cell->header_length, cell->length - cell->header_length,
+                             FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS)
+            shm_buf_release(region, cell->buf);
+        return true;
+    }
+    case SHM_CELL_FRAG: {
+        shm_rx_frag_t *frag = &tlep->frag;
+        const uint8_t *data = shm_buf_data(region, cell->buf);
+        if (cell->flags & SHM_FRAG_FIRST) {
+            uint64_t length;
+            memcpy(&length, cell->data, sizeof(length));
+            frag->data = ferry_am_buffer_alloc(length ? length : 1);
+            if (frag->data == NULL) {
+                shm_buf_release(region, cell->buf);
+                shm_ep_shutdown(tlep, FERRY_ERR_NO_MEMORY);
+                ferry_ep_fail(ep, FERRY_ERR_NO_MEMORY);
+                return false;
+            }
+            frag->active = true;
+            frag->id = cell->am_id;
+            frag->header_length = cell->header_length;
+            frag->length = length;
+            frag->received = 0;
+            memcpy(frag->header, data, cell->header_length);
+        }
+        size_t n = cell->length - cell->header_length;
+        memcpy(frag->data + frag->received, data + cell->header_length, n);
+        frag->received += n;
+        shm_buf_release(region, cell->buf);
+        if (cell->flags & SHM_FRAG_LAST) {
+            frag->active = false;
+            ferry_am_deliver_buffer(tlw->worker, ep, frag->id, frag->header, frag->header_length,
+                                    frag->data, frag->length);
+            frag->data = NULL;
+        }
+        return true;
+    }
+    case SHM_CELL_CLOSE:
+        tlep->peer_closed = true;
+        shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
+        ferry_ep_fail(ep, FERRY_ERR_ENDPOINT_CLOSED);
+        return false;
+    }
+    return true;
+}
+
+/* Take up to budget cells from the endpoint's ring. */
+static unsigned shm_ep_poll_rx(ferry_tl_ep_t *tlep, unsigned budget)
+{
+    unsigned count = 0;
+    while (count < budget) {
+        shm_cell_t *slot = &tlep->rx_cells[tlep->rx_pos & tlep->rx_mask];
+        if (atomic_load_explicit(&slot->seq, memory_order_acquire) != tlep->rx_pos + 1)
+            break;
+        shm_cell_t cell;
+        memcpy(&cell, slot, sizeof(cell));
+        atomic_store_explicit(&slot->seq, tlep->rx_pos + tlep->rx_mask + 1, memory_order_release);
+        tlep->rx_pos++;
+        count++;
+        if (!shm_rx_cell(tlep, &cell))
+            break;
+    }
+    return count;
+}
+
+/* After freeing ring cells or buffers: wake senders that wait for them. */
+static void shm_wake_waiters(ferry_tl_worker_t *tlw)
+{
+    if (ferry_likely(atomic_load_explicit(&tlw->region->waiters, memory_order_relaxed) == 0))
+        return;
+    for (unsigned i = 0; i < tlw->rx_count; i++) {
+        ferry_tl_ep_t *tlep = tlw->rx[i];
+        if (tlep->rx_ring != NULL && atomic_load(&tlep->rx_ring->sender_waiting) &&
+            tlep->peer_region != NULL && atomic_exchange(&tlep->rx_ring->sender_waiting, 0))
+            shm_signal_peer(tlep);
+    }
+}
+
+static unsigned shm_poll(ferry_tl_worker_t *tlw)
+{
+    unsigned count = 0;
+    for (unsigned i = 0; i < tlw->rx_count;) {
+        ferry_tl_ep_t *tlep = tlw->rx[i];
+        count += shm_ep_poll_rx(tlep, SHM_POLL_BUDGET);
+        /* the endpoint may have been detached (and removed from rx[]) by a cell */
+        if (i < tlw->rx_count && tlw->rx[i] == tlep)
+            i++;
+    }
+    if (count > 0)
+        shm_wake_waiters(tlw);
+    if (ferry_unlikely(tlw->waiting_count > 0)) {
+        for (unsigned i = 0; i < tlw->rx_count;) {
+            ferry_tl_ep_t *tlep = tlw->rx[i];
+            if (tlep->waiting)
+                count += shm_ep_progress_pending(tlep);
+            if (i < tlw->rx_count && tlw->rx[i] == tlep)
+                i++;
+        }
+    }
+    return count;
+}
+
+/* ------------------------------------------------------------------ sleeping */
+
+static bool shm_has_work(ferry_tl_worker_t *tlw)
+{
+    for (unsigned i = 0; i < tlw->rx_count; i++) {
+        ferry_tl_ep_t *tlep = tlw->rx[i];
+        shm_cell_t *slot = &tlep->rx_cells[tlep->rx_pos & tlep->rx_mask];
+        if (atomic_load_explicit(&slot->seq, memory_order_acquire) == tlep->rx_pos + 1)
+            return true;
+        if (tlep->waiting) {
+            /* ask the peer (again) to wake us when it frees space, then look once more */
+            atomic_store(&tlep->tx_ring->sender_waiting, 1u);
+            atomic_thread_fence(memory_order_seq_cst);
+            shm_cell_t *cell = shm_tx_cell(tlep);
+            if (cell != NULL && atomic_load(&tlep->peer_region->free_bufs) != 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+static ferry_status_t shm_arm(ferry_tl_worker_t *tlw)
+{
+    atomic_store(&tlw->region->armed, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (shm_has_work(tlw)) {
+        atomic_store(&tlw->region->armed, 0);
+        return FERRY_ERR_BUSY;
+    }
+    return FERRY_OK;
+}
+
+static void shm_disarm(ferry_tl_worker_t *tlw)
+{
+    if (atomic_load_explicit(&tlw->region->armed, memory_order_relaxed))
+        atomic_store_explicit(&tlw->region->armed, 0, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------ endpoints */
+
+ferry_tl_ep_t *shm_ep_alloc(ferry_tl_worker_t *tlw, ferry_ep_t *ep)
+{
+    ferry_tl_ep_t *tlep = calloc(1, sizeof(*tlep));
+    if (tlep == NULL) {
+        ferry_error("calloc(%zu) for an shm endpoint failed", sizeof(*tlep));
+        return NULL;
+    }
+    tlep->tlw = tlw;
+    tlep->ep = ep;
+    tlep->sock.fd = -1;
+    tlep->peer_eventfd = -1;
+    tlep->rx_index = -1;
+    ferry_list_init(&tlep->pending);
+    ferry_list_push_tail(&tlw->all, &tlep->link);
+    return tlep;
+}
+
+static void shm_rx_remove(ferry_tl_ep_t *tlep)
+{
+    ferry_tl_worker_t *tlw = tlep->tlw;
+    if (tlep->rx_index < 0)
+        return;
+    unsigned i = (unsigned)tlep->rx_index;
+    tlw->rx[i] = tlw->rx[--tlw->rx_count];
+    tlw->rx[i]->rx_index = (int)i;
+    tlep->rx_index = -1;
+}
+
+/* Reclaim buffers of my pool that a peer reserved and never posted (it died mid-send). */
+static void shm_reclaim_buffers(ferry_tl_ep_t *tlep)
+{
+    shm_region_t *region = tlep->tlw->region;
+    uint64_t used = ~atomic_load(&region->free_bufs);
+    for (unsigned i = 0; i < SHM_BUF_COUNT; i++) {
+        if ((used & (1ull << i)) && atomic_load(&region->buf_owner[i]) == tlep->peer_sender_id) {
+            atomic_store(&region->buf_owner[i], 0);
+            shm_buf_release(region, i);
+        }
+    }
+}
+
+/* Stop everything: no more polling, queued sends complete with status, memory unmapped,
+ * socket closed. The endpoint's struct stays until shm_ep_free. */
+void shm_ep_shutdown(ferry_tl_ep_t *tlep, ferry_status_t status)
+{
+    ferry_list_link_t *link;
+    shm_rx_remove(tlep);
+    if (tlep->waiting && tlep->peer_region != NULL)
+        shm_ep_set_waiting(tlep, false);
+    tlep->closing = false;
+    while ((link = ferry_list_first(&tlep->pending)) != ferry_list_end(&tlep->pending))
+        shm_req_complete(tlep, ferry_list_entry(link, shm_req_t, link), status);
+    shm_conn_detach(tlep);
+}
+
+void shm_ep_free(ferry_tl_ep_t *tlep)
+{
+    shm_ep_shutdown(tlep, FERRY_ERR_CANCELED);
+    ferry_list_remove(&tlep->link);
+    free(tlep);
+}
+
+/* The handshake finished: start polling, create the accepted endpoint, post queued sends. */
+ferry_status_t shm_ep_attach(ferry_tl_ep_t *tlep)
+{
+    ferry_tl_worker_t *tlw = tlep->tlw;
+    if (tlw->rx_count == tlw->rx_capacity) {
+        unsigned capacity = tlw->rx_capacity ? tlw->rx_capacity * 2 : 16;
+        ferry_tl_ep_t **rx = realloc(tlw->rx, capacity * sizeof(*rx));
+        if (rx == NULL) {
+            ferry_error("realloc(%zu) for the shm poll list failed", capacity * sizeof(*rx));
+            return FERRY_ERR_NO_MEMORY;
+        }
+        tlw->rx = rx;
+        tlw->rx_capacity = capacity;
+    }
+    if (tlep->ep == NULL) {
+        ferry_status_t status =
+            ferry_ep_create_accepted(tlw->worker, &ferry_tl_shm_ops, tlep, &tlep->ep);
+        if (status != FERRY_OK)
+            return status;
+    }
+    tlep->rx_index = (int)tlw->rx_count;
+    tlw->rx[tlw->rx_count++] = tlep;
+    tlep->state = SHM_CONN_CONNECTED;
+    ferry_debug("shm: connected to pid %u (my sender id %u, its %u)", tlep->peer_pid,
+                tlep->my_sender_id, tlep->peer_sender_id);
+    if (!ferry_list_is_empty(&tlep->pending) || tlep->closing)
+        shm_ep_progress_pending(tlep);
+    return FERRY_OK;
+}
+
+/* The socket hung up: deliver what the peer sent before, then fail the endpoint. */
+void shm_ep_hangup(ferry_tl_ep_t *tlep)
+{
+    ferry_ep_t *ep = tlep->ep;
+    if (tlep->state == SHM_CONN_CONNECTED) {
+        while (tlep->state == SHM_CONN_CONNECTED && shm_ep_poll_rx(tlep, UINT32_MAX) > 0) {
+        }
+    }
+    if (tlep->state == SHM_CONN_DETACHED)
+        return; /* a CLOSE cell or a malformed one already dealt with it */
+    shm_reclaim_buffers(tlep);
+    shm_ep_shutdown(tlep, FERRY_ERR_CONNECTION_RESET);
+    ferry_warn("shm: connection to pid %u lost (the process died or closed its worker without "
+               "closing the endpoint)",
+               tlep->peer_pid);
+    ferry_ep_fail(ep, FERRY_ERR_CONNECTION_RESET);
+}
+
+static void shm_ep_post_close(ferry_tl_ep_t *tlep)
+{
+    shm_cell_t *cell;
+    if (tlep->state != SHM_CONN_CONNECTED)
+        return;
+    cell = shm_tx_cell(tlep);
+    if (cell == NULL)
+        return; /* retried by progress: closing stays set and waiting is armed */
+    cell->type = SHM_CELL_CLOSE;
+    cell->am_id = 0;
+    cell->header_length = 0;
+    cell->length = 0;
+    shm_tx_post(tlep, cell);
+    shm_signal_peer(tlep);
+    shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
+    ferry_ep_terminated(tlep->ep); /* may free tlep (accepted endpoints) */
+}
+
+static ferry_status_t shm_ep_terminate(ferry_tl_ep_t *tlep)
+{
+    if (tlep->state == SHM_CONN_DETACHED)
+        return FERRY_OK;
+    tlep->closing = true;
+    if (tlep->state == SHM_CONN_CONNECTED && ferry_list_is_empty(&tlep->pending)) {
+        shm_cell_t *cell = shm_tx_cell(tlep);
+        if (cell != NULL) {
+            cell->type = SHM_CELL_CLOSE;
+            cell->am_id = 0;
+            cell->header_length = 0;
+            cell->length = 0;
+            shm_tx_post(tlep, cell);
+            shm_signal_peer(tlep);
+            shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
+            return FERRY_OK;
+        }
+    }
+    if (tlep->state == SHM_CONN_CONNECTED)
+        shm_ep_set_waiting(tlep, true);
+    return FERRY_INPROGRESS;
+}
+
+static void shm_ep_destroy(ferry_tl_ep_t *tlep)
+{
+    shm_ep_free(tlep);
+}
+
+static ferry_status_t shm_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
+                                  const ferry_address_t *peer, const void *record,
+                                  size_t record_length, ferry_tl_ep_t **tlep_p)
+{
+    shm_record_t rec;
+    ferry_status_t status;
+    ferry_tl_ep_t *tlep;
+
+    if (record_length != sizeof(rec))
+        return FERRY_ERR_INVALID_ADDRESS;
+    memcpy(&rec, record, sizeof(rec));
+    rec.name[SHM_SOCKET_NAME_MAX - 1] = '\0';
+    tlep = shm_ep_alloc(tlw, ep);
+    if (tlep == NULL)
+        return FERRY_ERR_NO_MEMORY;
+    status = shm_conn_connect(tlw, tlep, &rec, peer->pid);
+    if (status != FERRY_OK) {
+        free(tlep);
+        return status;
+    }
+    *tlep_p = tlep;
+    return FERRY_OK;
+}
+
+/* ------------------------------------------------------------------ worker */
+
+static ferry_status_t shm_query(ferry_tl_caps_t *caps, char *why, size_t why_len)
+{
+    (void)why;
+    (void)why_len;
+    memset(caps, 0, sizeof(*caps));
+    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_HOST;
+    caps->max_short = SHM_CELL_DATA;
+    caps->max_bcopy = SHM_BUF_SIZE;
+    caps->max_iov = SIZE_MAX;
+    caps->latency_ns = 100;
+    caps->bandwidth_Bps = 5e9;
+    return FERRY_OK;
+}
+
+static ferry_status_t shm_init(ferry_worker_t *worker, ferry_tl_worker_t **tlw_p)
+{
+    ferry_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
+    ferry_status_t status;
+    uint64_t cells = ferry_config_size(&shm_ring_cells_var);
+
+    if (tlw == NULL) {
+        ferry_error("calloc(%zu) for the shm transport failed", sizeof(*tlw));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    if (cells < 2 || cells > (1u << 20) || (cells & (cells - 1)) != 0) {
+        ferry_warn("FERRY_SHM_RING_CELLS=%llu is not a power of 2 in 2..1048576; using %s",
+                   (unsigned long long)cells, shm_ring_cells_var.default_value);
+        cells = 256;
+    }
+    tlw->worker = worker;
+    tlw->ring_cells = (uint32_t)cells;
+    tlw->am_max = ferry_config_size(&shm_am_max_var);
+    tlw->listen.fd = -1;
+    ferry_list_init(&tlw->all);
+    status = shm_region_create(tlw);
+    if (status != FERRY_OK)
+        goto err_free;
+    tlw->event_entry.fd = tlw->eventfd;
+    tlw->event_entry.cb = NULL; /* waking up is all it does */
+    tlw->event_entry.arg = tlw;
+    status = ferry_worker_fd_add(worker, &tlw->event_entry, EPOLLIN | EPOLLET);
+    if (status != FERRY_OK)
+        goto err_destroy_region;
+    status = shm_conn_listen(tlw);
+    if (status != FERRY_OK)
+        goto err_remove_event;
+    *tlw_p = tlw;
+    return FERRY_OK;
+
+err_remove_event:
+    ferry_worker_fd_remove(worker, &tlw->event_entry);
+err_destroy_region:
+    shm_region_destroy(tlw);
+err_free:
+    free(tlw);
+    return status;
+}
+
+static void shm_finalize(ferry_tl_worker_t *tlw)
+{
+    /* connections still accepting (no endpoint yet) belong to nobody else */
+    ferry_list_link_t *link;
+    while ((link = ferry_list_first(&tlw->all)) != ferry_list_end(&tlw->all))
+        shm_ep_free(ferry_list_entry(link, ferry_tl_ep_t, link));
+    shm_conn_unlisten(tlw);
+    ferry_worker_fd_remove(tlw->worker, &tlw->event_entry);
+    shm_region_destroy(tlw);
+    free(tlw->rx);
+    free(tlw);
+}
+
+static ferry_status_t shm_address(ferry_tl_worker_t *tlw, void *buffer, size_t *length_p)
+{
+    if (*length_p < sizeof(tlw->record))
+        return FERRY_ERR_OUT_OF_RANGE;
+    memcpy(buffer, &tlw->record, sizeof(tlw->record));
+    *length_p = sizeof(tlw->record);
+    return FERRY_OK;
+}
+
+static bool shm_reachable(ferry_tl_worker_t *tlw, const ferry_address_t *peer, const void *record,
+                          size_t record_length)
+{
+    shm_record_t rec;
+    if (record_length != sizeof(rec))
+        return false;
+    memcpy(&rec, record, sizeof(rec));
+    return ferry_host_id_equal(&peer->host, &tlw->worker->context->host) &&
+           rec.uid == tlw->record.uid;
+}
+
+static bool shm_am_data_release(ferry_tl_worker_t *tlw, void *data)
+{
+    uint8_t *base = (uint8_t *)tlw->region + SHM_REGION_HEADER_SIZE;
+    uint8_t *p = data;
+    if (p < base || p >= base + (size_t)SHM_BUF_COUNT * SHM_BUF_SIZE)
+        return false;
+    shm_buf_release(tlw->region, (unsigned)((size_t)(p - base) / SHM_BUF_SIZE));
+    shm_wake_waiters(tlw);
+    return true;
+}
+
+static void shm_describe(ferry_tl_worker_t *tlw, char *buffer, size_t length)
+{
+    snprintf(buffer, length,
+             "region %u KiB (%u buffers of %u B), %u-cell rings (%zu KiB per peer), %u peers",
+             SHM_REGION_SIZE / 1024, SHM_BUF_COUNT, SHM_BUF_SIZE, tlw->ring_cells,
+             (SHM_RING_HEADER_SIZE + (size_t)tlw->ring_cells * SHM_CELL_SIZE) / 1024,
+             tlw->rx_count);
+}
+
+const ferry_tl_ops_t ferry_tl_shm_ops = {
+    .name = "shm",
+    .id = 2,
+    .query = shm_query,
+    .init = shm_init,
+    .finalize = shm_finalize,
+    .address = shm_address,
+    .reachable = shm_reachable,
+    .ep_init = shm_ep_init,
+    .ep_terminate = shm_ep_terminate,
+    .ep_destroy = shm_ep_destroy,
+    .send_short = shm_send_short,
+    .sendv = shm_sendv,
+    .poll = shm_poll,
+    .arm = shm_arm,
+    .disarm = shm_disarm,
+    .am_data_release = shm_am_data_release,
+    .describe = shm_describe,
+};

@@ -1,0 +1,145 @@
+/* The shm transport's private state, shared by its files. */
+#ifndef FERRY_SHM_H
+#define FERRY_SHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/list.h"
+#include "progress/worker.h"
+#include "transport/shm/shm_layout.h"
+#include "transport/transport.h"
+
+#define SHM_SOCKET_NAME_MAX 32
+
+/* Our address record: the uid (peers of another uid are not reachable) and the abstract
+ * socket name (without the leading NUL). */
+typedef struct shm_record {
+    uint32_t uid;
+    char name[SHM_SOCKET_NAME_MAX];
+} shm_record_t;
+
+typedef enum shm_conn_state {
+    SHM_CONN_CONNECTING, /* HELLO sent, waiting for ACCEPT */
+    SHM_CONN_ACCEPTING,  /* socket accepted, waiting for HELLO */
+    SHM_CONN_CONNECTED,
+    SHM_CONN_DETACHED,   /* closed or failed: no socket, no mappings */
+} shm_conn_state_t;
+
+/* A send that could not be finished at once: queued in order behind earlier ones. */
+typedef struct shm_req {
+    ferry_list_link_t link;
+    ferry_deferred_t deferred; /* reports to comp from progress */
+    ferry_completion_t *comp;
+    ferry_status_t status;
+    uint8_t id;
+    uint16_t header_length;
+    size_t length;      /* payload bytes */
+    size_t sent;        /* payload bytes already posted */
+    bool first_posted;  /* the first fragment (with the header) was posted */
+    size_t iov_index;   /* where sending resumes */
+    size_t iov_offset;
+    size_t iovcnt;
+    ferry_iov_t *iov;   /* points to iov_inline or a malloc'ed copy */
+    ferry_iov_t iov_inline[2];
+    void *copy;         /* private copy of the payload (short sends queued while connecting) */
+    uint8_t header[FERRY_AM_HEADER_MAX];
+} shm_req_t;
+
+/* Reassembly of a fragmented message from one peer. */
+typedef struct shm_rx_frag {
+    bool active;
+    uint8_t id;
+    uint16_t header_length;
+    uint64_t length;   /* payload bytes expected */
+    uint64_t received; /* payload bytes so far */
+    uint8_t *data;     /* ferry_am_buffer_alloc'ed */
+    uint8_t header[FERRY_AM_HEADER_MAX];
+} shm_rx_frag_t;
+
+struct ferry_tl_ep {
+    ferry_list_link_t link;    /* in tlw->all */
+    ferry_tl_worker_t *tlw;
+    ferry_ep_t *ep;
+    shm_conn_state_t state;
+    ferry_worker_fd_t sock;    /* the UNIX socket: handshake and hang-up detection */
+    uint32_t peer_pid;
+    uint32_t my_sender_id;     /* my id in the peer's region (buf_owner) */
+    uint32_t peer_sender_id;   /* the peer's id in my region */
+    /* sending: the peer's region and the ring it owns for me */
+    shm_region_t *peer_region;
+    shm_ring_header_t *tx_ring;
+    shm_cell_t *tx_cells;
+    uint32_t tx_mask;
+    uint64_t tx_pos;
+    int peer_eventfd;
+    ferry_list_t pending;      /* shm_req_t in order */
+    bool closing;              /* CLOSE cell to post once pending is empty */
+    bool waiting;              /* we set tx_ring->sender_waiting */
+    /* receiving: the ring I own for the peer */
+    shm_ring_header_t *rx_ring;
+    shm_cell_t *rx_cells;
+    uint32_t rx_mask;
+    uint64_t rx_pos;
+    size_t rx_ring_size;
+    size_t tx_ring_size;
+    int rx_index;              /* position in tlw->rx, or -1 */
+    shm_rx_frag_t frag;
+    bool peer_closed;          /* a CLOSE cell arrived */
+};
+
+struct ferry_tl_worker {
+    ferry_worker_t *worker;
+    int region_fd;
+    shm_region_t *region;       /* mine */
+    int eventfd;
+    ferry_worker_fd_t event_entry;
+    ferry_worker_fd_t listen;   /* the listening socket */
+    shm_record_t record;
+    uint32_t ring_cells;
+    uint64_t am_max;            /* largest fragmented message accepted */
+    uint32_t next_sender_id;
+    ferry_tl_ep_t **rx;         /* connected endpoints whose rx rings are polled */
+    unsigned rx_count;
+    unsigned rx_capacity;
+    unsigned waiting_count;     /* endpoints with waiting set */
+    ferry_list_t all;           /* every ferry_tl_ep_t, including those still accepting */
+};
+
+extern const ferry_tl_ops_t ferry_tl_shm_ops;
+
+/* shm_conn.c: sockets, handshake, memfds, mappings */
+ferry_status_t shm_conn_listen(ferry_tl_worker_t *tlw);
+void shm_conn_unlisten(ferry_tl_worker_t *tlw);
+ferry_status_t shm_conn_connect(ferry_tl_worker_t *tlw, ferry_tl_ep_t *tlep,
+                                const shm_record_t *record, uint32_t peer_pid);
+void shm_conn_detach(ferry_tl_ep_t *tlep);
+ferry_status_t shm_region_create(ferry_tl_worker_t *tlw);
+void shm_region_destroy(ferry_tl_worker_t *tlw);
+
+/* shm.c: called by shm_conn.c */
+ferry_status_t shm_ep_attach(ferry_tl_ep_t *tlep);
+void shm_ep_hangup(ferry_tl_ep_t *tlep);
+ferry_tl_ep_t *shm_ep_alloc(ferry_tl_worker_t *tlw, ferry_ep_t *ep);
+void shm_ep_free(ferry_tl_ep_t *tlep);
+void shm_ep_shutdown(ferry_tl_ep_t *tlep, ferry_status_t status);
+
+/* shm_cell.c: checking a cell copied out of shared memory */
+typedef enum shm_cell_verdict {
+    SHM_CELL_OK = 0,
+    SHM_CELL_BAD_TYPE,
+    SHM_CELL_BAD_LENGTH,
+    SHM_CELL_BAD_HEADER,
+    SHM_CELL_BAD_BUFFER,
+    SHM_CELL_BAD_FRAGMENT,
+    SHM_CELL_TOO_LARGE,
+} shm_cell_verdict_t;
+
+/* Check a cell (a private copy) against the receiver's state: type, lengths, buffer index,
+ * buffer actually reserved (not free in free_bits), fragment sequence and total size. */
+shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits,
+                                  const shm_rx_frag_t *frag, uint64_t am_max);
+const char *shm_cell_verdict_string(shm_cell_verdict_t verdict);
+
+#endif

@@ -1,0 +1,90 @@
+/* Checking a cell that came through shared memory, before any field is used. The cell is a
+ * private copy: the sender cannot change it between this check and its use. */
+#include <string.h>
+
+#include "transport/shm/shm.h"
+
+static const char *const shm_cell_verdicts[] = {
+    [SHM_CELL_OK] = "ok",
+    [SHM_CELL_BAD_TYPE] = "unknown cell type",
+    [SHM_CELL_BAD_LENGTH] = "length larger than the cell or buffer",
+    [SHM_CELL_BAD_HEADER] = "header length larger than the message or FERRY_AM_HEADER_MAX",
+    [SHM_CELL_BAD_BUFFER] = "buffer index out of range or not reserved",
+    [SHM_CELL_BAD_FRAGMENT] = "fragment out of sequence or beyond the message length",
+    [SHM_CELL_TOO_LARGE] = "message larger than FERRY_SHM_AM_MAX",
+};
+
+const char *shm_cell_verdict_string(shm_cell_verdict_t verdict)
+{
+    if ((unsigned)verdict >= sizeof(shm_cell_verdicts) / sizeof(shm_cell_verdicts[0]))
+        return "unknown verdict";
+    return shm_cell_verdicts[verdict];
+}
+
+static shm_cell_verdict_t shm_cell_check_buffer(const shm_cell_t *cell, uint64_t free_bits)
+{
+    if (cell->buf >= SHM_BUF_COUNT || (free_bits & (1ull << cell->buf)) != 0)
+        return SHM_CELL_BAD_BUFFER;
+    if (cell->length > SHM_BUF_SIZE)
+        return SHM_CELL_BAD_LENGTH;
+    return SHM_CELL_OK;
+}
+
+shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits,
+                                  const shm_rx_frag_t *frag, uint64_t am_max)
+{
+    shm_cell_verdict_t verdict;
+
+    switch (cell->type) {
+    case SHM_CELL_INLINE:
+        if (frag->active)
+            return SHM_CELL_BAD_FRAGMENT;
+        if (cell->length > SHM_CELL_DATA)
+            return SHM_CELL_BAD_LENGTH;
+        if (cell->header_length > cell->length)
+            return SHM_CELL_BAD_HEADER;
+        return SHM_CELL_OK;
+    case SHM_CELL_MEDIUM:
+        if (frag->active)
+            return SHM_CELL_BAD_FRAGMENT;
+        verdict = shm_cell_check_buffer(cell, free_bits);
+        if (verdict != SHM_CELL_OK)
+            return verdict;
+        if (cell->header_length > cell->length || cell->header_length > FERRY_AM_HEADER_MAX)
+            return SHM_CELL_BAD_HEADER;
+        return SHM_CELL_OK;
+    case SHM_CELL_FRAG: {
+        verdict = shm_cell_check_buffer(cell, free_bits);
+        if (verdict != SHM_CELL_OK)
+            return verdict;
+        if (cell->flags & SHM_FRAG_FIRST) {
+            uint64_t total;
+            if (frag->active)
+                return SHM_CELL_BAD_FRAGMENT;
+            if (cell->header_length > cell->length || cell->header_length > FERRY_AM_HEADER_MAX)
+                return SHM_CELL_BAD_HEADER;
+            memcpy(&total, cell->data, sizeof(total));
+            if (total > am_max)
+                return SHM_CELL_TOO_LARGE;
+            uint64_t payload = cell->length - cell->header_length;
+            if (payload > total)
+                return SHM_CELL_BAD_FRAGMENT;
+            if (((cell->flags & SHM_FRAG_LAST) != 0) != (payload == total))
+                return SHM_CELL_BAD_FRAGMENT;
+            return SHM_CELL_OK;
+        }
+        if (!frag->active || cell->header_length != 0)
+            return SHM_CELL_BAD_FRAGMENT;
+        if (cell->length > frag->length - frag->received)
+            return SHM_CELL_BAD_FRAGMENT;
+        if (((cell->flags & SHM_FRAG_LAST) != 0) !=
+            (frag->received + cell->length == frag->length))
+            return SHM_CELL_BAD_FRAGMENT;
+        return SHM_CELL_OK;
+    }
+    case SHM_CELL_CLOSE:
+        return SHM_CELL_OK;
+    default:
+        return SHM_CELL_BAD_TYPE;
+    }
+}

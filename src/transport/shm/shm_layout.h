@@ -1,0 +1,116 @@
+/* Shared-memory layouts of the shm transport: fixed-size, versioned, checked before use.
+ *
+ * Every worker owns one REGION (a sealed memfd): a header page with the flags peers touch, then
+ * a pool of SHM_BUF_COUNT x SHM_BUF_SIZE medium buffers reserved by senders with a 64-bit
+ * atomic bitmap. For every connected peer it also owns one RING: the single-producer,
+ * single-consumer queue of 64-byte cells that this peer sends into. Receive queues and buffers
+ * therefore belong to receivers: memory grows linearly with the number of peers.
+ *
+ * Ring protocol (per cell, Vyukov style, no shared head or tail):
+ *   the cell at position p is free for the producer when seq == p;
+ *   the producer fills it and stores seq = p + 1 (release);
+ *   the consumer reads it when seq == p + 1 (acquire), copies it out, and stores
+ *   seq = p + cells (release), which frees it for the producer's next lap.
+ */
+#ifndef FERRY_SHM_LAYOUT_H
+#define FERRY_SHM_LAYOUT_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define SHM_LAYOUT_VERSION 1u
+#define SHM_REGION_MAGIC 0x4e4f494745524d53ull /* "SMREGION" */
+#define SHM_RING_MAGIC 0x474e4952444d4853ull   /* "SHMDRING" */
+
+#define SHM_BUF_COUNT 64u   /* one bit each in a 64-bit word */
+#define SHM_BUF_SIZE 4096u
+#define SHM_REGION_HEADER_SIZE 4096u
+#define SHM_REGION_SIZE (SHM_REGION_HEADER_SIZE + SHM_BUF_COUNT * SHM_BUF_SIZE)
+
+#define SHM_CELL_SIZE 64u
+#define SHM_CELL_DATA 44u   /* header + payload bytes that travel inside a cell */
+#define SHM_RING_HEADER_SIZE 128u
+
+typedef struct shm_region {
+    /* line 0: written once by the owner before the memfd is shared */
+    uint64_t magic;
+    uint32_t version;
+    uint32_t buf_count;
+    uint32_t buf_size;
+    uint32_t header_size;
+    uint64_t region_size;
+    uint32_t owner_pid;
+    /* line 1: the owner sets armed before sleeping; a sender that finds it set swaps it to 0
+     * and writes the owner's eventfd (one wake-up per sleep) */
+    alignas(64) _Atomic uint32_t armed;
+    /* line 2: medium buffers, bit set = free */
+    alignas(64) _Atomic uint64_t free_bufs;
+    /* line 3: number of senders that wait for a ring cell or a buffer of this owner */
+    alignas(64) _Atomic uint32_t waiters;
+    /* lines 4..: who reserved each buffer (the sender id this owner gave it), so that the
+     * buffers of a sender that died between reserving and posting can be reclaimed */
+    alignas(64) _Atomic uint32_t buf_owner[SHM_BUF_COUNT];
+} shm_region_t;
+
+typedef struct shm_ring_header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t cells;     /* a power of two */
+    uint32_t cell_size; /* SHM_CELL_SIZE */
+    uint32_t sender_id; /* the id the producer writes into buf_owner */
+    /* line 1: the producer sets this when it waits for space; the consumer clears it and
+     * signals the producer */
+    alignas(64) _Atomic uint32_t sender_waiting;
+} shm_ring_header_t;
+
+enum shm_cell_type {
+    SHM_CELL_INLINE = 1, /* header + payload in data[] */
+    SHM_CELL_MEDIUM = 2, /* header + payload in buffer buf of the receiver's pool */
+    SHM_CELL_FRAG = 3,   /* one fragment of a large message, in buffer buf */
+    SHM_CELL_CLOSE = 4,  /* the sender closed the connection gracefully: nothing follows */
+};
+
+#define SHM_FRAG_FIRST 0x1u /* data[0..7]: payload length of the whole message (u64) */
+#define SHM_FRAG_LAST 0x2u
+
+typedef struct shm_cell {
+    _Atomic uint64_t seq;
+    uint8_t type;
+    uint8_t am_id;
+    uint16_t header_length; /* header bytes at the start of data[] or the buffer */
+    uint32_t length;        /* header + payload bytes in data[] or the buffer */
+    uint8_t buf;            /* buffer index (MEDIUM, FRAG) */
+    uint8_t flags;          /* SHM_FRAG_* */
+    uint16_t reserved;
+    uint8_t data[SHM_CELL_DATA];
+} shm_cell_t;
+
+_Static_assert(sizeof(shm_cell_t) == SHM_CELL_SIZE, "a cell is one cache line");
+_Static_assert(sizeof(shm_region_t) <= SHM_REGION_HEADER_SIZE, "region header fits its page");
+_Static_assert(sizeof(shm_ring_header_t) <= SHM_RING_HEADER_SIZE, "ring header size");
+
+/* Handshake on the UNIX socket (SOCK_SEQPACKET), with 3 descriptors passed by SCM_RIGHTS:
+ * the sender's region memfd, its eventfd, and the ring memfd the receiver of this message
+ * will send into. */
+#define SHM_HANDSHAKE_MAGIC 0x4b534e44u /* "DNSK" */
+enum shm_handshake_type {
+    SHM_HANDSHAKE_HELLO = 1,  /* connecting side */
+    SHM_HANDSHAKE_ACCEPT = 2, /* accepting side */
+};
+#define SHM_HANDSHAKE_FDS 3
+
+typedef struct shm_handshake {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t pid;
+    uint32_t ring_cells;  /* cells of the ring passed with this message */
+    uint64_t worker_uuid;
+    uint32_t sender_id;   /* the id the receiver of this message writes into buf_owner */
+    uint32_t reserved;
+} shm_handshake_t;
+
+_Static_assert(sizeof(shm_handshake_t) == 32, "handshake layout is fixed");
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * The transport plug-in interface (the shape of MPICH's Nemesis netmod API).
+ *
+ * A transport is one folder under src/transport/ that fills one ferry_tl_ops_t and is listed
+ * once in transport_list.c. The layers above see only this table and the capability struct.
+ *
+ * Threading: every slot is called by the thread that owns the worker, never concurrently.
+ * Callbacks up into ferry (ferry_am_deliver, ferry_ep_fail, completions) are made only from
+ * the transport's poll slot, or from fd callbacks run by the worker's progress.
+ */
+#ifndef FERRY_TRANSPORT_H
+#define FERRY_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ferry/ferry.h>
+
+#include "wireup/address.h"
+
+typedef struct ferry_tl_worker ferry_tl_worker_t; /* a transport's per-worker state */
+typedef struct ferry_tl_ep ferry_tl_ep_t;         /* a transport's per-endpoint state */
+
+/* Capability flags. */
+#define FERRY_TL_CAP_AM 0x1u          /* active messages */
+#define FERRY_TL_CAP_AM_ORDERED 0x2u  /* AMs of one endpoint arrive in order */
+#define FERRY_TL_CAP_SAME_HOST 0x4u   /* reaches only peers on this host */
+#define FERRY_TL_CAP_SAME_WORKER 0x8u /* reaches only its own worker */
+
+typedef struct ferry_tl_caps {
+    unsigned flags;
+    size_t max_short;    /* largest header + payload sent inline (one cell, no buffer) */
+    size_t max_bcopy;    /* largest header + payload copied through one buffer */
+    size_t max_iov;      /* largest iovcnt accepted by sendv */
+    double latency_ns;   /* one-way latency estimate of a small message */
+    double bandwidth_Bps; /* large-message bandwidth estimate */
+} ferry_tl_caps_t;
+
+typedef struct ferry_tl_ops {
+    const char *name; /* "self", "shm": what FERRY_TRANSPORTS names */
+    uint8_t id;       /* stable record id in worker addresses; never reused */
+
+    /* Is the transport usable here, and what can it do? No side effects, never blocks.
+     * Returns FERRY_OK with *caps filled, or FERRY_ERR_UNSUPPORTED with why (a sentence that
+     * says what is missing and how to fix it) written into why[why_len]. */
+    ferry_status_t (*query)(ferry_tl_caps_t *caps, char *why, size_t why_len);
+
+    /* Create the transport's part of a worker: its descriptors go into the worker's epoll
+     * set (ferry_worker_fd_add). May make system calls. Returns FERRY_OK, FERRY_ERR_NO_MEMORY,
+     * FERRY_ERR_IO, FERRY_ERR_SHMEM (logged by the transport). */
+    ferry_status_t (*init)(ferry_worker_t *worker, ferry_tl_worker_t **tlw_p);
+
+    /* Destroy the per-worker state. All its endpoints were destroyed before. Never fails. */
+    void (*finalize)(ferry_tl_worker_t *tlw);
+
+    /* Write this transport's address record (at most *length_p bytes) into buffer and set
+     * *length_p to the bytes used. Returns FERRY_OK or FERRY_ERR_OUT_OF_RANGE (too small). */
+    ferry_status_t (*address)(ferry_tl_worker_t *tlw, void *buffer, size_t *length_p);
+
+    /* Can this worker reach the peer through this transport? record is the peer's record of
+     * this transport (already bounds-checked, contents not yet). Pure: no I/O. */
+    bool (*reachable)(ferry_tl_worker_t *tlw, const ferry_address_t *peer, const void *record,
+                      size_t record_length);
+
+    /* Start a connection to the peer for ep. Never blocks: the handshake finishes from
+     * progress; sends issued before are queued. Returns FERRY_OK, FERRY_ERR_CONNECTION_REFUSED
+     * (the peer is gone), FERRY_ERR_INVALID_ADDRESS (bad record), FERRY_ERR_NO_MEMORY,
+     * FERRY_ERR_NO_RESOURCE (peer's backlog full: retry), FERRY_ERR_IO, FERRY_ERR_SHMEM. */
+    ferry_status_t (*ep_init)(ferry_tl_worker_t *tlw, ferry_ep_t *ep, const ferry_address_t *peer,
+                              const void *record, size_t record_length, ferry_tl_ep_t **tlep_p);
+
+    /* Graceful close: sends already accepted finish, then the peer is told. Returns FERRY_OK
+     * (done now) or FERRY_INPROGRESS (the transport calls ferry_ep_terminated(ep) from
+     * progress when done). Never blocks. */
+    ferry_status_t (*ep_terminate)(ferry_tl_ep_t *tlep);
+
+    /* Immediate teardown and free: pending sends complete with FERRY_ERR_CANCELED (their
+     * completions run from the worker's deferred queue). Never blocks, never fails. */
+    void (*ep_destroy)(ferry_tl_ep_t *tlep);
+
+    /* Fast path: one active message whose header + payload (contiguous) fit in max_short.
+     * No system call unless the peer armed, no malloc, no lock. Buffers are the caller's and
+     * reusable on return. Returns FERRY_OK, FERRY_ERR_NO_RESOURCE (queue full or earlier sends
+     * still pending: nothing sent), FERRY_ERR_ENDPOINT_CLOSED, FERRY_ERR_CONNECTION_RESET. */
+    ferry_status_t (*send_short)(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+                                 size_t header_length, const void *payload, size_t length);
+
+    /* Any active message (header <= FERRY_AM_HEADER_MAX, payload gathered from iov). The
+     * header and the iov array are copied; the payload buffers stay the caller's until the
+     * send completes. Returns FERRY_OK (all copied out), FERRY_INPROGRESS (comp, if not NULL,
+     * is updated from progress when the payload buffers are free again; the message is queued
+     * in order behind earlier ones), FERRY_ERR_NO_RESOURCE (small message, queue full: nothing
+     * sent), FERRY_ERR_NO_MEMORY, FERRY_ERR_ENDPOINT_CLOSED, FERRY_ERR_CONNECTION_RESET. */
+    ferry_status_t (*sendv)(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+                            size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
+                            ferry_completion_t *comp);
+
+    /* Receive and deliver (ferry_am_deliver), retry pending sends. Never blocks; returns the
+     * number of events handled. May be NULL for a transport driven only by fd callbacks. */
+    unsigned (*poll)(ferry_tl_worker_t *tlw);
+
+    /* Before the worker sleeps: returns FERRY_ERR_BUSY when events are pending, else FERRY_OK
+     * after making sure peers will signal the worker's fd. May be NULL. */
+    ferry_status_t (*arm)(ferry_tl_worker_t *tlw);
+
+    /* After the worker woke up: undo arm (so that peers stop signalling). May be NULL. */
+    void (*disarm)(ferry_tl_worker_t *tlw);
+
+    /* If data was delivered by this transport as a keepable buffer, release it and return
+     * true; otherwise return false. May be NULL. */
+    bool (*am_data_release)(ferry_tl_worker_t *tlw, void *data);
+
+    /* Append human-readable facts (mapped memory, queue sizes) for ferry_info. May be NULL. */
+    void (*describe)(ferry_tl_worker_t *tlw, char *buffer, size_t length);
+} ferry_tl_ops_t;
+
+/* The one list of transports, in order of preference (transport_list.c). */
+extern const ferry_tl_ops_t *const ferry_transports[];
+extern const size_t ferry_transports_count;
+
+#endif

@@ -1,0 +1,116 @@
+/* Context: configuration check and the choice of enabled transports. */
+#define _GNU_SOURCE
+#include "wireup/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/compiler.h"
+#include "core/config.h"
+#include "core/log.h"
+
+static const ferry_config_var_t context_transports_var = {
+    .name = "FERRY_TRANSPORTS",
+    .type = FERRY_CONFIG_STRING,
+    .default_value = "all",
+    .description = "comma-separated transports an endpoint may use (self, shm), or all"};
+static const ferry_config_var_t *const context_transports_reg
+    __attribute__((used, section("ferry_config_vars"))) = &context_transports_var;
+
+/* Mark the transports named in list (comma-separated, or "all") in allowed[]. Unknown names
+ * are warned about with the closest valid one. */
+static void context_parse_transports(const char *list, bool allowed[FERRY_TL_MAX])
+{
+    const char *names[FERRY_TL_MAX];
+    char *copy, *save = NULL;
+
+    for (size_t i = 0; i < ferry_transports_count; i++)
+        names[i] = ferry_transports[i]->name;
+    if (strcmp(list, "all") == 0 || list[0] == '\0') {
+        for (size_t i = 0; i < ferry_transports_count; i++)
+            allowed[i] = true;
+        return;
+    }
+    copy = strdup(list);
+    if (copy == NULL)
+        return;
+    for (char *tok = strtok_r(copy, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
+        size_t i;
+        for (i = 0; i < ferry_transports_count; i++) {
+            if (strcmp(tok, names[i]) == 0)
+                break;
+        }
+        if (i < ferry_transports_count) {
+            allowed[i] = true;
+            continue;
+        }
+        const char *closest = ferry_closest_name(tok, names, ferry_transports_count);
+        ferry_warn("FERRY_TRANSPORTS names an unknown transport '%s'%s%s%s (known: self, shm)",
+                   tok, closest ? "; did you mean '" : "", closest ? closest : "",
+                   closest ? "'?" : "");
+    }
+    free(copy);
+}
+
+FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *params,
+                                                 ferry_context_t **context_p)
+{
+    bool allowed[FERRY_TL_MAX] = {false};
+    ferry_context_t *context;
+    ferry_status_t status;
+    unsigned enabled = 0;
+
+    if (context_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    ferry_log_init();
+    ferry_config_check_environment();
+
+    context = calloc(1, sizeof(*context));
+    if (context == NULL) {
+        ferry_error("calloc(%zu) for a context failed", sizeof(*context));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    status = ferry_host_id_read(&context->host);
+    if (status != FERRY_OK)
+        goto err_free_context;
+
+    context_parse_transports(params != NULL && params->transports != NULL
+                                 ? params->transports
+                                 : ferry_config_string(&context_transports_var),
+                             allowed);
+    for (size_t i = 0; i < ferry_transports_count; i++) {
+        char why[256] = "";
+        if (!allowed[i])
+            continue;
+        if (ferry_transports[i]->query(&context->caps[i], why, sizeof(why)) != FERRY_OK) {
+            ferry_info("transport %s is not usable here: %s", ferry_transports[i]->name, why);
+            continue;
+        }
+        context->enabled[i] = true;
+        enabled++;
+    }
+    if (enabled == 0) {
+        ferry_error("no usable transport: FERRY_TRANSPORTS allows none that works here "
+                    "(run ferry_info -d to see why each one is unusable)");
+        status = FERRY_ERR_NO_DEVICE;
+        goto err_free_context;
+    }
+    *context_p = context;
+    return FERRY_OK;
+
+err_free_context:
+    free(context);
+    return status;
+}
+
+FERRY_EXPORT void ferry_context_destroy(ferry_context_t *context)
+{
+    if (context == NULL)
+        return;
+    if (context->worker_count != 0)
+        ferry_error("ferry_context_destroy: %u workers still exist; destroy them first "
+                    "(the context is leaked to keep them safe)",
+                    context->worker_count);
+    else
+        free(context);
+}

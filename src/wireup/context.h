@@ -1,0 +1,22 @@
+/* The context: configuration and the enabled transports. */
+#ifndef FERRY_WIREUP_CONTEXT_H
+#define FERRY_WIREUP_CONTEXT_H
+
+#include <stdbool.h>
+
+#include <ferry/ferry.h>
+
+#include "transport/transport.h"
+#include "wireup/address.h"
+
+#define FERRY_TL_MAX 8
+
+struct ferry_context {
+    ferry_host_id_t host;
+    /* enabled[i]: ferry_transports[i] is allowed by FERRY_TRANSPORTS and usable here */
+    bool enabled[FERRY_TL_MAX];
+    ferry_tl_caps_t caps[FERRY_TL_MAX];
+    unsigned worker_count;
+};
+
+#endif

@@ -1,0 +1,215 @@
+/* Endpoints: transport selection, close, failure, destruction. */
+#define _GNU_SOURCE
+#include "wireup/ep.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/compiler.h"
+#include "core/log.h"
+
+static void ep_error_deferred_cb(ferry_deferred_t *self);
+
+static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *params)
+{
+    ferry_ep_t *ep = calloc(1, sizeof(*ep));
+    if (ep == NULL) {
+        ferry_error("calloc(%zu) for an endpoint failed", sizeof(*ep));
+        return NULL;
+    }
+    ep->worker = worker;
+    ep->state = FERRY_EP_OPEN;
+    ep->error = FERRY_OK;
+    if (params != NULL)
+        ep->params = *params;
+    ep->error_deferred.cb = ep_error_deferred_cb;
+    ferry_list_init(&ep->error_deferred.link);
+    return ep;
+}
+
+static void ep_free(ferry_ep_t *ep)
+{
+    ferry_worker_undefer(ep->worker, &ep->error_deferred);
+    if (ep->tl_ep != NULL)
+        ep->tl->ep_destroy(ep->tl_ep);
+    ferry_list_remove(&ep->link);
+    free(ep);
+}
+
+/* The first enabled transport (in list order) whose record in the address reaches the peer. */
+static int ep_select_transport(ferry_worker_t *worker, const ferry_address_t *peer,
+                               const ferry_address_record_t **record_p)
+{
+    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+        unsigned t = worker->tl_active[i];
+        const ferry_address_record_t *record = ferry_address_find(peer, ferry_transports[t]->id);
+        if (record != NULL &&
+            ferry_transports[t]->reachable(worker->tl[t], peer, record->data, record->length)) {
+            *record_p = record;
+            return (int)t;
+        }
+    }
+    return -1;
+}
+
+FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address,
+                                            size_t length, const ferry_ep_params_t *params,
+                                            ferry_ep_t **ep_p)
+{
+    const ferry_address_record_t *record = NULL;
+    ferry_address_t peer;
+    ferry_status_t status;
+    ferry_ep_t *ep;
+    int t;
+
+    if (worker == NULL || ep_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    status = ferry_address_parse(address, length, &peer);
+    if (status != FERRY_OK)
+        return status;
+    t = ep_select_transport(worker, &peer, &record);
+    if (t < 0) {
+        ferry_warn("ferry_ep_create: no enabled transport reaches the worker of pid %u "
+                   "(this worker enables %u transports; run ferry_info -e on the address file "
+                   "to see why)",
+                   peer.pid, worker->tl_active_count);
+        return FERRY_ERR_UNREACHABLE;
+    }
+    ep = ep_alloc(worker, params);
+    if (ep == NULL)
+        return FERRY_ERR_NO_MEMORY;
+    ep->tl = ferry_transports[t];
+    ep->max_short = worker->context->caps[t].max_short;
+    ferry_list_push_tail(&worker->eps, &ep->link);
+    status = ep->tl->ep_init(worker->tl[t], ep, &peer, record->data, record->length, &ep->tl_ep);
+    if (status != FERRY_OK)
+        goto err_free_ep;
+    ferry_info("endpoint %p to pid %u (worker %016llx) uses transport %s", (void *)ep, peer.pid,
+               (unsigned long long)peer.worker_uuid, ep->tl->name);
+    *ep_p = ep;
+    return FERRY_OK;
+
+err_free_ep:
+    ep->tl_ep = NULL;
+    ep_free(ep);
+    return status;
+}
+
+ferry_status_t ferry_ep_create_accepted(ferry_worker_t *worker, const ferry_tl_ops_t *tl,
+                                        ferry_tl_ep_t *tl_ep, ferry_ep_t **ep_p)
+{
+    ferry_ep_params_t params = {.error_cb = worker->params.accepted_ep_error_cb,
+                                .error_arg = worker->params.accepted_ep_error_arg};
+    ferry_ep_t *ep = ep_alloc(worker, &params);
+    if (ep == NULL)
+        return FERRY_ERR_NO_MEMORY;
+    ep->tl = tl;
+    ep->tl_ep = tl_ep;
+    ep->accepted = 1;
+    for (size_t t = 0; t < ferry_transports_count; t++) {
+        if (ferry_transports[t] == tl)
+            ep->max_short = worker->context->caps[t].max_short;
+    }
+    ferry_list_push_tail(&worker->eps, &ep->link);
+    ferry_info("accepted endpoint %p over transport %s", (void *)ep, tl->name);
+    *ep_p = ep;
+    return FERRY_OK;
+}
+
+static void ep_error_deferred_cb(ferry_deferred_t *self)
+{
+    ferry_ep_t *ep = ferry_container_of(self, ferry_ep_t, error_deferred);
+    ep->error_pending = 0;
+    if (ep->close_comp != NULL) {
+        ferry_completion_t *comp = ep->close_comp;
+        ep->close_comp = NULL;
+        ferry_completion_update(comp, ep->error);
+    }
+    if (ep->params.error_cb != NULL)
+        ep->params.error_cb(ep->params.error_arg, ep, ep->error);
+    if (ep->accepted)
+        ep_free(ep);
+}
+
+void ferry_ep_fail(ferry_ep_t *ep, ferry_status_t status)
+{
+    if (ep->state == FERRY_EP_CLOSED || ep->state == FERRY_EP_FAILED)
+        return;
+    ep->state = status == FERRY_ERR_ENDPOINT_CLOSED ? FERRY_EP_CLOSED : FERRY_EP_FAILED;
+    ep->error = status;
+    if (status == FERRY_ERR_ENDPOINT_CLOSED)
+        ferry_info("endpoint %p (%s): closed by the peer", (void *)ep, ep->tl->name);
+    else if (ep->params.error_cb == NULL)
+        ferry_warn("endpoint %p (%s) failed: %s", (void *)ep, ep->tl->name,
+                   ferry_status_string(status));
+    if (!ep->error_pending) {
+        ep->error_pending = 1;
+        ferry_worker_defer(ep->worker, &ep->error_deferred);
+    }
+}
+
+void ferry_ep_terminated(ferry_ep_t *ep)
+{
+    ferry_completion_t *comp = ep->close_comp;
+    if (ep->state != FERRY_EP_CLOSING)
+        return;
+    ep->state = FERRY_EP_CLOSED;
+    ep->error = FERRY_ERR_ENDPOINT_CLOSED;
+    ep->close_comp = NULL;
+    ferry_completion_update(comp, FERRY_OK);
+    if (ep->accepted)
+        ep_free(ep);
+}
+
+FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry_completion_t *comp)
+{
+    ferry_status_t status;
+
+    if (ep == NULL || (flags & ~FERRY_EP_CLOSE_FORCE) != 0)
+        return FERRY_ERR_INVALID_PARAM;
+    if (ep->state == FERRY_EP_CLOSED || ep->state == FERRY_EP_FAILED)
+        return FERRY_OK;
+    if (ep->state == FERRY_EP_CLOSING && !(flags & FERRY_EP_CLOSE_FORCE))
+        return FERRY_ERR_BUSY;
+    if (!(flags & FERRY_EP_CLOSE_FORCE)) {
+        status = ep->tl->ep_terminate(ep->tl_ep);
+        if (status == FERRY_INPROGRESS) {
+            ep->state = FERRY_EP_CLOSING;
+            ep->error = FERRY_ERR_ENDPOINT_CLOSED;
+            ep->close_comp = comp;
+            return FERRY_INPROGRESS;
+        }
+    }
+    ep->tl->ep_destroy(ep->tl_ep);
+    ep->tl_ep = NULL;
+    ep->state = FERRY_EP_CLOSED;
+    ep->error = FERRY_ERR_ENDPOINT_CLOSED;
+    if (ep->close_comp != NULL) {
+        ferry_completion_t *pending = ep->close_comp;
+        ep->close_comp = NULL;
+        ferry_completion_update(pending, FERRY_ERR_CANCELED);
+    }
+    return FERRY_OK;
+}
+
+FERRY_EXPORT void ferry_ep_destroy(ferry_ep_t *ep)
+{
+    if (ep == NULL)
+        return;
+    ep_free(ep);
+}
+
+FERRY_EXPORT const char *ferry_ep_transport_name(const ferry_ep_t *ep)
+{
+    return ep != NULL && ep->tl != NULL ? ep->tl->name : "none";
+}
+
+void ferry_ep_destroy_all(ferry_worker_t *worker)
+{
+    ferry_list_link_t *link;
+    while ((link = ferry_list_pop_head(&worker->eps)) != NULL) {
+        ferry_ep_t *ep = ferry_list_entry(link, ferry_ep_t, link);
+        ferry_list_init(&ep->link);
+        ep_free(ep);
+    }
+}

@@ -1,0 +1,10 @@
+# Unit tests: one ferry_add_test() per test (see tests/CMakeLists.txt for the options), e.g.
+#   ferry_add_test(NAME test_status SOURCES unit/test_status.c INTERNAL)
+# Paths are relative to tests/.
+
+# src/core
+ferry_add_test(NAME test_status SOURCES unit/test_status.c
+               ENV FERRY_STATUS_HEADER=${PROJECT_SOURCE_DIR}/include/ferry/status.h)
+ferry_add_test(NAME test_log SOURCES unit/test_log.c INTERNAL LABELS threads)
+ferry_add_test(NAME test_config SOURCES unit/test_config.c INTERNAL LABELS threads)
+ferry_add_test(NAME test_list SOURCES unit/test_list.c INTERNAL)
