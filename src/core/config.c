@@ -22,12 +22,12 @@
 
 extern char **environ;
 
-/* Bounds of the "ferry_config_vars" linker section (the registry). Weak so that a link
+/* Bounds of the "ferry_config_registry" linker section (the registry). Weak so that a link
  * without any registered variable still succeeds (both are then NULL); hidden so that
  * libferry.so sees its own section, not the executable's. */
-extern const ferry_config_var_t *const __start_ferry_config_vars[]
+extern const ferry_config_var_t *const __start_ferry_config_registry[]
     __attribute__((weak, visibility("hidden")));
-extern const ferry_config_var_t *const __stop_ferry_config_vars[]
+extern const ferry_config_var_t *const __stop_ferry_config_registry[]
     __attribute__((weak, visibility("hidden")));
 
 /* ---------------------------------------------------------------- warn once */
@@ -253,10 +253,12 @@ static void config_check_type(const ferry_config_var_t *var, ferry_config_type_t
 /* The value of var read as type: the environment's, else the default's. */
 static config_value_t config_get(const ferry_config_var_t *var, ferry_config_type_t type)
 {
-    config_value_t value = {0};
+    config_value_t value;
     const char *env = config_env_value(var);
     const char *def = var->default_value != NULL ? var->default_value : "";
 
+    /* Not "= {0}", which zeroes only the first member. The parsers write only on success. */
+    memset(&value, 0, sizeof(value));
     config_check_type(var, type);
     if (env != NULL) {
         if (config_parse(type, env, &value))
@@ -267,9 +269,7 @@ static config_value_t config_get(const ferry_config_var_t *var, ferry_config_typ
         }
     }
 
-    value = (config_value_t){0};
     if (def[0] == '\0' || !config_parse(type, def, &value)) {
-        value = (config_value_t){0};
         if (config_first_time(CONFIG_ONCE_BAD_DEFAULT, var->name, strlen(var->name))) {
             ferry_error("default value \"%s\" of %s is not %s (a bug in ferry)", def, var->name,
                         config_expected_form(type));
@@ -321,8 +321,8 @@ static int config_compare_vars(const void *a, const void *b)
 
 static void config_sort_once(void)
 {
-    const ferry_config_var_t *const *start = __start_ferry_config_vars;
-    const ferry_config_var_t *const *stop = __stop_ferry_config_vars;
+    const ferry_config_var_t *const *start = __start_ferry_config_registry;
+    const ferry_config_var_t *const *stop = __stop_ferry_config_registry;
 
     if (start == NULL || stop == NULL || stop <= start)
         return;
@@ -438,12 +438,11 @@ static size_t config_min(size_t a, size_t b)
 
 /* Optimal-string-alignment (Damerau-Levenshtein) distance between a and b, ignoring case.
  * rows holds 3 * (blen + 1) entries. */
-static size_t config_distance(const char *a, size_t alen, const char *b, size_t blen,
-                              size_t *rows)
+static size_t config_distance(const char *a, size_t alen, const char *b, size_t blen, size_t *rows)
 {
-    size_t *before = rows;           /* row i - 2 */
-    size_t *prev = rows + blen + 1;  /* row i - 1 */
-    size_t *cur = prev + blen + 1;   /* row i */
+    size_t *before = rows;          /* row i - 2 */
+    size_t *prev = rows + blen + 1; /* row i - 1 */
+    size_t *cur = prev + blen + 1;  /* row i */
 
     for (size_t j = 0; j <= blen; ++j)
         prev[j] = j;

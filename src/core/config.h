@@ -4,9 +4,9 @@
  *         .name = "FERRY_SHM_FIFO_CELLS", .type = FERRY_CONFIG_SIZE, .default_value = "1024",
  *         .description = "cells in each worker's shared-memory receive FIFO (power of 2)"};
  *     static const ferry_config_var_t *const shm_fifo_cells_reg
- *         __attribute__((used, section("ferry_config_vars"))) = &shm_fifo_cells_var;
+ *         __attribute__((used, section("ferry_config_registry"))) = &shm_fifo_cells_var;
  *
- * The linker collects the "ferry_config_vars" section, which is the registry: ferry_info -c
+ * The linker collects the "ferry_config_registry" section, which is the registry: ferry_info -c
  * lists it and ferry_config_check_environment() warns about FERRY_* names not in it. Values
  * come from the environment variable of that name, else the default. */
 #ifndef FERRY_CORE_CONFIG_H
@@ -40,11 +40,9 @@ const char *ferry_config_string(const ferry_config_var_t *var); /* never NULL */
 
 /* The registry: *vars_p receives the array of registered variables, sorted by name (one
  * snapshot, built on the first call; thread-safe). Returns how many there are.
- * The assembler symbol is renamed because the assembler resolves a symbol that has the name of
- * a section of the same file to that section: a file that registers a variable (section
- * "ferry_config_vars") and calls a function named ferry_config_vars would jump into its data. */
-size_t ferry_config_vars(const ferry_config_var_t *const **vars_p)
-    __asm__("ferry_config_vars_sorted");
+ * (The section is not named like this function: the assembler would resolve the function's
+ * symbol to the section of the same name in a file that both registers and calls.) */
+size_t ferry_config_vars(const ferry_config_var_t *const **vars_p);
 
 /* Warn once per process about each FERRY_* environment variable that is not registered,
  * naming the closest registered one ("did you mean FERRY_LOG_LEVEL?"). */

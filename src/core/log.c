@@ -25,7 +25,7 @@ static const ferry_config_var_t log_level_var = {
     .default_value = "warn",
     .description = "messages to print: error, warn, info, debug or trace (or 0-4)"};
 static const ferry_config_var_t *const log_level_reg
-    __attribute__((used, section("ferry_config_vars"))) = &log_level_var;
+    __attribute__((used, section("ferry_config_registry"))) = &log_level_var;
 
 static const ferry_config_var_t log_file_var = {
     .name = "FERRY_LOG_FILE",
@@ -33,7 +33,7 @@ static const ferry_config_var_t log_file_var = {
     .default_value = "",
     .description = "append log lines to this file instead of stderr"};
 static const ferry_config_var_t *const log_file_reg
-    __attribute__((used, section("ferry_config_vars"))) = &log_file_var;
+    __attribute__((used, section("ferry_config_registry"))) = &log_file_var;
 
 ferry_log_level_t ferry_log_level_current = FERRY_LOG_LEVEL_WARN;
 
@@ -60,7 +60,8 @@ static void log_emit(int fd, ferry_log_level_t level, const char *file, int line
                      va_list ap)
 {
     char buf[LOG_LINE_MAX];
-    const char *label = (unsigned)level < FERRY_ARRAY_SIZE(log_level_labels) ? log_level_labels[level] : "?";
+    const char *label =
+        (unsigned)level < FERRY_ARRAY_SIZE(log_level_labels) ? log_level_labels[level] : "?";
     int n = snprintf(buf, sizeof(buf), "[ferry %ld] %s %s:%d ", (long)getpid(), label,
                      log_basename(file != NULL ? file : "?"), line);
     if (n < 0)

@@ -14,20 +14,25 @@ typedef enum ferry_log_level {
     FERRY_LOG_LEVEL_TRACE = 4,
 } ferry_log_level_t;
 
-/* Current level; read once from FERRY_LOG_LEVEL by ferry_log_init(). */
+/* Current level; read once from FERRY_LOG_LEVEL by ferry_log_init(). Accessed with relaxed
+ * atomics (a plain load on every CPU) because a thread may log while another initialises. */
 extern ferry_log_level_t ferry_log_level_current;
 
-/* Read FERRY_LOG_LEVEL (idempotent, thread-safe, called by ferry_context_create). */
+/* Read FERRY_LOG_LEVEL and open FERRY_LOG_FILE (idempotent, thread-safe, called by
+ * ferry_context_create; the first message logged before it calls it too). */
 void ferry_log_init(void);
 
-/* Write one line "[ferry <pid>] LEVEL file:line message" to stderr. */
+/* Write one line "[ferry <pid>] LEVEL file:line message" to stderr, or append it to
+ * FERRY_LOG_FILE, with one write(2) (lines of threads and processes never mix). file is shown
+ * by its basename; a message longer than a line (PIPE_BUF) is cut and ends with "...".
+ * errno is preserved (and %m may be used). */
 void ferry_log_write(ferry_log_level_t level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* The level test is inline so that a disabled message costs one compare. */
+/* The level test is inline so that a disabled message costs one load and one compare. */
 #define ferry_log(level, ...)                                                                      \
     do {                                                                                           \
-        if ((level) <= ferry_log_level_current)                                                    \
+        if ((int)(level) <= (int)__atomic_load_n(&ferry_log_level_current, __ATOMIC_RELAXED))      \
             ferry_log_write((level), __FILE__, __LINE__, __VA_ARGS__);                             \
     } while (0)
 

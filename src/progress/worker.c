@@ -22,7 +22,7 @@ static const ferry_config_var_t worker_spin_var = {
     .description = "microseconds ferry_worker_wait polls before it sleeps in the kernel (a "
                    "wake-up from sleep costs ~40 us here)"};
 static const ferry_config_var_t *const worker_spin_reg
-    __attribute__((used, section("ferry_config_vars"))) = &worker_spin_var;
+    __attribute__((used, section("ferry_config_registry"))) = &worker_spin_var;
 
 /* While spinning, the epoll set (sockets: connects, hang-ups) is looked at every this many
  * ns, so that a busy worker pays for the system call rarely. */

@@ -15,7 +15,7 @@ static const ferry_config_var_t context_transports_var = {
     .default_value = "all",
     .description = "comma-separated transports an endpoint may use (self, shm), or all"};
 static const ferry_config_var_t *const context_transports_reg
-    __attribute__((used, section("ferry_config_vars"))) = &context_transports_var;
+    __attribute__((used, section("ferry_config_registry"))) = &context_transports_var;
 
 /* Mark the transports named in list (comma-separated, or "all") in allowed[]. Unknown names
  * are warned about with the closest valid one. */

@@ -28,14 +28,14 @@ static const ferry_config_var_t test_last_var = {.name = "FERRY_TEST_ZZ_LAST",
                                                  .default_value = "4k",
                                                  .description = "registered by test_config"};
 static const ferry_config_var_t *const test_last_reg
-    __attribute__((used, section("ferry_config_vars"))) = &test_last_var;
+    __attribute__((used, section("ferry_config_registry"))) = &test_last_var;
 
 static const ferry_config_var_t test_first_var = {.name = "FERRY_TEST_AA_FIRST",
                                                   .type = FERRY_CONFIG_BOOL,
                                                   .default_value = "yes",
                                                   .description = "registered by test_config"};
 static const ferry_config_var_t *const test_first_reg
-    __attribute__((used, section("ferry_config_vars"))) = &test_first_var;
+    __attribute__((used, section("ferry_config_registry"))) = &test_first_var;
 
 /* ---------------------------------------------------------------- capturing stderr */
 
@@ -390,7 +390,8 @@ static void expect_unknown(const char *out, const char *name, const char *sugges
     assert_non_null(end);
     char text[512];
     snprintf(text, sizeof(text), "%.*s", (int)(end - begin), begin);
-    if (strstr(text, line_start) == NULL || strstr(text, "not a ferry configuration variable") == NULL)
+    if (strstr(text, line_start) == NULL ||
+        strstr(text, "not a ferry configuration variable") == NULL)
         fail_msg("unexpected warning \"%s\"", text);
     if (suggestion != NULL) {
         char mean[128];
@@ -405,13 +406,13 @@ static void expect_unknown(const char *out, const char *name, const char *sugges
 static void test_unknown_environment(void **state)
 {
     (void)state;
-    setenv("FERRY_LOG_LEVLE", "debug", 1);            /* transposition */
-    setenv("FERRY_LOGFILE", "/tmp/x", 1);             /* deletion */
-    setenv("ferry_test_aa_first", "1", 1);            /* wrong case */
-    setenv("FERRY_TEST_ZZ_LATS", "1", 1);             /* transposition */
+    setenv("FERRY_LOG_LEVLE", "debug", 1);                  /* transposition */
+    setenv("FERRY_LOGFILE", "/tmp/x", 1);                   /* deletion */
+    setenv("ferry_test_aa_first", "1", 1);                  /* wrong case */
+    setenv("FERRY_TEST_ZZ_LATS", "1", 1);                   /* transposition */
     setenv("FERRY_XQXQXQXQXQXQXQXQXQXQXQXQXQXQXQ", "1", 1); /* nothing close */
-    setenv("FERRY_TEST_AA_FIRST", "1", 1);            /* registered: silent */
-    setenv("NOT_FERRY_LOG_LEVEL", "1", 1);            /* not ours: silent */
+    setenv("FERRY_TEST_AA_FIRST", "1", 1);                  /* registered: silent */
+    setenv("NOT_FERRY_LOG_LEVEL", "1", 1);                  /* not ours: silent */
 
     capture_start();
     ferry_config_check_environment();
@@ -439,10 +440,14 @@ static void test_unknown_environment(void **state)
     expect_unknown(out, "FERRY_TEST_AA_FIRTS", "FERRY_TEST_AA_FIRST");
     free(out);
 
-    const char *const set[] = {"FERRY_LOG_LEVLE",     "FERRY_LOGFILE",
-                               "ferry_test_aa_first", "FERRY_TEST_ZZ_LATS",
-                               "FERRY_XQXQXQXQXQXQXQXQXQXQXQXQXQXQXQ", "FERRY_TEST_AA_FIRST",
-                               "NOT_FERRY_LOG_LEVEL", "FERRY_TEST_AA_FIRTS"};
+    const char *const set[] = {"FERRY_LOG_LEVLE",
+                               "FERRY_LOGFILE",
+                               "ferry_test_aa_first",
+                               "FERRY_TEST_ZZ_LATS",
+                               "FERRY_XQXQXQXQXQXQXQXQXQXQXQXQXQXQXQ",
+                               "FERRY_TEST_AA_FIRST",
+                               "NOT_FERRY_LOG_LEVEL",
+                               "FERRY_TEST_AA_FIRTS"};
     for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); ++i)
         unsetenv(set[i]);
 }

@@ -240,10 +240,14 @@ static void test_entry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty),         cmocka_unit_test(test_push_tail_is_fifo),
-        cmocka_unit_test(test_push_head_is_lifo), cmocka_unit_test(test_remove_anywhere),
-        cmocka_unit_test(test_walk_and_remove), cmocka_unit_test(test_foreach),
-        cmocka_unit_test(test_splice),        cmocka_unit_test(test_entry),
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_push_tail_is_fifo),
+        cmocka_unit_test(test_push_head_is_lifo),
+        cmocka_unit_test(test_remove_anywhere),
+        cmocka_unit_test(test_walk_and_remove),
+        cmocka_unit_test(test_foreach),
+        cmocka_unit_test(test_splice),
+        cmocka_unit_test(test_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

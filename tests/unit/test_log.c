@@ -227,7 +227,8 @@ static void run_child(const char *mode, const char *const *extra_env, child_resu
 static void assert_child_ok(const child_result_t *r)
 {
     if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
-        fail_msg("child %d ended with status 0x%x; its stderr:\n%s", (int)r->pid, r->status, r->err);
+        fail_msg("child %d ended with status 0x%x; its stderr:\n%s", (int)r->pid, r->status,
+                 r->err);
 }
 
 /* One parsed line "[ferry <pid>] LEVEL file:line message"; message points into the text. */
@@ -283,7 +284,7 @@ static size_t parse_lines(char *text, log_line_t *lines, size_t max)
 
 static void check_levels(const char *value, int expected_level, bool invalid)
 {
-    char setting[64];
+    char setting[64] = "";
     const char *env[2] = {NULL, NULL};
     if (value != NULL) {
         snprintf(setting, sizeof(setting), "FERRY_LOG_LEVEL=%s", value);
@@ -340,28 +341,17 @@ static void test_levels(void **state)
     } cases[] = {
         {NULL, FERRY_LOG_LEVEL_WARN, false}, /* the default */
         {"", FERRY_LOG_LEVEL_WARN, false},   /* empty counts as unset */
-        {"error", FERRY_LOG_LEVEL_ERROR, false},
-        {"ERROR", FERRY_LOG_LEVEL_ERROR, false},
-        {"0", FERRY_LOG_LEVEL_ERROR, false},
-        {"warn", FERRY_LOG_LEVEL_WARN, false},
-        {"Warn", FERRY_LOG_LEVEL_WARN, false},
-        {"1", FERRY_LOG_LEVEL_WARN, false},
-        {"info", FERRY_LOG_LEVEL_INFO, false},
-        {"INFO", FERRY_LOG_LEVEL_INFO, false},
-        {"2", FERRY_LOG_LEVEL_INFO, false},
-        {" info ", FERRY_LOG_LEVEL_INFO, false},
-        {"debug", FERRY_LOG_LEVEL_DEBUG, false},
-        {"DeBuG", FERRY_LOG_LEVEL_DEBUG, false},
-        {"3", FERRY_LOG_LEVEL_DEBUG, false},
-        {"trace", FERRY_LOG_LEVEL_TRACE, false},
-        {"TRACE", FERRY_LOG_LEVEL_TRACE, false},
-        {"4", FERRY_LOG_LEVEL_TRACE, false},
-        {"verbose", FERRY_LOG_LEVEL_WARN, true},
-        {"warning", FERRY_LOG_LEVEL_WARN, true},
-        {"5", FERRY_LOG_LEVEL_WARN, true},
-        {"-1", FERRY_LOG_LEVEL_WARN, true},
-        {"01", FERRY_LOG_LEVEL_WARN, true},
-        {"info debug", FERRY_LOG_LEVEL_WARN, true},
+        {"error", FERRY_LOG_LEVEL_ERROR, false}, {"ERROR", FERRY_LOG_LEVEL_ERROR, false},
+        {"0", FERRY_LOG_LEVEL_ERROR, false},     {"warn", FERRY_LOG_LEVEL_WARN, false},
+        {"Warn", FERRY_LOG_LEVEL_WARN, false},   {"1", FERRY_LOG_LEVEL_WARN, false},
+        {"info", FERRY_LOG_LEVEL_INFO, false},   {"INFO", FERRY_LOG_LEVEL_INFO, false},
+        {"2", FERRY_LOG_LEVEL_INFO, false},      {" info ", FERRY_LOG_LEVEL_INFO, false},
+        {"debug", FERRY_LOG_LEVEL_DEBUG, false}, {"DeBuG", FERRY_LOG_LEVEL_DEBUG, false},
+        {"3", FERRY_LOG_LEVEL_DEBUG, false},     {"trace", FERRY_LOG_LEVEL_TRACE, false},
+        {"TRACE", FERRY_LOG_LEVEL_TRACE, false}, {"4", FERRY_LOG_LEVEL_TRACE, false},
+        {"verbose", FERRY_LOG_LEVEL_WARN, true}, {"warning", FERRY_LOG_LEVEL_WARN, true},
+        {"5", FERRY_LOG_LEVEL_WARN, true},       {"-1", FERRY_LOG_LEVEL_WARN, true},
+        {"01", FERRY_LOG_LEVEL_WARN, true},      {"info debug", FERRY_LOG_LEVEL_WARN, true},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i)
         check_levels(cases[i].value, cases[i].level, cases[i].invalid);

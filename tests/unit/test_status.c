@@ -6,8 +6,8 @@
  * later is checked without touching this test. */
 #include <limits.h>
 #include <setjmp.h>
-#include <stdbool.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

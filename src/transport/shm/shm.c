@@ -25,7 +25,7 @@ static const ferry_config_var_t shm_ring_cells_var = {
     .description = "64-byte cells in the receive ring a worker keeps for each connected peer "
                    "(a power of 2, 2..1048576)"};
 static const ferry_config_var_t *const shm_ring_cells_reg
-    __attribute__((used, section("ferry_config_vars"))) = &shm_ring_cells_var;
+    __attribute__((used, section("ferry_config_registry"))) = &shm_ring_cells_var;
 
 static const ferry_config_var_t shm_am_max_var = {
     .name = "FERRY_SHM_AM_MAX",
@@ -33,7 +33,7 @@ static const ferry_config_var_t shm_am_max_var = {
     .default_value = "16G",
     .description = "largest active-message payload a worker accepts from a peer over shm"};
 static const ferry_config_var_t *const shm_am_max_reg
-    __attribute__((used, section("ferry_config_vars"))) = &shm_am_max_var;
+    __attribute__((used, section("ferry_config_registry"))) = &shm_am_max_var;
 
 /* Cells one poll takes from one ring before it moves to the next (fairness). */
 #define SHM_POLL_BUDGET 32u
@@ -367,7 +367,8 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
         shm_req_t local;
         local.id = id;
         local.header_length = (uint16_t)header_length;
-        memcpy(local.header, header, header_length);
+        if (header_length > 0) /* header may be NULL then */
+            memcpy(local.header, header, header_length);
         local.length = length;
         local.sent = 0;
         local.first_posted = false;
@@ -701,20 +702,12 @@ void shm_ep_hangup(ferry_tl_ep_t *tlep)
     ferry_ep_fail(ep, FERRY_ERR_CONNECTION_RESET);
 }
 
+static bool shm_ep_try_post_close(ferry_tl_ep_t *tlep);
+
 static void shm_ep_post_close(ferry_tl_ep_t *tlep)
 {
-    shm_cell_t *cell;
-    if (tlep->state != SHM_CONN_CONNECTED)
-        return;
-    cell = shm_tx_cell(tlep);
-    if (cell == NULL)
+    if (!shm_ep_try_post_close(tlep))
         return; /* retried by progress: closing stays set and waiting is armed */
-    cell->type = SHM_CELL_CLOSE;
-    cell->am_id = 0;
-    cell->header_length = 0;
-    cell->length = 0;
-    shm_tx_post(tlep, cell);
-    shm_signal_peer(tlep);
     shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
     ferry_ep_terminated(tlep->ep); /* may free tlep (accepted endpoints) */
 }
@@ -724,26 +717,37 @@ static ferry_status_t shm_ep_terminate(ferry_tl_ep_t *tlep)
     if (tlep->state == SHM_CONN_DETACHED)
         return FERRY_OK;
     tlep->closing = true;
-    if (tlep->state == SHM_CONN_CONNECTED && ferry_list_is_empty(&tlep->pending)) {
-        shm_cell_t *cell = shm_tx_cell(tlep);
-        if (cell != NULL) {
-            cell->type = SHM_CELL_CLOSE;
-            cell->am_id = 0;
-            cell->header_length = 0;
-            cell->length = 0;
-            shm_tx_post(tlep, cell);
-            shm_signal_peer(tlep);
-            shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
-            return FERRY_OK;
-        }
+    if (ferry_list_is_empty(&tlep->pending) && shm_ep_try_post_close(tlep)) {
+        shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
+        return FERRY_OK;
     }
     if (tlep->state == SHM_CONN_CONNECTED)
         shm_ep_set_waiting(tlep, true);
     return FERRY_INPROGRESS;
 }
 
+/* Post a CLOSE cell if the ring has room, so that the peer sees a close, not a crash. */
+static bool shm_ep_try_post_close(ferry_tl_ep_t *tlep)
+{
+    shm_cell_t *cell;
+    if (tlep->state != SHM_CONN_CONNECTED)
+        return false;
+    cell = shm_tx_cell(tlep);
+    if (cell == NULL)
+        return false;
+    cell->type = SHM_CELL_CLOSE;
+    cell->am_id = 0;
+    cell->header_length = 0;
+    cell->length = 0;
+    shm_tx_post(tlep, cell);
+    shm_signal_peer(tlep);
+    return true;
+}
+
 static void shm_ep_destroy(ferry_tl_ep_t *tlep)
 {
+    /* forced: queued sends are dropped, but the peer is still told (when there is room) */
+    shm_ep_try_post_close(tlep);
     shm_ep_free(tlep);
 }
 
