@@ -184,9 +184,14 @@ ferry_status_t ferry_address_parse(const void *blob, size_t length, ferry_addres
     parsed.host.user_ns = address_get64(p + 48);
     parsed.pid = address_get32(p + 56);
     parsed.record_count = address_get16(p + 60);
-    if (parsed.record_count > FERRY_ADDRESS_MAX_RECORDS || address_get16(p + 62) != 0) {
+    if (parsed.record_count > FERRY_ADDRESS_MAX_RECORDS) {
         ferry_warn("invalid worker address: %u transport records (at most %u)",
                    parsed.record_count, FERRY_ADDRESS_MAX_RECORDS);
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    if (address_get16(p + 62) != 0) {
+        ferry_warn("invalid worker address: reserved header bytes 62-63 are 0x%04x, not 0",
+                   address_get16(p + 62));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     offset = FERRY_ADDRESS_HEADER_SIZE;
@@ -197,6 +202,11 @@ ferry_status_t ferry_address_parse(const void *blob, size_t length, ferry_addres
         }
         parsed.records[i].transport_id = p[offset];
         parsed.records[i].length = address_get16(p + offset + 2);
+        if (p[offset + 1] != 0) {
+            ferry_warn("invalid worker address: record %u reserved byte is 0x%02x, not 0", i,
+                       p[offset + 1]);
+            return FERRY_ERR_INVALID_ADDRESS;
+        }
         offset += FERRY_ADDRESS_RECORD_HEADER_SIZE;
         if (length - offset < parsed.records[i].length) {
             ferry_warn("invalid worker address: record %u claims %u bytes, %zu left", i,

@@ -1,0 +1,537 @@
+/* ferry_info: what ferry sees on this host — version and build, transports and their
+ * capabilities, configuration variables, and why an endpoint to a given worker address would
+ * use one transport or none. The output is described in docs/ferry_info.md.
+ *
+ *   ferry_info [-v] [-d] [-c] [-a FILE] [-e ADDRESS_FILE] [--json]
+ *
+ * With no option: -v -d. Exit status: 0 done, 1 something asked could not be done (or -e found
+ * the address invalid or unreachable), 2 bad usage. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <ferry/ferry.h>
+
+#include "core/config.h"
+#include "ferry_build_info.h"
+#include "info.h"
+#include "progress/worker.h"
+#include "transport/transport.h"
+
+extern char **environ;
+
+static const char info_usage_short[] =
+    "usage: ferry_info [-v] [-d] [-c] [-a FILE] [-e ADDRESS_FILE] [--json] (ferry_info --help "
+    "explains)\n";
+
+static const char info_usage[] =
+    "Usage: ferry_info [-v] [-d] [-c] [-a FILE] [-e ADDRESS_FILE] [--json]\n"
+    "Show what ferry sees on this host (with no option: -v -d).\n"
+    "  -v               version and build options\n"
+    "  -d               transports: capabilities, why one is unusable, per-worker facts\n"
+    "  -c               configuration variables: type, default, value in effect, meaning\n"
+    "  -a FILE          write the address of a worker of this process to FILE\n"
+    "  -e ADDRESS_FILE  which transport an endpoint to that worker address would use, and why\n"
+    "                   (with -a on the same file: the address of this very worker)\n"
+    "  --json           print everything as one JSON object\n"
+    "  -h, --help       this text\n"
+    "Exit status: 0 done; 1 something asked could not be done, or -e found the address\n"
+    "invalid or unreachable; 2 bad usage.\n";
+
+/* ---------------------------------------------------------------- shared context and worker */
+
+ferry_context_t *info_context(info_t *info, ferry_status_t *status_p)
+{
+    if (!info->context_tried) {
+        info->context_tried = true;
+        info->context_status = ferry_context_create(NULL, &info->context);
+        if (info->context_status != FERRY_OK)
+            info->context = NULL;
+    }
+    if (status_p != NULL)
+        *status_p = info->context_status;
+    return info->context;
+}
+
+ferry_worker_t *info_worker(info_t *info, ferry_status_t *status_p)
+{
+    ferry_status_t status;
+    ferry_context_t *context = info_context(info, &status);
+
+    if (context == NULL) {
+        if (status_p != NULL)
+            *status_p = status;
+        return NULL;
+    }
+    if (!info->worker_tried) {
+        info->worker_tried = true;
+        info->worker_status = ferry_worker_create(context, NULL, &info->worker);
+        if (info->worker_status != FERRY_OK)
+            info->worker = NULL;
+    }
+    if (status_p != NULL)
+        *status_p = info->worker_status;
+    return info->worker;
+}
+
+static void info_cleanup(info_t *info)
+{
+    ferry_worker_destroy(info->worker);
+    info->worker = NULL;
+    ferry_context_destroy(info->context);
+    info->context = NULL;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static const ferry_config_var_t *info_config_find(const char *name)
+{
+    const ferry_config_var_t *const *vars;
+    size_t count = ferry_config_vars(&vars);
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(vars[i]->name, name) == 0)
+            return vars[i];
+    }
+    return NULL;
+}
+
+const char *info_transports_setting(void)
+{
+    const ferry_config_var_t *var = info_config_find("FERRY_TRANSPORTS");
+    if (var != NULL)
+        return ferry_config_string(var);
+    const char *value = getenv("FERRY_TRANSPORTS");
+    return value != NULL && value[0] != '\0' ? value : "all";
+}
+
+static const struct {
+    unsigned flag;
+    const char *name;
+} info_flag_names[] = {
+    {FERRY_TL_CAP_AM, "AM"},
+    {FERRY_TL_CAP_AM_ORDERED, "AM_ORDERED"},
+    {FERRY_TL_CAP_SAME_HOST, "SAME_HOST"},
+    {FERRY_TL_CAP_SAME_WORKER, "SAME_WORKER"},
+};
+
+void info_flags_each(unsigned flags, void (*fn)(const char *name, void *arg), void *arg)
+{
+    unsigned known = 0;
+    for (size_t i = 0; i < sizeof(info_flag_names) / sizeof(info_flag_names[0]); i++) {
+        known |= info_flag_names[i].flag;
+        if (flags & info_flag_names[i].flag)
+            fn(info_flag_names[i].name, arg);
+    }
+    for (unsigned bit = 0; bit < 32; bit++) {
+        unsigned flag = 1u << bit;
+        if ((flags & flag) && !(known & flag)) {
+            char hex[16];
+            snprintf(hex, sizeof(hex), "0x%x", flag);
+            fn(hex, arg);
+        }
+    }
+}
+
+typedef struct info_flags_buffer {
+    char *buffer;
+    size_t length;
+    size_t used;
+} info_flags_buffer_t;
+
+static void info_flags_append(const char *name, void *arg)
+{
+    info_flags_buffer_t *b = arg;
+    if (b->used >= b->length)
+        return;
+    int n = snprintf(b->buffer + b->used, b->length - b->used, "%s%s", b->used ? " " : "", name);
+    if (n > 0)
+        b->used += (size_t)n;
+}
+
+void info_flags_string(unsigned flags, char *buffer, size_t length)
+{
+    info_flags_buffer_t b = {buffer, length, 0};
+    if (length == 0)
+        return;
+    buffer[0] = '\0';
+    info_flags_each(flags, info_flags_append, &b);
+    if (b.used == 0)
+        snprintf(buffer, length, "none");
+}
+
+/* ---------------------------------------------------------------- -v */
+
+int info_show_version(info_t *info)
+{
+    char header_version[32];
+    snprintf(header_version, sizeof(header_version), "%d.%d.%d", FERRY_VERSION_MAJOR,
+             FERRY_VERSION_MINOR, FERRY_VERSION_PATCH);
+    if (info->json_mode) {
+        info_json_object_begin(&info->json, "version");
+        info_json_string(&info->json, "library", ferry_version_string());
+        info_json_string(&info->json, "headers", header_version);
+        info_json_string(&info->json, "build_options", ferry_build_options());
+        info_json_object_end(&info->json);
+    } else {
+        printf("ferry %s (headers %s)\n", ferry_version_string(), header_version);
+        printf("build: %s\n", ferry_build_options());
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- -c */
+
+static const char *info_config_type_name(ferry_config_type_t type)
+{
+    switch (type) {
+    case FERRY_CONFIG_BOOL:
+        return "bool";
+    case FERRY_CONFIG_INT:
+        return "int";
+    case FERRY_CONFIG_SIZE:
+        return "size";
+    case FERRY_CONFIG_STRING:
+        return "string";
+    }
+    return "unknown";
+}
+
+/* The value in effect, as text (bool: yes/no). */
+static void info_config_value_text(const ferry_config_var_t *var, char *buffer, size_t length)
+{
+    switch (var->type) {
+    case FERRY_CONFIG_BOOL:
+        snprintf(buffer, length, "%s", ferry_config_bool(var) ? "yes" : "no");
+        return;
+    case FERRY_CONFIG_INT:
+        snprintf(buffer, length, "%" PRId64, ferry_config_int(var));
+        return;
+    case FERRY_CONFIG_SIZE:
+        snprintf(buffer, length, "%" PRIu64, ferry_config_size(var));
+        return;
+    case FERRY_CONFIG_STRING:
+        snprintf(buffer, length, "%s", ferry_config_string(var));
+        return;
+    }
+    snprintf(buffer, length, "?");
+}
+
+static void info_config_value_json(info_t *info, const ferry_config_var_t *var)
+{
+    switch (var->type) {
+    case FERRY_CONFIG_BOOL:
+        info_json_bool(&info->json, "value", ferry_config_bool(var));
+        return;
+    case FERRY_CONFIG_INT:
+        info_json_int(&info->json, "value", ferry_config_int(var));
+        return;
+    case FERRY_CONFIG_SIZE:
+        info_json_uint(&info->json, "value", ferry_config_size(var));
+        return;
+    case FERRY_CONFIG_STRING:
+        info_json_string(&info->json, "value", ferry_config_string(var));
+        return;
+    }
+    info_json_null(&info->json, "value");
+}
+
+/* FERRY_* environment variables that are not registered (the library warns about them too). */
+static void info_config_unknown(info_t *info, const ferry_config_var_t *const *vars, size_t count)
+{
+    static const char prefix[] = "FERRY_";
+    const char **names = malloc((count ? count : 1) * sizeof(*names));
+    bool any = false;
+
+    for (size_t i = 0; names != NULL && i < count; i++)
+        names[i] = vars[i]->name;
+    if (info->json_mode)
+        info_json_array_begin(&info->json, "unknown");
+    for (char **env = environ; env != NULL && *env != NULL; env++) {
+        const char *entry = *env;
+        if (strncasecmp(entry, prefix, sizeof(prefix) - 1) != 0)
+            continue;
+        const char *equal = strchr(entry, '=');
+        size_t len = equal != NULL ? (size_t)(equal - entry) : strlen(entry);
+        bool known = false;
+        for (size_t i = 0; i < count && !known; i++)
+            known = strlen(vars[i]->name) == len && strncmp(vars[i]->name, entry, len) == 0;
+        if (known)
+            continue;
+        char *name = strndup(entry, len);
+        if (name == NULL)
+            continue;
+        const char *closest = names != NULL ? ferry_closest_name(name, names, count) : NULL;
+        if (info->json_mode) {
+            info_json_object_begin(&info->json, NULL);
+            info_json_string(&info->json, "name", name);
+            info_json_string(&info->json, "did_you_mean", closest);
+            info_json_object_end(&info->json);
+        } else {
+            if (!any)
+                printf("set in the environment but not ferry variables:\n");
+            printf("  %s%s%s%s\n", name, closest ? " (did you mean " : "", closest ? closest : "",
+                   closest ? "?)" : "");
+        }
+        any = true;
+        free(name);
+    }
+    if (info->json_mode)
+        info_json_array_end(&info->json);
+    free(names);
+}
+
+int info_show_config(info_t *info)
+{
+    const ferry_config_var_t *const *vars;
+    size_t count = ferry_config_vars(&vars);
+
+    if (info->json_mode) {
+        info_json_object_begin(&info->json, "config");
+        info_json_array_begin(&info->json, "variables");
+    } else {
+        printf("configuration (%zu variables; value in effect, from the environment or the "
+               "default):\n",
+               count);
+    }
+    for (size_t i = 0; i < count; i++) {
+        const ferry_config_var_t *var = vars[i];
+        const char *env = getenv(var->name);
+        bool from_env = env != NULL && env[0] != '\0';
+        if (info->json_mode) {
+            info_json_object_begin(&info->json, NULL);
+            info_json_string(&info->json, "name", var->name);
+            info_json_string(&info->json, "type", info_config_type_name(var->type));
+            info_json_string(&info->json, "default", var->default_value);
+            info_json_string(&info->json, "environment", env);
+            info_config_value_json(info, var);
+            info_json_string(&info->json, "source", from_env ? "environment" : "default");
+            info_json_string(&info->json, "description", var->description);
+            info_json_object_end(&info->json);
+        } else {
+            char value[512];
+            info_config_value_text(var, value, sizeof(value));
+            if (var->type == FERRY_CONFIG_STRING)
+                printf("  %s = \"%s\"\n", var->name, value);
+            else
+                printf("  %s = %s\n", var->name, value);
+            printf("      %s, default \"%s\", %s\n", info_config_type_name(var->type),
+                   var->default_value, from_env ? "set in the environment" : "not set");
+            if (from_env && strcmp(env, value) != 0)
+                printf("      environment: \"%s\"\n", env);
+            printf("      %s\n", var->description);
+        }
+    }
+    if (info->json_mode)
+        info_json_array_end(&info->json);
+    info_config_unknown(info, vars, count);
+    if (info->json_mode)
+        info_json_object_end(&info->json);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- -a */
+
+int info_write_address(info_t *info, const char *path)
+{
+    ferry_status_t status;
+    ferry_worker_t *worker = info_worker(info, &status);
+    const void *address = NULL;
+    size_t length = 0;
+    int saved_errno = 0;
+    const char *failed_call = NULL;
+
+    if (worker != NULL)
+        status = ferry_worker_address(worker, &address, &length);
+    if (worker == NULL || status != FERRY_OK) {
+        if (info->json_mode) {
+            info_json_object_begin(&info->json, "address_written");
+            info_json_string(&info->json, "file", path);
+            info_json_bool(&info->json, "ok", false);
+            info_json_string(&info->json, "error", ferry_status_name(status));
+            info_json_object_end(&info->json);
+        }
+        fprintf(stderr, "ferry_info: -a %s: no worker address: %s (%s)\n", path,
+                ferry_status_string(status), ferry_status_name(status));
+        return 1;
+    }
+
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        saved_errno = errno;
+        failed_call = "open";
+    } else {
+        size_t done = 0;
+        while (done < length) {
+            ssize_t n = write(fd, (const char *)address + done, length - done);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                saved_errno = n < 0 ? errno : EIO;
+                failed_call = "write";
+                break;
+            }
+            done += (size_t)n;
+        }
+        if (close(fd) != 0 && failed_call == NULL) {
+            saved_errno = errno;
+            failed_call = "close";
+        }
+    }
+
+    if (info->json_mode) {
+        info_json_object_begin(&info->json, "address_written");
+        info_json_string(&info->json, "file", path);
+        info_json_bool(&info->json, "ok", failed_call == NULL);
+        if (failed_call != NULL) {
+            char error[256];
+            snprintf(error, sizeof(error), "%s failed: %s", failed_call, strerror(saved_errno));
+            info_json_string(&info->json, "error", error);
+        }
+        info_json_uint(&info->json, "length", length);
+        info_json_uint(&info->json, "pid", (uint64_t)getpid());
+        char uuid[32];
+        snprintf(uuid, sizeof(uuid), "%016" PRIx64, worker->uuid);
+        info_json_string(&info->json, "worker", uuid);
+        info_json_object_end(&info->json);
+    }
+    if (failed_call != NULL) {
+        fprintf(stderr, "ferry_info: -a %s: %s failed: %s\n", path, failed_call,
+                strerror(saved_errno));
+        return 1;
+    }
+    if (!info->json_mode)
+        printf("wrote the %zu-byte address of worker %016" PRIx64 " (pid %ld) to %s\n", length,
+               worker->uuid, (long)getpid(), path);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+    enum { OPT_JSON = 256 };
+    static const struct option long_options[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool show_version = false, show_transports = false, show_config = false;
+    const char *address_out = NULL, *address_in = NULL;
+    info_t info;
+    int opt, result = 0;
+
+    memset(&info, 0, sizeof(info));
+    opterr = 0; /* the messages below name the option */
+    while ((opt = getopt_long(argc, argv, ":vdca:e:h", long_options, NULL)) != -1) {
+        switch (opt) {
+        case 'v':
+            show_version = true;
+            break;
+        case 'd':
+            show_transports = true;
+            break;
+        case 'c':
+            show_config = true;
+            break;
+        case 'a':
+            if (address_out != NULL) {
+                fprintf(stderr, "ferry_info: -a given twice\n%s", info_usage_short);
+                return 2;
+            }
+            address_out = optarg;
+            break;
+        case 'e':
+            if (address_in != NULL) {
+                fprintf(stderr, "ferry_info: -e given twice\n%s", info_usage_short);
+                return 2;
+            }
+            address_in = optarg;
+            break;
+        case OPT_JSON:
+            info.json_mode = true;
+            break;
+        case 'h':
+            fputs(info_usage, stdout);
+            return 0;
+        case ':':
+            fprintf(stderr, "ferry_info: option -%c needs an argument\n%s", optopt,
+                    info_usage_short);
+            return 2;
+        default:
+            if (optopt != 0)
+                fprintf(stderr, "ferry_info: unknown option -%c\n%s", optopt, info_usage_short);
+            else
+                fprintf(stderr, "ferry_info: unknown option %s\n%s", argv[optind - 1],
+                        info_usage_short);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ferry_info: unexpected argument '%s'\n%s", argv[optind], info_usage_short);
+        return 2;
+    }
+    if (address_out != NULL && address_out[0] == '\0') {
+        fprintf(stderr, "ferry_info: -a needs a file name\n%s", info_usage_short);
+        return 2;
+    }
+    if (address_in != NULL && address_in[0] == '\0') {
+        fprintf(stderr, "ferry_info: -e needs a file name\n%s", info_usage_short);
+        return 2;
+    }
+    if (!show_version && !show_transports && !show_config && address_out == NULL &&
+        address_in == NULL) {
+        show_version = true;
+        show_transports = true;
+    }
+
+    if (info.json_mode) {
+        info_json_init(&info.json, stdout);
+        info_json_object_begin(&info.json, NULL);
+    }
+    /* Sections in a fixed order whatever the order of the options; a blank line between them
+     * in text. */
+    bool first = true;
+    if (show_version) {
+        result |= info_show_version(&info);
+        first = false;
+    }
+    if (show_transports) {
+        if (!first && !info.json_mode)
+            putchar('\n');
+        result |= info_show_transports(&info);
+        first = false;
+    }
+    if (show_config) {
+        if (!first && !info.json_mode)
+            putchar('\n');
+        result |= info_show_config(&info);
+        first = false;
+    }
+    if (address_out != NULL) {
+        if (!first && !info.json_mode)
+            putchar('\n');
+        result |= info_write_address(&info, address_out);
+        first = false;
+    }
+    if (address_in != NULL) {
+        if (!first && !info.json_mode)
+            putchar('\n');
+        result |= info_show_endpoint(&info, address_in);
+    }
+    if (info.json_mode)
+        info_json_object_end(&info.json);
+
+    info_cleanup(&info);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "ferry_info: writing the output failed: %s\n", strerror(errno));
+        return 1;
+    }
+    return result ? 1 : 0;
+}
