@@ -230,6 +230,158 @@ ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const void *header, si
 /** Release data a handler kept (it returned FERRY_INPROGRESS). */
 void ferry_am_data_release(ferry_worker_t *worker, void *data);
 
+
+/* ---------------------------------------------------------------- memory and remote keys */
+
+typedef struct ferry_mem ferry_mem_t;
+typedef struct ferry_rkey ferry_rkey_t;
+
+/* Access a registration grants to peers (the access argument of ferry_mem_register, or the
+ * flags of ferry_mem_alloc). */
+#define FERRY_ACCESS_REMOTE_READ 0x1u
+#define FERRY_ACCESS_REMOTE_WRITE 0x2u
+#define FERRY_ACCESS_REMOTE_ATOMIC 0x4u
+#define FERRY_ACCESS_ALL 0x7u
+
+/** The region may be used for exactly one remote operation, then it is invalid (a key of it
+ *  then gets FERRY_ERR_ACCESS), like a KNEM single-use region. */
+#define FERRY_MEM_SINGLE_USE 0x100u
+
+/**
+ * Register memory for remote access: the iovcnt pieces of iov, in order, form one region of
+ * their total length; peers address it by offset (0 .. length-1) through a key packed with
+ * ferry_rkey_pack(). Nothing outside these pieces, and no access not granted, can be reached.
+ * Registering the same pieces with the same access and flags again is cheap (a cache returns
+ * the same registration with a reference count; each register needs its own deregister).
+ * The memory stays the caller's; it must stay valid until ferry_mem_deregister().
+ * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM (NULL, iovcnt 0 or > FERRY_MEM_IOV_MAX, unknown
+ * access bits, a NULL piece with a length), FERRY_ERR_NO_MEMORY, FERRY_ERR_LIMIT (too many
+ * registrations: FERRY_MEM_MAX_REGIONS).
+ */
+ferry_status_t ferry_mem_register(ferry_context_t *context, const ferry_iov_t *iov, size_t iovcnt,
+                                  unsigned access, unsigned flags, ferry_mem_t **mem_p);
+
+#define FERRY_MEM_IOV_MAX 1024
+
+/**
+ * Drop one reference; the last one invalidates every key of the region (operations that start
+ * afterwards fail with FERRY_ERR_ACCESS; do not deregister while peers may still be writing).
+ * For memory from ferry_mem_alloc the memory is freed. Returns FERRY_OK or
+ * FERRY_ERR_INVALID_PARAM.
+ */
+ferry_status_t ferry_mem_deregister(ferry_mem_t *mem);
+
+/**
+ * Allocate size bytes of registered memory backed by a memfd, which peers on this host map
+ * (ferry_rkey_ptr: load/store, CPU atomics). flags: FERRY_ACCESS_* | FERRY_MEM_SINGLE_USE.
+ * *ptr_p is page-aligned and zeroed; it is freed by ferry_mem_deregister(*mem_p).
+ * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM, FERRY_ERR_SHMEM, FERRY_ERR_NO_MEMORY, FERRY_ERR_LIMIT.
+ */
+ferry_status_t ferry_mem_alloc(ferry_context_t *context, size_t size, unsigned flags,
+                               ferry_mem_t **mem_p, void **ptr_p);
+
+/** Total length of a registration. */
+size_t ferry_mem_length(const ferry_mem_t *mem);
+
+/**
+ * Pack a key that lets a peer reach mem: *buffer_p (free it with ferry_rkey_buffer_release)
+ * holds *length_p bytes to pass to the peer by any means. The key is versioned and carries no
+ * pointer: it names the registration, which its owner checks.
+ * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM, FERRY_ERR_NO_MEMORY.
+ */
+ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, size_t *length_p);
+
+void ferry_rkey_buffer_release(void *buffer);
+
+/**
+ * Unpack a key received from the peer that ep leads to. Returns FERRY_OK,
+ * FERRY_ERR_INVALID_PARAM (NULL), FERRY_ERR_INVALID_ADDRESS (truncated, corrupted, wrong magic
+ * or version), FERRY_ERR_ACCESS (the key belongs to another process than ep's peer),
+ * FERRY_ERR_NO_MEMORY, or the endpoint's error. Release with ferry_rkey_release().
+ */
+ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer, size_t length,
+                                 ferry_rkey_t **rkey_p);
+
+/** Release an unpacked key (before its endpoint is destroyed). NULL is ignored. */
+void ferry_rkey_release(ferry_rkey_t *rkey);
+
+/**
+ * A local pointer to offset remote_offset of the peer's memory, for direct load/store: only for
+ * memory from the peer's ferry_mem_alloc, on this host. Returns FERRY_OK, FERRY_ERR_UNSUPPORTED
+ * (not mapped memory, or another host), FERRY_ERR_ACCESS (offset beyond the region).
+ */
+ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset, void **local_ptr_p);
+
+/* ---------------------------------------------------------------- one-sided operations */
+
+/** A range of the remote region: offset and length. */
+typedef struct ferry_remote_iov {
+    uint64_t offset;
+    size_t length;
+} ferry_remote_iov_t;
+
+/**
+ * Write length bytes from buffer into the peer's region at remote_offset; get reads. Local
+ * completion (buffer reusable) is reported by the completion model; remote completion (the data
+ * is in the peer's memory) by ferry_ep_flush().
+ * Returns FERRY_OK, FERRY_INPROGRESS, FERRY_ERR_NO_RESOURCE, FERRY_ERR_INVALID_PARAM,
+ * FERRY_ERR_ACCESS (outside the region, offset + length overflowing, access not granted, key
+ * released, region deregistered or single-use region used up; never touches memory), or the
+ * endpoint's error. An error found by the target completes the operation with FERRY_ERR_ACCESS
+ * and the endpoint stays usable.
+ */
+ferry_status_t ferry_put(ferry_ep_t *ep, const void *buffer, size_t length, uint64_t remote_offset,
+                         ferry_rkey_t *rkey, ferry_completion_t *comp);
+ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t length, uint64_t remote_offset,
+                         ferry_rkey_t *rkey, ferry_completion_t *comp);
+
+/** Scatter/gather forms: the local pieces, in order, map onto the remote ranges, in order; both
+ *  lists must cover the same total length. Same statuses as ferry_put/ferry_get. */
+ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                          const ferry_remote_iov_t *remote, size_t remote_count,
+                          ferry_rkey_t *rkey, ferry_completion_t *comp);
+ferry_status_t ferry_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                          const ferry_remote_iov_t *remote, size_t remote_count,
+                          ferry_rkey_t *rkey, ferry_completion_t *comp);
+
+typedef enum ferry_atomic_op {
+    FERRY_ATOMIC_ADD,   /**< post or fetch: *remote += value */
+    FERRY_ATOMIC_AND,   /**< post: *remote &= value */
+    FERRY_ATOMIC_OR,    /**< post: *remote |= value */
+    FERRY_ATOMIC_XOR,   /**< post: *remote ^= value */
+    FERRY_ATOMIC_SWAP,  /**< fetch: *remote = value, result = old */
+    FERRY_ATOMIC_CSWAP, /**< fetch: if *remote == compare then *remote = value; result = old */
+} ferry_atomic_op_t;
+
+/**
+ * Atomic update of the naturally aligned 4- or 8-byte word (size) at remote_offset, without a
+ * result. Atomic with respect to every other ferry atomic and every CPU atomic on that word
+ * (the target's progress, or a local peer through a mapping, uses the CPU's atomic
+ * instructions). Returns as ferry_put, and FERRY_ERR_INVALID_PARAM for a size other than 4 or
+ * 8, an op that does not post, or a misaligned offset.
+ */
+ferry_status_t ferry_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value, size_t size,
+                                 uint64_t remote_offset, ferry_rkey_t *rkey,
+                                 ferry_completion_t *comp);
+
+/** Atomic update returning the old value into *result (written before completion). Ops: ADD
+ *  (fetch-add), SWAP, CSWAP (compare). Statuses as ferry_atomic_post. */
+ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
+                                  uint64_t compare, size_t size, uint64_t remote_offset,
+                                  ferry_rkey_t *rkey, uint64_t *result, ferry_completion_t *comp);
+
+/** Order: one-sided operations issued on ep after the fence take effect after those issued
+ *  before it. Returns FERRY_OK or the endpoint's error. */
+ferry_status_t ferry_ep_fence(ferry_ep_t *ep);
+
+/** Remote completion: comp completes when every one-sided operation issued on ep before the
+ *  call has taken effect at the target. Returns FERRY_OK (already), FERRY_INPROGRESS, or the
+ *  endpoint's error. */
+ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *comp);
+
+/** ferry_ep_flush for every endpoint of the worker. */
+ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_completion_t *comp);
+
 #ifdef __cplusplus
 }
 #endif

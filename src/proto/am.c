@@ -30,11 +30,44 @@ FERRY_EXPORT ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigne
     return FERRY_OK;
 }
 
+ferry_status_t ferry_am_set_internal_handler(ferry_worker_t *worker, unsigned id,
+                                             ferry_am_handler_cb_t cb, void *arg)
+{
+    if (worker == NULL || id < FERRY_AM_ID_MAX || id >= FERRY_AM_ID_ALL)
+        return FERRY_ERR_INVALID_PARAM;
+    worker->am[id].cb = cb;
+    worker->am[id].arg = arg;
+    worker->am[id].warned = 0;
+    return FERRY_OK;
+}
+
+static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const void *header,
+                                             size_t header_length, const ferry_iov_t *iov,
+                                             size_t iovcnt, ferry_completion_t *comp);
+
 FERRY_EXPORT ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const void *header,
                                           size_t header_length, const ferry_iov_t *iov,
                                           size_t iovcnt, ferry_completion_t *comp)
 {
-    if (ferry_unlikely(ep == NULL || id >= FERRY_AM_ID_MAX || header_length > FERRY_AM_HEADER_MAX ||
+    if (ferry_unlikely(id >= FERRY_AM_ID_MAX))
+        return FERRY_ERR_INVALID_PARAM;
+    return am_send_checked(ep, id, header, header_length, iov, iovcnt, comp);
+}
+
+ferry_status_t ferry_am_send_internal(ferry_ep_t *ep, unsigned id, const void *header,
+                                      size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
+                                      ferry_completion_t *comp)
+{
+    if (ferry_unlikely(id < FERRY_AM_ID_MAX || id >= FERRY_AM_ID_ALL))
+        return FERRY_ERR_INVALID_PARAM;
+    return am_send_checked(ep, id, header, header_length, iov, iovcnt, comp);
+}
+
+static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const void *header,
+                                             size_t header_length, const ferry_iov_t *iov,
+                                             size_t iovcnt, ferry_completion_t *comp)
+{
+    if (ferry_unlikely(ep == NULL || header_length > FERRY_AM_HEADER_MAX ||
                        (header == NULL && header_length > 0) || (iov == NULL && iovcnt > 0)))
         return FERRY_ERR_INVALID_PARAM;
     if (ferry_unlikely(ep->state != FERRY_EP_OPEN))

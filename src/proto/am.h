@@ -25,4 +25,13 @@ void ferry_am_buffer_free(void *data);
 void ferry_am_deliver_buffer(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id,
                              const void *header, size_t header_length, void *data, size_t length);
 
+/* ferry's own protocols (rendezvous, target-executed RMA) use ids FERRY_AM_ID_MAX..255 through
+ * these two calls; the public ones refuse those ids. Same contracts as ferry_am_set_handler
+ * and ferry_am_send. */
+ferry_status_t ferry_am_set_internal_handler(ferry_worker_t *worker, unsigned id,
+                                             ferry_am_handler_cb_t cb, void *arg);
+ferry_status_t ferry_am_send_internal(ferry_ep_t *ep, unsigned id, const void *header,
+                                      size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
+                                      ferry_completion_t *comp);
+
 #endif

@@ -20,6 +20,7 @@
 #include "wireup/address.h"
 
 typedef struct ferry_tl_worker ferry_tl_worker_t; /* a transport's per-worker state */
+struct ferry_rma_op;                              /* src/proto/rma.h */
 typedef struct ferry_tl_ep ferry_tl_ep_t;         /* a transport's per-endpoint state */
 
 /* Capability flags. */
@@ -95,6 +96,22 @@ typedef struct ferry_tl_ops {
     ferry_status_t (*sendv)(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
                             size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
                             ferry_completion_t *comp);
+
+    /* One-sided operation performed by the initiator alone (shm: a direct store into mapped
+     * memory, or cross-memory attach), already checked against the key by the caller (see
+     * ferry_rma_op_t). May make system calls; never waits for the peer. The op's arrays are
+     * valid only during the call (copy them to queue). Returns FERRY_OK (done, and remotely
+     * complete), FERRY_INPROGRESS (op->comp is updated from progress when the data is in
+     * place), FERRY_ERR_UNSUPPORTED (not for this key or peer: the caller uses the
+     * target-executed protocol), FERRY_ERR_ACCESS (the owner's key table says the region was
+     * deregistered or its single use is spent), FERRY_ERR_NO_RESOURCE. May be NULL. */
+    ferry_status_t (*rma)(ferry_tl_ep_t *tlep, const struct ferry_rma_op *op);
+
+    /* Map memory of the peer's ferry_mem_alloc (the key has MEM_FLAG_ALLOC) for direct
+     * load/store: sets rkey->mapped and rkey->mapped_size (ferry_rkey_release unmaps). May make
+     * system calls. Returns FERRY_OK or FERRY_ERR_UNSUPPORTED (another host, or the memory
+     * cannot be opened here: the reason is logged at info level). May be NULL. */
+    ferry_status_t (*rkey_map)(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey);
 
     /* Receive and deliver (ferry_am_deliver), retry pending sends. Never blocks; returns the
      * number of events handled. May be NULL for a transport driven only by fd callbacks. */

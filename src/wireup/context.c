@@ -73,6 +73,9 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
     status = ferry_host_id_read(&context->host);
     if (status != FERRY_OK)
         goto err_free_context;
+    status = mem_context_init(&context->mem);
+    if (status != FERRY_OK)
+        goto err_free_context;
 
     context_parse_transports(params != NULL && params->transports != NULL
                                  ? params->transports
@@ -93,11 +96,13 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
         ferry_error("no usable transport: FERRY_TRANSPORTS allows none that works here "
                     "(run ferry_info -d to see why each one is unusable)");
         status = FERRY_ERR_NO_DEVICE;
-        goto err_free_context;
+        goto err_cleanup_mem;
     }
     *context_p = context;
     return FERRY_OK;
 
+err_cleanup_mem:
+    mem_context_cleanup(&context->mem);
 err_free_context:
     free(context);
     return status;
@@ -111,6 +116,8 @@ FERRY_EXPORT void ferry_context_destroy(ferry_context_t *context)
         ferry_error("ferry_context_destroy: %u workers still exist; destroy them first "
                     "(the context is leaked to keep them safe)",
                     context->worker_count);
-    else
+    else {
+        mem_context_cleanup(&context->mem);
         free(context);
+    }
 }

@@ -6,6 +6,7 @@
 
 #include <ferry/ferry.h>
 
+#include "mem/mem.h"
 #include "transport/transport.h"
 #include "wireup/address.h"
 
@@ -17,6 +18,7 @@ struct ferry_context {
     bool enabled[FERRY_TL_MAX];
     ferry_tl_caps_t caps[FERRY_TL_MAX];
     unsigned worker_count;
+    mem_context_t mem; /* registrations and the key table peers map */
 };
 
 #endif

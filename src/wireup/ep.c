@@ -9,6 +9,7 @@
 #include "core/log.h"
 
 static void ep_error_deferred_cb(ferry_deferred_t *self);
+static void ep_close_deferred_cb(ferry_deferred_t *self);
 
 static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *params)
 {
@@ -24,12 +25,21 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
         ep->params = *params;
     ep->error_deferred.cb = ep_error_deferred_cb;
     ferry_list_init(&ep->error_deferred.link);
+    ep->close_deferred.cb = ep_close_deferred_cb;
+    ferry_list_init(&ep->close_deferred.link);
     return ep;
 }
 
 static void ep_free(ferry_ep_t *ep)
 {
     ferry_worker_undefer(ep->worker, &ep->error_deferred);
+    if (ferry_list_is_linked(&ep->close_deferred.link)) {
+        /* closed, but freed before its completion ran from progress: complete it now */
+        ferry_completion_t *comp = ep->close_comp;
+        ferry_worker_undefer(ep->worker, &ep->close_deferred);
+        ep->close_comp = NULL;
+        ferry_completion_update(comp, FERRY_OK);
+    }
     if (ep->tl_ep != NULL)
         ep->tl->ep_destroy(ep->tl_ep);
     ferry_list_remove(&ep->link);
@@ -80,6 +90,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *
         return FERRY_ERR_NO_MEMORY;
     ep->tl = ferry_transports[t];
     ep->max_short = worker->context->caps[t].max_short;
+    ep->peer_host = peer.host;
+    ep->peer_pid = peer.pid;
     ferry_list_push_tail(&worker->eps, &ep->link);
     status = ep->tl->ep_init(worker->tl[t], ep, &peer, record->data, record->length, &ep->tl_ep);
     if (status != FERRY_OK)
@@ -106,6 +118,7 @@ ferry_status_t ferry_ep_create_accepted(ferry_worker_t *worker, const ferry_tl_o
     ep->tl = tl;
     ep->tl_ep = tl_ep;
     ep->accepted = 1;
+    ep->peer_host = worker->context->host; /* the transport sets peer_pid */
     for (size_t t = 0; t < ferry_transports_count; t++) {
         if (ferry_transports[t] == tl)
             ep->max_short = worker->context->caps[t].max_short;
@@ -148,17 +161,26 @@ void ferry_ep_fail(ferry_ep_t *ep, ferry_status_t status)
     }
 }
 
-void ferry_ep_terminated(ferry_ep_t *ep)
+static void ep_close_deferred_cb(ferry_deferred_t *self)
 {
+    ferry_ep_t *ep = ferry_container_of(self, ferry_ep_t, close_deferred);
     ferry_completion_t *comp = ep->close_comp;
-    if (ep->state != FERRY_EP_CLOSING)
-        return;
-    ep->state = FERRY_EP_CLOSED;
-    ep->error = FERRY_ERR_ENDPOINT_CLOSED;
     ep->close_comp = NULL;
     ferry_completion_update(comp, FERRY_OK);
     if (ep->accepted)
         ep_free(ep);
+}
+
+void ferry_ep_terminated(ferry_ep_t *ep)
+{
+    if (ep->state != FERRY_EP_CLOSING)
+        return;
+    ep->state = FERRY_EP_CLOSED;
+    ep->error = FERRY_ERR_ENDPOINT_CLOSED;
+    /* The close completes from the deferred queue, behind the completions of the sends it
+     * waited for (the transport queued those first), so that a close callback can free what
+     * the sends' callbacks use. */
+    ferry_worker_defer(ep->worker, &ep->close_deferred);
 }
 
 FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry_completion_t *comp)

@@ -21,6 +21,8 @@ struct ferry_ep {
     const ferry_tl_ops_t *tl;
     ferry_tl_ep_t *tl_ep;
     size_t max_short; /* the transport's max_short: AMs up to this go by send_short */
+    ferry_host_id_t peer_host; /* who the peer is: checks that a remote key is the peer's */
+    uint32_t peer_pid;
     ferry_ep_state_t state;
     ferry_status_t error;  /* status returned by operations once CLOSED/FAILED */
     int accepted;          /* created by the worker for a connecting peer */
@@ -28,6 +30,7 @@ struct ferry_ep {
     ferry_completion_t *close_comp;
     ferry_deferred_t error_deferred; /* runs the error callback from progress */
     int error_pending;               /* error_deferred is queued */
+    ferry_deferred_t close_deferred; /* completes close_comp from progress (after the sends) */
 };
 
 /* Called by a transport when a peer connected: creates a worker-owned endpoint for replies.
@@ -40,7 +43,8 @@ ferry_status_t ferry_ep_create_accepted(ferry_worker_t *worker, const ferry_tl_o
  * error callback runs from progress. An accepted endpoint is freed after its callback. */
 void ferry_ep_fail(ferry_ep_t *ep, ferry_status_t status);
 
-/* Called by a transport when an ep_terminate that returned FERRY_INPROGRESS is done. */
+/* Called by a transport when an ep_terminate that returned FERRY_INPROGRESS is done. The close
+ * completion runs from the worker's deferred queue, after the completions queued before. */
 void ferry_ep_terminated(ferry_ep_t *ep);
 
 /* Free every endpoint of the worker (worker destruction). */

@@ -37,6 +37,8 @@ struct ferry_tl_worker {
 struct ferry_tl_ep {
     ferry_tl_worker_t *tlw;
     ferry_ep_t *ep;
+    unsigned queued; /* this endpoint's messages not delivered yet */
+    bool closing;    /* graceful close: terminated when queued reaches 0 */
 };
 
 static ferry_status_t self_query(ferry_tl_caps_t *caps, char *why, size_t why_len)
@@ -122,8 +124,10 @@ static ferry_status_t self_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
 
 static ferry_status_t self_ep_terminate(ferry_tl_ep_t *tlep)
 {
-    (void)tlep;
-    return FERRY_OK; /* every accepted send was already delivered or is queued to be */
+    if (tlep->queued == 0)
+        return FERRY_OK;
+    tlep->closing = true; /* self_poll terminates it once the queued messages are delivered */
+    return FERRY_INPROGRESS;
 }
 
 static void self_ep_destroy(ferry_tl_ep_t *tlep)
@@ -197,6 +201,7 @@ static ferry_status_t self_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *he
     }
     ferry_list_push_tail(&tlw->queue, &msg->link);
     tlw->queued++;
+    tlep->queued++;
     return FERRY_OK;
 }
 
@@ -218,6 +223,13 @@ static unsigned self_poll(ferry_tl_worker_t *tlw)
         self_msg_t *msg = ferry_list_entry(link, self_msg_t, link);
         tlw->queued--;
         count++;
+        if (--msg->tl_ep->queued == 0 && msg->tl_ep->closing) {
+            /* the last message before a graceful close: the close completes from the
+             * deferred queue, after this delivery (done before it, as the handler may
+             * destroy the endpoint) */
+            msg->tl_ep->closing = false;
+            ferry_ep_terminated(msg->tl_ep->ep);
+        }
         if (msg->data != msg->inline_data + msg->header_length) {
             ferry_am_deliver_buffer(tlw->worker, msg->tl_ep->ep, msg->id, msg->inline_data,
                                     msg->header_length, msg->data, msg->length);

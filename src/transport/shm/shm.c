@@ -42,12 +42,14 @@ static void shm_req_deferred_cb(ferry_deferred_t *self);
 
 /* ------------------------------------------------------------------ signalling */
 
-/* Wake the peer if it sleeps (armed). The fence orders our cell store before the armed load,
- * pairing with the fence in shm_arm between the armed store and the ring check. */
+/* Wake the peer if it sleeps (armed). Cells are published with a sequentially consistent
+ * exchange (shm_tx_post) and armed is read sequentially consistent; the receiver stores armed
+ * and reads its rings the same way (shm_arm). In that single total order either the receiver
+ * sees our cell or we see armed set: no wake-up is lost, and no fence instruction is needed
+ * on top of the locked exchange. */
 static inline void shm_signal_peer(ferry_tl_ep_t *tlep)
 {
-    atomic_thread_fence(memory_order_seq_cst);
-    if (ferry_likely(atomic_load_explicit(&tlep->peer_region->armed, memory_order_relaxed) == 0))
+    if (ferry_likely(atomic_load(&tlep->peer_region->armed) == 0))
         return;
     if (atomic_exchange(&tlep->peer_region->armed, 0) != 0) {
         uint64_t one = 1;
@@ -69,7 +71,7 @@ static inline shm_cell_t *shm_tx_cell(ferry_tl_ep_t *tlep)
 
 static inline void shm_tx_post(ferry_tl_ep_t *tlep, shm_cell_t *cell)
 {
-    atomic_store_explicit(&cell->seq, tlep->tx_pos + 1, memory_order_release);
+    atomic_exchange(&cell->seq, tlep->tx_pos + 1); /* seq_cst: see shm_signal_peer */
     tlep->tx_pos++;
 }
 
@@ -518,6 +520,10 @@ static unsigned shm_ep_poll_rx(ferry_tl_ep_t *tlep, unsigned budget)
 /* After freeing ring cells or buffers: wake senders that wait for them. */
 static void shm_wake_waiters(ferry_tl_worker_t *tlw)
 {
+    /* Our frees (cell seq stores, buffer bits) must be visible before we read waiters; the
+     * blocked sender stores sender_waiting and then re-reads the ring (shm_has_work). One
+     * barrier per batch of received cells. */
+    atomic_thread_fence(memory_order_seq_cst);
     if (ferry_likely(atomic_load_explicit(&tlw->region->waiters, memory_order_relaxed) == 0))
         return;
     for (unsigned i = 0; i < tlw->rx_count; i++) {
@@ -559,12 +565,12 @@ static bool shm_has_work(ferry_tl_worker_t *tlw)
     for (unsigned i = 0; i < tlw->rx_count; i++) {
         ferry_tl_ep_t *tlep = tlw->rx[i];
         shm_cell_t *slot = &tlep->rx_cells[tlep->rx_pos & tlep->rx_mask];
-        if (atomic_load_explicit(&slot->seq, memory_order_acquire) == tlep->rx_pos + 1)
+        if (atomic_load(&slot->seq) == tlep->rx_pos + 1)
             return true;
         if (tlep->waiting) {
-            /* ask the peer (again) to wake us when it frees space, then look once more */
+            /* ask the peer (again) to wake us when it frees space, then look once more (the
+             * peer frees with seq_cst stores and then reads sender_waiting seq_cst) */
             atomic_store(&tlep->tx_ring->sender_waiting, 1u);
-            atomic_thread_fence(memory_order_seq_cst);
             shm_cell_t *cell = shm_tx_cell(tlep);
             if (cell != NULL && atomic_load(&tlep->peer_region->free_bufs) != 0)
                 return true;
@@ -575,8 +581,7 @@ static bool shm_has_work(ferry_tl_worker_t *tlw)
 
 static ferry_status_t shm_arm(ferry_tl_worker_t *tlw)
 {
-    atomic_store(&tlw->region->armed, 1);
-    atomic_thread_fence(memory_order_seq_cst);
+    atomic_store(&tlw->region->armed, 1); /* seq_cst, then seq_cst ring loads: see signal */
     if (shm_has_work(tlw)) {
         atomic_store(&tlw->region->armed, 0);
         return FERRY_ERR_BUSY;
@@ -673,6 +678,7 @@ ferry_status_t shm_ep_attach(ferry_tl_ep_t *tlep)
             ferry_ep_create_accepted(tlw->worker, &ferry_tl_shm_ops, tlep, &tlep->ep);
         if (status != FERRY_OK)
             return status;
+        tlep->ep->peer_pid = tlep->peer_pid;
     }
     tlep->rx_index = (int)tlw->rx_count;
     tlw->rx[tlw->rx_count++] = tlep;
@@ -768,6 +774,7 @@ static ferry_status_t shm_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
         return FERRY_ERR_NO_MEMORY;
     status = shm_conn_connect(tlw, tlep, &rec, peer->pid);
     if (status != FERRY_OK) {
+        ferry_list_remove(&tlep->link); /* shm_ep_alloc put it in tlw->all */
         free(tlep);
         return status;
     }
@@ -906,4 +913,6 @@ const ferry_tl_ops_t ferry_tl_shm_ops = {
     .disarm = shm_disarm,
     .am_data_release = shm_am_data_release,
     .describe = shm_describe,
+    .rma = shm_rma,
+    .rkey_map = shm_rkey_map,
 };

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/list.h"
+#include "mem/mem.h"
 #include "progress/worker.h"
 #include "transport/shm/shm_layout.h"
 #include "transport/transport.h"
@@ -87,6 +88,13 @@ struct ferry_tl_ep {
     int rx_index;              /* position in tlw->rx, or -1 */
     shm_rx_frag_t frag;
     bool peer_closed;          /* a CLOSE cell arrived */
+    /* one-sided access (shm_rma.c) */
+    mem_keytable_header_t *peer_keytable; /* the peer's key table, mapped */
+    mem_keytable_entry_t *peer_entries;
+    uint32_t peer_entry_count;
+    size_t peer_keytable_size;
+    int cma;                   /* 0 not tried yet, 1 works, -1 denied (fallback) */
+    int cma_errno;             /* why it was denied */
 };
 
 struct ferry_tl_worker {
@@ -124,6 +132,14 @@ void shm_ep_hangup(ferry_tl_ep_t *tlep);
 ferry_tl_ep_t *shm_ep_alloc(ferry_tl_worker_t *tlw, ferry_ep_t *ep);
 void shm_ep_free(ferry_tl_ep_t *tlep);
 void shm_ep_shutdown(ferry_tl_ep_t *tlep, ferry_status_t status);
+
+/* shm_rma.c: one-sided operations without the target (mapped memory, cross-memory attach) */
+ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const struct ferry_rma_op *op);
+ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey);
+ferry_status_t shm_keytable_map(ferry_tl_ep_t *tlep, int fd);
+void shm_keytable_unmap(ferry_tl_ep_t *tlep);
+/* Whether cross-memory attach works between two processes of this user here; why not. */
+bool shm_cma_check(char *why, size_t why_len);
 
 /* shm_cell.c: checking a cell copied out of shared memory */
 typedef enum shm_cell_verdict {

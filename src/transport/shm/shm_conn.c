@@ -84,8 +84,9 @@ static ferry_status_t shm_memfd_map_peer(int fd, size_t size, uint32_t peer_pid,
 ferry_status_t shm_region_create(ferry_tl_worker_t *tlw)
 {
     void *map;
-    ferry_status_t status = shm_memfd_create("ferry-shm-region", SHM_REGION_SIZE,
-                                             &tlw->region_fd, &map);
+    char name[48];
+    snprintf(name, sizeof(name), "ferry-region-%d", (int)getpid());
+    ferry_status_t status = shm_memfd_create(name, SHM_REGION_SIZE, &tlw->region_fd, &map);
     if (status != FERRY_OK)
         return status;
     tlw->region = map;
@@ -128,8 +129,10 @@ static size_t shm_ring_size(uint32_t cells)
 static ferry_status_t shm_rx_ring_create(ferry_tl_worker_t *tlw, ferry_tl_ep_t *tlep, int *fd_p)
 {
     void *map;
+    char name[48];
     size_t size = shm_ring_size(tlw->ring_cells);
-    ferry_status_t status = shm_memfd_create("ferry-shm-ring", size, fd_p, &map);
+    snprintf(name, sizeof(name), "ferry-ring-%d", (int)getpid());
+    ferry_status_t status = shm_memfd_create(name, size, fd_p, &map);
     if (status != FERRY_OK)
         return status;
     tlep->rx_ring = map;
@@ -158,7 +161,8 @@ static ferry_status_t shm_handshake_send(ferry_tl_ep_t *tlep, uint16_t type, int
                            .ring_cells = tlw->ring_cells,
                            .worker_uuid = tlw->worker->uuid,
                            .sender_id = tlep->peer_sender_id};
-    int fds[SHM_HANDSHAKE_FDS] = {tlw->region_fd, tlw->eventfd, ring_fd};
+    int fds[SHM_HANDSHAKE_FDS] = {tlw->region_fd, tlw->eventfd, ring_fd,
+                                  tlw->worker->context->mem.keytable_fd};
     union {
         char buf[CMSG_SPACE(sizeof(fds))];
         struct cmsghdr align;
@@ -186,7 +190,7 @@ static ferry_status_t shm_handshake_send(ferry_tl_ep_t *tlep, uint16_t type, int
 static ferry_status_t shm_handshake_recv(ferry_tl_ep_t *tlep, uint16_t expected_type)
 {
     shm_handshake_t msg;
-    int fds[SHM_HANDSHAKE_FDS] = {-1, -1, -1};
+    int fds[SHM_HANDSHAKE_FDS] = {-1, -1, -1, -1};
     union {
         char buf[CMSG_SPACE(sizeof(fds))];
         struct cmsghdr align;
@@ -241,6 +245,9 @@ static ferry_status_t shm_handshake_recv(ferry_tl_ep_t *tlep, uint16_t expected_
     status = shm_memfd_map_peer(fds[2], ring_size, msg.pid, &ring);
     if (status != FERRY_OK)
         goto err_unmap_region;
+    status = shm_keytable_map(tlep, fds[3]);
+    if (status != FERRY_OK)
+        goto err_unmap_ring;
     tlep->peer_region = region;
     tlep->tx_ring = ring;
     tlep->tx_ring_size = ring_size;
@@ -251,8 +258,11 @@ static ferry_status_t shm_handshake_recv(ferry_tl_ep_t *tlep, uint16_t expected_
     tlep->peer_eventfd = fds[1];
     close(fds[0]);
     close(fds[2]);
+    close(fds[3]);
     return FERRY_OK;
 
+err_unmap_ring:
+    munmap(ring, ring_size);
 err_unmap_region:
     munmap(region, SHM_REGION_SIZE);
 err_close_fds:
@@ -499,6 +509,7 @@ void shm_conn_detach(ferry_tl_ep_t *tlep)
         close(tlep->peer_eventfd);
         tlep->peer_eventfd = -1;
     }
+    shm_keytable_unmap(tlep);
     if (tlep->frag.active) {
         ferry_am_buffer_free(tlep->frag.data);
         tlep->frag.active = false;

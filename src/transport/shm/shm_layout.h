@@ -19,7 +19,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define SHM_LAYOUT_VERSION 1u
+#define SHM_LAYOUT_VERSION 2u
 #define SHM_REGION_MAGIC 0x4e4f494745524d53ull /* "SMREGION" */
 #define SHM_RING_MAGIC 0x474e4952444d4853ull   /* "SHMDRING" */
 
@@ -90,15 +90,15 @@ _Static_assert(sizeof(shm_cell_t) == SHM_CELL_SIZE, "a cell is one cache line");
 _Static_assert(sizeof(shm_region_t) <= SHM_REGION_HEADER_SIZE, "region header fits its page");
 _Static_assert(sizeof(shm_ring_header_t) <= SHM_RING_HEADER_SIZE, "ring header size");
 
-/* Handshake on the UNIX socket (SOCK_SEQPACKET), with 3 descriptors passed by SCM_RIGHTS:
- * the sender's region memfd, its eventfd, and the ring memfd the receiver of this message
- * will send into. */
+/* Handshake on the UNIX socket (SOCK_SEQPACKET), with 4 descriptors passed by SCM_RIGHTS:
+ * the sender's region memfd, its eventfd, the ring memfd the receiver of this message will
+ * send into, and the sender's context key table (src/mem/mem.h). */
 #define SHM_HANDSHAKE_MAGIC 0x4b534e44u /* "DNSK" */
 enum shm_handshake_type {
     SHM_HANDSHAKE_HELLO = 1,  /* connecting side */
     SHM_HANDSHAKE_ACCEPT = 2, /* accepting side */
 };
-#define SHM_HANDSHAKE_FDS 3
+#define SHM_HANDSHAKE_FDS 4
 
 typedef struct shm_handshake {
     uint32_t magic;

@@ -1,0 +1,164 @@
+/* Registered memory, the shared key table, and remote keys.
+ *
+ * A registration (ferry_mem_t) belongs to a context and occupies one slot of the context's
+ * KEY TABLE: a sealed memfd of FERRY_MEM_MAX_REGIONS fixed 64-byte entries that the owner
+ * writes and that peers on this host map (passed in the shm handshake). An entry says whether
+ * the slot holds a live registration of a given generation, its length, access and flags, where
+ * its pieces are (in the owner's address space, for cross-memory attach) and, for single-use
+ * regions, a use counter that initiators claim with a CAS. A packed key names (owner, slot,
+ * generation) and never carries a pointer: whoever uses it checks the entry first.
+ *
+ * Target-executed operations (the AM path) look the registration up in the owner's private
+ * slot array (mem_lookup) and check it there. */
+#ifndef FERRY_MEM_H
+#define FERRY_MEM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ferry/ferry.h>
+
+#include "core/list.h"
+#include "wireup/address.h"
+
+#define MEM_KEYTABLE_MAGIC 0x454c4241544b5946ull /* "FYKTABLE" */
+#define MEM_LAYOUT_VERSION 1u
+#define MEM_KEYTABLE_HEADER_SIZE 64u
+
+/* entry state: (generation << 1) | 1 while live; the low bit is 0 when free */
+typedef struct mem_keytable_entry {
+    _Atomic uint64_t state;
+    _Atomic uint64_t uses;   /* single-use regions: 0 unused, 1 used (CAS by the user) */
+    uint64_t length;         /* total bytes */
+    uint32_t access;         /* FERRY_ACCESS_* */
+    uint32_t flags;          /* FERRY_MEM_SINGLE_USE, MEM_FLAG_ALLOC */
+    uint64_t base;           /* iovcnt == 1: address of the piece in the owner's space */
+    uint64_t iov_addr;       /* iovcnt > 1: address of a ferry_iov_t[iovcnt] in the owner */
+    uint32_t iovcnt;
+    uint32_t reserved;
+    uint64_t reserved2;
+} mem_keytable_entry_t;
+
+_Static_assert(sizeof(mem_keytable_entry_t) == 64, "a key-table entry is one cache line");
+
+typedef struct mem_keytable_header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t entries;
+    uint32_t owner_pid;
+    uint32_t reserved;
+    uint64_t context_uuid;
+} mem_keytable_header_t;
+
+/* flags bit (beyond the public ones) of memory from ferry_mem_alloc */
+#define MEM_FLAG_ALLOC 0x10000u
+
+struct ferry_mem {
+    ferry_list_link_t cache_link; /* in the context's registration cache */
+    ferry_context_t *context;
+    uint32_t index;
+    uint32_t generation;
+    unsigned access;
+    unsigned flags;          /* public flags | MEM_FLAG_ALLOC */
+    unsigned refcount;
+    size_t length;
+    size_t iovcnt;
+    ferry_iov_t *iov;        /* private copy of the pieces (iov_inline when iovcnt == 1) */
+    uint64_t *ends;          /* ends[i] = offset just past piece i (binary search by offset) */
+    ferry_iov_t iov_inline;
+    uint64_t end_inline;
+    int alloc_fd;            /* memfd of ferry_mem_alloc memory, else -1 */
+    uint64_t alloc_inode;    /* its inode, so that a peer can check what it opened */
+    size_t alloc_size;       /* mapped size (page multiple) */
+};
+
+/* Per-context state of the memory layer (owned by ferry_context_t). */
+typedef struct mem_context {
+    int keytable_fd;
+    size_t keytable_size;
+    mem_keytable_header_t *keytable;  /* header, then entries */
+    mem_keytable_entry_t *entries;
+    ferry_mem_t **slots;              /* slots[index]: the live registration, or NULL */
+    uint32_t *generations;            /* next generation of each slot */
+    uint32_t capacity;                /* FERRY_MEM_MAX_REGIONS */
+    uint32_t free_hint;
+    ferry_list_t cache;               /* registrations, for reuse */
+    uint64_t uuid;
+} mem_context_t;
+
+/* Context life cycle (called by ferry_context_create/destroy). Returns FERRY_OK,
+ * FERRY_ERR_SHMEM or FERRY_ERR_NO_MEMORY (logged). */
+ferry_status_t mem_context_init(mem_context_t *mc);
+void mem_context_cleanup(mem_context_t *mc);
+
+/* Target side: the live registration of (index, generation), or NULL. */
+ferry_mem_t *mem_lookup(ferry_context_t *context, uint32_t index, uint32_t generation);
+
+/* Check that [offset, offset + length) lies inside a region of region_length bytes, without
+ * overflow. */
+static inline bool mem_range_ok(uint64_t region_length, uint64_t offset, uint64_t length)
+{
+    return offset <= region_length && length <= region_length - offset;
+}
+
+/* Target side: check a request against mem (range, access; claims single use). Returns
+ * FERRY_OK or FERRY_ERR_ACCESS (logged at debug level with the reason). */
+ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t length,
+                                unsigned access);
+
+/* Translate (offset, length) of a registration into pieces of the owner's memory: fills up to
+ * max entries of out and returns how many were used; *consumed_p receives how many bytes they
+ * cover (less than length when max was reached). */
+size_t mem_translate(const ferry_mem_t *mem, uint64_t offset, uint64_t length, ferry_iov_t *out,
+                     size_t max, uint64_t *consumed_p);
+
+/* The same on any list of pieces with their cumulative ends (used for a peer's pieces too). */
+size_t mem_pieces_translate(const ferry_iov_t *pieces, const uint64_t *ends, size_t count,
+                            uint64_t offset, uint64_t length, ferry_iov_t *out, size_t max,
+                            uint64_t *consumed_p);
+
+/* ------------------------------------------------------------------ remote keys */
+
+#define RKEY_MAGIC 0x59454b52u /* "RKEY" */
+#define RKEY_VERSION 1u
+#define RKEY_PACKED_SIZE 64u
+
+/* The packed key (little-endian, fixed size):
+ *   0 u32 magic  4 u16 version  6 u16 size (64)
+ *   8 u8[16] owner boot id      24 u32 owner pid   28 u32 slot index
+ *   32 u32 generation           36 u32 access      40 u32 flags (public | MEM_FLAG_ALLOC)
+ *   44 u32 alloc fd (or 0)      48 u64 region length
+ *   56 u64 alloc memfd inode (or 0) */
+typedef struct rkey_packed {
+    uint8_t boot_id[16];
+    uint32_t pid;
+    uint32_t index;
+    uint32_t generation;
+    uint32_t access;
+    uint32_t flags;
+    uint32_t alloc_fd;
+    uint64_t length;
+    uint64_t alloc_inode;
+} rkey_packed_t;
+
+/* Check and decode a packed key. Returns FERRY_OK or FERRY_ERR_INVALID_ADDRESS (logged at warn
+ * level with the reason). Fuzzed. */
+ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out);
+void rkey_encode(const rkey_packed_t *in, void *buffer);
+
+struct ferry_rkey {
+    ferry_ep_t *ep;
+    rkey_packed_t key;
+    /* shm, filled by the transport on first use */
+    void *mapped;                      /* ferry_mem_alloc memory of a local peer, or NULL */
+    size_t mapped_size;
+    ferry_iov_t *remote_iov;           /* the owner's pieces (cross-memory attach) */
+    uint64_t *remote_ends;
+    size_t remote_iovcnt;
+    int map_tried;
+    int iov_fetched;
+};
+
+#endif

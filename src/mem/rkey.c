@@ -1,0 +1,200 @@
+/* Remote keys: packing (a fixed, versioned, pointer-free layout), checking and unpacking,
+ * release, and direct pointers into a local peer's mapped memory. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/compiler.h"
+#include "core/log.h"
+#include "mem/mem.h"
+#include "wireup/context.h"
+#include "wireup/ep.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "packed keys are little-endian; big-endian hosts need byte swaps here");
+
+#define RKEY_KNOWN_FLAGS (FERRY_MEM_SINGLE_USE | MEM_FLAG_ALLOC)
+
+static void rkey_put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+
+static void rkey_put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+
+static uint32_t rkey_get32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static uint64_t rkey_get64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+void rkey_encode(const rkey_packed_t *in, void *buffer)
+{
+    uint8_t *p = buffer;
+    memset(p, 0, RKEY_PACKED_SIZE);
+    rkey_put32(p + 0, RKEY_MAGIC);
+    p[4] = RKEY_VERSION & 0xff;
+    p[5] = RKEY_VERSION >> 8;
+    p[6] = RKEY_PACKED_SIZE & 0xff;
+    p[7] = RKEY_PACKED_SIZE >> 8;
+    memcpy(p + 8, in->boot_id, 16);
+    rkey_put32(p + 24, in->pid);
+    rkey_put32(p + 28, in->index);
+    rkey_put32(p + 32, in->generation);
+    rkey_put32(p + 36, in->access);
+    rkey_put32(p + 40, in->flags);
+    rkey_put32(p + 44, in->alloc_fd);
+    rkey_put64(p + 48, in->length);
+    rkey_put64(p + 56, in->alloc_inode);
+}
+
+ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out)
+{
+    const uint8_t *p = buffer;
+    rkey_packed_t key;
+
+    if (buffer == NULL || length != RKEY_PACKED_SIZE) {
+        ferry_warn("invalid remote key: %zu bytes, a packed key has %u (truncated?)", length,
+                   RKEY_PACKED_SIZE);
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    if (rkey_get32(p) != RKEY_MAGIC) {
+        ferry_warn("invalid remote key: wrong magic 0x%08x (not a ferry key)", rkey_get32(p));
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    unsigned version = p[4] | (unsigned)p[5] << 8;
+    unsigned size = p[6] | (unsigned)p[7] << 8;
+    if (version != RKEY_VERSION || size != RKEY_PACKED_SIZE) {
+        ferry_warn("invalid remote key: version %u size %u, this ferry reads version %u size %u",
+                   version, size, RKEY_VERSION, RKEY_PACKED_SIZE);
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    memcpy(key.boot_id, p + 8, 16);
+    key.pid = rkey_get32(p + 24);
+    key.index = rkey_get32(p + 28);
+    key.generation = rkey_get32(p + 32);
+    key.access = rkey_get32(p + 36);
+    key.flags = rkey_get32(p + 40);
+    key.alloc_fd = rkey_get32(p + 44);
+    key.length = rkey_get64(p + 48);
+    key.alloc_inode = rkey_get64(p + 56);
+    if (key.generation == 0 || (key.access & ~(unsigned)FERRY_ACCESS_ALL) != 0 ||
+        (key.flags & ~(unsigned)RKEY_KNOWN_FLAGS) != 0 ||
+        (!(key.flags & MEM_FLAG_ALLOC) && (key.alloc_fd != 0 || key.alloc_inode != 0))) {
+        ferry_warn("invalid remote key: corrupted fields (generation %u, access 0x%x, flags "
+                   "0x%x)",
+                   key.generation, key.access, key.flags);
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    *out = key;
+    return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, size_t *length_p)
+{
+    rkey_packed_t key;
+    void *buffer;
+
+    if (mem == NULL || buffer_p == NULL || length_p == NULL || mem->refcount == 0)
+        return FERRY_ERR_INVALID_PARAM;
+    memcpy(key.boot_id, mem->context->host.boot_id, sizeof(key.boot_id));
+    key.pid = (uint32_t)getpid();
+    key.index = mem->index;
+    key.generation = mem->generation;
+    key.access = mem->access;
+    key.flags = mem->flags;
+    key.alloc_fd = mem->alloc_fd >= 0 ? (uint32_t)mem->alloc_fd : 0;
+    key.length = mem->length;
+    key.alloc_inode = mem->alloc_fd >= 0 ? mem->alloc_inode : 0;
+    buffer = malloc(RKEY_PACKED_SIZE);
+    if (buffer == NULL) {
+        ferry_error("malloc(%u) for a packed key failed", RKEY_PACKED_SIZE);
+        return FERRY_ERR_NO_MEMORY;
+    }
+    rkey_encode(&key, buffer);
+    *buffer_p = buffer;
+    *length_p = RKEY_PACKED_SIZE;
+    return FERRY_OK;
+}
+
+FERRY_EXPORT void ferry_rkey_buffer_release(void *buffer)
+{
+    free(buffer);
+}
+
+FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer, size_t length,
+                                              ferry_rkey_t **rkey_p)
+{
+    ferry_rkey_t *rkey;
+    rkey_packed_t key;
+    ferry_status_t status;
+
+    if (ep == NULL || buffer == NULL || rkey_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    if (ep->state != FERRY_EP_OPEN)
+        return ep->error;
+    status = rkey_decode(buffer, length, &key);
+    if (status != FERRY_OK)
+        return status;
+    if (key.pid != ep->peer_pid ||
+        memcmp(key.boot_id, ep->peer_host.boot_id, sizeof(key.boot_id)) != 0) {
+        ferry_warn("ferry_rkey_unpack: the key belongs to pid %u, but the endpoint leads to pid "
+                   "%u (unpack a key on an endpoint to the process that packed it)",
+                   key.pid, ep->peer_pid);
+        return FERRY_ERR_ACCESS;
+    }
+    rkey = calloc(1, sizeof(*rkey));
+    if (rkey == NULL) {
+        ferry_error("calloc(%zu) for a remote key failed", sizeof(*rkey));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    rkey->ep = ep;
+    rkey->key = key;
+    *rkey_p = rkey;
+    return FERRY_OK;
+}
+
+FERRY_EXPORT void ferry_rkey_release(ferry_rkey_t *rkey)
+{
+    if (rkey == NULL)
+        return;
+    if (rkey->mapped != NULL)
+        munmap(rkey->mapped, rkey->mapped_size);
+    free(rkey->remote_iov);
+    free(rkey->remote_ends);
+    free(rkey);
+}
+
+FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset,
+                                           void **local_ptr_p)
+{
+    if (rkey == NULL || local_ptr_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    if (!(rkey->key.flags & MEM_FLAG_ALLOC))
+        return FERRY_ERR_UNSUPPORTED;
+    if (!rkey->map_tried) {
+        ferry_ep_t *ep = rkey->ep;
+        rkey->map_tried = 1;
+        if (ep->state == FERRY_EP_OPEN && ep->tl->rkey_map != NULL)
+            ep->tl->rkey_map(ep->tl_ep, rkey);
+    }
+    if (rkey->mapped == NULL)
+        return FERRY_ERR_UNSUPPORTED;
+    if (remote_offset >= rkey->key.length)
+        return FERRY_ERR_ACCESS;
+    *local_ptr_p = (char *)rkey->mapped + remote_offset;
+    return FERRY_OK;
+}

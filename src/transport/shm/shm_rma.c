@@ -1,0 +1,529 @@
+/* shm one-sided operations that need nothing from the target's progress:
+ *  - memory from the peer's ferry_mem_alloc is mapped here (opened through /proc/<pid>/fd,
+ *    checked by inode) and used with loads, stores and CPU atomics;
+ *  - other memory is read and written with cross-memory attach (process_vm_readv/writev),
+ *    scatter/gather on both sides, in bounded chunks, partial transfers resumed.
+ * Both first check the owner's key table (mapped from the handshake): the region must still be
+ * registered with the key's generation, and a single-use region is claimed with a CAS.
+ * Where cross-memory attach is denied (another uid, a non-dumpable process, seccomp, Yama), the
+ * first use says so once and returns FERRY_ERR_UNSUPPORTED: the protocol layer then uses the
+ * target-executed path. FERRY_SHM_CMA=off forces that. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "proto/rma.h"
+#include "transport/shm/shm.h"
+
+static const ferry_config_var_t shm_cma_var = {
+    .name = "FERRY_SHM_CMA",
+    .type = FERRY_CONFIG_BOOL,
+    .default_value = "on",
+    .description = "use cross-memory attach (process_vm_readv/writev) for one-sided transfers "
+                   "to local peers; off: copy through shared buffers driven by the target's "
+                   "progress (the fallback used where the kernel denies it)"};
+static const ferry_config_var_t *const shm_cma_reg
+    __attribute__((used, section("ferry_config_registry"))) = &shm_cma_var;
+
+static const ferry_config_var_t shm_cma_chunk_var = {
+    .name = "FERRY_SHM_CMA_CHUNK",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "4M",
+    .description = "largest number of bytes one process_vm_readv/writev call moves"};
+static const ferry_config_var_t *const shm_cma_chunk_reg
+    __attribute__((used, section("ferry_config_registry"))) = &shm_cma_chunk_var;
+
+#define SHM_CMA_IOV_MAX 1024 /* iovecs per side and call (UIO_MAXIOV) */
+
+/* ------------------------------------------------------------------ the peer's key table */
+
+ferry_status_t shm_keytable_map(ferry_tl_ep_t *tlep, int fd)
+{
+    struct stat st;
+    int seals = fcntl(fd, F_GET_SEALS);
+    void *map;
+
+    if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || fstat(fd, &st) != 0 ||
+        (size_t)st.st_size < MEM_KEYTABLE_HEADER_SIZE) {
+        ferry_warn("shm: key table from pid %u is not a sealed memfd of at least %u bytes: "
+                   "refused",
+                   tlep->peer_pid, MEM_KEYTABLE_HEADER_SIZE);
+        return FERRY_ERR_PROTOCOL;
+    }
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        ferry_error("mmap(key table of pid %u, %lld bytes) failed: %s", tlep->peer_pid,
+                    (long long)st.st_size, strerror(errno));
+        return FERRY_ERR_SHMEM;
+    }
+    const mem_keytable_header_t *h = map;
+    uint64_t need = MEM_KEYTABLE_HEADER_SIZE + (uint64_t)h->entries * sizeof(mem_keytable_entry_t);
+    if (h->magic != MEM_KEYTABLE_MAGIC || h->version != MEM_LAYOUT_VERSION ||
+        need > (uint64_t)st.st_size) {
+        ferry_warn("shm: key table of pid %u has an unknown layout (version %u, %u entries in "
+                   "%lld bytes): refused",
+                   tlep->peer_pid, h->version, h->entries, (long long)st.st_size);
+        munmap(map, (size_t)st.st_size);
+        return FERRY_ERR_PROTOCOL;
+    }
+    tlep->peer_keytable = map;
+    tlep->peer_keytable_size = (size_t)st.st_size;
+    tlep->peer_entries = (mem_keytable_entry_t *)((char *)map + MEM_KEYTABLE_HEADER_SIZE);
+    tlep->peer_entry_count = h->entries; /* read once: the peer cannot grow it under us */
+    return FERRY_OK;
+}
+
+void shm_keytable_unmap(ferry_tl_ep_t *tlep)
+{
+    if (tlep->peer_keytable == NULL)
+        return;
+    munmap(tlep->peer_keytable, tlep->peer_keytable_size);
+    tlep->peer_keytable = NULL;
+    tlep->peer_entries = NULL;
+    tlep->peer_entry_count = 0;
+}
+
+/* The key's entry if the region is still registered with the key's generation, else NULL. */
+static mem_keytable_entry_t *shm_key_entry(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey)
+{
+    if (tlep->peer_entries == NULL || rkey->key.index >= tlep->peer_entry_count)
+        return NULL;
+    mem_keytable_entry_t *e = &tlep->peer_entries[rkey->key.index];
+    uint64_t live = ((uint64_t)rkey->key.generation << 1) | 1u;
+    if (atomic_load_explicit(&e->state, memory_order_acquire) != live)
+        return NULL;
+    return e;
+}
+
+static ferry_status_t shm_claim_single_use(mem_keytable_entry_t *e, const ferry_rkey_t *rkey)
+{
+    uint64_t unused = 0;
+    if (!(rkey->key.flags & FERRY_MEM_SINGLE_USE))
+        return FERRY_OK;
+    if (!atomic_compare_exchange_strong(&e->uses, &unused, 1)) {
+        ferry_debug("shm: single-use region %u of pid %u was already used", rkey->key.index,
+                    rkey->key.pid);
+        return FERRY_ERR_ACCESS;
+    }
+    return FERRY_OK;
+}
+
+/* ------------------------------------------------------------------ mapped memory */
+
+ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
+{
+    char path[64];
+    struct stat st;
+    void *map;
+    int fd;
+
+    if (!(rkey->key.flags & MEM_FLAG_ALLOC) || tlep->state != SHM_CONN_CONNECTED)
+        return FERRY_ERR_UNSUPPORTED;
+    snprintf(path, sizeof(path), "/proc/%u/fd/%u", rkey->key.pid, rkey->key.alloc_fd);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        ferry_info("shm: cannot map the peer's memory: open(%s) failed: %s (loads and stores "
+                   "through ferry_rkey_ptr are unavailable; put/get still work)",
+                   path, strerror(errno));
+        return FERRY_ERR_UNSUPPORTED;
+    }
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != rkey->key.alloc_inode ||
+        (uint64_t)st.st_size < rkey->key.length) {
+        ferry_info("shm: %s is not the memory the key names (inode %llu, %lld bytes; the key "
+                   "says inode %llu, %llu bytes): was it freed?",
+                   path, (unsigned long long)st.st_ino, (long long)st.st_size,
+                   (unsigned long long)rkey->key.alloc_inode,
+                   (unsigned long long)rkey->key.length);
+        close(fd);
+        return FERRY_ERR_UNSUPPORTED;
+    }
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        ferry_warn("shm: mmap(%s, %lld bytes) failed: %s", path, (long long)st.st_size,
+                   strerror(errno));
+        return FERRY_ERR_UNSUPPORTED;
+    }
+    rkey->mapped = map;
+    rkey->mapped_size = (size_t)st.st_size;
+    return FERRY_OK;
+}
+
+static uint64_t shm_atomic_apply(void *addr, const ferry_rma_op_t *op)
+{
+    if (op->atomic_size == 4) {
+        uint32_t *p = addr, v = (uint32_t)op->value, old = 0;
+        switch (op->atomic_op) {
+        case FERRY_ATOMIC_ADD:
+            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+        case FERRY_ATOMIC_AND:
+            return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
+        case FERRY_ATOMIC_OR:
+            return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
+        case FERRY_ATOMIC_XOR:
+            return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
+        case FERRY_ATOMIC_SWAP:
+            return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+        case FERRY_ATOMIC_CSWAP:
+            old = (uint32_t)op->compare;
+            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return old;
+        }
+        return 0;
+    }
+    uint64_t *p = addr, v = op->value, old = 0;
+    switch (op->atomic_op) {
+    case FERRY_ATOMIC_ADD:
+        return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+    case FERRY_ATOMIC_AND:
+        return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
+    case FERRY_ATOMIC_OR:
+        return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
+    case FERRY_ATOMIC_XOR:
+        return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
+    case FERRY_ATOMIC_SWAP:
+        return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+    case FERRY_ATOMIC_CSWAP:
+        old = op->compare;
+        __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        return old;
+    }
+    return 0;
+}
+
+/* Loads and stores on the mapping (the caller checked the ranges against the key). */
+static void shm_rma_mapped(const ferry_rkey_t *rkey, const ferry_rma_op_t *op)
+{
+    uint8_t *base = rkey->mapped;
+    if (op->kind == FERRY_RMA_ATOMIC_POST || op->kind == FERRY_RMA_ATOMIC_FETCH) {
+        uint64_t old = shm_atomic_apply(base + op->remote[0].offset, op);
+        if (op->result != NULL)
+            *op->result = old;
+        return;
+    }
+    size_t li = 0, loff = 0;
+    for (size_t r = 0; r < op->remote_count; r++) {
+        uint8_t *remote = base + op->remote[r].offset;
+        size_t left = op->remote[r].length;
+        while (left > 0 && li < op->local_count) {
+            size_t n = op->local[li].length - loff;
+            if (n > left)
+                n = left;
+            uint8_t *local = (uint8_t *)op->local[li].buffer + loff;
+            if (op->kind == FERRY_RMA_PUT)
+                memcpy(remote, local, n);
+            else
+                memcpy(local, remote, n);
+            remote += n;
+            left -= n;
+            loff += n;
+            if (loff == op->local[li].length) {
+                li++;
+                loff = 0;
+            }
+        }
+    }
+    if (op->kind == FERRY_RMA_PUT)
+        atomic_thread_fence(memory_order_release);
+}
+
+/* ------------------------------------------------------------------ cross-memory attach */
+
+/* A position in a list of pieces. */
+typedef struct shm_cursor {
+    const ferry_iov_t *pieces;
+    size_t count;
+    size_t index;
+    size_t offset;
+} shm_cursor_t;
+
+/* Fill up to max iovecs with at most bytes from the cursor (not advancing it). */
+static size_t shm_cursor_fill(const shm_cursor_t *c, struct iovec *out, size_t max, size_t bytes,
+                              size_t *filled_p)
+{
+    size_t n = 0, filled = 0, i = c->index, off = c->offset;
+    while (n < max && filled < bytes && i < c->count) {
+        size_t len = c->pieces[i].length - off;
+        if (len > bytes - filled)
+            len = bytes - filled;
+        if (len > 0) {
+            out[n].iov_base = (char *)c->pieces[i].buffer + off;
+            out[n].iov_len = len;
+            n++;
+            filled += len;
+        }
+        i++;
+        off = 0;
+    }
+    *filled_p = filled;
+    return n;
+}
+
+static void shm_cursor_advance(shm_cursor_t *c, size_t bytes)
+{
+    while (bytes > 0 && c->index < c->count) {
+        size_t len = c->pieces[c->index].length - c->offset;
+        if (bytes < len) {
+            c->offset += bytes;
+            return;
+        }
+        bytes -= len;
+        c->index++;
+        c->offset = 0;
+    }
+    while (c->index < c->count && c->pieces[c->index].length == 0)
+        c->index++;
+}
+
+static bool shm_cma_denied_errno(int err)
+{
+    return err == EPERM || err == EACCES || err == ENOSYS;
+}
+
+static const char *shm_cma_reason(int err)
+{
+    if (err == ENOSYS)
+        return "the kernel or a seccomp filter does not allow process_vm_readv/writev";
+    return "ptrace access is denied (another uid, a non-dumpable process, or Yama "
+           "ptrace_scope)";
+}
+
+/* The owner's pieces of the region (fetched once per key with process_vm_readv). */
+static ferry_status_t shm_rkey_fetch_pieces(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey,
+                                            const mem_keytable_entry_t *e)
+{
+    uint32_t count = e->iovcnt;
+    if (rkey->iov_fetched)
+        return FERRY_OK;
+    if (count == 0 || count > FERRY_MEM_IOV_MAX) {
+        ferry_warn("shm: key table entry %u of pid %u has %u pieces: refused", rkey->key.index,
+                   tlep->peer_pid, count);
+        return FERRY_ERR_ACCESS;
+    }
+    ferry_iov_t *pieces = malloc(count * sizeof(*pieces));
+    uint64_t *ends = malloc(count * sizeof(*ends));
+    if (pieces == NULL || ends == NULL) {
+        ferry_error("malloc for %u remote pieces failed", count);
+        free(pieces);
+        free(ends);
+        return FERRY_ERR_NO_MEMORY;
+    }
+    if (count == 1) {
+        pieces[0].buffer = (void *)(uintptr_t)e->base;
+        pieces[0].length = (size_t)e->length;
+    } else {
+        struct iovec local = {.iov_base = pieces, .iov_len = count * sizeof(*pieces)};
+        struct iovec remote = {.iov_base = (void *)(uintptr_t)e->iov_addr,
+                               .iov_len = count * sizeof(*pieces)};
+        ssize_t n = process_vm_readv((pid_t)tlep->peer_pid, &local, 1, &remote, 1, 0);
+        if (n != (ssize_t)local.iov_len) {
+            int err = errno;
+            free(pieces);
+            free(ends);
+            if (n < 0 && shm_cma_denied_errno(err)) {
+                tlep->cma_errno = err;
+                return FERRY_ERR_UNSUPPORTED;
+            }
+            ferry_warn("shm: process_vm_readv(pid %u, the pieces of region %u) returned %zd: %s",
+                       tlep->peer_pid, rkey->key.index, n, strerror(err));
+            return FERRY_ERR_ACCESS;
+        }
+    }
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        total += pieces[i].length;
+        ends[i] = total;
+    }
+    if (total != rkey->key.length) {
+        ferry_warn("shm: region %u of pid %u has %llu bytes in its pieces, the key says %llu",
+                   rkey->key.index, tlep->peer_pid, (unsigned long long)total,
+                   (unsigned long long)rkey->key.length);
+        free(pieces);
+        free(ends);
+        return FERRY_ERR_ACCESS;
+    }
+    rkey->remote_iov = pieces;
+    rkey->remote_ends = ends;
+    rkey->remote_iovcnt = count;
+    rkey->iov_fetched = 1;
+    return FERRY_OK;
+}
+
+/* Translate the operation's remote ranges into the owner's addresses. */
+static ferry_iov_t *shm_remote_pieces(const ferry_rkey_t *rkey, const ferry_rma_op_t *op,
+                                      size_t *count_p)
+{
+    size_t max = op->remote_count + rkey->remote_iovcnt;
+    ferry_iov_t *out = malloc(max * sizeof(*out));
+    size_t count = 0;
+    if (out == NULL) {
+        ferry_error("malloc(%zu) for remote pieces failed", max * sizeof(*out));
+        return NULL;
+    }
+    for (size_t r = 0; r < op->remote_count; r++) {
+        uint64_t consumed;
+        count += mem_pieces_translate(rkey->remote_iov, rkey->remote_ends, rkey->remote_iovcnt,
+                                      op->remote[r].offset, op->remote[r].length, out + count,
+                                      max - count, &consumed);
+    }
+    *count_p = count;
+    return out;
+}
+
+static ferry_status_t shm_rma_cma(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey,
+                                  const ferry_rma_op_t *op, const ferry_iov_t *remote_pieces,
+                                  size_t remote_count)
+{
+    struct iovec liov[SHM_CMA_IOV_MAX], riov[SHM_CMA_IOV_MAX];
+    shm_cursor_t lc = {.pieces = op->local, .count = op->local_count};
+    shm_cursor_t rc = {.pieces = remote_pieces, .count = remote_count};
+    size_t chunk = (size_t)ferry_config_size(&shm_cma_chunk_var);
+    uint64_t left = op->length;
+
+    if (chunk < 4096)
+        chunk = 4096;
+    (void)rkey;
+    while (left > 0) {
+        size_t lbytes, rbytes, want = left < chunk ? (size_t)left : chunk;
+        size_t ln = shm_cursor_fill(&lc, liov, SHM_CMA_IOV_MAX, want, &lbytes);
+        size_t rn = shm_cursor_fill(&rc, riov, SHM_CMA_IOV_MAX, lbytes, &rbytes);
+        ssize_t n = op->kind == FERRY_RMA_PUT
+                        ? process_vm_writev((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0)
+                        : process_vm_readv((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0);
+        if (n <= 0) {
+            int err = errno;
+            if (n < 0 && err == EINTR)
+                continue;
+            if (n < 0 && shm_cma_denied_errno(err) && tlep->cma == 0) {
+                tlep->cma_errno = err;
+                return FERRY_ERR_UNSUPPORTED;
+            }
+            ferry_warn("shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
+                       "memory freed before it was deregistered?)",
+                       op->kind == FERRY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
+                       tlep->peer_pid, rbytes, rkey->key.index, n < 0 ? strerror(err) : "no progress");
+            return FERRY_ERR_ACCESS;
+        }
+        shm_cursor_advance(&lc, (size_t)n); /* a partial transfer resumes where it stopped */
+        shm_cursor_advance(&rc, (size_t)n);
+        left -= (uint64_t)n;
+    }
+    return FERRY_OK;
+}
+
+ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const ferry_rma_op_t *op)
+{
+    ferry_rkey_t *rkey = op->rkey;
+    mem_keytable_entry_t *e;
+    ferry_status_t status;
+    bool atomic = op->kind == FERRY_RMA_ATOMIC_POST || op->kind == FERRY_RMA_ATOMIC_FETCH;
+
+    if (tlep->state != SHM_CONN_CONNECTED)
+        return FERRY_ERR_UNSUPPORTED; /* the target-executed path queues until connected */
+    if ((rkey->key.flags & MEM_FLAG_ALLOC) && !rkey->map_tried) {
+        rkey->map_tried = 1;
+        shm_rkey_map(tlep, rkey);
+    }
+    if (rkey->mapped == NULL && (atomic || tlep->cma < 0 || !ferry_config_bool(&shm_cma_var)))
+        return FERRY_ERR_UNSUPPORTED;
+    e = shm_key_entry(tlep, rkey);
+    if (e == NULL) {
+        ferry_debug("shm: region %u (generation %u) of pid %u is no longer registered",
+                    rkey->key.index, rkey->key.generation, tlep->peer_pid);
+        return FERRY_ERR_ACCESS;
+    }
+    if (rkey->mapped != NULL) {
+        status = shm_claim_single_use(e, rkey);
+        if (status == FERRY_OK)
+            shm_rma_mapped(rkey, op);
+        return status;
+    }
+    status = shm_rkey_fetch_pieces(tlep, rkey, e);
+    if (status == FERRY_ERR_UNSUPPORTED)
+        goto denied;
+    if (status != FERRY_OK)
+        return status;
+    size_t remote_count;
+    ferry_iov_t *remote = shm_remote_pieces(rkey, op, &remote_count);
+    if (remote == NULL)
+        return FERRY_ERR_NO_MEMORY;
+    status = shm_claim_single_use(e, rkey);
+    if (status == FERRY_OK)
+        status = shm_rma_cma(tlep, rkey, op, remote, remote_count);
+    free(remote);
+    if (status == FERRY_ERR_UNSUPPORTED) {
+        if (rkey->key.flags & FERRY_MEM_SINGLE_USE)
+            atomic_store(&e->uses, 0); /* not used after all: the fallback claims it */
+        goto denied;
+    }
+    if (status == FERRY_OK)
+        tlep->cma = 1;
+    return status;
+
+denied:
+    tlep->cma = -1;
+    ferry_info("shm: cross-memory attach to pid %u is denied: %s; one-sided transfers to it "
+               "go through shared buffers driven by its progress",
+               tlep->peer_pid, shm_cma_reason(tlep->cma_errno));
+    return FERRY_ERR_UNSUPPORTED;
+}
+
+/* ------------------------------------------------------------------ ferry_info */
+
+bool shm_cma_check(char *why, size_t why_len)
+{
+    int pipefd[2];
+    volatile uint64_t probe = 0x6665727279;
+    uint64_t got = 0;
+    bool ok = false;
+
+    if (!ferry_config_bool(&shm_cma_var)) {
+        snprintf(why, why_len, "disabled by FERRY_SHM_CMA=off");
+        return false;
+    }
+    if (pipe(pipefd) != 0) {
+        snprintf(why, why_len, "pipe failed: %s", strerror(errno));
+        return false;
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        snprintf(why, why_len, "fork failed: %s", strerror(errno));
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return false;
+    }
+    if (child == 0) {
+        char c;
+        close(pipefd[1]);
+        while (read(pipefd[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        _exit(0);
+    }
+    close(pipefd[0]);
+    struct iovec local = {.iov_base = &got, .iov_len = sizeof(got)};
+    struct iovec remote = {.iov_base = (void *)&probe, .iov_len = sizeof(probe)};
+    ssize_t n = process_vm_readv(child, &local, 1, &remote, 1, 0);
+    int err = errno;
+    close(pipefd[1]); /* the child exits */
+    waitpid(child, NULL, 0);
+    if (n == (ssize_t)sizeof(got) && got == probe) {
+        ok = true;
+        snprintf(why, why_len, "usable between processes of this user");
+    } else {
+        snprintf(why, why_len, "process_vm_readv to a child failed: %s (%s)", strerror(err),
+                 shm_cma_reason(err));
+    }
+    return ok;
+}
