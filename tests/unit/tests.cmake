@@ -11,3 +11,4 @@ ferry_add_test(NAME test_list SOURCES unit/test_list.c INTERNAL)
 
 # src/wireup
 ferry_add_test(NAME test_address SOURCES unit/test_address.c INTERNAL)
+ferry_add_test(NAME test_rkey SOURCES unit/test_rkey.c INTERNAL)
