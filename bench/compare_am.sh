@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# compare_am.sh: ferry_perf against UCX's ucx_perftest, active messages over shared memory.
+#
+# In one session, alternating ferry and UCX run by run (A B A B ...), REPEAT times:
+#   am_lat and am_bw at 8 B, 64 B, 4 KiB  (UCX: -x posix -d memory, -D short at 8 B, else bcopy)
+# then ferry alone: am_lat and am_bw at 64 KiB, 1 MiB, 16 MiB, and am_lat 8 B with --wait.
+# Servers run on core 0, clients on core 1. Prints tables of medians over the REPEAT runs.
+#
+# Usage: bench/compare_am.sh [REPEAT]     (default 5; see bench/README.md)
+# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
+# default 23000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+repeat=${1:-5}
+ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
+port=${BENCH_PORT:-23000}
+scale=${BENCH_ITERS_SCALE:-1}
+run_timeout=120 # seconds any one client or server may take
+
+if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: $0 [REPEAT]   (REPEAT: runs per configuration, default 5)" >&2
+    exit 2
+fi
+if [[ ! -x $ferry_perf ]]; then
+    echo "compare_am.sh: $ferry_perf not found; build first:" >&2
+    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
+    exit 1
+fi
+if ! command -v ucx_perftest >/dev/null; then
+    echo "compare_am.sh: installing ucx-utils (ucx_perftest)" >&2
+    if ! apt-get install -y ucx-utils >/dev/null 2>&1; then
+        apt-get update >/dev/null && apt-get install -y ucx-utils >/dev/null
+    fi
+fi
+for tool in ucx_perftest ss awk timeout; do
+    command -v $tool >/dev/null || { echo "compare_am.sh: $tool is missing" >&2; exit 1; }
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ferry_compare_am.XXXXXX")
+raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
+server_pid=
+
+cleanup() {
+    if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The next free TCP port: a new one for every run (no TIME_WAIT surprises).
+next_port() {
+    port=$((port + 1))
+    while ss -Htan "( sport = :$port )" | grep -q .; do
+        port=$((port + 1))
+    done
+}
+
+# Wait until something listens on TCP port $1 (at most 10 s) while server $2 is alive.
+wait_listening() {
+    local deadline=$((SECONDS + 10))
+    until ss -Hltn "( sport = :$1 )" | grep -q .; do
+        if ! kill -0 "$2" 2>/dev/null; then
+            return 1
+        fi
+        if ((SECONDS >= deadline)); then
+            return 1
+        fi
+        sleep 0.02
+    done
+}
+
+# start_server LOG CMD...: runs CMD in the background on core 0, waits for its port.
+start_server() {
+    local log=$1
+    shift
+    timeout $run_timeout "$@" >"$log" 2>&1 &
+    server_pid=$!
+    if ! wait_listening "$port" "$server_pid"; then
+        echo "compare_am.sh: server did not listen on port $port: $*" >&2
+        cat "$log" >&2
+        exit 1
+    fi
+}
+
+finish_server() {
+    local rc=0
+    wait "$server_pid" || rc=$?
+    server_pid=
+    return $rc
+}
+
+count=0
+total_runs() { echo $((19 * repeat)); } # per round: 12 side by side, 7 ferry alone
+
+# run_ferry TEST SIZE ITERS [--wait]
+run_ferry() {
+    local test=$1 size=$2 iters=$3 mode=${4:-busy}
+    local extra=()
+    [[ $mode == wait ]] && extra=(--wait)
+    iters=$((iters * scale))
+    next_port
+    count=$((count + 1))
+    printf '[%3d/%d] ferry %-6s %9s B %s\n' "$count" "$(total_runs)" "$test" "$size" "$mode" >&2
+    start_server "$work/server.log" "$ferry_perf" -p "$port" -c 0
+    local out
+    if ! out=$(timeout $run_timeout "$ferry_perf" localhost -p "$port" -c 1 -t "$test" -s "$size" \
+        -n "$iters" -w $((iters / 10)) -f csv "${extra[@]}" 2>"$work/client.log"); then
+        echo "compare_am.sh: ferry_perf client failed:" >&2
+        cat "$work/client.log" "$work/server.log" >&2
+        exit 1
+    fi
+    finish_server || { echo "compare_am.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
+    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+    echo "$out" | awk -F, -v mode="$mode" '$1 ~ /^am_/ {
+        printf "ferry,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
+}
+
+# run_ucx TEST SIZE ITERS
+run_ucx() {
+    local test=$1 size=$2 iters=$3
+    local layout=bcopy
+    ((size <= 8)) && layout=short
+    iters=$((iters * scale))
+    next_port
+    count=$((count + 1))
+    printf '[%3d/%d] ucx   %-6s %9s B %s\n' "$count" "$(total_runs)" "$test" "$size" "$layout" >&2
+    start_server "$work/server.log" ucx_perftest -p "$port" -c 0
+    local out
+    if ! out=$(timeout $run_timeout ucx_perftest localhost -p "$port" -c 1 -t "$test" -x posix \
+        -d memory -D "$layout" -s "$size" -n "$iters" -w $((iters / 10)) 2>&1); then
+        echo "compare_am.sh: ucx_perftest client failed:" >&2
+        echo "$out" "$(cat "$work/server.log")" >&2
+        exit 1
+    fi
+    finish_server || true # ucx_perftest's server status carries no information
+    # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
+    # (UCX's MB is 2^20 bytes; its latency is one-way, half the round trip, like ferry's)
+    local line
+    line=$(echo "$out" | grep '^Final:' | tail -1)
+    if [[ -z $line ]]; then
+        echo "compare_am.sh: no 'Final:' line from ucx_perftest:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    echo "$line" | awk -v test="$test" -v size="$size" -v mode="$layout" '{
+        if (test == "am_lat")
+            printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $4
+        else
+            printf "ucx,%s,%s,%s,,,%.4f,%.4f\n", test, size, mode, $6 * 1048576 / 1e9, $8 / 1e6
+    }' >>"$raw"
+}
+
+small_iters() { # iterations for the side-by-side sizes
+    case $2 in
+    8 | 64) echo 100000 ;;
+    *) echo 50000 ;;
+    esac
+}
+
+large_iters() { # long enough that first-touch page faults and malloc warm-up do not dominate
+    case $1:$2 in
+    am_lat:65536) echo 5000 ;;
+    am_bw:65536) echo 20000 ;;
+    am_lat:1048576) echo 500 ;;
+    am_bw:1048576) echo 1000 ;;
+    am_lat:16777216) echo 40 ;;
+    am_bw:16777216) echo 64 ;;
+    esac
+}
+
+# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
+cpu_busy_percent() {
+    local a b
+    read -r -a a < <(grep '^cpu ' /proc/stat)
+    sleep 1
+    read -r -a b < <(grep '^cpu ' /proc/stat)
+    local total=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
+}
+
+echo "compare_am.sh: $repeat runs per configuration; raw results in $raw" >&2
+busy_before=$(cpu_busy_percent)
+start_time=$SECONDS
+for ((r = 1; r <= repeat; r++)); do
+    for test in am_lat am_bw; do
+        for size in 8 64 4096; do
+            n=$(small_iters "$test" "$size")
+            run_ferry "$test" "$size" "$n"
+            run_ucx "$test" "$size" "$n"
+        done
+    done
+    for test in am_lat am_bw; do
+        for size in 65536 1048576 16777216; do
+            run_ferry "$test" "$size" "$(large_iters "$test" "$size")"
+        done
+    done
+    run_ferry am_lat 8 100000 wait
+done
+echo "compare_am.sh: $count runs in $((SECONDS - start_time)) s" >&2
+
+# ------------------------------------------------------------------ report: medians
+cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+echo
+echo "ferry ($ferry_perf) vs UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}') (ucx_perftest -x posix -d memory)"
+echo "shared memory, server on core 0, client on core 1, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "host: $cpu, $(nproc) CPUs, $(uname -r)"
+echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
+awk -F, '
+function median(key,   n, i, j, t, a) {
+    n = split(vals[key], a, " ")
+    if (n == 0 || vals[key] == "") return ""
+    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
+function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
+function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+NR > 1 {
+    k = $1 "," $2 "," $3 "," $4
+    add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7); add(k ",rate", $8)
+}
+END {
+    printf "\nam_lat: one-way latency (us), median of p50s; ratio = ferry / UCX (< 1: ferry faster)\n"
+    printf "%9s %11s %11s %9s %11s %11s %9s\n", "size(B)", "ferry_p50", "ucx_p50", "ratio", "ferry_avg", "ucx_avg", "ratio"
+    split("8 64 4096", sizes, " ")
+    for (i = 1; i <= 3; i++) {
+        s = sizes[i]; u = (s <= 8) ? "short" : "bcopy"
+        fp = median("ferry,am_lat," s ",busy,p50"); up = median("ucx,am_lat," s "," u ",p50")
+        fa = median("ferry,am_lat," s ",busy,avg"); ua = median("ucx,am_lat," s "," u ",avg")
+        printf "%9s %11s %11s %9s %11s %11s %9s\n", s, fmt(fp, "%.3f"), fmt(up, "%.3f"), ratio(fp, up), fmt(fa, "%.3f"), fmt(ua, "%.3f"), ratio(fa, ua)
+    }
+    printf "\nam_bw: streaming; GB = 10^9 B; ratio = ferry / UCX message rate (> 1: ferry faster)\n"
+    printf "%9s %11s %11s %13s %13s %9s\n", "size(B)", "ferry_GB/s", "ucx_GB/s", "ferry_Mmsg/s", "ucx_Mmsg/s", "ratio"
+    for (i = 1; i <= 3; i++) {
+        s = sizes[i]; u = (s <= 8) ? "short" : "bcopy"
+        fb = median("ferry,am_bw," s ",busy,bw"); ub = median("ucx,am_bw," s "," u ",bw")
+        fr = median("ferry,am_bw," s ",busy,rate"); ur = median("ucx,am_bw," s "," u ",rate")
+        printf "%9s %11s %11s %13s %13s %9s\n", s, fmt(fb, "%.3f"), fmt(ub, "%.3f"), fmt(fr, "%.3f"), fmt(ur, "%.3f"), ratio(fr, ur)
+    }
+    printf "\nferry alone, large messages\n"
+    printf "%9s %15s %15s %12s %13s\n", "size(B)", "lat_p50(us)", "lat_avg(us)", "bw(GB/s)", "rate(Mmsg/s)"
+    split("65536 1048576 16777216", big, " ")
+    for (i = 1; i <= 3; i++) {
+        s = big[i]
+        printf "%9s %15s %15s %12s %13s\n", s, fmt(median("ferry,am_lat," s ",busy,p50"), "%.2f"), fmt(median("ferry,am_lat," s ",busy,avg"), "%.2f"), fmt(median("ferry,am_bw," s ",busy,bw"), "%.3f"), fmt(median("ferry,am_bw," s ",busy,rate"), "%.4f")
+    }
+    printf "\nferry am_lat 8 B, sleeping in ferry_worker_wait (--wait) vs busy polling\n"
+    printf "%9s %11s %11s\n", "mode", "p50(us)", "avg(us)"
+    printf "%9s %11s %11s\n", "busy", fmt(median("ferry,am_lat,8,busy,p50"), "%.3f"), fmt(median("ferry,am_lat,8,busy,avg"), "%.3f")
+    printf "%9s %11s %11s\n", "--wait", fmt(median("ferry,am_lat,8,wait,p50"), "%.3f"), fmt(median("ferry,am_lat,8,wait,avg"), "%.3f")
+}' "$raw"
+echo
+echo "raw results (one line per run): $raw"

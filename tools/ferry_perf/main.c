@@ -1,0 +1,430 @@
+/* ferry_perf: options, help, and the sequence of a server and of a client run.
+ *
+ *   server: ferry_perf [-p PORT] [-c CORE] [-T SEC]
+ *   client: ferry_perf HOST -t TEST [-s SIZE[,SIZE...]] [-n ITERS] [-w WARMUP] [-r REPEAT]
+ *                       [-f table|csv|json] [--wait] [-p PORT] [-c CORE] [-T SEC]
+ *
+ * Exit status: 0 success, 1 the run failed, 2 bad options. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+#define EXIT_USAGE 2
+
+uint64_t perf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *perf_test_name(perf_test_t test)
+{
+    switch (test) {
+    case PERF_TEST_AM_LAT:
+        return "am_lat";
+    case PERF_TEST_AM_BW:
+        return "am_bw";
+    default:
+        return "none";
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "ferry_perf: latency and bandwidth of ferry active messages between two processes\n"
+            "\n"
+            "  server: ferry_perf [-p PORT] [-c CORE] [-T SEC]\n"
+            "  client: ferry_perf HOST -t TEST [-s SIZE[,SIZE...]] [options]\n"
+            "\n"
+            "The server serves one client run and exits. Worker addresses and the test\n"
+            "parameters travel over a TCP connection to HOST:PORT.\n"
+            "\n"
+            "  -t TEST      am_lat: ping-pong; one-way latency = round trip / 2 (p50, avg, p99)\n"
+            "               am_bw:  streaming; bandwidth (GB = 10^9 B) and message rate\n"
+            "  -s SIZES     message sizes in bytes, comma-separated; suffixes K, M, G (x1024)\n"
+            "               (default 8; at most %u sizes, each at most 1G)\n"
+            "  -n ITERS     measured iterations per run (default: 100000 up to 4 KiB, then\n"
+            "               1 GiB worth of messages, at least 20)\n"
+            "  -w WARMUP    warm-up iterations before each run; their bytes are checked\n"
+            "               (default ITERS/10)\n"
+            "  -r REPEAT    runs per size; the medians of the runs are reported (default 1)\n"
+            "  -f FORMAT    table (default), csv (one header line, then one line per size:\n"
+            "               test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps),\n"
+            "               json (one object per line)\n"
+            "  --wait       both sides sleep in ferry_worker_wait() instead of busy polling\n"
+            "  -p PORT      TCP port of the server (default %u)\n"
+            "  -c CORE      pin this process to CPU core CORE (sched_setaffinity)\n"
+            "  -T SEC       give up when any step makes no progress for SEC seconds\n"
+            "               (default %u; the server waits max(SEC, %u) s for its client)\n"
+            "  -h, --help   this help\n"
+            "\n"
+            "Exit status: 0 success, 1 the run failed, 2 bad options.\n",
+            PERF_MAX_SIZES, PERF_DEFAULT_PORT, PERF_DEFAULT_TIMEOUT_S, PERF_ACCEPT_TIMEOUT_MIN_S);
+}
+
+static int usage_error(const char *format, const char *arg)
+{
+    fprintf(stderr, "ferry_perf: ");
+    fprintf(stderr, format, arg);
+    fprintf(stderr, "\nferry_perf: -h shows the options\n");
+    return -1;
+}
+
+/* A decimal number with an optional K/M/G suffix (x1024) when suffix is set. */
+static int parse_u64(const char *text, bool suffix, uint64_t max, uint64_t *value_p)
+{
+    char *end;
+    if (text == NULL || *text < '0' || *text > '9')
+        return -1;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (errno != 0 || end == text)
+        return -1;
+    if (suffix && *end != '\0' && end[1] == '\0') {
+        unsigned shift = 0;
+        switch (*end) {
+        case 'k':
+        case 'K':
+            shift = 10;
+            break;
+        case 'm':
+        case 'M':
+            shift = 20;
+            break;
+        case 'g':
+        case 'G':
+            shift = 30;
+            break;
+        default:
+            return -1;
+        }
+        if (value > (UINT64_MAX >> shift))
+            return -1;
+        value <<= shift;
+        end++;
+    }
+    if (*end != '\0' || value > max)
+        return -1;
+    *value_p = value;
+    return 0;
+}
+
+static int parse_sizes(const char *text, perf_params_t *params)
+{
+    char *copy = strdup(text);
+    char *save = NULL;
+    int result = 0;
+    if (copy == NULL)
+        return -1;
+    params->size_count = 0;
+    if (*text == '\0' || text[strlen(text) - 1] == ',' || strstr(text, ",,") != NULL)
+        result = usage_error("bad size list '%s' (expected SIZE[,SIZE...])", text);
+    for (char *item = strtok_r(copy, ",", &save); result == 0 && item != NULL;
+         item = strtok_r(NULL, ",", &save)) {
+        uint64_t size;
+        if (params->size_count == PERF_MAX_SIZES)
+            result = usage_error("too many sizes in '%s'", text);
+        else if (parse_u64(item, true, PERF_MAX_MESSAGE, &size) != 0)
+            result =
+                usage_error("bad size '%s' (a number of bytes, suffix K/M/G, at most 1G)", item);
+        else
+            params->sizes[params->size_count++] = size;
+    }
+    free(copy);
+    return result;
+}
+
+static uint64_t default_iters(uint64_t size)
+{
+    if (size <= 4096)
+        return 100000;
+    uint64_t n = (1ull << 30) / size;
+    return n < 20 ? 20 : n > 100000 ? 100000 : n;
+}
+
+/* Returns 0, 1 when help was printed, -1 after a usage error. */
+static int parse_options(int argc, char **argv, perf_options_t *opt)
+{
+    static const struct option long_options[] = {
+        {"wait", no_argument, NULL, 'W'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool client_option = false;
+    uint64_t value;
+    int c;
+
+    memset(opt, 0, sizeof(*opt));
+    opt->port = PERF_DEFAULT_PORT;
+    opt->core = -1;
+    opt->timeout_s = PERF_DEFAULT_TIMEOUT_S;
+    opt->warmup = -1;
+    opt->params.repeat = 1;
+    opt->params.size_count = 1;
+    opt->params.sizes[0] = 8;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":p:c:t:s:n:w:r:f:T:h", long_options, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (parse_u64(optarg, false, 65535, &value) != 0 || value == 0)
+                return usage_error("bad port '%s' (1..65535)", optarg);
+            opt->port = (unsigned)value;
+            break;
+        case 'c':
+            if (parse_u64(optarg, false, CPU_SETSIZE - 1, &value) != 0)
+                return usage_error("bad core '%s' (a CPU number)", optarg);
+            opt->core = (int)value;
+            break;
+        case 'T':
+            if (parse_u64(optarg, false, 86400, &value) != 0 || value == 0)
+                return usage_error("bad timeout '%s' (seconds, 1..86400)", optarg);
+            opt->timeout_s = (unsigned)value;
+            break;
+        case 't':
+            client_option = true;
+            if (strcmp(optarg, "am_lat") == 0)
+                opt->params.test = PERF_TEST_AM_LAT;
+            else if (strcmp(optarg, "am_bw") == 0)
+                opt->params.test = PERF_TEST_AM_BW;
+            else
+                return usage_error("unknown test '%s' (am_lat or am_bw)", optarg);
+            break;
+        case 's':
+            client_option = true;
+            if (parse_sizes(optarg, &opt->params) != 0)
+                return -1;
+            break;
+        case 'n':
+            client_option = true;
+            if (parse_u64(optarg, false, 1000000000000ull, &value) != 0 || value == 0)
+                return usage_error("bad iteration count '%s' (at least 1)", optarg);
+            opt->iters = value;
+            break;
+        case 'w':
+            client_option = true;
+            if (parse_u64(optarg, false, 1000000000000ull, &value) != 0)
+                return usage_error("bad warm-up count '%s'", optarg);
+            opt->warmup = (int64_t)value;
+            break;
+        case 'r':
+            client_option = true;
+            if (parse_u64(optarg, false, 1000, &value) != 0 || value == 0)
+                return usage_error("bad repeat count '%s' (1..1000)", optarg);
+            opt->params.repeat = (unsigned)value;
+            break;
+        case 'f':
+            client_option = true;
+            if (strcmp(optarg, "table") == 0)
+                opt->format = PERF_FORMAT_TABLE;
+            else if (strcmp(optarg, "csv") == 0)
+                opt->format = PERF_FORMAT_CSV;
+            else if (strcmp(optarg, "json") == 0)
+                opt->format = PERF_FORMAT_JSON;
+            else
+                return usage_error("unknown format '%s' (table, csv or json)", optarg);
+            break;
+        case 'W':
+            client_option = true;
+            opt->params.wait = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        case ':':
+            return usage_error("option %s needs a value", argv[optind - 1]);
+        default:
+            if (optopt != 0) {
+                char name[3] = {'-', (char)optopt, '\0'};
+                return usage_error("unknown option '%s'", name);
+            }
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        opt->host = argv[optind++];
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (opt->host == NULL && client_option)
+        return usage_error("%s", "-t, -s, -n, -w, -r, -f and --wait are client options: give "
+                                 "the server's HOST (the server takes only -p, -c, -T)");
+    if (opt->host != NULL && opt->params.test == PERF_TEST_NONE)
+        return usage_error("%s", "missing -t TEST (am_lat or am_bw)");
+    for (unsigned i = 0; i < opt->params.size_count; i++) {
+        uint64_t iters = opt->iters ? opt->iters : default_iters(opt->params.sizes[i]);
+        opt->params.iters[i] = iters;
+        opt->params.warmup[i] = opt->warmup >= 0 ? (uint64_t)opt->warmup : iters / 10;
+    }
+    return 0;
+}
+
+static int pin_to_core(int core)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+        fprintf(stderr,
+                "ferry_perf: cannot run on core %d: sched_setaffinity: %s (this "
+                "machine has %ld online)\n",
+                core, strerror(errno), sysconf(_SC_NPROCESSORS_ONLN));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- server */
+
+static int run_server(const perf_options_t *opt)
+{
+    perf_params_t params;
+    perf_ctx_t *ctx = NULL;
+    unsigned accept_timeout =
+        opt->timeout_s > PERF_ACCEPT_TIMEOUT_MIN_S ? opt->timeout_s : PERF_ACCEPT_TIMEOUT_MIN_S;
+    int result = 1;
+    uint8_t verdict;
+
+    int listen_fd = perf_tcp_listen(opt->port);
+    if (listen_fd < 0)
+        return 1;
+    fprintf(stderr, "ferry_perf: server on TCP port %u, waiting up to %u s for a client\n",
+            opt->port, accept_timeout);
+    int fd = perf_tcp_accept(listen_fd, accept_timeout);
+    close(listen_fd);
+    if (fd < 0)
+        return 1;
+    if (perf_tcp_recv_params(fd, &params, opt->timeout_s) != 0)
+        goto out_close;
+    if (perf_ctx_create(&params, fd, opt->timeout_s, true, &ctx) != 0)
+        goto out_close;
+    if (perf_ctx_connect(ctx) != 0 || perf_serve(ctx) != 0 || perf_ctx_finish(ctx, true) != 0)
+        goto out_destroy;
+    result = 0;
+
+out_destroy:
+    perf_ctx_destroy(ctx);
+    /* tell the client how it went (unless it is gone; do not wait long) */
+    verdict = (uint8_t)result;
+    if (!perf_tcp_peer_gone(fd))
+        perf_tcp_send_blob(fd, &verdict, 1, 1);
+out_close:
+    close(fd);
+    return result;
+}
+
+/* ---------------------------------------------------------------- client */
+
+static int run_size(perf_ctx_t *ctx, const perf_options_t *opt, unsigned index)
+{
+    unsigned repeat = opt->params.repeat;
+    double *v = malloc(5 * repeat * sizeof(*v));
+    double *p50 = v, *avg = v + repeat, *p99 = v + 2 * repeat, *bw = v + 3 * repeat,
+           *rate = v + 4 * repeat;
+    perf_result_t result = {
+        .test = opt->params.test,
+        .size = opt->params.sizes[index],
+        .iters = opt->params.iters[index],
+        .repeat = repeat,
+        .wait = opt->params.wait,
+        .transport = perf_ctx_transport(ctx),
+    };
+
+    if (v == NULL) {
+        fprintf(stderr, "ferry_perf: out of memory\n");
+        return -1;
+    }
+    for (unsigned r = 0; r < repeat; r++) {
+        p50[r] = avg[r] = p99[r] = bw[r] = rate[r] = NAN;
+        if (opt->params.test == PERF_TEST_AM_LAT) {
+            perf_samples_t samples;
+            if (perf_run_lat(ctx, index, &samples) != 0)
+                goto err;
+            perf_latency_stats(&samples, &p50[r], &avg[r], &p99[r]);
+            free(samples.rtt_ns);
+        } else if (perf_run_bw(ctx, index, &bw[r], &rate[r]) != 0) {
+            goto err;
+        }
+    }
+    result.lat_p50_us = perf_median(p50, repeat);
+    result.lat_avg_us = perf_median(avg, repeat);
+    result.lat_p99_us = perf_median(p99, repeat);
+    result.bw_GBps = perf_median(bw, repeat);
+    result.msgrate_Mps = perf_median(rate, repeat);
+    perf_print_result(opt->format, &result);
+    free(v);
+    return 0;
+
+err:
+    free(v);
+    return -1;
+}
+
+static int run_client(const perf_options_t *opt)
+{
+    perf_ctx_t *ctx = NULL;
+    int result = 1;
+
+    int fd = perf_tcp_connect(opt->host, opt->port, opt->timeout_s);
+    if (fd < 0)
+        return 1;
+    if (perf_tcp_send_params(fd, &opt->params, opt->timeout_s) != 0)
+        goto out_close;
+    if (perf_ctx_create(&opt->params, fd, opt->timeout_s, false, &ctx) != 0)
+        goto out_close;
+    if (perf_ctx_connect(ctx) != 0)
+        goto out_destroy;
+    if (opt->format == PERF_FORMAT_TABLE)
+        fprintf(stderr, "ferry_perf %s: %s to %s over %s, %s, %u run(s) per size\n",
+                ferry_version_string(), perf_test_name(opt->params.test), opt->host,
+                perf_ctx_transport(ctx), opt->params.wait ? "ferry_worker_wait" : "busy polling",
+                opt->params.repeat);
+    perf_print_header(opt->format);
+    for (unsigned i = 0; i < opt->params.size_count; i++) {
+        if (run_size(ctx, opt, i) != 0)
+            goto out_destroy;
+    }
+    if (perf_ctx_finish(ctx, false) != 0)
+        goto out_destroy;
+    result = 0;
+
+out_destroy:
+    perf_ctx_destroy(ctx);
+    if (result == 0) {
+        void *verdict;
+        size_t length;
+        if (perf_tcp_recv_blob(fd, &verdict, &length, 1, opt->timeout_s) != 0) {
+            result = 1;
+        } else {
+            if (length != 1 || *(uint8_t *)verdict != 0) {
+                fprintf(stderr, "ferry_perf: the server reported a failure (see its output)\n");
+                result = 1;
+            }
+            free(verdict);
+        }
+    }
+out_close:
+    close(fd);
+    return result;
+}
+
+int main(int argc, char **argv)
+{
+    perf_options_t opt;
+    int rc = parse_options(argc, argv, &opt);
+    if (rc != 0)
+        return rc > 0 ? 0 : EXIT_USAGE;
+    if (opt.core >= 0 && pin_to_core(opt.core) != 0)
+        return EXIT_USAGE;
+    return opt.host == NULL ? run_server(&opt) : run_client(&opt);
+}

@@ -1,0 +1,608 @@
+/* The tests, over the public API: ferry objects, the active-message handlers, and both sides
+ * of am_lat and am_bw.
+ *
+ * Messages (active-message ids below): the payload is always the first bytes of the same
+ * pattern, so that the receiver can check it with one memcmp; only warm-up messages (the
+ * *_CHECK ids) are checked byte by byte, measured ones only for their length.
+ *   am_lat: the client sends PING, the server answers with a PONG of the same size.
+ *   am_bw:  the client streams DATA, then END (header: how many it sent); the server answers
+ *           with ACK (header: how many messages and bytes it got, how many were wrong).
+ *   BYE:    the client is done; both sides then close their endpoint gracefully. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+enum perf_am_id {
+    AM_PING = 1,
+    AM_PING_CHECK,
+    AM_PONG,
+    AM_PONG_CHECK,
+    AM_DATA,
+    AM_DATA_CHECK,
+    AM_END,
+    AM_ACK,
+    AM_BYE,
+    AM_COUNT,
+};
+
+/* Sends that may be in flight (returned FERRY_INPROGRESS) at once: enough to keep the
+ * transport's pipeline full without queueing the whole run. */
+#define PERF_WINDOW 16
+/* Busy polling looks at the clock (idle timeout, TCP hang-up) every this many idle polls. */
+#define PERF_IDLE_CHECK_MASK 1023u
+/* ferry_worker_wait timeout in --wait mode: also how often the TCP connection is checked. */
+#define PERF_WAIT_MS 100
+/* Messages at least this large update the progress line every iteration (else every 1024). */
+#define PERF_PROGRESS_EVERY_SIZE 65536
+
+typedef struct perf_ack {
+    uint64_t count; /* messages received since the previous END */
+    uint64_t bytes;
+    uint64_t bad; /* messages whose length or bytes were wrong */
+} perf_ack_t;
+
+struct perf_ctx {
+    perf_params_t params;
+    int tcp_fd;
+    uint64_t timeout_ns;
+    bool is_server;
+    ferry_context_t *context;
+    ferry_worker_t *worker;
+    ferry_ep_t *ep;
+    uint8_t *pattern;
+    size_t pattern_size;
+    /* the completion of every send that returned FERRY_INPROGRESS: count = sends in flight */
+    ferry_completion_t comp;
+    /* what the handlers saw */
+    uint64_t expect_length; /* client: the size of the current test */
+    uint64_t pings, pongs;
+    uint64_t ping_length;
+    bool ping_check;
+    uint64_t data_count, data_bytes;
+    uint64_t bad, bad_total;
+    uint64_t ends, acks;
+    perf_ack_t ack;
+    bool bye;         /* server: the client said goodbye */
+    bool closing;     /* we are closing: the peer's graceful close is expected */
+    bool peer_closed; /* the peer closed its endpoint to us */
+    ferry_status_t failed;
+    /* idle tracking */
+    unsigned idle_polls;
+    uint64_t idle_since_ns; /* 0: an event happened since the last check */
+};
+
+static uint8_t pattern_byte(size_t i)
+{
+    /* position-dependent, and different for bytes 4 KiB apart (a misplaced fragment shows) */
+    return (uint8_t)(i * 7 + (i >> 8) * 13 + 1);
+}
+
+static void perf_fail(perf_ctx_t *ctx, ferry_status_t status, const char *what)
+{
+    if (ctx->failed == FERRY_OK) {
+        fprintf(stderr, "ferry_perf: %s: %s\n", what, ferry_status_string(status));
+        ctx->failed = status;
+    }
+}
+
+/* ---------------------------------------------------------------- handlers */
+
+/* Checks length and, for warm-up messages, every byte. */
+static void check_message(perf_ctx_t *ctx, const void *data, size_t length, bool full)
+{
+    bool ok = length <= ctx->pattern_size;
+    if (ok && !ctx->is_server)
+        ok = length == ctx->expect_length;
+    if (ok && full && length > 0)
+        ok = memcmp(data, ctx->pattern, length) == 0;
+    if (!ok) {
+        if (ctx->bad_total == 0)
+            fprintf(stderr, "ferry_perf: received a message of %zu bytes with wrong %s\n", length,
+                    length <= ctx->pattern_size && (ctx->is_server || length == ctx->expect_length)
+                        ? "bytes"
+                        : "length");
+        ctx->bad++;
+        ctx->bad_total++;
+    }
+}
+
+static ferry_status_t on_ping(void *arg, const void *header, size_t header_length, void *data,
+                              size_t length, const ferry_am_recv_params_t *params)
+{
+    perf_ctx_t *ctx = arg;
+    (void)header, (void)header_length, (void)data, (void)params;
+    check_message(ctx, data, length, false);
+    ctx->ping_length = length;
+    ctx->ping_check = false;
+    ctx->pings++;
+    return FERRY_OK;
+}
+
+static ferry_status_t on_ping_check(void *arg, const void *header, size_t header_length, void *data,
+                                    size_t length, const ferry_am_recv_params_t *params)
+{
+    perf_ctx_t *ctx = arg;
+    (void)header, (void)header_length, (void)params;
+    check_message(ctx, data, length, true);
+    ctx->ping_length = length;
+    ctx->ping_check = true;
+    ctx->pings++;
+    return FERRY_OK;
+}
+
+static ferry_status_t on_pong(void *arg, const void *header, size_t header_length, void *data,
+                              size_t length, const ferry_am_recv_params_t *params)
+{
+    perf_ctx_t *ctx = arg;
+    (void)header, (void)header_length, (void)params;
+    check_message(ctx, data, length, false);
+    ctx->pongs++;
+    return FERRY_OK;
+}
+
+static ferry_status_t on_pong_check(void *arg, const void *header, size_t header_length, void *data,
+                                    size_t length, const ferry_am_recv_params_t *params)
+{
+    perf_ctx_t *ctx = arg;
+    (void)header, (void)header_length, (void)params;
+    check_message(ctx, data, length, true);
+    ctx->pongs++;
+    return FERRY_OK;
+}
+
+static ferry_status_t on_data(void *arg, const void *header, size_t header_length, void *data,
+                              size_t length, const ferry_am_recv_params_t *params)
+{
+    perf_ctx_t *ctx = arg;
+    (void)header, (void)header_length, (void)data, (void)params;
+    if (length > ctx->pattern_size)
+        check_message(ctx, data, length, false);
+    ctx->data_count++;
+    ctx->data_bytes += length;
+    return FERRY_OK;
+}
+
+static ferry_status_t on_data_check(void *arg, const void *header, size_t header_length, void *data,
+                                    size_t length, const ferry_am_recv_params_t *params)
+{
+    perf_ctx_t *ctx = arg;
+    (void)header, (void)header_length, (void)params;
+    check_message(ctx, data, length, true);
+    ctx->data_count++;
+    ctx->data_bytes += length;
+    return FERRY_OK;
+}
+
+static ferry_status_t on_end(void *arg, const void *header, size_t header_length, void *data,
+                             size_t length, const ferry_am_recv_params_t *params)
+{
+    perf_ctx_t *ctx = arg;
+    (void)header, (void)header_length, (void)data, (void)length, (void)params;
+    ctx->ends++;
+    return FERRY_OK;
+}
+
+static ferry_status_t on_ack(void *arg, const void *header, size_t header_length, void *data,
+                             size_t length, const ferry_am_recv_params_t *params)
+{
+    perf_ctx_t *ctx = arg;
+    (void)data, (void)length, (void)params;
+    if (header_length == sizeof(ctx->ack)) {
+        memcpy(&ctx->ack, header, sizeof(ctx->ack));
+    } else {
+        fprintf(stderr, "ferry_perf: malformed ACK from the server (%zu header bytes)\n",
+                header_length);
+        ctx->ack.bad = UINT64_MAX;
+    }
+    ctx->acks++;
+    return FERRY_OK;
+}
+
+static ferry_status_t on_bye(void *arg, const void *header, size_t header_length, void *data,
+                             size_t length, const ferry_am_recv_params_t *params)
+{
+    perf_ctx_t *ctx = arg;
+    (void)header, (void)header_length, (void)data, (void)length, (void)params;
+    ctx->bye = true;
+    return FERRY_OK;
+}
+
+/* Our endpoint and the one the worker accepted from the peer both report here. */
+static void on_ep_error(void *arg, ferry_ep_t *ep, ferry_status_t status)
+{
+    perf_ctx_t *ctx = arg;
+    if (status == FERRY_ERR_ENDPOINT_CLOSED && ep != ctx->ep) {
+        /* the peer closed its endpoint to us gracefully */
+        ctx->peer_closed = true;
+        if (ctx->closing || ctx->bye)
+            return;
+        perf_fail(ctx, status, "the peer closed its endpoint before the end of the run");
+        return;
+    }
+    perf_fail(ctx, status,
+              ep == ctx->ep ? "the endpoint to the peer failed"
+                            : "the endpoint from the peer failed");
+}
+
+/* ---------------------------------------------------------------- progress */
+
+/* Nothing happened for a while: give up after the timeout, or when the peer process is gone
+ * (its TCP connection closed: a backup for the endpoints' error callbacks). */
+static int perf_check_idle(perf_ctx_t *ctx)
+{
+    uint64_t now = perf_now_ns();
+    if (perf_tcp_peer_gone(ctx->tcp_fd)) {
+        perf_fail(ctx, FERRY_ERR_CONNECTION_RESET,
+                  "the peer process is gone (TCP connection "
+                  "closed)");
+        return -1;
+    }
+    if (ctx->idle_since_ns == 0) {
+        ctx->idle_since_ns = now;
+    } else if (now - ctx->idle_since_ns > ctx->timeout_ns) {
+        perf_fail(ctx, FERRY_ERR_TIMED_OUT, "nothing happened for too long (see -T)");
+        return -1;
+    }
+    return 0;
+}
+
+/* One round of progress: ferry_worker_progress, or in --wait mode ferry_worker_wait unless
+ * busy is set (after FERRY_ERR_NO_RESOURCE the API asks for progress, and nothing would wake
+ * a waiter when queue space frees up). Returns 0, or -1 when the run must stop. */
+static int perf_poll(perf_ctx_t *ctx, bool busy)
+{
+    unsigned events;
+    if (ctx->params.wait && !busy) {
+        ferry_status_t status = ferry_worker_wait(ctx->worker, PERF_WAIT_MS);
+        if (status != FERRY_OK && status != FERRY_ERR_TIMED_OUT) {
+            perf_fail(ctx, status, "ferry_worker_wait");
+            return -1;
+        }
+        events = status == FERRY_OK;
+        if (!events) {
+            if (ctx->failed != FERRY_OK)
+                return -1;
+            return perf_check_idle(ctx);
+        }
+    } else {
+        events = ferry_worker_progress(ctx->worker);
+    }
+    if (ctx->failed != FERRY_OK)
+        return -1;
+    if (events > 0) {
+        ctx->idle_since_ns = 0;
+        return 0;
+    }
+    if ((++ctx->idle_polls & PERF_IDLE_CHECK_MASK) != 0)
+        return 0;
+    return perf_check_idle(ctx);
+}
+
+/* Send length bytes of the pattern. FERRY_INPROGRESS: the buffer stays in use until the
+ * completion counts the send done; we never write the pattern, so we may go on at once. */
+static int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_length,
+                     size_t length)
+{
+    ferry_iov_t iov = {.buffer = ctx->pattern, .length = length};
+    for (;;) {
+        ctx->comp.count++;
+        ferry_status_t status =
+            ferry_am_send(ctx->ep, id, header, header_length, &iov, 1, &ctx->comp);
+        if (status == FERRY_INPROGRESS) {
+            ctx->idle_since_ns = 0;
+            return 0;
+        }
+        ctx->comp.count--;
+        if (status == FERRY_OK) {
+            ctx->idle_since_ns = 0;
+            return 0;
+        }
+        if (status != FERRY_ERR_NO_RESOURCE) {
+            perf_fail(ctx, status, "ferry_am_send");
+            return -1;
+        }
+        if (perf_poll(ctx, true) != 0)
+            return -1;
+    }
+}
+
+/* Wait until at most limit sends are in flight. */
+static int perf_window(perf_ctx_t *ctx, int64_t limit)
+{
+    while (ctx->comp.count > limit) {
+        if (perf_poll(ctx, false) != 0)
+            return -1;
+    }
+    if (ctx->comp.status != FERRY_OK) {
+        perf_fail(ctx, ctx->comp.status, "a send failed");
+        return -1;
+    }
+    return 0;
+}
+
+static int perf_wait_for(perf_ctx_t *ctx, const uint64_t *counter, uint64_t target)
+{
+    while (*counter < target) {
+        if (perf_poll(ctx, false) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s, bool is_server,
+                    perf_ctx_t **ctx_p)
+{
+    static const ferry_am_handler_cb_t handlers[AM_COUNT] = {
+        [AM_PING] = on_ping, [AM_PING_CHECK] = on_ping_check,
+        [AM_PONG] = on_pong, [AM_PONG_CHECK] = on_pong_check,
+        [AM_DATA] = on_data, [AM_DATA_CHECK] = on_data_check,
+        [AM_END] = on_end,   [AM_ACK] = on_ack,
+        [AM_BYE] = on_bye,
+    };
+    ferry_status_t status;
+    perf_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        fprintf(stderr, "ferry_perf: out of memory\n");
+        return -1;
+    }
+    ctx->params = *params;
+    ctx->tcp_fd = tcp_fd;
+    ctx->timeout_ns = (uint64_t)timeout_s * 1000000000ull;
+    ctx->is_server = is_server;
+    ctx->comp.status = FERRY_OK;
+    for (unsigned i = 0; i < params->size_count; i++) {
+        if (params->sizes[i] > ctx->pattern_size)
+            ctx->pattern_size = params->sizes[i];
+    }
+    ctx->pattern = malloc(ctx->pattern_size ? ctx->pattern_size : 1);
+    if (ctx->pattern == NULL) {
+        fprintf(stderr, "ferry_perf: malloc(%zu) for the message buffer failed\n",
+                ctx->pattern_size);
+        goto err_free;
+    }
+    for (size_t i = 0; i < ctx->pattern_size; i++)
+        ctx->pattern[i] = pattern_byte(i);
+
+    status = ferry_context_create(NULL, &ctx->context);
+    if (status != FERRY_OK) {
+        fprintf(stderr, "ferry_perf: ferry_context_create: %s\n", ferry_status_string(status));
+        goto err_free;
+    }
+    ferry_worker_params_t worker_params = {.accepted_ep_error_cb = on_ep_error,
+                                           .accepted_ep_error_arg = ctx};
+    status = ferry_worker_create(ctx->context, &worker_params, &ctx->worker);
+    if (status != FERRY_OK) {
+        fprintf(stderr, "ferry_perf: ferry_worker_create: %s\n", ferry_status_string(status));
+        goto err_context;
+    }
+    for (unsigned id = 1; id < AM_COUNT; id++)
+        ferry_am_set_handler(ctx->worker, id, handlers[id], ctx);
+    *ctx_p = ctx;
+    return 0;
+
+err_context:
+    ferry_context_destroy(ctx->context);
+err_free:
+    free(ctx->pattern);
+    free(ctx);
+    return -1;
+}
+
+int perf_ctx_connect(perf_ctx_t *ctx)
+{
+    const void *address;
+    size_t length;
+    void *peer;
+    size_t peer_length;
+    unsigned timeout_s = (unsigned)(ctx->timeout_ns / 1000000000ull);
+
+    ferry_worker_address(ctx->worker, &address, &length);
+    if (perf_tcp_send_blob(ctx->tcp_fd, address, length, timeout_s) != 0 ||
+        perf_tcp_recv_blob(ctx->tcp_fd, &peer, &peer_length, PERF_MAX_ADDRESS, timeout_s) != 0)
+        return -1;
+    ferry_ep_params_t ep_params = {.error_cb = on_ep_error, .error_arg = ctx};
+    ferry_status_t status = ferry_ep_create(ctx->worker, peer, peer_length, &ep_params, &ctx->ep);
+    free(peer);
+    if (status != FERRY_OK) {
+        fprintf(stderr, "ferry_perf: ferry_ep_create: %s\n", ferry_status_string(status));
+        return -1;
+    }
+    if (ctx->is_server)
+        return 0;
+    /* one END/ACK round trip: both connections are up before anything is measured */
+    uint64_t zero = 0;
+    ctx->expect_length = 0;
+    if (perf_send(ctx, AM_END, &zero, sizeof(zero), 0) != 0 ||
+        perf_wait_for(ctx, &ctx->acks, ctx->acks + 1) != 0) {
+        fprintf(stderr, "ferry_perf: the server did not answer through ferry\n");
+        return -1;
+    }
+    return 0;
+}
+
+const char *perf_ctx_transport(const perf_ctx_t *ctx)
+{
+    return ferry_ep_transport_name(ctx->ep);
+}
+
+/* ---------------------------------------------------------------- am_lat */
+
+int perf_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples)
+{
+    uint64_t size = ctx->params.sizes[index];
+    uint64_t iters = ctx->params.iters[index];
+    uint64_t warmup = ctx->params.warmup[index];
+    uint64_t total = warmup + iters;
+
+    samples->count = 0;
+    samples->rtt_ns = malloc(iters * sizeof(*samples->rtt_ns));
+    if (samples->rtt_ns == NULL) {
+        fprintf(stderr, "ferry_perf: out of memory for %llu samples\n", (unsigned long long)iters);
+        return -1;
+    }
+    ctx->expect_length = size;
+    ctx->bad = 0;
+    perf_progress_start("am_lat", total);
+    for (uint64_t i = 0; i < total; i++) {
+        bool check = i < warmup;
+        uint64_t target = ctx->pongs + 1;
+        uint64_t start = perf_now_ns();
+        if (perf_send(ctx, check ? AM_PING_CHECK : AM_PING, NULL, 0, size) != 0 ||
+            perf_wait_for(ctx, &ctx->pongs, target) != 0)
+            goto err;
+        if (!check)
+            samples->rtt_ns[i - warmup] = perf_now_ns() - start;
+        if ((i & 1023) == 0 || size >= PERF_PROGRESS_EVERY_SIZE)
+            perf_progress_update(i);
+    }
+    perf_progress_end();
+    if (perf_window(ctx, 0) != 0)
+        goto err;
+    if (ctx->bad > 0) {
+        fprintf(stderr, "ferry_perf: am_lat %llu B: %llu replies were wrong\n",
+                (unsigned long long)size, (unsigned long long)ctx->bad);
+        goto err;
+    }
+    samples->count = iters;
+    return 0;
+
+err:
+    perf_progress_end();
+    free(samples->rtt_ns);
+    samples->rtt_ns = NULL;
+    return -1;
+}
+
+/* ---------------------------------------------------------------- am_bw */
+
+/* Stream count messages, then END; returns after the server's ACK confirmed all of them. */
+static int bw_phase(perf_ctx_t *ctx, uint64_t size, uint64_t count, bool check, uint64_t done,
+                    uint64_t total)
+{
+    unsigned id = check ? AM_DATA_CHECK : AM_DATA;
+    for (uint64_t i = 0; i < count; i++) {
+        if (perf_send(ctx, id, NULL, 0, size) != 0 || perf_window(ctx, PERF_WINDOW - 1) != 0)
+            return -1;
+        if ((i & 1023) == 0 || size >= PERF_PROGRESS_EVERY_SIZE)
+            perf_progress_update(done + i);
+    }
+    if (perf_send(ctx, AM_END, &count, sizeof(count), 0) != 0 ||
+        perf_wait_for(ctx, &ctx->acks, ctx->acks + 1) != 0)
+        return -1;
+    perf_progress_update(done + count < total ? done + count : total);
+    if (ctx->ack.count != count || ctx->ack.bytes != count * size || ctx->ack.bad != 0) {
+        fprintf(stderr,
+                "ferry_perf: am_bw %llu B: the server got %llu messages, %llu bytes, "
+                "%llu wrong; %llu messages, %llu bytes were sent\n",
+                (unsigned long long)size, (unsigned long long)ctx->ack.count,
+                (unsigned long long)ctx->ack.bytes, (unsigned long long)ctx->ack.bad,
+                (unsigned long long)count, (unsigned long long)(count * size));
+        return -1;
+    }
+    return 0;
+}
+
+int perf_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrate_Mps)
+{
+    uint64_t size = ctx->params.sizes[index];
+    uint64_t iters = ctx->params.iters[index];
+    uint64_t warmup = ctx->params.warmup[index];
+    int result = -1;
+
+    perf_progress_start("am_bw", warmup + iters);
+    if (bw_phase(ctx, size, warmup, true, 0, warmup + iters) != 0)
+        goto out;
+    uint64_t start = perf_now_ns();
+    if (bw_phase(ctx, size, iters, false, warmup, warmup + iters) != 0)
+        goto out;
+    uint64_t elapsed = perf_now_ns() - start;
+    if (perf_window(ctx, 0) != 0)
+        goto out;
+    *bw_GBps = (double)size * (double)iters / (double)elapsed; /* bytes per ns = GB/s */
+    *msgrate_Mps = (double)iters * 1e3 / (double)elapsed;      /* per ns * 1e3 = M per s */
+    result = 0;
+out:
+    perf_progress_end();
+    return result;
+}
+
+/* ---------------------------------------------------------------- server */
+
+int perf_serve(perf_ctx_t *ctx)
+{
+    uint64_t answered_pings = 0, answered_ends = 0;
+    while (!ctx->bye) {
+        if (ctx->pings > answered_pings) {
+            answered_pings = ctx->pings;
+            if (perf_send(ctx, ctx->ping_check ? AM_PONG_CHECK : AM_PONG, NULL, 0,
+                          ctx->ping_length) != 0 ||
+                perf_window(ctx, PERF_WINDOW - 1) != 0)
+                return -1;
+            continue;
+        }
+        if (ctx->ends > answered_ends) {
+            perf_ack_t ack = {.count = ctx->data_count, .bytes = ctx->data_bytes, .bad = ctx->bad};
+            answered_ends++;
+            ctx->data_count = ctx->data_bytes = ctx->bad = 0;
+            if (perf_send(ctx, AM_ACK, &ack, sizeof(ack), 0) != 0)
+                return -1;
+            continue;
+        }
+        if (perf_poll(ctx, false) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- teardown */
+
+int perf_ctx_finish(perf_ctx_t *ctx, bool is_server)
+{
+    ferry_completion_t closed = {.cb = NULL, .count = 1, .status = FERRY_OK};
+    ferry_status_t status;
+
+    ctx->closing = true;
+    if (!is_server && perf_send(ctx, AM_BYE, NULL, 0, 0) != 0)
+        return -1;
+    if (perf_window(ctx, 0) != 0)
+        return -1;
+    status = ferry_ep_close(ctx->ep, 0, &closed);
+    if (status == FERRY_OK)
+        closed.count = 0;
+    else if (status != FERRY_INPROGRESS) {
+        perf_fail(ctx, status, "ferry_ep_close");
+        return -1;
+    }
+    /* our close is done when what we sent is delivered; then wait for the peer's close, so
+     * that destroying our worker does not look like a crash to the peer */
+    while (closed.count > 0 || !ctx->peer_closed) {
+        if (perf_poll(ctx, false) != 0)
+            return -1;
+    }
+    if (closed.status != FERRY_OK) {
+        perf_fail(ctx, closed.status, "ferry_ep_close completed");
+        return -1;
+    }
+    if (ctx->bad_total > 0) {
+        fprintf(stderr, "ferry_perf: %llu messages had a wrong length or wrong bytes\n",
+                (unsigned long long)ctx->bad_total);
+        return -1;
+    }
+    return 0;
+}
+
+void perf_ctx_destroy(perf_ctx_t *ctx)
+{
+    if (ctx == NULL)
+        return;
+    ferry_ep_destroy(ctx->ep);
+    ferry_worker_destroy(ctx->worker);
+    ferry_context_destroy(ctx->context);
+    free(ctx->pattern);
+    free(ctx);
+}
