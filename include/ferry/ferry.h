@@ -11,9 +11,9 @@
  *   FERRY_INPROGRESS        started; the ferry_completion_t passed in is decremented when the
  *                           operation completes locally; its callback runs when count reaches 0,
  *                           always from inside ferry_worker_progress(). A NULL completion means
- *                           "I will not track this one": buffers may then be reused only after a
- *                           later operation on the same endpoint has completed or the endpoint
- *                           was closed gracefully.
+ *                           "I will not track this one": buffers may then be reused only after
+ *                           ferry_ep_flush() completed (one-sided operations) or the endpoint
+ *                           was closed gracefully (everything).
  *   FERRY_ERR_NO_RESOURCE   not started; call ferry_worker_progress() and retry.
  *   other negative values   errors; ferry_status_string() describes them.
  *
@@ -381,6 +381,66 @@ ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *comp);
 
 /** ferry_ep_flush for every endpoint of the worker. */
 ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_completion_t *comp);
+
+
+/* ---------------------------------------------------------------- tagged messages */
+
+/** What a tagged receive or probe learned about the message. */
+typedef struct ferry_tag_info {
+    ferry_ep_t *sender; /**< endpoint to the sender (owned by the worker, as reply_ep of AMs) */
+    uint64_t tag;       /**< the sender's tag */
+    size_t length;      /**< the message's real length (more than the buffer if truncated) */
+} ferry_tag_info_t;
+
+/** A message taken out of the unexpected queue by ferry_tag_probe (like MPI_Improbe). */
+typedef struct ferry_tag_message ferry_tag_message_t;
+
+/**
+ * Send a tagged message of any length, gathered from iov. Small messages are copied out at
+ * once (eager); large ones use rendezvous and move once, from this buffer into the receiver's
+ * (FERRY_RNDV_MODE: get, put, coop, null; chosen per transport and size by default). The
+ * buffers stay the caller's until the completion. Messages from one endpoint match in the
+ * order they were sent.
+ * Returns FERRY_OK (sent; buffers reusable), FERRY_INPROGRESS, FERRY_ERR_NO_RESOURCE,
+ * FERRY_ERR_INVALID_PARAM, FERRY_ERR_NO_MEMORY, or the endpoint's error. A send in progress
+ * completes with the endpoint's error if the peer dies.
+ */
+ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt, uint64_t tag,
+                              ferry_completion_t *comp);
+
+/**
+ * Post a receive for the first message whose tag matches: (msg_tag & tag_mask) ==
+ * (tag & tag_mask). info (may be NULL) is filled before the completion. comp is required: it
+ * also names the receive for ferry_tag_recv_cancel. A message longer than the buffers
+ * completes with FERRY_ERR_MESSAGE_TRUNCATED: the buffers receive its first bytes, nothing is
+ * written past them, info->length says the real length, and the next message is unaffected.
+ * Returns FERRY_OK (an unexpected message was already there and is delivered: comp untouched),
+ * FERRY_INPROGRESS, FERRY_ERR_MESSAGE_TRUNCATED (delivered now, truncated), FERRY_ERR_INVALID_PARAM,
+ * FERRY_ERR_NO_MEMORY.
+ */
+ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
+                              uint64_t tag, uint64_t tag_mask, ferry_tag_info_t *info,
+                              ferry_completion_t *comp);
+
+/**
+ * Look for an unexpected message matching (tag, tag_mask) without receiving it; with remove,
+ * take it out of the queue (*message_p, to pass to ferry_tag_message_recv). Returns FERRY_OK
+ * (info filled), FERRY_ERR_NO_ELEM (none yet), FERRY_ERR_INVALID_PARAM.
+ */
+ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag, uint64_t tag_mask, int remove,
+                               ferry_tag_info_t *info, ferry_tag_message_t **message_p);
+
+/** Receive a message taken by ferry_tag_probe(remove). Statuses as ferry_tag_recv. */
+ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker, ferry_tag_message_t *message,
+                                      const ferry_iov_t *iov, size_t iovcnt,
+                                      ferry_tag_info_t *info, ferry_completion_t *comp);
+
+/**
+ * Cancel a posted receive that has not matched yet: it completes with FERRY_ERR_CANCELED.
+ * Returns FERRY_OK (canceled), FERRY_ERR_NO_ELEM (no such receive, or it matched already and
+ * will complete normally), FERRY_ERR_INVALID_PARAM.
+ */
+ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_completion_t *comp);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include <ferry/ferry.h>
 
 #include "core/list.h"
+#include "proto/rma.h"
 #include "transport/transport.h"
 #include "wireup/context.h"
 
@@ -53,6 +54,7 @@ struct ferry_worker {
     uint64_t wait_spin_ns;
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
+    ferry_rma_worker_t rma; /* one-sided operations (proto/rma.c, proto/rma_am.c) */
 };
 
 /* Add fd to the epoll set (events: EPOLLIN etc.; level-triggered unless EPOLLET is given).

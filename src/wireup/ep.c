@@ -27,6 +27,7 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
     ferry_list_init(&ep->error_deferred.link);
     ep->close_deferred.cb = ep_close_deferred_cb;
     ferry_list_init(&ep->close_deferred.link);
+    ferry_rma_ep_init(ep);
     return ep;
 }
 
@@ -40,6 +41,7 @@ static void ep_free(ferry_ep_t *ep)
         ep->close_comp = NULL;
         ferry_completion_update(comp, FERRY_OK);
     }
+    ferry_rma_ep_cleanup(ep); /* one-sided operations: canceled; nothing refers to ep after */
     if (ep->tl_ep != NULL)
         ep->tl->ep_destroy(ep->tl_ep);
     ferry_list_remove(&ep->link);
@@ -155,6 +157,7 @@ void ferry_ep_fail(ferry_ep_t *ep, ferry_status_t status)
     else if (ep->params.error_cb == NULL)
         ferry_warn("endpoint %p (%s) failed: %s", (void *)ep, ep->tl->name,
                    ferry_status_string(status));
+    ferry_rma_ep_fail(ep, status); /* its one-sided operations complete with status */
     if (!ep->error_pending) {
         ep->error_pending = 1;
         ferry_worker_defer(ep->worker, &ep->error_deferred);
@@ -177,6 +180,7 @@ void ferry_ep_terminated(ferry_ep_t *ep)
         return;
     ep->state = FERRY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
+    ferry_rma_ep_fail(ep, FERRY_ERR_ENDPOINT_CLOSED); /* no reply can come any more */
     /* The close completes from the deferred queue, behind the completions of the sends it
      * waited for (the transport queued those first), so that a close callback can free what
      * the sends' callbacks use. */
@@ -206,6 +210,7 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
     ep->tl_ep = NULL;
     ep->state = FERRY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
+    ferry_rma_ep_fail(ep, FERRY_ERR_CANCELED);
     if (ep->close_comp != NULL) {
         ferry_completion_t *pending = ep->close_comp;
         ep->close_comp = NULL;

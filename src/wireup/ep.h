@@ -6,6 +6,7 @@
 
 #include "core/list.h"
 #include "progress/worker.h"
+#include "proto/rma.h"
 #include "transport/transport.h"
 
 typedef enum ferry_ep_state {
@@ -31,6 +32,7 @@ struct ferry_ep {
     ferry_deferred_t error_deferred; /* runs the error callback from progress */
     int error_pending;               /* error_deferred is queued */
     ferry_deferred_t close_deferred; /* completes close_comp from progress (after the sends) */
+    ferry_rma_ep_t rma;              /* one-sided operations outstanding (proto/rma.c) */
 };
 
 /* Called by a transport when a peer connected: creates a worker-owned endpoint for replies.

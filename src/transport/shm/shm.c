@@ -261,9 +261,10 @@ static shm_req_t *shm_req_create(uint8_t id, const void *header, size_t header_l
     return req;
 }
 
-/* An endpoint "waits" while it has queued sends or a CLOSE to post: progress retries it, and
- * the peer is asked (sender_waiting, waiters) to signal us when it frees ring cells or buffers.
- * Only called on a connected endpoint. */
+/* An endpoint "waits" while it has queued sends or a CLOSE to post, or (from arm) while a
+ * refused send waits for room: progress retries it, and the peer is asked (sender_waiting,
+ * waiters) to signal us when it frees ring cells or buffers. Only called on a connected
+ * endpoint. */
 static void shm_ep_set_waiting(ferry_tl_ep_t *tlep, bool waiting)
 {
     if (tlep->waiting == waiting)
@@ -282,7 +283,14 @@ static void shm_ep_set_waiting(ferry_tl_ep_t *tlep, bool waiting)
 
 static void shm_ep_post_close(ferry_tl_ep_t *tlep);
 
-/* Post what is queued, in order. Returns the number of requests finished. */
+/* Is there room for a message in the peer's ring and pool? */
+static bool shm_ep_has_room(ferry_tl_ep_t *tlep)
+{
+    return shm_tx_cell(tlep) != NULL && atomic_load(&tlep->peer_region->free_bufs) != 0;
+}
+
+/* Post what is queued, in order. Returns the number of events: requests finished, and a refused
+ * send that may now be retried (so that ferry_worker_wait returns to its caller). */
 static unsigned shm_ep_progress_pending(ferry_tl_ep_t *tlep)
 {
     unsigned count = 0;
@@ -303,10 +311,17 @@ static unsigned shm_ep_progress_pending(ferry_tl_ep_t *tlep)
     if (posted)
         shm_signal_peer(tlep);
     if (ferry_list_is_empty(&tlep->pending)) {
-        if (tlep->closing)
+        if (tlep->closing) {
             shm_ep_post_close(tlep); /* may free tlep */
-        else
+        } else if (tlep->blocked && !shm_ep_has_room(tlep)) {
+            shm_ep_set_waiting(tlep, true); /* a refused send still waits for room */
+        } else {
+            if (tlep->blocked) {
+                tlep->blocked = false;
+                count++; /* an event: the refused send may be retried now */
+            }
             shm_ep_set_waiting(tlep, false);
+        }
     } else {
         shm_ep_set_waiting(tlep, true);
     }
@@ -328,8 +343,10 @@ static ferry_status_t shm_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void
     if (ferry_likely(tlep->state == SHM_CONN_CONNECTED && ferry_list_is_empty(&tlep->pending) &&
                      total <= SHM_CELL_DATA)) {
         shm_cell_t *cell = shm_tx_cell(tlep);
-        if (ferry_unlikely(cell == NULL))
+        if (ferry_unlikely(cell == NULL)) {
+            tlep->blocked = true; /* a worker that waits now is woken when there is room */
             return FERRY_ERR_NO_RESOURCE;
+        }
         cell->type = SHM_CELL_INLINE;
         cell->am_id = id;
         cell->header_length = (uint16_t)header_length;
@@ -381,6 +398,8 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
         status = shm_req_post(tlep, &local);
         if (status == FERRY_OK)
             shm_signal_peer(tlep);
+        else
+            tlep->blocked = true; /* a worker that waits now is woken when there is room */
         return status;
     }
     req = shm_req_create(id, header, header_length, iov, iovcnt, comp);
@@ -567,6 +586,8 @@ static bool shm_has_work(ferry_tl_worker_t *tlw)
         shm_cell_t *slot = &tlep->rx_cells[tlep->rx_pos & tlep->rx_mask];
         if (atomic_load(&slot->seq) == tlep->rx_pos + 1)
             return true;
+        if (tlep->blocked && !tlep->waiting)
+            shm_ep_set_waiting(tlep, true); /* a refused send: progress looks for room */
         if (tlep->waiting) {
             /* ask the peer (again) to wake us when it frees space, then look once more (the
              * peer frees with seq_cst stores and then reads sender_waiting seq_cst) */

@@ -78,6 +78,7 @@ struct ferry_tl_ep {
     ferry_list_t pending;      /* shm_req_t in order */
     bool closing;              /* CLOSE cell to post once pending is empty */
     bool waiting;              /* we set tx_ring->sender_waiting */
+    bool blocked;              /* a send was refused (no room): wake us when there is */
     /* receiving: the ring I own for the peer */
     shm_ring_header_t *rx_ring;
     shm_cell_t *rx_cells;
