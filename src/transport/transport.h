@@ -28,6 +28,8 @@ typedef struct ferry_tl_ep ferry_tl_ep_t;         /* a transport's per-endpoint 
 #define FERRY_TL_CAP_AM_ORDERED 0x2u  /* AMs of one endpoint arrive in order */
 #define FERRY_TL_CAP_SAME_HOST 0x4u   /* reaches only peers on this host */
 #define FERRY_TL_CAP_SAME_WORKER 0x8u /* reaches only its own worker */
+#define FERRY_TL_CAP_RMA 0x10u        /* one-sided operations without the target's progress */
+#define FERRY_TL_CAP_RMA_ORDERED 0x20u /* one-sided operations take effect in issue order */
 
 typedef struct ferry_tl_caps {
     unsigned flags;

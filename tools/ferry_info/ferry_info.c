@@ -119,6 +119,8 @@ static const struct {
     {FERRY_TL_CAP_AM_ORDERED, "AM_ORDERED"},
     {FERRY_TL_CAP_SAME_HOST, "SAME_HOST"},
     {FERRY_TL_CAP_SAME_WORKER, "SAME_WORKER"},
+    {FERRY_TL_CAP_RMA, "RMA"},
+    {FERRY_TL_CAP_RMA_ORDERED, "RMA_ORDERED"},
 };
 
 void info_flags_each(unsigned flags, void (*fn)(const char *name, void *arg), void *arg)

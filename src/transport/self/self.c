@@ -46,7 +46,9 @@ static ferry_status_t self_query(ferry_tl_caps_t *caps, char *why, size_t why_le
     (void)why;
     (void)why_len;
     memset(caps, 0, sizeof(*caps));
-    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_WORKER;
+    /* one-sided operations go through the target-executed protocol over the ordered queue */
+    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_WORKER |
+                  FERRY_TL_CAP_RMA_ORDERED;
     caps->max_short = SELF_INLINE_MAX;
     caps->max_bcopy = SIZE_MAX;
     caps->max_iov = SIZE_MAX;

@@ -810,7 +810,11 @@ static ferry_status_t shm_query(ferry_tl_caps_t *caps, char *why, size_t why_len
     (void)why;
     (void)why_len;
     memset(caps, 0, sizeof(*caps));
-    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_HOST;
+    /* RMA: mapped memory and cross-memory attach need no target progress; not RMA_ORDERED:
+     * atomics on unmapped memory go through the target and a later put may overtake them
+     * (ferry_ep_fence orders them) */
+    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_HOST |
+                  FERRY_TL_CAP_RMA;
     caps->max_short = SHM_CELL_DATA;
     caps->max_bcopy = SHM_BUF_SIZE;
     caps->max_iov = SIZE_MAX;
@@ -909,11 +913,16 @@ static bool shm_am_data_release(ferry_tl_worker_t *tlw, void *data)
 
 static void shm_describe(ferry_tl_worker_t *tlw, char *buffer, size_t length)
 {
+    char cma[200];
+    bool cma_ok = shm_cma_check(cma, sizeof(cma));
     snprintf(buffer, length,
-             "region %u KiB (%u buffers of %u B), %u-cell rings (%zu KiB per peer), %u peers",
+             "region %u KiB (%u buffers of %u B), %u-cell rings (%zu KiB per peer), %u peers; "
+             "cross-memory attach %s: %s",
              SHM_REGION_SIZE / 1024, SHM_BUF_COUNT, SHM_BUF_SIZE, tlw->ring_cells,
              (SHM_RING_HEADER_SIZE + (size_t)tlw->ring_cells * SHM_CELL_SIZE) / 1024,
-             tlw->rx_count);
+             tlw->rx_count, cma_ok ? "usable" : "NOT usable (one-sided transfers use the copy "
+                                                "through shared buffers)",
+             cma);
 }
 
 const ferry_tl_ops_t ferry_tl_shm_ops = {
