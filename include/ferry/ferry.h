@@ -200,7 +200,7 @@ typedef struct ferry_am_recv_params {
 
 /**
  * Active-message handler; runs inside ferry_worker_progress(). header and data are valid
- * during the call. Return FERRY_OK to let ferry reuse data; return FERRY_INPROGRESS (only when
+ * during the call and have no alignment guarantee (copy them into a struct, do not cast). Return FERRY_OK to let ferry reuse data; return FERRY_INPROGRESS (only when
  * params->flags has FERRY_AM_RECV_KEEPABLE) to keep data and free it later with
  * ferry_am_data_release(). data of a 0-byte message may be NULL.
  */

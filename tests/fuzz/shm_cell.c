@@ -87,14 +87,17 @@ static void fuzz_require_buffer(const shm_cell_t *cell, const fuzz_rx_t *rx, uin
 /* Use one accepted cell as shm_rx_cell() does. Returns false when the receiver stops. */
 static bool fuzz_use_cell(fuzz_rx_t *rx, const shm_cell_t *cell, uint64_t free_bits,
                           const uint8_t *buffer /* SHM_BUF_SIZE bytes: the pool buffer */,
-                          const uint8_t *cell_data /* SHM_CELL_DATA bytes: the cell's data */)
+                          const uint8_t *cell_data /* an INLINE message's bytes, gathered from
+                                                      its cell and continuation cells: exactly
+                                                      SHM_CELL_DATA + flags * SHM_CELL_EXTRA_DATA */)
 {
     shm_rx_frag_t *frag = &rx->frag;
 
     switch (cell->type) {
     case SHM_CELL_INLINE:
         FUZZ_REQUIRE(!frag->active);
-        FUZZ_REQUIRE(cell->length <= SHM_CELL_DATA);
+        FUZZ_REQUIRE(cell->flags <= SHM_INLINE_EXTRA_MAX);
+        FUZZ_REQUIRE(cell->length <= SHM_CELL_DATA + cell->flags * SHM_CELL_EXTRA_DATA);
         FUZZ_REQUIRE(cell->header_length <= cell->length);
         FUZZ_REQUIRE(cell->header_length <= FERRY_AM_HEADER_MAX);
         fuzz_consume(cell_data, cell->header_length);
@@ -212,9 +215,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* Exact-size heap copies: AddressSanitizer reports a read past either. */
     shm_cell_t *cell = malloc(sizeof(*cell));
-    uint8_t *cell_data = malloc(SHM_CELL_DATA);
+    uint8_t *cell_data = NULL; /* sized per message below */
     uint8_t *buffer = malloc(SHM_BUF_SIZE);
-    if (cell == NULL || cell_data == NULL || buffer == NULL)
+    if (cell == NULL || buffer == NULL)
         abort();
     for (size_t i = 0; i < SHM_BUF_SIZE; i++)
         buffer[i] = (uint8_t)i;
@@ -229,7 +232,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         uint64_t free_bits = fuzz_get64(record);
         memcpy(cell, record + 8, sizeof(*cell));
+        /* the receiver gathers an INLINE message's continuation cells (bytes 8..63 of each)
+         * behind the cell's data; here they are filled with a pattern */
+        size_t extra = cell->type == SHM_CELL_INLINE && cell->flags <= SHM_INLINE_EXTRA_MAX
+                           ? cell->flags
+                           : 0;
+        free(cell_data);
+        cell_data = malloc(SHM_CELL_DATA + extra * SHM_CELL_EXTRA_DATA);
+        if (cell_data == NULL)
+            abort();
         memcpy(cell_data, cell->data, SHM_CELL_DATA);
+        memset(cell_data + SHM_CELL_DATA, 0x5a, extra * SHM_CELL_EXTRA_DATA);
 
         shm_cell_verdict_t verdict = shm_cell_check(cell, free_bits, &rx.frag, rx.am_max);
         if (verdict < SHM_CELL_OK || verdict > SHM_CELL_TOO_LARGE)

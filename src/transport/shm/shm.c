@@ -75,6 +75,41 @@ static inline void shm_tx_post(ferry_tl_ep_t *tlep, shm_cell_t *cell)
     tlep->tx_pos++;
 }
 
+/* Post an INLINE message of total bytes (header + payload, contiguous in bytes) in one cell
+ * and up to SHM_INLINE_EXTRA_MAX continuation cells. Returns FERRY_OK, FERRY_ERR_NO_RESOURCE
+ * (ring full), or FERRY_ERR_UNSUPPORTED (the ring is too small for that many cells). */
+static ferry_status_t shm_post_inline(ferry_tl_ep_t *tlep, uint8_t id, size_t header_length,
+                                      const uint8_t *bytes, size_t total)
+{
+    unsigned extra =
+        total <= SHM_CELL_DATA
+            ? 0
+            : (unsigned)((total - SHM_CELL_DATA + SHM_CELL_EXTRA_DATA - 1) / SHM_CELL_EXTRA_DATA);
+    if (extra > tlep->tx_mask)
+        return FERRY_ERR_UNSUPPORTED;
+    /* the consumer frees cells in position order: the last one free means all are */
+    shm_cell_t *last = &tlep->tx_cells[(tlep->tx_pos + extra) & tlep->tx_mask];
+    if (atomic_load_explicit(&last->seq, memory_order_acquire) != tlep->tx_pos + extra)
+        return FERRY_ERR_NO_RESOURCE;
+    size_t done = total < SHM_CELL_DATA ? total : SHM_CELL_DATA;
+    for (unsigned j = 1; j <= extra; j++) {
+        shm_cell_t *c = &tlep->tx_cells[(tlep->tx_pos + j) & tlep->tx_mask];
+        size_t n = total - done < SHM_CELL_EXTRA_DATA ? total - done : SHM_CELL_EXTRA_DATA;
+        memcpy((uint8_t *)c + sizeof(c->seq), bytes + done, n);
+        done += n;
+    }
+    shm_cell_t *cell = &tlep->tx_cells[tlep->tx_pos & tlep->tx_mask];
+    cell->type = SHM_CELL_INLINE;
+    cell->am_id = id;
+    cell->header_length = (uint16_t)header_length;
+    cell->length = (uint32_t)total;
+    cell->flags = (uint8_t)extra;
+    memcpy(cell->data, bytes, total < SHM_CELL_DATA ? total : SHM_CELL_DATA);
+    shm_tx_post(tlep, cell); /* publishes the continuation cells too */
+    tlep->tx_pos += extra;
+    return FERRY_OK;
+}
+
 /* Reserve a buffer of the peer's pool; -1 when none is free. */
 static inline int shm_buf_reserve(ferry_tl_ep_t *tlep)
 {
@@ -130,20 +165,22 @@ static ferry_status_t shm_req_post(ferry_tl_ep_t *tlep, shm_req_t *req)
 {
     size_t total = req->header_length + req->length;
 
-    if (!req->first_posted && total <= SHM_CELL_DATA) {
-        shm_cell_t *cell = shm_tx_cell(tlep);
-        if (cell == NULL)
-            return FERRY_ERR_NO_RESOURCE;
-        cell->type = SHM_CELL_INLINE;
-        cell->am_id = req->id;
-        cell->header_length = req->header_length;
-        cell->length = (uint32_t)total;
-        memcpy(cell->data, req->header, req->header_length);
-        shm_req_gather(req, cell->data + req->header_length, req->length);
-        shm_tx_post(tlep, cell);
-        req->first_posted = true;
-        req->sent = req->length;
-        return FERRY_OK;
+    if (!req->first_posted && total <= SHM_INLINE_MAX) {
+        uint8_t bytes[SHM_INLINE_MAX];
+        size_t iov_index = req->iov_index, iov_offset = req->iov_offset;
+        memcpy(bytes, req->header, req->header_length);
+        shm_req_gather(req, bytes + req->header_length, req->length);
+        ferry_status_t status = shm_post_inline(tlep, req->id, req->header_length, bytes, total);
+        if (status == FERRY_OK) {
+            req->first_posted = true;
+            req->sent = req->length;
+            return FERRY_OK;
+        }
+        req->iov_index = iov_index; /* not posted: gather again next time */
+        req->iov_offset = iov_offset;
+        if (status == FERRY_ERR_NO_RESOURCE)
+            return status;
+        /* ring too small for the continuation cells: use a buffer */
     }
     if (!req->first_posted && total <= SHM_BUF_SIZE) {
         shm_cell_t *cell = shm_tx_cell(tlep);
@@ -341,6 +378,20 @@ static ferry_status_t shm_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void
     size_t total = header_length + length;
 
     if (ferry_likely(tlep->state == SHM_CONN_CONNECTED && ferry_list_is_empty(&tlep->pending) &&
+                     total > SHM_CELL_DATA && total <= SHM_INLINE_MAX)) {
+        uint8_t bytes[SHM_INLINE_MAX];
+        if (header_length)
+            memcpy(bytes, header, header_length);
+        if (length)
+            memcpy(bytes + header_length, payload, length);
+        ferry_status_t status = shm_post_inline(tlep, id, header_length, bytes, total);
+        if (status == FERRY_OK)
+            shm_signal_peer(tlep);
+        else if (status == FERRY_ERR_NO_RESOURCE)
+            tlep->blocked = true; /* a worker that waits now is woken when there is room */
+        return status; /* UNSUPPORTED: the caller falls back to sendv */
+    }
+    if (ferry_likely(tlep->state == SHM_CONN_CONNECTED && ferry_list_is_empty(&tlep->pending) &&
                      total <= SHM_CELL_DATA)) {
         shm_cell_t *cell = shm_tx_cell(tlep);
         if (ferry_unlikely(cell == NULL)) {
@@ -351,6 +402,7 @@ static ferry_status_t shm_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void
         cell->am_id = id;
         cell->header_length = (uint16_t)header_length;
         cell->length = (uint32_t)total;
+        cell->flags = 0;
         if (header_length)
             memcpy(cell->data, header, header_length);
         if (length)
@@ -448,8 +500,9 @@ static void shm_ep_protocol_error(ferry_tl_ep_t *tlep, shm_cell_verdict_t verdic
     ferry_ep_fail(tlep->ep, FERRY_ERR_PROTOCOL);
 }
 
-/* Handle one cell (a private copy). Returns false when the endpoint went away. */
-static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell)
+/* Handle one cell (a private copy; inline_data: the INLINE message's bytes, gathered from its
+ * continuation cells). Returns false when the endpoint went away. */
+static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t *inline_data)
 {
     ferry_tl_worker_t *tlw = tlep->tlw;
     shm_region_t *region = tlw->region;
@@ -463,9 +516,10 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell)
     }
     switch (cell->type) {
     case SHM_CELL_INLINE:
-        ferry_am_deliver(tlw->worker, ep, cell->am_id, cell->data, cell->header_length,
-                         cell->length > cell->header_length ? (void *)(cell->data + cell->header_length)
-                                                            : NULL,
+        ferry_am_deliver(tlw->worker, ep, cell->am_id, inline_data, cell->header_length,
+                         cell->length > cell->header_length
+                             ? (void *)(inline_data + cell->header_length)
+                             : NULL,
                          cell->length - cell->header_length, 0);
         return true;
     case SHM_CELL_MEDIUM: {
@@ -526,11 +580,32 @@ static unsigned shm_ep_poll_rx(ferry_tl_ep_t *tlep, unsigned budget)
         if (atomic_load_explicit(&slot->seq, memory_order_acquire) != tlep->rx_pos + 1)
             break;
         shm_cell_t cell;
+        uint8_t bytes[SHM_INLINE_MAX];
+        const uint8_t *inline_data = cell.data;
         memcpy(&cell, slot, sizeof(cell));
-        atomic_store_explicit(&slot->seq, tlep->rx_pos + tlep->rx_mask + 1, memory_order_release);
-        tlep->rx_pos++;
+        unsigned extra = cell.type == SHM_CELL_INLINE ? cell.flags : 0;
+        if (ferry_unlikely(extra > 0)) {
+            if (extra > SHM_INLINE_EXTRA_MAX || extra > tlep->rx_mask) {
+                shm_ep_protocol_error(tlep, SHM_CELL_BAD_LENGTH, &cell);
+                break;
+            }
+            memcpy(bytes, cell.data, SHM_CELL_DATA);
+            for (unsigned j = 1; j <= extra; j++) {
+                const shm_cell_t *c = &tlep->rx_cells[(tlep->rx_pos + j) & tlep->rx_mask];
+                memcpy(bytes + SHM_CELL_DATA + (j - 1) * SHM_CELL_EXTRA_DATA,
+                       (const uint8_t *)c + sizeof(c->seq), SHM_CELL_EXTRA_DATA);
+            }
+            inline_data = bytes;
+        }
+        /* free the message's cells in position order (the producer checks only the last) */
+        for (unsigned j = 0; j <= extra; j++) {
+            shm_cell_t *c = &tlep->rx_cells[(tlep->rx_pos + j) & tlep->rx_mask];
+            atomic_store_explicit(&c->seq, tlep->rx_pos + j + tlep->rx_mask + 1,
+                                  memory_order_release);
+        }
+        tlep->rx_pos += 1 + extra;
         count++;
-        if (!shm_rx_cell(tlep, &cell))
+        if (!shm_rx_cell(tlep, &cell, inline_data))
             break;
     }
     return count;
@@ -815,7 +890,7 @@ static ferry_status_t shm_query(ferry_tl_caps_t *caps, char *why, size_t why_len
      * (ferry_ep_fence orders them) */
     caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_HOST |
                   FERRY_TL_CAP_RMA;
-    caps->max_short = SHM_CELL_DATA;
+    caps->max_short = SHM_INLINE_MAX;
     caps->max_bcopy = SHM_BUF_SIZE;
     caps->max_iov = SIZE_MAX;
     caps->latency_ns = 100;

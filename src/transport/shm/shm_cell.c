@@ -39,7 +39,8 @@ shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits,
     case SHM_CELL_INLINE:
         if (frag->active)
             return SHM_CELL_BAD_FRAGMENT;
-        if (cell->length > SHM_CELL_DATA)
+        if (cell->flags > SHM_INLINE_EXTRA_MAX ||
+            cell->length > SHM_CELL_DATA + cell->flags * SHM_CELL_EXTRA_DATA)
             return SHM_CELL_BAD_LENGTH;
         if (cell->header_length > cell->length)
             return SHM_CELL_BAD_HEADER;

@@ -30,6 +30,9 @@
 
 #define SHM_CELL_SIZE 64u
 #define SHM_CELL_DATA 44u   /* header + payload bytes that travel inside a cell */
+#define SHM_CELL_EXTRA_DATA 56u /* bytes in a continuation cell: all but its seq */
+#define SHM_INLINE_EXTRA_MAX 3u /* continuation cells an INLINE message may take */
+#define SHM_INLINE_MAX (SHM_CELL_DATA + SHM_INLINE_EXTRA_MAX * SHM_CELL_EXTRA_DATA) /* 212 */
 #define SHM_RING_HEADER_SIZE 128u
 
 typedef struct shm_region {
@@ -65,7 +68,9 @@ typedef struct shm_ring_header {
 } shm_ring_header_t;
 
 enum shm_cell_type {
-    SHM_CELL_INLINE = 1, /* header + payload in data[] */
+    SHM_CELL_INLINE = 1, /* header + payload in data[], continued in the next `flags` cells
+                          * (bytes 8..63 of each; their seq is left to the consumer, which
+                          * frees the cells of a message in position order) */
     SHM_CELL_MEDIUM = 2, /* header + payload in buffer buf of the receiver's pool */
     SHM_CELL_FRAG = 3,   /* one fragment of a large message, in buffer buf */
     SHM_CELL_CLOSE = 4,  /* the sender closed the connection gracefully: nothing follows */
