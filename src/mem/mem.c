@@ -364,7 +364,8 @@ ferry_mem_t *mem_lookup(ferry_context_t *context, uint32_t index, uint32_t gener
 }
 
 ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t length,
-                                unsigned access)
+                                unsigned access, const void *owner, uint64_t token,
+                                bool continues)
 {
     if (!mem_range_ok(mem->length, offset, length)) {
         ferry_debug("remote access refused: [%llu, +%llu) is outside the %zu-byte region %u",
@@ -377,7 +378,14 @@ ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t leng
                     mem->index, mem->access, access);
         return FERRY_ERR_ACCESS;
     }
-    if (mem->flags & FERRY_MEM_SINGLE_USE) {
+    if ((mem->flags & FERRY_MEM_SINGLE_USE) && continues) {
+        if (mem->use_owner == NULL || mem->use_owner != owner || mem->use_token != token) {
+            ferry_debug("remote access refused: a request continues an operation that did not "
+                        "claim single-use region %u",
+                        mem->index);
+            return FERRY_ERR_ACCESS;
+        }
+    } else if (mem->flags & FERRY_MEM_SINGLE_USE) {
         uint64_t unused = 0;
         if (!atomic_compare_exchange_strong(&mem->context->mem.entries[mem->index].uses, &unused,
                                             1)) {
@@ -385,6 +393,8 @@ ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t leng
                         mem->index);
             return FERRY_ERR_ACCESS;
         }
+        mem->use_owner = owner;
+        mem->use_token = token;
     }
     return FERRY_OK;
 }

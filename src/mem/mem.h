@@ -72,6 +72,8 @@ struct ferry_mem {
     int alloc_fd;            /* memfd of ferry_mem_alloc memory, else -1 */
     uint64_t alloc_inode;    /* its inode, so that a peer can check what it opened */
     size_t alloc_size;       /* mapped size (page multiple) */
+    const void *use_owner;   /* single use: who claimed it (an endpoint) and with what token */
+    uint64_t use_token;
 };
 
 /* Per-context state of the memory layer (owned by ferry_context_t). */
@@ -103,10 +105,13 @@ static inline bool mem_range_ok(uint64_t region_length, uint64_t offset, uint64_
     return offset <= region_length && length <= region_length - offset;
 }
 
-/* Target side: check a request against mem (range, access; claims single use). Returns
- * FERRY_OK or FERRY_ERR_ACCESS (logged at debug level with the reason). */
+/* Target side: check a request against mem (range, access). A single-use region is claimed
+ * by the first request of an operation (continues false), which records (owner, token); a
+ * request that continues an operation is accepted only with the same owner and token.
+ * Returns FERRY_OK or FERRY_ERR_ACCESS (logged at debug level with the reason). */
 ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t length,
-                                unsigned access);
+                                unsigned access, const void *owner, uint64_t token,
+                                bool continues);
 
 /* Translate (offset, length) of a registration into pieces of the owner's memory: fills up to
  * max entries of out and returns how many were used; *consumed_p receives how many bytes they
@@ -153,7 +158,8 @@ struct ferry_rkey {
     rkey_packed_t key;
     /* shm, filled by the transport on first use */
     void *mapped;                      /* ferry_mem_alloc memory of a local peer, or NULL */
-    size_t mapped_size;
+    size_t mapped_size;                /* of the mapping (whole pages) */
+    size_t mapped_length;              /* of the region, from the owner's key table */
     ferry_iov_t *remote_iov;           /* the owner's pieces (cross-memory attach) */
     uint64_t *remote_ends;
     size_t remote_iovcnt;

@@ -188,12 +188,13 @@ FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_o
     if (!rkey->map_tried) {
         ferry_ep_t *ep = rkey->ep;
         rkey->map_tried = 1;
-        if (ep->state == FERRY_EP_OPEN && ep->tl->rkey_map != NULL)
-            ep->tl->rkey_map(ep->tl_ep, rkey);
+        if (ep->state == FERRY_EP_OPEN && ep->tl->rkey_map != NULL &&
+            ep->tl->rkey_map(ep->tl_ep, rkey) == FERRY_ERR_NO_RESOURCE)
+            rkey->map_tried = 0; /* not connected yet: try again next time */
     }
     if (rkey->mapped == NULL)
         return FERRY_ERR_UNSUPPORTED;
-    if (remote_offset >= rkey->key.length)
+    if (remote_offset >= rkey->mapped_length)
         return FERRY_ERR_ACCESS;
     *local_ptr_p = (char *)rkey->mapped + remote_offset;
     return FERRY_OK;

@@ -7,14 +7,19 @@
  *   request (FERRY_AM_ID_RMA_REQUEST), 56 bytes:
  *      0 u8 version   1 u8 op (1 put, 2 get, 3 atomic post, 4 atomic fetch)
  *      2 u8 atomic op (ferry_atomic_op_t)   3 u8 atomic size (4 or 8)
- *      4 u32 key slot   8 u32 key generation   12 u32 reserved (0)
- *     16 u64 remote offset   24 u64 length   32 u64 request id   40 u64 value   48 u64 compare
+ *      4 u32 key slot   8 u32 key generation   12 u32 flags (bit 0: CONTINUES, the request
+ *        is not the first of its operation; other bits 0)
+ *     16 u64 remote offset   24 u64 length   32 u64 request id
+ *     40 u64 value (put/get that CONTINUES: the id of the operation's first request)
+ *     48 u64 compare
  *     payload: put data (length bytes); nothing otherwise
  *   reply (FERRY_AM_ID_RMA_REPLY), 24 bytes:
  *      0 u8 version   1 u8[3] reserved   4 s32 status   8 u64 request id   16 u64 result
  *     payload: get data (the request's length) when the status is FERRY_OK
  *
- * One request covers one remote range, or FERRY_RMA_AM_CHUNK bytes of it. Its id is
+ * One request covers one remote range, or FERRY_RMA_AM_CHUNK bytes of it. A single-use region
+ * is claimed by the first request of an operation; the others carry CONTINUES and the first
+ * request's id, and are accepted only from the same endpoint with that id. Its id is
  * (generation << 32 | slot) in the initiator's table of requests awaiting replies; a reply is
  * matched only through that table, and only when it comes from the endpoint the request went
  * to. Malformed requests and replies are dropped (one warning per worker, then debug lines);
@@ -66,6 +71,7 @@ static const ferry_config_var_t *const rma_am_chunk_reg
 #define RMA_AM_IOV_STACK 16
 
 enum { RMA_AM_PUT = 1, RMA_AM_GET = 2, RMA_AM_POST = 3, RMA_AM_FETCH = 4 };
+#define RMA_AM_FLAG_CONTINUES 0x1u
 
 /* One operation of the initiator (one ferry_rma_op_t). */
 typedef struct rma_am_op {
@@ -78,6 +84,8 @@ typedef struct rma_am_op {
     unsigned pending; /* requests sent and not finished (reply and send completion) */
     int unsent;       /* on am->unsent */
     int in_use;
+    int first_sent;   /* the first request went out: the others CONTINUE it */
+    uint64_t first_id;
     uint32_t key_index;
     uint32_t key_generation;
     ferry_atomic_op_t atomic_op;
@@ -138,6 +146,7 @@ typedef struct rma_am_request {
     unsigned atomic_size;
     uint32_t index;
     uint32_t generation;
+    uint32_t flags;
     uint64_t offset;
     uint64_t length;
     uint64_t id;
@@ -181,7 +190,7 @@ static void am_request_encode(const rma_am_request_t *r, uint8_t *p)
     p[3] = (uint8_t)r->atomic_size;
     am_put32(p + 4, r->index);
     am_put32(p + 8, r->generation);
-    am_put32(p + 12, 0);
+    am_put32(p + 12, r->flags);
     am_put64(p + 16, r->offset);
     am_put64(p + 24, r->length);
     am_put64(p + 32, r->id);
@@ -197,6 +206,7 @@ static void am_request_decode(const uint8_t *p, rma_am_request_t *r)
     r->atomic_size = p[3];
     r->index = am_get32(p + 4);
     r->generation = am_get32(p + 8);
+    r->flags = am_get32(p + 12);
     r->offset = am_get64(p + 16);
     r->length = am_get64(p + 24);
     r->id = am_get64(p + 32);
@@ -484,6 +494,10 @@ static ferry_status_t am_piece_send(ferry_rma_am_worker_t *am, rma_am_op_t *op, 
     r.length = length;
     r.value = op->value;
     r.compare = op->compare;
+    if (op->first_sent) {
+        r.flags = RMA_AM_FLAG_CONTINUES;
+        r.value = op->first_id; /* only puts and gets have more than one request */
+    }
     am_request_encode(&r, header);
     if (op->kind == FERRY_RMA_PUT) {
         iovcnt = am_local_slice(op, op->li, op->loff, length, NULL);
@@ -511,6 +525,10 @@ static ferry_status_t am_piece_send(ferry_rma_am_worker_t *am, rma_am_op_t *op, 
     }
     piece->send_pending = status == FERRY_INPROGRESS;
     op->pending++;
+    if (!op->first_sent) {
+        op->first_sent = 1;
+        op->first_id = r.id;
+    }
     return FERRY_OK;
 }
 
@@ -563,6 +581,8 @@ ferry_status_t ferry_rma_am_start(ferry_ep_t *ep, const ferry_rma_op_t *op)
     aop->compare = op->compare;
     aop->result = op->result;
     aop->ri = 0;
+    aop->first_sent = 0;
+    aop->first_id = 0;
     aop->roff = 0;
     aop->li = 0;
     aop->loff = 0;
@@ -806,6 +826,10 @@ static const char *am_request_check(const rma_am_request_t *r, size_t payload)
 {
     if (r->version != RMA_AM_VERSION)
         return "unknown version";
+    if ((r->flags & ~RMA_AM_FLAG_CONTINUES) != 0)
+        return "unknown flags";
+    if ((r->flags & RMA_AM_FLAG_CONTINUES) && r->op != RMA_AM_PUT && r->op != RMA_AM_GET)
+        return "an atomic cannot continue an operation";
     switch (r->op) {
     case RMA_AM_PUT:
         return payload == r->length ? NULL : "put payload differs from its length";
@@ -884,7 +908,9 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
             goto reply;
         }
     }
-    status = mem_check_access(mem, r.offset, r.length, access);
+    status = mem_check_access(mem, r.offset, r.length, access, ep,
+                              (r.flags & RMA_AM_FLAG_CONTINUES) ? r.value : r.id,
+                              (r.flags & RMA_AM_FLAG_CONTINUES) != 0);
     if (status != FERRY_OK)
         goto reply;
     switch (r.op) {

@@ -19,3 +19,17 @@ ferry_add_test(NAME mp_close SOURCES mp/mp_close.c TIMEOUT 60)
 # one-sided operations of a worker on itself (self transport: the target-executed protocol);
 # INTERNAL: also sends hand-made protocol messages
 ferry_add_test(NAME mp_rma_self SOURCES mp/mp_rma_self.c INTERNAL TIMEOUT 60)
+# put/get between two processes, every byte checked at both ends: registered (malloc'ed and
+# multi-piece) and ferry_mem_alloc memory, sizes 0 .. 256 MiB, iov shapes; the second run forces
+# the fallback (the target's progress performs the accesses to registered memory)
+ferry_add_test(NAME mp_rma_putget SOURCES mp/mp_rma_putget.c TIMEOUT 180)
+ferry_add_test(NAME mp_rma_putget_nocma SOURCES mp/mp_rma_putget.c TIMEOUT 180
+               ENV FERRY_SHM_CMA=off)
+# remote atomics: two hammers and the owner, on mapped (CPU atomics) and on registered memory
+# (target-executed); fetch-add 64/32, post ops, swap, a CSWAP lock, mixed with the owner's own
+ferry_add_test(NAME mp_rma_atomic SOURCES mp/mp_rma_atomic.c TIMEOUT 60)
+# bad one-sided input between processes (keys truncated, corrupted, forged, deregistered, used
+# up; ranges past the end and overflowing; access not granted; misaligned atomics; keys of
+# another peer): a clear status, nothing touched, the endpoints still work; on both paths
+ferry_add_test(NAME mp_rma_bad SOURCES mp/mp_rma_bad.c TIMEOUT 60)
+ferry_add_test(NAME mp_rma_bad_nocma SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERRY_SHM_CMA=off)

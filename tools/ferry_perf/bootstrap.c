@@ -1,6 +1,7 @@
 /* The bootstrap channel: one TCP connection between client and server. It carries the test
- * parameters (client to server), the worker addresses (both ways, length-prefixed), the
- * server's final verdict, and tells each side when the other process is gone. Every call
+ * parameters (client to server), the worker addresses and, for the one-sided tests, the packed
+ * remote keys (both ways, length-prefixed), the server's final verdict, and tells each side
+ * when the other process is gone. Every call
  * has a deadline. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,7 +18,7 @@
 #include "perf.h"
 
 #define PERF_PARAMS_MAGIC 0x66706572u /* "perf" */
-#define PERF_PARAMS_VERSION 1u
+#define PERF_PARAMS_VERSION 2u
 
 /* Wait until fd is ready for events, up to deadline_ns. Returns 1 ready, 0 timed out, -1 error. */
 static int tcp_wait(int fd, short events, uint64_t deadline_ns)
@@ -285,9 +286,9 @@ int perf_tcp_recv_blob(int fd, void **data_p, size_t *length_p, size_t max, unsi
     return 0;
 }
 
-/* Encoding: magic, version, test, wait, repeat, size_count (u32 each), then per size:
- * size, iters, warmup (u64 each); little-endian. */
-#define PARAMS_FIXED 24u
+/* Encoding: magic, version, test, wait, repeat, size_count, mem, no_thp (u32 each), then per
+ * size: size, iters, warmup (u64 each); little-endian. */
+#define PARAMS_FIXED 32u
 #define PARAMS_PER_SIZE 24u
 
 int perf_tcp_send_params(int fd, const perf_params_t *params, unsigned timeout_s)
@@ -299,6 +300,8 @@ int perf_tcp_send_params(int fd, const perf_params_t *params, unsigned timeout_s
     put_u32(buffer + 12, params->wait ? 1 : 0);
     put_u32(buffer + 16, params->repeat);
     put_u32(buffer + 20, params->size_count);
+    put_u32(buffer + 24, (uint32_t)params->mem);
+    put_u32(buffer + 28, params->no_thp ? 1 : 0);
     for (unsigned i = 0; i < params->size_count; i++) {
         uint8_t *p = buffer + PARAMS_FIXED + PARAMS_PER_SIZE * i;
         put_u64(p, params->sizes[i]);
@@ -328,8 +331,11 @@ int perf_tcp_recv_params(int fd, perf_params_t *params, unsigned timeout_s)
     params->wait = get_u32(p + 12) != 0;
     params->repeat = get_u32(p + 16);
     params->size_count = get_u32(p + 20);
-    if ((test != PERF_TEST_AM_LAT && test != PERF_TEST_AM_BW) || params->repeat == 0 ||
-        params->size_count == 0 || params->size_count > PERF_MAX_SIZES ||
+    uint32_t mem = get_u32(p + 24);
+    params->mem = mem == PERF_MEM_REGISTER ? PERF_MEM_REGISTER : PERF_MEM_ALLOC;
+    params->no_thp = get_u32(p + 28) != 0;
+    if (test == PERF_TEST_NONE || test > PERF_TEST_LAST || mem > PERF_MEM_REGISTER ||
+        params->repeat == 0 || params->size_count == 0 || params->size_count > PERF_MAX_SIZES ||
         length != PARAMS_FIXED + PARAMS_PER_SIZE * params->size_count) {
         fprintf(stderr, "ferry_perf: malformed test parameters from the client\n");
         goto out;

@@ -2,7 +2,8 @@
  *
  *   server: ferry_perf [-p PORT] [-c CORE] [-T SEC]
  *   client: ferry_perf HOST -t TEST [-s SIZE[,SIZE...]] [-n ITERS] [-w WARMUP] [-r REPEAT]
- *                       [-f table|csv|json] [--wait] [-p PORT] [-c CORE] [-T SEC]
+ *                       [-f table|csv|json] [--wait] [--mem alloc|register] [-p PORT] [-c CORE]
+ *                       [-T SEC]
  *
  * Exit status: 0 success, 1 the run failed, 2 bad options. */
 #define _GNU_SOURCE
@@ -15,6 +16,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define PERF_HAVE_TSC 1
+#endif
 
 #include "perf.h"
 
@@ -27,50 +32,133 @@ uint64_t perf_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static const char *const test_names[PERF_TEST_LAST + 1] = {
+    [PERF_TEST_NONE] = "none",
+    [PERF_TEST_AM_LAT] = "am_lat",
+    [PERF_TEST_AM_BW] = "am_bw",
+    [PERF_TEST_PUT_LAT] = "put_lat",
+    [PERF_TEST_GET_LAT] = "get_lat",
+    [PERF_TEST_PUT_BW] = "put_bw",
+    [PERF_TEST_GET_BW] = "get_bw",
+    [PERF_TEST_ATOMIC_LAT] = "atomic_lat",
+    [PERF_TEST_ATOMIC_RATE] = "atomic_rate",
+};
+
 const char *perf_test_name(perf_test_t test)
 {
-    switch (test) {
-    case PERF_TEST_AM_LAT:
-        return "am_lat";
-    case PERF_TEST_AM_BW:
-        return "am_bw";
-    default:
-        return "none";
+    return (unsigned)test <= PERF_TEST_LAST ? test_names[test] : "none";
+}
+
+static double ns_per_tick = 1.0;
+
+void perf_ticks_init(void)
+{
+#ifdef PERF_HAVE_TSC
+    /* the TSC of every x86 CPU of the last decade runs at a constant rate (constant_tsc) */
+    uint64_t t0 = perf_now_ns(), c0 = __rdtsc();
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 20000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+    uint64_t t1 = perf_now_ns(), c1 = __rdtsc();
+    if (c1 > c0 && t1 > t0)
+        ns_per_tick = (double)(t1 - t0) / (double)(c1 - c0);
+#endif
+}
+
+uint64_t perf_ticks(void)
+{
+#ifdef PERF_HAVE_TSC
+    return __rdtsc();
+#else
+    return perf_now_ns();
+#endif
+}
+
+double perf_ticks_ns(uint64_t ticks)
+{
+    return (double)ticks * ns_per_tick;
+}
+
+const char *perf_mem_name(perf_mem_t mem)
+{
+    return mem == PERF_MEM_REGISTER ? "register" : "alloc";
+}
+
+bool perf_test_is_rma(perf_test_t test)
+{
+    return test >= PERF_TEST_PUT_LAT && test <= PERF_TEST_ATOMIC_RATE;
+}
+
+bool perf_test_is_lat(perf_test_t test)
+{
+    return test == PERF_TEST_AM_LAT || test == PERF_TEST_PUT_LAT || test == PERF_TEST_GET_LAT ||
+           test == PERF_TEST_ATOMIC_LAT;
+}
+
+bool perf_test_is_pingpong(perf_test_t test)
+{
+    return test == PERF_TEST_AM_LAT || test == PERF_TEST_PUT_LAT;
 }
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "ferry_perf: latency and bandwidth of ferry active messages between two processes\n"
+            "ferry_perf: latency and bandwidth of ferry active messages and one-sided\n"
+            "operations between two processes\n"
             "\n"
             "  server: ferry_perf [-p PORT] [-c CORE] [-T SEC]\n"
             "  client: ferry_perf HOST -t TEST [-s SIZE[,SIZE...]] [options]\n"
             "\n"
-            "The server serves one client run and exits. Worker addresses and the test\n"
-            "parameters travel over a TCP connection to HOST:PORT.\n"
+            "The server serves one client run and exits. Worker addresses, the test\n"
+            "parameters and the remote keys travel over a TCP connection to HOST:PORT.\n"
             "\n"
-            "  -t TEST      am_lat: ping-pong; one-way latency = round trip / 2 (p50, avg, p99)\n"
-            "               am_bw:  streaming; bandwidth (GB = 10^9 B) and message rate\n"
+            "  -t TEST      am_lat:  ping-pong; one-way latency = round trip / 2 (p50, avg, p99)\n"
+            "               am_bw:   streaming; bandwidth (GB = 10^9 B) and message rate\n"
+            "               put_lat: ping-pong of puts: the client puts SIZE bytes into the\n"
+            "                        server's memory, the server sees the last byte change and\n"
+            "                        puts SIZE bytes back; one-way latency = round trip / 2\n"
+            "               get_lat: one get of SIZE bytes, waited for, at a time (latency of\n"
+            "                        one get)\n"
+            "               put_bw, get_bw: ITERS operations, at most %u in flight, then\n"
+            "                        ferry_ep_flush; bandwidth and operation rate\n"
+            "               atomic_lat:  one fetch-add at a time (latency of one)\n"
+            "               atomic_rate: ITERS posted adds, at most %u in flight, then a flush\n"
+            "               (atomics: SIZE is the word, 4 or 8 bytes; default 8)\n"
+            "               The one-sided tests check the bytes (the counter) of every run at\n"
+            "               its end: a path that moves nothing, or the wrong bytes, fails.\n"
             "  -s SIZES     message sizes in bytes, comma-separated; suffixes K, M, G (x1024)\n"
             "               (default 8; at most %u sizes, each at most 1G)\n"
             "  -n ITERS     measured iterations per run (default: 100000 up to 4 KiB, then\n"
             "               1 GiB worth of messages, at least 20)\n"
-            "  -w WARMUP    warm-up iterations before each run; their bytes are checked\n"
-            "               (default ITERS/10)\n"
+            "  -w WARMUP    warm-up iterations before each run (default ITERS/10); the bytes of\n"
+            "               warm-up messages are checked (am_*)\n"
             "  -r REPEAT    runs per size; the medians of the runs are reported (default 1)\n"
             "  -f FORMAT    table (default), csv (one header line, then one line per size:\n"
             "               test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps),\n"
             "               json (one object per line)\n"
             "  --wait       both sides sleep in ferry_worker_wait() instead of busy polling\n"
+            "               (put_lat polls memory: it always spins)\n"
+            "  --mem MODE   one-sided tests: where both sides' target memory comes from:\n"
+            "               alloc     ferry_mem_alloc (default): the peer maps it; transfers are\n"
+            "                         loads and stores, atomics CPU atomics\n"
+            "               register  malloc + ferry_mem_register: cross-memory attach, or with\n"
+            "                         FERRY_SHM_CMA=off (in both processes' environment) the\n"
+            "                         copy through shared buffers driven by the target's progress\n"
+            "  --no-thp     one-sided tests: leave malloc'ed memory (the local buffers, --mem\n"
+            "               register regions) on 4 KiB pages; by default buffers of 2 MiB and\n"
+            "               more are 2 MiB-aligned with madvise(MADV_HUGEPAGE), as ucx_perftest's\n"
+            "               are (ferry_mem_alloc memory is the library's: shmem page size)\n"
             "  -p PORT      TCP port of the server (default %u)\n"
             "  -c CORE      pin this process to CPU core CORE (sched_setaffinity)\n"
             "  -T SEC       give up when any step makes no progress for SEC seconds\n"
-            "               (default %u; the server waits max(SEC, %u) s for its client)\n"
+            "               (default %u; the server waits max(SEC, %u) s for its client; in\n"
+            "               one-sided tests the server waits for its client as long as the\n"
+            "               client's process lives)\n"
             "  -h, --help   this help\n"
             "\n"
             "Exit status: 0 success, 1 the run failed, 2 bad options.\n",
-            PERF_MAX_SIZES, PERF_DEFAULT_PORT, PERF_DEFAULT_TIMEOUT_S, PERF_ACCEPT_TIMEOUT_MIN_S);
+            PERF_RMA_WINDOW, PERF_RMA_WINDOW, PERF_MAX_SIZES, PERF_DEFAULT_PORT,
+            PERF_DEFAULT_TIMEOUT_S, PERF_ACCEPT_TIMEOUT_MIN_S);
 }
 
 static int usage_error(const char *format, const char *arg)
@@ -158,6 +246,8 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
 {
     static const struct option long_options[] = {
         {"wait", no_argument, NULL, 'W'},
+        {"mem", required_argument, NULL, 'M'},
+        {"no-thp", no_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -194,12 +284,13 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
             break;
         case 't':
             client_option = true;
-            if (strcmp(optarg, "am_lat") == 0)
-                opt->params.test = PERF_TEST_AM_LAT;
-            else if (strcmp(optarg, "am_bw") == 0)
-                opt->params.test = PERF_TEST_AM_BW;
-            else
-                return usage_error("unknown test '%s' (am_lat or am_bw)", optarg);
+            opt->params.test = PERF_TEST_NONE;
+            for (unsigned t = 1; t <= PERF_TEST_LAST; t++) {
+                if (strcmp(optarg, perf_test_name((perf_test_t)t)) == 0)
+                    opt->params.test = (perf_test_t)t;
+            }
+            if (opt->params.test == PERF_TEST_NONE)
+                return usage_error("unknown test '%s' (" PERF_TEST_LIST ")", optarg);
             break;
         case 's':
             client_option = true;
@@ -239,6 +330,19 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
             client_option = true;
             opt->params.wait = true;
             break;
+        case 'H':
+            client_option = true;
+            opt->params.no_thp = true;
+            break;
+        case 'M':
+            client_option = true;
+            if (strcmp(optarg, "alloc") == 0)
+                opt->params.mem = PERF_MEM_ALLOC;
+            else if (strcmp(optarg, "register") == 0)
+                opt->params.mem = PERF_MEM_REGISTER;
+            else
+                return usage_error("unknown memory '%s' (alloc or register)", optarg);
+            break;
         case 'h':
             usage(stdout);
             return 1;
@@ -257,10 +361,23 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (opt->host == NULL && client_option)
-        return usage_error("%s", "-t, -s, -n, -w, -r, -f and --wait are client options: give "
-                                 "the server's HOST (the server takes only -p, -c, -T)");
+        return usage_error("%s", "-t, -s, -n, -w, -r, -f, --wait, --mem and --no-thp are client "
+                                 "options: give the server's HOST (the server takes only -p, -c, "
+                                 "-T)");
     if (opt->host != NULL && opt->params.test == PERF_TEST_NONE)
-        return usage_error("%s", "missing -t TEST (am_lat or am_bw)");
+        return usage_error("%s", "missing -t TEST (" PERF_TEST_LIST ")");
+    for (unsigned i = 0; i < opt->params.size_count; i++) {
+        char text[32];
+        uint64_t size = opt->params.sizes[i];
+        snprintf(text, sizeof(text), "%llu", (unsigned long long)size);
+        if ((opt->params.test == PERF_TEST_ATOMIC_LAT ||
+             opt->params.test == PERF_TEST_ATOMIC_RATE) &&
+            size != 4 && size != 8)
+            return usage_error("size %s: atomics work on 4- or 8-byte words (-s 4 or -s 8)", text);
+        if (opt->params.test == PERF_TEST_PUT_LAT && size == 0)
+            return usage_error("size %s: put_lat needs at least 1 byte (the byte the peer polls)",
+                               text);
+    }
     for (unsigned i = 0; i < opt->params.size_count; i++) {
         uint64_t iters = opt->iters ? opt->iters : default_iters(opt->params.sizes[i]);
         opt->params.iters[i] = iters;
@@ -337,6 +454,7 @@ static int run_size(perf_ctx_t *ctx, const perf_options_t *opt, unsigned index)
         .iters = opt->params.iters[index],
         .repeat = repeat,
         .wait = opt->params.wait,
+        .mem = opt->params.mem,
         .transport = perf_ctx_transport(ctx),
     };
 
@@ -346,12 +464,13 @@ static int run_size(perf_ctx_t *ctx, const perf_options_t *opt, unsigned index)
     }
     for (unsigned r = 0; r < repeat; r++) {
         p50[r] = avg[r] = p99[r] = bw[r] = rate[r] = NAN;
-        if (opt->params.test == PERF_TEST_AM_LAT) {
+        if (perf_test_is_lat(opt->params.test)) {
             perf_samples_t samples;
             if (perf_run_lat(ctx, index, &samples) != 0)
                 goto err;
-            perf_latency_stats(&samples, &p50[r], &avg[r], &p99[r]);
-            free(samples.rtt_ns);
+            perf_latency_stats(&samples, perf_test_is_pingpong(opt->params.test), &p50[r], &avg[r],
+                               &p99[r]);
+            free(samples.ticks);
         } else if (perf_run_bw(ctx, index, &bw[r], &rate[r]) != 0) {
             goto err;
         }
@@ -378,6 +497,7 @@ static int run_client(const perf_options_t *opt)
     int fd = perf_tcp_connect(opt->host, opt->port, opt->timeout_s);
     if (fd < 0)
         return 1;
+    perf_ticks_init();
     if (perf_tcp_send_params(fd, &opt->params, opt->timeout_s) != 0)
         goto out_close;
     if (perf_ctx_create(&opt->params, fd, opt->timeout_s, false, &ctx) != 0)
@@ -385,9 +505,11 @@ static int run_client(const perf_options_t *opt)
     if (perf_ctx_connect(ctx) != 0)
         goto out_destroy;
     if (opt->format == PERF_FORMAT_TABLE)
-        fprintf(stderr, "ferry_perf %s: %s to %s over %s, %s, %u run(s) per size\n",
+        fprintf(stderr, "ferry_perf %s: %s to %s over %s, %s%s%s, %u run(s) per size\n",
                 ferry_version_string(), perf_test_name(opt->params.test), opt->host,
                 perf_ctx_transport(ctx), opt->params.wait ? "ferry_worker_wait" : "busy polling",
+                perf_test_is_rma(opt->params.test) ? ", memory: " : "",
+                perf_test_is_rma(opt->params.test) ? perf_mem_name(opt->params.mem) : "",
                 opt->params.repeat);
     perf_print_header(opt->format);
     for (unsigned i = 0; i < opt->params.size_count; i++) {

@@ -1,8 +1,9 @@
-/* ferry_perf: latency and bandwidth of ferry's active messages between two processes, in the
- * spirit of ucx_perftest. The files split it by idea:
+/* ferry_perf: latency and bandwidth of ferry's active messages and one-sided operations
+ * between two processes, in the spirit of ucx_perftest. The files split it by idea:
  *   main.c       options, help, pinning, the client's and the server's sequence
- *   bootstrap.c  the TCP connection that carries worker addresses and test parameters
- *   tests.c      ferry objects, the am_lat and am_bw tests (client and server sides)
+ *   bootstrap.c  the TCP connection that carries worker addresses, test parameters and keys
+ *   tests.c      ferry objects, progress and sends, the am_lat and am_bw tests
+ *   rma.c        registered memory, remote keys, the one-sided tests (put_lat .. atomic_rate)
  *   report.c     statistics, table / CSV / JSON output, the progress line
  * Only the public API (ferry/ferry.h) is used. */
 #ifndef FERRY_PERF_H
@@ -20,12 +21,28 @@
 #define PERF_MAX_SIZES 32
 #define PERF_MAX_MESSAGE (1ull << 30) /* largest message size accepted by -s */
 #define PERF_MAX_ADDRESS 65536        /* largest worker address accepted from a peer */
+#define PERF_MAX_RKEY 65536           /* largest packed remote key accepted from a peer */
+#define PERF_RMA_WINDOW 32            /* one-sided operations in flight in put_bw, get_bw... */
+#define PERF_TEST_LIST "am_lat, am_bw, put_lat, get_lat, put_bw, get_bw, atomic_lat, atomic_rate"
 
 typedef enum perf_test {
     PERF_TEST_NONE = 0,
     PERF_TEST_AM_LAT = 1,
     PERF_TEST_AM_BW = 2,
+    PERF_TEST_PUT_LAT = 3,
+    PERF_TEST_GET_LAT = 4,
+    PERF_TEST_PUT_BW = 5,
+    PERF_TEST_GET_BW = 6,
+    PERF_TEST_ATOMIC_LAT = 7,
+    PERF_TEST_ATOMIC_RATE = 8,
+    PERF_TEST_LAST = PERF_TEST_ATOMIC_RATE,
 } perf_test_t;
+
+/* Where the target memory of the one-sided tests comes from. */
+typedef enum perf_mem {
+    PERF_MEM_ALLOC = 0,    /* ferry_mem_alloc: a local peer maps it (loads, stores, CPU atomics) */
+    PERF_MEM_REGISTER = 1, /* malloc + ferry_mem_register: cross-memory attach or the fallback */
+} perf_mem_t;
 
 typedef enum perf_format {
     PERF_FORMAT_TABLE,
@@ -37,6 +54,8 @@ typedef enum perf_format {
 typedef struct perf_params {
     perf_test_t test;
     bool wait;       /* ferry_worker_wait instead of busy polling */
+    perf_mem_t mem;  /* one-sided tests: the target memory */
+    bool no_thp;     /* one-sided tests: no madvise(MADV_HUGEPAGE) on malloc'ed buffers */
     unsigned repeat; /* runs per size */
     unsigned size_count;
     uint64_t sizes[PERF_MAX_SIZES];
@@ -62,6 +81,7 @@ typedef struct perf_result {
     uint64_t iters;
     unsigned repeat;
     bool wait;
+    perf_mem_t mem;
     const char *transport;
     double lat_p50_us; /* one-way latency */
     double lat_avg_us;
@@ -70,15 +90,28 @@ typedef struct perf_result {
     double msgrate_Mps;
 } perf_result_t;
 
-/* Latency samples of one run (round-trip times in ns). */
+/* Latency samples of one run: round-trip times (ping-pong tests) or operation times, in
+ * perf_ticks() units. */
 typedef struct perf_samples {
-    uint64_t *rtt_ns;
+    uint64_t *ticks;
     uint64_t count;
 } perf_samples_t;
 
 /* ---------------------------------------------------------------- main.c */
 const char *perf_test_name(perf_test_t test);
+const char *perf_mem_name(perf_mem_t mem);
+bool perf_test_is_rma(perf_test_t test);
+/* Tests whose result is a latency (the others give bandwidth and rate). */
+bool perf_test_is_lat(perf_test_t test);
+/* Ping-pong tests: a sample is a round trip, the one-way latency half of it. */
+bool perf_test_is_pingpong(perf_test_t test);
 uint64_t perf_now_ns(void);
+/* A cheap time stamp for latency samples: the TSC on x86 (what ucx_perftest uses too: a
+ * clock_gettime per sample would add ~20 ns to each), else perf_now_ns. perf_ticks_init
+ * measures the tick against CLOCK_MONOTONIC (20 ms); perf_ticks_ns converts a difference. */
+void perf_ticks_init(void);
+uint64_t perf_ticks(void);
+double perf_ticks_ns(uint64_t ticks);
 
 /* ---------------------------------------------------------------- bootstrap.c */
 /* Each returns 0, or -1 after printing why. Every call waits at most timeout_s seconds. */
@@ -94,16 +127,105 @@ int perf_tcp_recv_params(int fd, perf_params_t *params, unsigned timeout_s);
 bool perf_tcp_peer_gone(int fd);
 
 /* ---------------------------------------------------------------- tests.c */
-typedef struct perf_ctx perf_ctx_t;
+/* Active-message ids (tests.c; the RMA_* ones carry rma.c's control messages). */
+enum perf_am_id {
+    AM_PING = 1,
+    AM_PING_CHECK,
+    AM_PONG,
+    AM_PONG_CHECK,
+    AM_DATA,
+    AM_DATA_CHECK,
+    AM_END,
+    AM_ACK,
+    AM_BYE,
+    AM_RMA_CTRL,
+    AM_RMA_REPLY,
+    AM_COUNT,
+};
 
-/* Create context, worker, handlers, the send buffer (max_size bytes of the pattern). */
+typedef struct perf_ack {
+    uint64_t count; /* messages received since the previous END */
+    uint64_t bytes;
+    uint64_t bad; /* messages whose length or bytes were wrong */
+} perf_ack_t;
+
+/* A control message of the one-sided tests (client to server, AM_RMA_CTRL header). */
+typedef struct perf_ctrl {
+    uint32_t op;     /* perf_ctrl_op_t (rma.c) */
+    uint32_t size;   /* CHECK_WORD: the word's size (4 or 8) */
+    uint64_t seed;   /* FILL, CHECK: the pattern (0: zeros); PINGPONG: the server's pattern */
+    uint64_t length; /* bytes from offset 0 */
+    uint64_t value;  /* CHECK: the last byte (PERF_NO_LAST: pattern); CHECK_WORD: the word */
+    uint64_t count;  /* PINGPONG: round trips */
+} perf_ctrl_t;
+
+/* The server's answer (AM_RMA_REPLY header). */
+typedef struct perf_ctrl_reply {
+    uint64_t bad;       /* wrong bytes (0: all right) */
+    uint64_t first_bad; /* offset of the first wrong byte */
+    uint64_t value;     /* CHECK_WORD: the word found */
+} perf_ctrl_reply_t;
+
+typedef struct perf_ctx {
+    perf_params_t params;
+    int tcp_fd;
+    uint64_t timeout_ns;
+    bool is_server;
+    bool idle_timeout; /* false: only a vanished peer stops an idle wait (server, one-sided) */
+    ferry_context_t *context;
+    ferry_worker_t *worker;
+    ferry_ep_t *ep;
+    uint8_t *pattern;
+    size_t pattern_size;
+    /* the completion of every send that returned FERRY_INPROGRESS: count = sends in flight */
+    ferry_completion_t comp;
+    ferry_completion_t close_comp; /* of ferry_ep_close (here: it may outlive a failed wait) */
+    /* what the handlers saw */
+    uint64_t expect_length; /* client: the size of the current test */
+    uint64_t pings, pongs;
+    uint64_t ping_length;
+    bool ping_check;
+    uint64_t data_count, data_bytes;
+    uint64_t bad, bad_total;
+    uint64_t ends, acks;
+    perf_ack_t ack;
+    bool bye;         /* server: the client said goodbye */
+    bool closing;     /* we are closing: the peer's graceful close is expected */
+    bool peer_closed; /* the peer closed its endpoint to us */
+    ferry_status_t failed;
+    /* idle tracking */
+    unsigned idle_polls;
+    uint64_t idle_since_ns; /* 0: an event happened since the last check */
+
+    /* one-sided tests (rma.c) */
+    ferry_mem_t *mem;   /* our registration: the peer's target */
+    uint8_t *region;    /* its memory */
+    void *region_block; /* --mem register: the block to free after deregistering */
+    size_t region_size;
+    ferry_rkey_t *rkey; /* the peer's region */
+    uint64_t peer_region_size;
+    uint8_t *local;  /* source of puts, destination of gets (region_size bytes) */
+    uint8_t *period; /* one period of the pattern of period_seed */
+    uint64_t period_seed;
+    ferry_completion_t rma_comp;   /* count = one-sided operations in flight */
+    ferry_completion_t flush_comp; /* of the last ferry_ep_flush */
+    uint64_t next_seed;            /* client: the pattern of the next run */
+    perf_ctrl_t ctrl;              /* server: the last request */
+    uint64_t ctrls, ctrls_done;    /* server: requests received, handled */
+    perf_ctrl_reply_t reply;       /* client: the last answer */
+    uint64_t replies;
+} perf_ctx_t;
+
+/* Create context, worker, handlers, the send buffer (max_size bytes of the pattern; for the
+ * one-sided tests the registered memory and the local buffer instead). */
 int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s, bool is_server,
                     perf_ctx_t **ctx_p);
-/* Swap worker addresses over the TCP connection and create the endpoint to the peer. */
+/* Swap worker addresses (and, for the one-sided tests, packed keys) over the TCP connection
+ * and create the endpoint to the peer. */
 int perf_ctx_connect(perf_ctx_t *ctx);
 const char *perf_ctx_transport(const perf_ctx_t *ctx);
-/* Client: one run of the test at sizes[index]; fills either samples (am_lat) or the
- * bandwidth figures (am_bw). */
+/* Client: one run of the test at sizes[index]; fills either samples (latency tests) or the
+ * bandwidth figures (the others; NAN where one does not apply). */
 int perf_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples);
 int perf_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrate_Mps);
 /* Server: answer the client until it says goodbye. */
@@ -112,9 +234,40 @@ int perf_serve(perf_ctx_t *ctx);
 int perf_ctx_finish(perf_ctx_t *ctx, bool is_server);
 void perf_ctx_destroy(perf_ctx_t *ctx);
 
+/* Shared with rma.c. */
+void perf_fail(perf_ctx_t *ctx, ferry_status_t status, const char *what);
+/* One round of progress (busy: never sleep in --wait mode); 0, or -1 when the run must stop. */
+int perf_poll(perf_ctx_t *ctx, bool busy);
+/* Send an active message with length bytes of the pattern; retries FERRY_ERR_NO_RESOURCE. */
+int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_length,
+              size_t length);
+/* Wait until at most limit sends are in flight. */
+int perf_window(perf_ctx_t *ctx, int64_t limit);
+int perf_wait_for(perf_ctx_t *ctx, const uint64_t *counter, uint64_t target);
+
+/* ---------------------------------------------------------------- rma.c */
+#define PERF_NO_LAST UINT64_MAX
+
+/* Allocate or register the region and the local buffer (perf_ctx_create). */
+int perf_rma_create(perf_ctx_t *ctx);
+/* Swap packed keys over TCP and unpack the peer's (perf_ctx_connect, after the endpoint). */
+int perf_rma_connect(perf_ctx_t *ctx);
+void perf_rma_destroy(perf_ctx_t *ctx);
+ferry_status_t perf_rma_on_ctrl(void *arg, const void *header, size_t header_length, void *data,
+                                size_t length, const ferry_am_recv_params_t *params);
+ferry_status_t perf_rma_on_reply(void *arg, const void *header, size_t header_length, void *data,
+                                 size_t length, const ferry_am_recv_params_t *params);
+/* Server: handle the request received last (perf_serve). */
+int perf_rma_serve(perf_ctx_t *ctx);
+/* Client: one run (as perf_run_lat / perf_run_bw). */
+int perf_rma_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples);
+int perf_rma_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrate_Mps);
+
 /* ---------------------------------------------------------------- report.c */
-/* One-way latency figures (µs) of a run's round-trip samples; sorts them. */
-void perf_latency_stats(perf_samples_t *samples, double *p50_us, double *avg_us, double *p99_us);
+/* Latency figures (µs) of a run's samples; sorts them. pingpong: the samples are round trips
+ * and the figures half of them (one way). */
+void perf_latency_stats(perf_samples_t *samples, bool pingpong, double *p50_us, double *avg_us,
+                        double *p99_us);
 double perf_median(double *values, unsigned count);
 void perf_print_header(perf_format_t format);
 void perf_print_result(perf_format_t format, const perf_result_t *result);

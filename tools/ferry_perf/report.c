@@ -20,21 +20,23 @@ static int compare_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void perf_latency_stats(perf_samples_t *samples, double *p50_us, double *avg_us, double *p99_us)
+void perf_latency_stats(perf_samples_t *samples, bool pingpong, double *p50_us, double *avg_us,
+                        double *p99_us)
 {
     uint64_t n = samples->count;
-    uint64_t *v = samples->rtt_ns;
+    uint64_t *v = samples->ticks;
     double sum = 0;
+    /* ticks -> µs; one way = half the round trip */
+    double us = perf_ticks_ns(1000000) / 1e9 / (pingpong ? 2.0 : 1.0);
 
     qsort(v, n, sizeof(*v), compare_u64);
     for (uint64_t i = 0; i < n; i++)
         sum += (double)v[i];
     double median = n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
     uint64_t i99 = (99 * n + 99) / 100; /* ceil(0.99 n): no libm needed */
-    /* one way = half the round trip; ns -> µs */
-    *p50_us = median / 2000.0;
-    *avg_us = sum / (double)n / 2000.0;
-    *p99_us = (double)v[i99 > 0 ? i99 - 1 : 0] / 2000.0;
+    *p50_us = median * us;
+    *avg_us = sum / (double)n * us;
+    *p99_us = (double)v[i99 > 0 ? i99 - 1 : 0] * us;
 }
 
 double perf_median(double *values, unsigned count)
@@ -49,7 +51,7 @@ void perf_print_header(perf_format_t format)
 {
     switch (format) {
     case PERF_FORMAT_TABLE:
-        printf("%-7s %10s %9s %10s %10s %10s %10s %10s\n", "test", "size(B)", "iters", "p50(us)",
+        printf("%-11s %10s %9s %10s %10s %10s %10s %10s\n", "test", "size(B)", "iters", "p50(us)",
                "avg(us)", "p99(us)", "BW(GB/s)", "rate(M/s)");
         break;
     case PERF_FORMAT_CSV:
@@ -84,7 +86,7 @@ void perf_print_result(perf_format_t format, const perf_result_t *r)
     char a[32], b[32], c[32], d[32], e[32];
     switch (format) {
     case PERF_FORMAT_TABLE:
-        printf("%-7s %10llu %9llu %10s %10s %10s %10s %10s\n", perf_test_name(r->test),
+        printf("%-11s %10llu %9llu %10s %10s %10s %10s %10s\n", perf_test_name(r->test),
                (unsigned long long)r->size, (unsigned long long)r->iters,
                table_cell(a, sizeof(a), r->lat_p50_us, "%.3f"),
                table_cell(b, sizeof(b), r->lat_avg_us, "%.3f"),
@@ -99,16 +101,20 @@ void perf_print_result(perf_format_t format, const perf_result_t *r)
                data_cell(e, sizeof(e), r->msgrate_Mps, ""));
         break;
     case PERF_FORMAT_JSON:
-        printf("{\"test\":\"%s\",\"size\":%llu,\"iterations\":%llu,\"repeat\":%u,\"wait\":%s,"
-               "\"transport\":\"%s\",\"lat_p50_us\":%s,\"lat_avg_us\":%s,\"lat_p99_us\":%s,"
-               "\"bw_GBps\":%s,\"msgrate_Mps\":%s}\n",
-               perf_test_name(r->test), (unsigned long long)r->size, (unsigned long long)r->iters,
-               r->repeat, r->wait ? "true" : "false", r->transport,
-               data_cell(a, sizeof(a), r->lat_p50_us, "null"),
-               data_cell(b, sizeof(b), r->lat_avg_us, "null"),
-               data_cell(c, sizeof(c), r->lat_p99_us, "null"),
-               data_cell(d, sizeof(d), r->bw_GBps, "null"),
-               data_cell(e, sizeof(e), r->msgrate_Mps, "null"));
+        printf(
+            "{\"test\":\"%s\",\"size\":%llu,\"iterations\":%llu,\"repeat\":%u,\"wait\":%s,"
+            "\"mem\":%s,\"transport\":\"%s\",\"lat_p50_us\":%s,\"lat_avg_us\":%s,\"lat_p99_us\":%s,"
+            "\"bw_GBps\":%s,\"msgrate_Mps\":%s}\n",
+            perf_test_name(r->test), (unsigned long long)r->size, (unsigned long long)r->iters,
+            r->repeat, r->wait ? "true" : "false",
+            !perf_test_is_rma(r->test)    ? "null"
+            : r->mem == PERF_MEM_REGISTER ? "\"register\""
+                                          : "\"alloc\"",
+            r->transport, data_cell(a, sizeof(a), r->lat_p50_us, "null"),
+            data_cell(b, sizeof(b), r->lat_avg_us, "null"),
+            data_cell(c, sizeof(c), r->lat_p99_us, "null"),
+            data_cell(d, sizeof(d), r->bw_GBps, "null"),
+            data_cell(e, sizeof(e), r->msgrate_Mps, "null"));
         break;
     }
     fflush(stdout);

@@ -1,5 +1,5 @@
-/* The tests, over the public API: ferry objects, the active-message handlers, and both sides
- * of am_lat and am_bw.
+/* The tests, over the public API: ferry objects, progress and sends, the active-message
+ * handlers, and both sides of am_lat and am_bw (the one-sided tests are in rma.c).
  *
  * Messages (active-message ids below): the payload is always the first bytes of the same
  * pattern, so that the receiver can check it with one memcmp; only warm-up messages (the
@@ -7,26 +7,14 @@
  *   am_lat: the client sends PING, the server answers with a PONG of the same size.
  *   am_bw:  the client streams DATA, then END (header: how many it sent); the server answers
  *           with ACK (header: how many messages and bytes it got, how many were wrong).
- *   BYE:    the client is done; both sides then close their endpoint gracefully. */
+ *   BYE:    the client is done; both sides then close their endpoint gracefully.
+ *   RMA_CTRL, RMA_REPLY: the one-sided tests' requests and answers (rma.c). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "perf.h"
-
-enum perf_am_id {
-    AM_PING = 1,
-    AM_PING_CHECK,
-    AM_PONG,
-    AM_PONG_CHECK,
-    AM_DATA,
-    AM_DATA_CHECK,
-    AM_END,
-    AM_ACK,
-    AM_BYE,
-    AM_COUNT,
-};
 
 /* Sends that may be in flight (returned FERRY_INPROGRESS) at once: enough to keep the
  * transport's pipeline full without queueing the whole run. */
@@ -38,49 +26,13 @@ enum perf_am_id {
 /* Messages at least this large update the progress line every iteration (else every 1024). */
 #define PERF_PROGRESS_EVERY_SIZE 65536
 
-typedef struct perf_ack {
-    uint64_t count; /* messages received since the previous END */
-    uint64_t bytes;
-    uint64_t bad; /* messages whose length or bytes were wrong */
-} perf_ack_t;
-
-struct perf_ctx {
-    perf_params_t params;
-    int tcp_fd;
-    uint64_t timeout_ns;
-    bool is_server;
-    ferry_context_t *context;
-    ferry_worker_t *worker;
-    ferry_ep_t *ep;
-    uint8_t *pattern;
-    size_t pattern_size;
-    /* the completion of every send that returned FERRY_INPROGRESS: count = sends in flight */
-    ferry_completion_t comp;
-    /* what the handlers saw */
-    uint64_t expect_length; /* client: the size of the current test */
-    uint64_t pings, pongs;
-    uint64_t ping_length;
-    bool ping_check;
-    uint64_t data_count, data_bytes;
-    uint64_t bad, bad_total;
-    uint64_t ends, acks;
-    perf_ack_t ack;
-    bool bye;         /* server: the client said goodbye */
-    bool closing;     /* we are closing: the peer's graceful close is expected */
-    bool peer_closed; /* the peer closed its endpoint to us */
-    ferry_status_t failed;
-    /* idle tracking */
-    unsigned idle_polls;
-    uint64_t idle_since_ns; /* 0: an event happened since the last check */
-};
-
 static uint8_t pattern_byte(size_t i)
 {
     /* position-dependent, and different for bytes 4 KiB apart (a misplaced fragment shows) */
     return (uint8_t)(i * 7 + (i >> 8) * 13 + 1);
 }
 
-static void perf_fail(perf_ctx_t *ctx, ferry_status_t status, const char *what)
+void perf_fail(perf_ctx_t *ctx, ferry_status_t status, const char *what)
 {
     if (ctx->failed == FERRY_OK) {
         fprintf(stderr, "ferry_perf: %s: %s\n", what, ferry_status_string(status));
@@ -230,7 +182,8 @@ static void on_ep_error(void *arg, ferry_ep_t *ep, ferry_status_t status)
 /* ---------------------------------------------------------------- progress */
 
 /* Nothing happened for a while: give up after the timeout, or when the peer process is gone
- * (its TCP connection closed: a backup for the endpoints' error callbacks). */
+ * (its TCP connection closed: a backup for the endpoints' error callbacks). The server of a
+ * one-sided test has no timeout: the client's operations may not involve it for any time. */
 static int perf_check_idle(perf_ctx_t *ctx)
 {
     uint64_t now = perf_now_ns();
@@ -242,7 +195,7 @@ static int perf_check_idle(perf_ctx_t *ctx)
     }
     if (ctx->idle_since_ns == 0) {
         ctx->idle_since_ns = now;
-    } else if (now - ctx->idle_since_ns > ctx->timeout_ns) {
+    } else if (ctx->idle_timeout && now - ctx->idle_since_ns > ctx->timeout_ns) {
         perf_fail(ctx, FERRY_ERR_TIMED_OUT, "nothing happened for too long (see -T)");
         return -1;
     }
@@ -252,7 +205,7 @@ static int perf_check_idle(perf_ctx_t *ctx)
 /* One round of progress: ferry_worker_progress, or in --wait mode ferry_worker_wait unless
  * busy is set (after FERRY_ERR_NO_RESOURCE the API asks for progress, and nothing would wake
  * a waiter when queue space frees up). Returns 0, or -1 when the run must stop. */
-static int perf_poll(perf_ctx_t *ctx, bool busy)
+int perf_poll(perf_ctx_t *ctx, bool busy)
 {
     unsigned events;
     if (ctx->params.wait && !busy) {
@@ -283,8 +236,7 @@ static int perf_poll(perf_ctx_t *ctx, bool busy)
 
 /* Send length bytes of the pattern. FERRY_INPROGRESS: the buffer stays in use until the
  * completion counts the send done; we never write the pattern, so we may go on at once. */
-static int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_length,
-                     size_t length)
+int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_length, size_t length)
 {
     ferry_iov_t iov = {.buffer = ctx->pattern, .length = length};
     for (;;) {
@@ -310,7 +262,7 @@ static int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t he
 }
 
 /* Wait until at most limit sends are in flight. */
-static int perf_window(perf_ctx_t *ctx, int64_t limit)
+int perf_window(perf_ctx_t *ctx, int64_t limit)
 {
     while (ctx->comp.count > limit) {
         if (perf_poll(ctx, false) != 0)
@@ -323,7 +275,7 @@ static int perf_window(perf_ctx_t *ctx, int64_t limit)
     return 0;
 }
 
-static int perf_wait_for(perf_ctx_t *ctx, const uint64_t *counter, uint64_t target)
+int perf_wait_for(perf_ctx_t *ctx, const uint64_t *counter, uint64_t target)
 {
     while (*counter < target) {
         if (perf_poll(ctx, false) != 0)
@@ -338,11 +290,17 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
                     perf_ctx_t **ctx_p)
 {
     static const ferry_am_handler_cb_t handlers[AM_COUNT] = {
-        [AM_PING] = on_ping, [AM_PING_CHECK] = on_ping_check,
-        [AM_PONG] = on_pong, [AM_PONG_CHECK] = on_pong_check,
-        [AM_DATA] = on_data, [AM_DATA_CHECK] = on_data_check,
-        [AM_END] = on_end,   [AM_ACK] = on_ack,
+        [AM_PING] = on_ping,
+        [AM_PING_CHECK] = on_ping_check,
+        [AM_PONG] = on_pong,
+        [AM_PONG_CHECK] = on_pong_check,
+        [AM_DATA] = on_data,
+        [AM_DATA_CHECK] = on_data_check,
+        [AM_END] = on_end,
+        [AM_ACK] = on_ack,
         [AM_BYE] = on_bye,
+        [AM_RMA_CTRL] = perf_rma_on_ctrl,
+        [AM_RMA_REPLY] = perf_rma_on_reply,
     };
     ferry_status_t status;
     perf_ctx_t *ctx = calloc(1, sizeof(*ctx));
@@ -354,8 +312,10 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
     ctx->tcp_fd = tcp_fd;
     ctx->timeout_ns = (uint64_t)timeout_s * 1000000000ull;
     ctx->is_server = is_server;
+    ctx->idle_timeout = !(is_server && perf_test_is_rma(params->test));
     ctx->comp.status = FERRY_OK;
-    for (unsigned i = 0; i < params->size_count; i++) {
+    ctx->rma_comp.status = FERRY_OK;
+    for (unsigned i = 0; i < params->size_count && !perf_test_is_rma(params->test); i++) {
         if (params->sizes[i] > ctx->pattern_size)
             ctx->pattern_size = params->sizes[i];
     }
@@ -382,9 +342,13 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
     }
     for (unsigned id = 1; id < AM_COUNT; id++)
         ferry_am_set_handler(ctx->worker, id, handlers[id], ctx);
+    if (perf_test_is_rma(params->test) && perf_rma_create(ctx) != 0)
+        goto err_worker;
     *ctx_p = ctx;
     return 0;
 
+err_worker:
+    ferry_worker_destroy(ctx->worker);
 err_context:
     ferry_context_destroy(ctx->context);
 err_free:
@@ -412,6 +376,8 @@ int perf_ctx_connect(perf_ctx_t *ctx)
         fprintf(stderr, "ferry_perf: ferry_ep_create: %s\n", ferry_status_string(status));
         return -1;
     }
+    if (perf_test_is_rma(ctx->params.test) && perf_rma_connect(ctx) != 0)
+        return -1;
     if (ctx->is_server)
         return 0;
     /* one END/ACK round trip: both connections are up before anything is measured */
@@ -434,14 +400,16 @@ const char *perf_ctx_transport(const perf_ctx_t *ctx)
 
 int perf_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples)
 {
+    if (perf_test_is_rma(ctx->params.test))
+        return perf_rma_run_lat(ctx, index, samples);
     uint64_t size = ctx->params.sizes[index];
     uint64_t iters = ctx->params.iters[index];
     uint64_t warmup = ctx->params.warmup[index];
     uint64_t total = warmup + iters;
 
     samples->count = 0;
-    samples->rtt_ns = malloc(iters * sizeof(*samples->rtt_ns));
-    if (samples->rtt_ns == NULL) {
+    samples->ticks = malloc(iters * sizeof(*samples->ticks));
+    if (samples->ticks == NULL) {
         fprintf(stderr, "ferry_perf: out of memory for %llu samples\n", (unsigned long long)iters);
         return -1;
     }
@@ -451,12 +419,12 @@ int perf_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples)
     for (uint64_t i = 0; i < total; i++) {
         bool check = i < warmup;
         uint64_t target = ctx->pongs + 1;
-        uint64_t start = perf_now_ns();
+        uint64_t start = perf_ticks();
         if (perf_send(ctx, check ? AM_PING_CHECK : AM_PING, NULL, 0, size) != 0 ||
             perf_wait_for(ctx, &ctx->pongs, target) != 0)
             goto err;
         if (!check)
-            samples->rtt_ns[i - warmup] = perf_now_ns() - start;
+            samples->ticks[i - warmup] = perf_ticks() - start;
         if ((i & 1023) == 0 || size >= PERF_PROGRESS_EVERY_SIZE)
             perf_progress_update(i);
     }
@@ -473,8 +441,8 @@ int perf_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples)
 
 err:
     perf_progress_end();
-    free(samples->rtt_ns);
-    samples->rtt_ns = NULL;
+    free(samples->ticks);
+    samples->ticks = NULL;
     return -1;
 }
 
@@ -509,6 +477,8 @@ static int bw_phase(perf_ctx_t *ctx, uint64_t size, uint64_t count, bool check, 
 
 int perf_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrate_Mps)
 {
+    if (perf_test_is_rma(ctx->params.test))
+        return perf_rma_run_bw(ctx, index, bw_GBps, msgrate_Mps);
     uint64_t size = ctx->params.sizes[index];
     uint64_t iters = ctx->params.iters[index];
     uint64_t warmup = ctx->params.warmup[index];
@@ -537,6 +507,11 @@ int perf_serve(perf_ctx_t *ctx)
 {
     uint64_t answered_pings = 0, answered_ends = 0;
     while (!ctx->bye) {
+        if (ctx->ctrls > ctx->ctrls_done) {
+            if (perf_rma_serve(ctx) != 0)
+                return -1;
+            continue;
+        }
         if (ctx->pings > answered_pings) {
             answered_pings = ctx->pings;
             if (perf_send(ctx, ctx->ping_check ? AM_PONG_CHECK : AM_PONG, NULL, 0,
@@ -563,7 +538,7 @@ int perf_serve(perf_ctx_t *ctx)
 
 int perf_ctx_finish(perf_ctx_t *ctx, bool is_server)
 {
-    ferry_completion_t closed = {.cb = NULL, .count = 1, .status = FERRY_OK};
+    ferry_completion_t *closed = &ctx->close_comp;
     ferry_status_t status;
 
     ctx->closing = true;
@@ -571,21 +546,22 @@ int perf_ctx_finish(perf_ctx_t *ctx, bool is_server)
         return -1;
     if (perf_window(ctx, 0) != 0)
         return -1;
-    status = ferry_ep_close(ctx->ep, 0, &closed);
+    *closed = (ferry_completion_t){.cb = NULL, .count = 1, .status = FERRY_OK};
+    status = ferry_ep_close(ctx->ep, 0, closed);
     if (status == FERRY_OK)
-        closed.count = 0;
+        closed->count = 0;
     else if (status != FERRY_INPROGRESS) {
         perf_fail(ctx, status, "ferry_ep_close");
         return -1;
     }
     /* our close is done when what we sent is delivered; then wait for the peer's close, so
      * that destroying our worker does not look like a crash to the peer */
-    while (closed.count > 0 || !ctx->peer_closed) {
+    while (closed->count > 0 || !ctx->peer_closed) {
         if (perf_poll(ctx, false) != 0)
             return -1;
     }
-    if (closed.status != FERRY_OK) {
-        perf_fail(ctx, closed.status, "ferry_ep_close completed");
+    if (closed->status != FERRY_OK) {
+        perf_fail(ctx, closed->status, "ferry_ep_close completed");
         return -1;
     }
     if (ctx->bad_total > 0) {
@@ -600,8 +576,13 @@ void perf_ctx_destroy(perf_ctx_t *ctx)
 {
     if (ctx == NULL)
         return;
+    /* a failed run may leave one-sided operations in flight with the key: end them first */
+    if (ctx->ep != NULL && (ctx->rma_comp.count > 0 || ctx->flush_comp.count > 0))
+        ferry_ep_close(ctx->ep, FERRY_EP_CLOSE_FORCE, NULL);
+    ferry_rkey_release(ctx->rkey); /* before its endpoint */
     ferry_ep_destroy(ctx->ep);
     ferry_worker_destroy(ctx->worker);
+    perf_rma_destroy(ctx);
     ferry_context_destroy(ctx->context);
     free(ctx->pattern);
     free(ctx);

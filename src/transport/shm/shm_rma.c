@@ -129,10 +129,18 @@ ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
     void *map;
     int fd;
 
-    if (!(rkey->key.flags & MEM_FLAG_ALLOC) || tlep->state != SHM_CONN_CONNECTED)
+    if (!(rkey->key.flags & MEM_FLAG_ALLOC))
         return FERRY_ERR_UNSUPPORTED;
+    if (tlep->state != SHM_CONN_CONNECTED)
+        return FERRY_ERR_NO_RESOURCE; /* try again once connected */
+    /* what the owner registered, not what the key claims, decides the mapping */
+    const mem_keytable_entry_t *e = shm_key_entry(tlep, rkey);
+    if (e == NULL || !(e->flags & MEM_FLAG_ALLOC))
+        return FERRY_ERR_UNSUPPORTED;
+    bool writable = (e->access & (FERRY_ACCESS_REMOTE_WRITE | FERRY_ACCESS_REMOTE_ATOMIC)) != 0;
+    uint64_t length = e->length;
     snprintf(path, sizeof(path), "/proc/%u/fd/%u", rkey->key.pid, rkey->key.alloc_fd);
-    fd = open(path, O_RDWR | O_CLOEXEC);
+    fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (fd < 0) {
         ferry_info("shm: cannot map the peer's memory: open(%s) failed: %s (loads and stores "
                    "through ferry_rkey_ptr are unavailable; put/get still work)",
@@ -140,7 +148,7 @@ ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
         return FERRY_ERR_UNSUPPORTED;
     }
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != rkey->key.alloc_inode ||
-        (uint64_t)st.st_size < rkey->key.length) {
+        (uint64_t)st.st_size < length) {
         ferry_info("shm: %s is not the memory the key names (inode %llu, %lld bytes; the key "
                    "says inode %llu, %llu bytes): was it freed?",
                    path, (unsigned long long)st.st_ino, (long long)st.st_size,
@@ -149,7 +157,8 @@ ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
         close(fd);
         return FERRY_ERR_UNSUPPORTED;
     }
-    map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    map = mmap(NULL, (size_t)st.st_size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+               MAP_SHARED, fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
         ferry_warn("shm: mmap(%s, %lld bytes) failed: %s", path, (long long)st.st_size,
@@ -158,6 +167,7 @@ ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
     }
     rkey->mapped = map;
     rkey->mapped_size = (size_t)st.st_size;
+    rkey->mapped_length = (size_t)length;
     return FERRY_OK;
 }
 
@@ -443,6 +453,24 @@ ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const ferry_rma_op_t *op)
         ferry_debug("shm: region %u (generation %u) of pid %u is no longer registered",
                     rkey->key.index, rkey->key.generation, tlep->peer_pid);
         return FERRY_ERR_ACCESS;
+    }
+    /* The owner's entry, not the key (which a peer could have edited), grants access and
+     * bounds the ranges. */
+    unsigned need = atomic                        ? FERRY_ACCESS_REMOTE_ATOMIC
+                    : op->kind == FERRY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE
+                                                : FERRY_ACCESS_REMOTE_READ;
+    if ((e->access & need) != need) {
+        ferry_debug("shm: region %u of pid %u does not grant access 0x%x", rkey->key.index,
+                    tlep->peer_pid, need);
+        return FERRY_ERR_ACCESS;
+    }
+    for (size_t r = 0; r < op->remote_count; r++) {
+        if (!mem_range_ok(e->length, op->remote[r].offset, op->remote[r].length)) {
+            ferry_debug("shm: range [%llu, +%zu) is outside the %llu-byte region %u of pid %u",
+                        (unsigned long long)op->remote[r].offset, op->remote[r].length,
+                        (unsigned long long)e->length, rkey->key.index, tlep->peer_pid);
+            return FERRY_ERR_ACCESS;
+        }
     }
     if (rkey->mapped != NULL) {
         status = shm_claim_single_use(e, rkey);

@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# compare_rma.sh: ferry_perf against UCX's ucx_perftest (UCT), one-sided operations over shared
+# memory.
+#
+# In one session, alternating ferry and UCX run by run (A B A B ...), REPEAT times, at 8 B,
+# 4 KiB, 64 KiB, 1 MiB, 16 MiB, 64 MiB:
+#   put_lat  ferry (--mem alloc: stores into the peer's mapping)
+#            vs UCX put_lat -x posix -d memory -D short (8 B) / -D bcopy (larger)
+#   put_bw   ferry --mem alloc, ferry --mem register (cross-memory attach)
+#            vs UCX put_bw -x cma -d memory -D zcopy
+#   get_bw   the same, vs UCX get -x cma -d memory -D zcopy
+# and at 8 B: ferry atomic_lat (fetch-add on the mapping) vs UCX fadd -x posix -d memory;
+# then ferry alone: the fallback path (--mem register, FERRY_SHM_CMA=off in both processes),
+# put_bw and get_bw at 64 KiB, 1 MiB, 16 MiB.
+# Servers run on core 0, clients on core 1. Prints tables of medians over the REPEAT runs and
+# a summary of the issue's targets.
+#
+# Usage: bench/compare_rma.sh [REPEAT]     (default 5; see bench/README.md)
+# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
+# default 24000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+repeat=${1:-5}
+ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
+ferry_info=$(dirname "$ferry_perf")/ferry_info
+port=${BENCH_PORT:-24000}
+scale=${BENCH_ITERS_SCALE:-1}
+run_timeout=120 # seconds any one client or server may take
+sizes="8 4096 65536 1048576 16777216 67108864"
+fallback_sizes="65536 1048576 16777216"
+
+if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: $0 [REPEAT]   (REPEAT: runs per configuration, default 5)" >&2
+    exit 2
+fi
+if ! [[ $scale =~ ^[1-9][0-9]*$ ]]; then
+    echo "compare_rma.sh: BENCH_ITERS_SCALE must be a positive integer" >&2
+    exit 2
+fi
+if [[ ! -x $ferry_perf ]]; then
+    echo "compare_rma.sh: $ferry_perf not found; build first:" >&2
+    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
+    exit 1
+fi
+if ! command -v ucx_perftest >/dev/null; then
+    echo "compare_rma.sh: installing ucx-utils (ucx_perftest)" >&2
+    if ! apt-get install -y ucx-utils >/dev/null 2>&1; then
+        apt-get update >/dev/null && apt-get install -y ucx-utils >/dev/null
+    fi
+fi
+for tool in ucx_perftest ucx_info ss awk timeout; do
+    command -v $tool >/dev/null || { echo "compare_rma.sh: $tool is missing" >&2; exit 1; }
+done
+# UCX's transports here: posix (mapped shared memory) and cma, both on device "memory".
+for tl in posix cma; do
+    if ! ucx_info -d 2>/dev/null | grep -q "Transport: $tl\$"; then
+        echo "compare_rma.sh: UCX has no '$tl' transport here (ucx_info -d)" >&2
+        exit 1
+    fi
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ferry_compare_rma.XXXXXX")
+raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
+server_pid=
+
+cleanup() {
+    if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The next free TCP port: a new one for every run (no TIME_WAIT surprises).
+next_port() {
+    port=$((port + 1))
+    while ss -Htan "( sport = :$port )" | grep -q .; do
+        port=$((port + 1))
+    done
+}
+
+# Wait until something listens on TCP port $1 (at most 10 s) while server $2 is alive.
+wait_listening() {
+    local deadline=$((SECONDS + 10))
+    until ss -Hltn "( sport = :$1 )" | grep -q .; do
+        if ! kill -0 "$2" 2>/dev/null; then
+            return 1
+        fi
+        if ((SECONDS >= deadline)); then
+            return 1
+        fi
+        sleep 0.02
+    done
+}
+
+# start_server LOG CMD...: runs CMD in the background, waits for its port.
+start_server() {
+    local log=$1
+    shift
+    timeout $run_timeout "$@" >"$log" 2>&1 &
+    server_pid=$!
+    if ! wait_listening "$port" "$server_pid"; then
+        echo "compare_rma.sh: server did not listen on port $port: $*" >&2
+        cat "$log" >&2
+        exit 1
+    fi
+}
+
+finish_server() {
+    local rc=0
+    wait "$server_pid" || rc=$?
+    server_pid=
+    return $rc
+}
+
+# Iterations per run: enough for a stable median, few enough for a ~6 minute default session.
+lat_iters() {
+    case $1 in
+    8) echo 100000 ;;
+    4096) echo 50000 ;;
+    65536) echo 10000 ;;
+    1048576) echo 2000 ;;
+    16777216) echo 60 ;;
+    67108864) echo 16 ;;
+    esac
+}
+bw_iters() {
+    case $1 in
+    8) echo 200000 ;;
+    4096) echo 100000 ;;
+    65536) echo 20000 ;;
+    1048576) echo 2000 ;;
+    16777216) echo 100 ;;
+    67108864) echo 30 ;;
+    esac
+}
+fallback_iters() {
+    case $1 in
+    65536) echo 2000 ;;
+    1048576) echo 200 ;;
+    16777216) echo 16 ;;
+    esac
+}
+atomic_iters=200000
+
+nsizes=$(wc -w <<<"$sizes")
+nfallback=$(wc -w <<<"$fallback_sizes")
+count=0
+total_runs=$(((nsizes * 8 + 2 + nfallback * 2) * repeat))
+
+# run_ferry TEST SIZE ITERS MODE   (MODE: alloc, register, fallback)
+run_ferry() {
+    local test=$1 size=$2 iters=$3 mode=$4
+    local mem=$mode cma=on
+    if [[ $mode == fallback ]]; then
+        mem=register
+        cma=off
+    fi
+    iters=$((iters * scale))
+    next_port
+    count=$((count + 1))
+    printf '[%3d/%d] ferry %-10s %9s B %s\n' "$count" "$total_runs" "$test" "$size" "$mode" >&2
+    start_server "$work/server.log" env FERRY_SHM_CMA=$cma "$ferry_perf" -p "$port" -c 0
+    local out
+    if ! out=$(FERRY_SHM_CMA=$cma timeout $run_timeout "$ferry_perf" localhost -p "$port" -c 1 \
+        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) --mem "$mem" -f csv \
+        2>"$work/client.log"); then
+        echo "compare_rma.sh: ferry_perf client failed:" >&2
+        cat "$work/client.log" "$work/server.log" >&2
+        exit 1
+    fi
+    finish_server || { echo "compare_rma.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
+    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+    echo "$out" | awk -F, -v mode="$mode" '$1 == "'"$test"'" {
+        printf "ferry,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
+}
+
+# run_ucx TEST SIZE ITERS TL LAYOUT   (TEST: put_lat, put_bw, get, fadd; LAYOUT "" for atomics)
+run_ucx() {
+    local test=$1 size=$2 iters=$3 tl=$4 layout=$5
+    local name=$test mode=$tl${layout:+-$layout}
+    local extra=()
+    [[ -n $layout ]] && extra=(-D "$layout")
+    case $test in
+    get) name=get_bw ;;
+    fadd) name=atomic_lat ;;
+    esac
+    iters=$((iters * scale))
+    next_port
+    count=$((count + 1))
+    printf '[%3d/%d] ucx   %-10s %9s B %s\n' "$count" "$total_runs" "$test" "$size" "$mode" >&2
+    start_server "$work/server.log" ucx_perftest -p "$port" -c 0
+    local out
+    if ! out=$(timeout $run_timeout ucx_perftest localhost -p "$port" -c 1 -t "$test" -x "$tl" \
+        -d memory "${extra[@]}" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) 2>&1); then
+        echo "compare_rma.sh: ucx_perftest client failed:" >&2
+        echo "$out" "$(cat "$work/server.log")" >&2
+        exit 1
+    fi
+    finish_server || true # ucx_perftest's server status carries no information
+    # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
+    # (UCX's MB is 2^20 bytes; put_lat is one way, half the round trip, like ferry's; get and
+    # fadd latencies are of one operation, like ferry's get_lat and atomic_lat)
+    local line
+    line=$(echo "$out" | grep '^Final:' | tail -1)
+    if [[ -z $line ]]; then
+        echo "compare_rma.sh: no 'Final:' line from ucx_perftest:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    echo "$line" | awk -v test="$name" -v size="$size" -v mode="$mode" '{
+        if (test ~ /_lat$/)
+            printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $4
+        else
+            printf "ucx,%s,%s,%s,,,%.4f,%.4f\n", test, size, mode, $6 * 1048576 / 1e9, $8 / 1e6
+    }' >>"$raw"
+}
+
+# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
+cpu_busy_percent() {
+    local a b
+    read -r -a a < <(grep '^cpu ' /proc/stat)
+    sleep 1
+    read -r -a b < <(grep '^cpu ' /proc/stat)
+    local total=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
+}
+
+echo "compare_rma.sh: $repeat runs per configuration; raw results in $raw" >&2
+busy_before=$(cpu_busy_percent)
+start_time=$SECONDS
+for ((r = 1; r <= repeat; r++)); do
+    for size in $sizes; do
+        layout=bcopy
+        ((size <= 8)) && layout=short
+        n=$(lat_iters "$size")
+        run_ferry put_lat "$size" "$n" alloc
+        run_ucx put_lat "$size" "$n" posix "$layout"
+    done
+    for size in $sizes; do
+        n=$(bw_iters "$size")
+        run_ferry put_bw "$size" "$n" alloc
+        run_ucx put_bw "$size" "$n" cma zcopy
+        run_ferry put_bw "$size" "$n" register
+        run_ferry get_bw "$size" "$n" alloc
+        run_ucx get "$size" "$n" cma zcopy
+        run_ferry get_bw "$size" "$n" register
+    done
+    run_ferry atomic_lat 8 $atomic_iters alloc
+    run_ucx fadd 8 $atomic_iters posix ""
+    for size in $fallback_sizes; do
+        n=$(fallback_iters "$size")
+        run_ferry put_bw "$size" "$n" fallback
+        run_ferry get_bw "$size" "$n" fallback
+    done
+done
+elapsed=$((SECONDS - start_time))
+echo "compare_rma.sh: $count runs in $elapsed s" >&2
+
+# ------------------------------------------------------------------ report: medians
+cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+cma_line=$("$ferry_info" -d 2>/dev/null | grep -o 'cross-memory attach usable: .*' || true)
+echo
+echo "ferry ($ferry_perf) vs UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}') (ucx_perftest, UCT: posix and cma on device memory)"
+echo "one-sided operations over shared memory, server on core 0, client on core 1, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "host: $cpu, $(nproc) CPUs, $(uname -r); ferry: ${cma_line:-ferry_info -d says nothing about cross-memory attach}"
+echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
+awk -F, -v sizes="$sizes" -v fsizes="$fallback_sizes" '
+function median(key,   n, i, j, t, a) {
+    if (vals[key] == "") return ""
+    n = split(vals[key], a, " ")
+    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
+function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
+function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+function human(s) { return s >= 1048576 ? (s / 1048576) "M" : s >= 1024 ? (s / 1024) "K" : s }
+NR > 1 {
+    k = $1 "," $2 "," $3 "," $4
+    add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7); add(k ",rate", $8)
+}
+END {
+    ns = split(sizes, S, " ")
+    printf "\nput_lat: ping-pong of puts, one-way latency (us); ferry --mem alloc vs UCX posix (short at 8 B, bcopy above)\n"
+    printf "ratio = ferry / UCX: below 1, ferry is faster\n"
+    printf "%9s %11s %11s %8s %11s %11s %8s\n", "size", "ferry_p50", "ucx_p50", "ratio", "ferry_avg", "ucx_avg", "ratio"
+    for (i = 1; i <= ns; i++) {
+        s = S[i]; u = (s <= 8) ? "posix-short" : "posix-bcopy"
+        fp = median("ferry,put_lat," s ",alloc,p50"); up = median("ucx,put_lat," s "," u ",p50")
+        fa = median("ferry,put_lat," s ",alloc,avg"); ua = median("ucx,put_lat," s "," u ",avg")
+        printf "%9s %11s %11s %8s %11s %11s %8s\n", human(s), fmt(fp, "%.3f"), fmt(up, "%.3f"), ratio(fp, up), fmt(fa, "%.3f"), fmt(ua, "%.3f"), ratio(fa, ua)
+        if (s == 8) { lat8_f = fp; lat8_u = up }
+    }
+    split("put_bw get_bw", T, " ")
+    for (t = 1; t <= 2; t++) {
+        test = T[t]
+        printf "\n%s: GB/s (10^9 B/s); ferry alloc = loads/stores on the mapping, ferry register = cross-memory attach;\n", test
+        printf "UCX = %s -x cma -d memory -D zcopy; ratio = ferry / UCX: above 1, ferry is faster\n", test == "put_bw" ? "put_bw" : "get"
+        printf "%9s %12s %12s %12s %10s %10s\n", "size", "ferry_alloc", "ferry_reg", "ucx_cma", "alloc/ucx", "reg/ucx"
+        for (i = 1; i <= ns; i++) {
+            s = S[i]
+            fa = median("ferry," test "," s ",alloc,bw"); fr = median("ferry," test "," s ",register,bw")
+            u = median("ucx," test "," s ",cma-zcopy,bw")
+            printf "%9s %12s %12s %12s %10s %10s\n", human(s), fmt(fa, "%.3f"), fmt(fr, "%.3f"), fmt(u, "%.3f"), ratio(fa, u), ratio(fr, u)
+            if (s >= 65536) {
+                big++
+                if (fa == "" || u == "" || fa < u) miss_alloc = miss_alloc sprintf(" %s %s (%s)", test, human(s), ratio(fa, u))
+                if (fr == "" || u == "" || fr < u) miss_reg = miss_reg sprintf(" %s %s (%s)", test, human(s), ratio(fr, u))
+            }
+        }
+    }
+    printf "\natomic_lat: one 8-byte fetch-add at a time (us); ferry --mem alloc (CPU atomic on the mapping) vs UCX fadd -x posix\n"
+    printf "%9s %11s %11s %8s %11s %11s %8s\n", "size", "ferry_p50", "ucx_p50", "ratio", "ferry_avg", "ucx_avg", "ratio"
+    af = median("ferry,atomic_lat,8,alloc,p50"); au = median("ucx,atomic_lat,8,posix,p50")
+    aaf = median("ferry,atomic_lat,8,alloc,avg"); aau = median("ucx,atomic_lat,8,posix,avg")
+    printf "%9s %11s %11s %8s %11s %11s %8s\n", 8, fmt(af, "%.3f"), fmt(au, "%.3f"), ratio(af, au), fmt(aaf, "%.3f"), fmt(aau, "%.3f"), ratio(aaf, aau)
+    nf = split(fsizes, F, " ")
+    printf "\nferry fallback (--mem register, FERRY_SHM_CMA=off: copies through shared buffers by the target'"'"'s progress), GB/s\n"
+    printf "%9s %12s %12s %14s %14s\n", "size", "put_bw", "get_bw", "put/cma_path", "get/cma_path"
+    for (i = 1; i <= nf; i++) {
+        s = F[i]
+        fp = median("ferry,put_bw," s ",fallback,bw"); fg = median("ferry,get_bw," s ",fallback,bw")
+        printf "%9s %12s %12s %14s %14s\n", human(s), fmt(fp, "%.3f"), fmt(fg, "%.3f"), ratio(fp, median("ferry,put_bw," s ",register,bw")), ratio(fg, median("ferry,get_bw," s ",register,bw"))
+    }
+    printf "\ntargets (issue 3), on these medians:\n"
+    printf "  large put/get bandwidth >= UCX cma at every size >= 64 KiB (%d cases):\n", big
+    printf "    ferry --mem alloc:    %s\n", miss_alloc == "" ? "met" : "NOT met at" miss_alloc
+    printf "    ferry --mem register: %s\n", miss_reg == "" ? "met" : "NOT met at" miss_reg
+    printf "  8 B put latency <= UCX (p50 %s vs %s us): %s\n", fmt(lat8_f, "%.3f"), fmt(lat8_u, "%.3f"), (lat8_f != "" && lat8_u != "" && lat8_f <= lat8_u) ? "met" : "NOT met"
+    printf "  fetch-add latency <= UCX (p50 %s vs %s us): %s\n", fmt(af, "%.3f"), fmt(au, "%.3f"), (af != "" && au != "" && af <= au) ? "met" : "NOT met"
+}' "$raw"
+echo
+echo "raw results (one line per run): $raw"
