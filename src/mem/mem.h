@@ -160,6 +160,7 @@ struct ferry_rkey {
     void *mapped;                      /* ferry_mem_alloc memory of a local peer, or NULL */
     size_t mapped_size;                /* of the mapping (whole pages) */
     size_t mapped_length;              /* of the region, from the owner's key table */
+    const mem_keytable_entry_t *entry; /* the owner's entry, while mapped and ep is open */
     ferry_iov_t *remote_iov;           /* the owner's pieces (cross-memory attach) */
     uint64_t *remote_ends;
     size_t remote_iovcnt;

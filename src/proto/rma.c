@@ -16,6 +16,7 @@
 
 #include "core/compiler.h"
 #include "core/log.h"
+#include "mem/atomic.h"
 #include "mem/mem.h"
 #include "progress/worker.h"
 #include "wireup/ep.h"
@@ -381,6 +382,25 @@ static ferry_status_t rma_check_range(const char *call, const ferry_rkey_t *rkey
     return FERRY_ERR_ACCESS;
 }
 
+/* The direct path: memory of a local peer mapped here (ferry_mem_alloc), still registered as
+ * the key says, granting the access, the range inside it, not single use, and nothing queued
+ * or fenced on ep. Then the operation is a load, a store or a CPU atomic right here: no
+ * descriptor, no request, no system call. Anything else takes the general path, which also
+ * produces the errors. */
+static inline void *rma_direct(const ferry_ep_t *ep, const ferry_rkey_t *rkey, unsigned access,
+                               uint64_t offset, uint64_t length)
+{
+    const mem_keytable_entry_t *e = rkey->entry;
+    if (e == NULL || (rkey->key.flags & FERRY_MEM_SINGLE_USE) || ep->rma.fence_pending ||
+        !ferry_list_is_empty(&ep->rma.queued))
+        return NULL;
+    if (atomic_load_explicit(&e->state, memory_order_acquire) !=
+            (((uint64_t)rkey->key.generation << 1) | 1u) ||
+        (e->access & access) != access || !mem_range_ok(rkey->mapped_length, offset, length))
+        return NULL;
+    return (char *)rkey->mapped + offset;
+}
+
 static ferry_status_t rma_contig(const char *call, ferry_rma_kind_t kind, ferry_ep_t *ep,
                                  void *buffer, size_t length, uint64_t remote_offset,
                                  ferry_rkey_t *rkey, ferry_completion_t *comp)
@@ -399,6 +419,14 @@ static ferry_status_t rma_contig(const char *call, ferry_rma_kind_t kind, ferry_
         return status;
     if (length == 0)
         return FERRY_OK;
+    void *direct = rma_direct(ep, rkey, access, remote_offset, length);
+    if (direct != NULL) {
+        if (kind == FERRY_RMA_PUT)
+            memcpy(direct, buffer, length);
+        else
+            memcpy(buffer, direct, length);
+        return FERRY_OK;
+    }
     ferry_iov_t local = {.buffer = buffer, .length = length};
     ferry_remote_iov_t remote = {.offset = remote_offset, .length = length};
     ferry_rma_op_t op = {.kind = kind,
@@ -503,6 +531,13 @@ static ferry_status_t rma_atomic(const char *call, ferry_rma_kind_t kind, ferry_
     status = rma_check_range(call, rkey, remote_offset, size);
     if (status != FERRY_OK)
         return status;
+    void *direct = rma_direct(ep, rkey, FERRY_ACCESS_REMOTE_ATOMIC, remote_offset, size);
+    if (direct != NULL) {
+        uint64_t old = mem_atomic_apply(direct, (unsigned)size, aop, value, compare);
+        if (result != NULL)
+            *result = old;
+        return FERRY_OK;
+    }
     ferry_remote_iov_t remote = {.offset = remote_offset, .length = size};
     ferry_rma_op_t op = {.kind = kind,
                          .rkey = rkey,

@@ -43,6 +43,7 @@
 #include "core/compiler.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "mem/atomic.h"
 #include "mem/mem.h"
 #include "progress/worker.h"
 #include "proto/am.h"
@@ -783,44 +784,6 @@ static void am_copy_in(const ferry_mem_t *mem, uint64_t offset, const uint8_t *s
     }
 }
 
-static uint64_t am_atomic(void *addr, unsigned size, unsigned op, uint64_t value, uint64_t compare)
-{
-    if (size == 4) {
-        uint32_t *p = addr, v = (uint32_t)value, expected = (uint32_t)compare;
-        switch (op) {
-        case FERRY_ATOMIC_ADD:
-            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-        case FERRY_ATOMIC_AND:
-            return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
-        case FERRY_ATOMIC_OR:
-            return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
-        case FERRY_ATOMIC_XOR:
-            return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
-        case FERRY_ATOMIC_SWAP:
-            return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-        default:
-            __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return expected;
-        }
-    }
-    uint64_t *p = addr, expected = compare;
-    switch (op) {
-    case FERRY_ATOMIC_ADD:
-        return __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
-    case FERRY_ATOMIC_AND:
-        return __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);
-    case FERRY_ATOMIC_OR:
-        return __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST);
-    case FERRY_ATOMIC_XOR:
-        return __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST);
-    case FERRY_ATOMIC_SWAP:
-        return __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
-    default:
-        __atomic_compare_exchange_n(p, &expected, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-        return expected;
-    }
-}
-
 /* The shape of a request, before anything is looked up. Returns NULL or what is wrong. */
 static const char *am_request_check(const rma_am_request_t *r, size_t payload)
 {
@@ -936,7 +899,8 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
             free(pieces);
         return FERRY_OK;
     default:
-        result = am_atomic(word.buffer, r.atomic_size, r.atomic_op, r.value, r.compare);
+        result = mem_atomic_apply(word.buffer, r.atomic_size, (ferry_atomic_op_t)r.atomic_op,
+                                  r.value, r.compare);
         break;
     }
 reply:

@@ -24,6 +24,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "mem/atomic.h"
 #include "proto/rma.h"
 #include "transport/shm/shm.h"
 
@@ -167,50 +168,9 @@ ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
     }
     rkey->mapped = map;
     rkey->mapped_size = (size_t)st.st_size;
+    rkey->entry = &tlep->peer_entries[rkey->key.index]; /* for the direct path's checks */
     rkey->mapped_length = (size_t)length;
     return FERRY_OK;
-}
-
-static uint64_t shm_atomic_apply(void *addr, const ferry_rma_op_t *op)
-{
-    if (op->atomic_size == 4) {
-        uint32_t *p = addr, v = (uint32_t)op->value, old = 0;
-        switch (op->atomic_op) {
-        case FERRY_ATOMIC_ADD:
-            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-        case FERRY_ATOMIC_AND:
-            return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
-        case FERRY_ATOMIC_OR:
-            return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
-        case FERRY_ATOMIC_XOR:
-            return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
-        case FERRY_ATOMIC_SWAP:
-            return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-        case FERRY_ATOMIC_CSWAP:
-            old = (uint32_t)op->compare;
-            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return old;
-        }
-        return 0;
-    }
-    uint64_t *p = addr, v = op->value, old = 0;
-    switch (op->atomic_op) {
-    case FERRY_ATOMIC_ADD:
-        return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-    case FERRY_ATOMIC_AND:
-        return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
-    case FERRY_ATOMIC_OR:
-        return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
-    case FERRY_ATOMIC_XOR:
-        return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
-    case FERRY_ATOMIC_SWAP:
-        return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-    case FERRY_ATOMIC_CSWAP:
-        old = op->compare;
-        __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-        return old;
-    }
-    return 0;
 }
 
 /* Loads and stores on the mapping (the caller checked the ranges against the key). */
@@ -218,7 +178,8 @@ static void shm_rma_mapped(const ferry_rkey_t *rkey, const ferry_rma_op_t *op)
 {
     uint8_t *base = rkey->mapped;
     if (op->kind == FERRY_RMA_ATOMIC_POST || op->kind == FERRY_RMA_ATOMIC_FETCH) {
-        uint64_t old = shm_atomic_apply(base + op->remote[0].offset, op);
+        uint64_t old = mem_atomic_apply(base + op->remote[0].offset, op->atomic_size,
+                                        op->atomic_op, op->value, op->compare);
         if (op->result != NULL)
             *op->result = old;
         return;
