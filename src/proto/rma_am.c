@@ -11,7 +11,9 @@
  *        is not the first of its operation; other bits 0)
  *     16 u64 remote offset   24 u64 length   32 u64 request id
  *     40 u64 value (put/get that CONTINUES: the id of the operation's first request)
- *     48 u64 compare
+ *     48 u64 compare (put/get: the end of the remote range this request is part of, so that
+ *        the target refuses every request of a range that ends outside the region and no part
+ *        of it is written)
  *     payload: put data (length bytes); nothing otherwise
  *   reply (FERRY_AM_ID_RMA_REPLY), 24 bytes:
  *      0 u8 version   1 u8[3] reserved   4 s32 status   8 u64 request id   16 u64 result
@@ -55,7 +57,9 @@ static const ferry_config_var_t rma_am_chunk_var = {
     .type = FERRY_CONFIG_SIZE,
     .default_value = "256k",
     .description = "largest payload of one request or reply of the target-executed one-sided "
-                   "protocol (larger transfers are split; 4k .. 1g)"};
+                   "protocol (larger transfers are split; 4k .. 1g); on a transport that copies "
+                   "through fixed buffers (shm: 4 KiB) a request is also kept within one buffer, "
+                   "so that it is not fragmented and reassembled before the target's copy"};
 static const ferry_config_var_t *const rma_am_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &rma_am_chunk_var;
 
@@ -495,6 +499,8 @@ static ferry_status_t am_piece_send(ferry_rma_am_worker_t *am, rma_am_op_t *op, 
     r.length = length;
     r.value = op->value;
     r.compare = op->compare;
+    if (op->kind == FERRY_RMA_PUT || op->kind == FERRY_RMA_GET)
+        r.compare = op->remote[op->ri].offset + op->remote[op->ri].length;
     if (op->first_sent) {
         r.flags = RMA_AM_FLAG_CONTINUES;
         r.value = op->first_id; /* only puts and gets have more than one request */
@@ -545,7 +551,10 @@ static ferry_status_t am_op_send(ferry_rma_am_worker_t *am, rma_am_op_t *op)
             op->roff = 0;
             continue;
         }
-        uint64_t length = left < am->chunk ? left : am->chunk;
+        uint64_t chunk = am->chunk;
+        if (op->ep->max_bcopy < chunk && op->ep->max_bcopy >= 4 * RMA_AM_REQUEST_SIZE)
+            chunk = op->ep->max_bcopy - RMA_AM_REQUEST_SIZE; /* one buffer: no reassembly */
+        uint64_t length = left < chunk ? left : chunk;
         ferry_status_t status = am_piece_send(am, op, r->offset + op->roff, length);
         if (status != FERRY_OK)
             return status;
@@ -795,9 +804,12 @@ static const char *am_request_check(const rma_am_request_t *r, size_t payload)
         return "an atomic cannot continue an operation";
     switch (r->op) {
     case RMA_AM_PUT:
-        return payload == r->length ? NULL : "put payload differs from its length";
     case RMA_AM_GET:
-        return payload == 0 ? NULL : "get with a payload";
+        if (r->offset > UINT64_MAX - r->length || r->compare < r->offset + r->length)
+            return "the request is not inside the range it names";
+        if (r->op == RMA_AM_GET)
+            return payload == 0 ? NULL : "get with a payload";
+        return payload == r->length ? NULL : "put payload differs from its length";
     case RMA_AM_POST:
         if (r->atomic_op != FERRY_ATOMIC_ADD && r->atomic_op != FERRY_ATOMIC_AND &&
             r->atomic_op != FERRY_ATOMIC_OR && r->atomic_op != FERRY_ATOMIC_XOR)
@@ -871,7 +883,10 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
             goto reply;
         }
     }
-    status = mem_check_access(mem, r.offset, r.length, access, ep,
+    /* a put or get is checked as far as the end of its range: a range that ends outside the
+     * region has every one of its requests refused */
+    uint64_t checked = r.op == RMA_AM_PUT || r.op == RMA_AM_GET ? r.compare - r.offset : r.length;
+    status = mem_check_access(mem, r.offset, checked, access, ep,
                               (r.flags & RMA_AM_FLAG_CONTINUES) ? r.value : r.id,
                               (r.flags & RMA_AM_FLAG_CONTINUES) != 0);
     if (status != FERRY_OK)

@@ -92,6 +92,7 @@ FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *
         return FERRY_ERR_NO_MEMORY;
     ep->tl = ferry_transports[t];
     ep->max_short = worker->context->caps[t].max_short;
+    ep->max_bcopy = worker->context->caps[t].max_bcopy;
     ep->peer_host = peer.host;
     ep->peer_pid = peer.pid;
     ferry_list_push_tail(&worker->eps, &ep->link);
@@ -122,8 +123,10 @@ ferry_status_t ferry_ep_create_accepted(ferry_worker_t *worker, const ferry_tl_o
     ep->accepted = 1;
     ep->peer_host = worker->context->host; /* the transport sets peer_pid */
     for (size_t t = 0; t < ferry_transports_count; t++) {
-        if (ferry_transports[t] == tl)
+        if (ferry_transports[t] == tl) {
             ep->max_short = worker->context->caps[t].max_short;
+            ep->max_bcopy = worker->context->caps[t].max_bcopy;
+        }
     }
     ferry_list_push_tail(&worker->eps, &ep->link);
     ferry_info("accepted endpoint %p over transport %s", (void *)ep, tl->name);

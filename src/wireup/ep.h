@@ -22,6 +22,7 @@ struct ferry_ep {
     const ferry_tl_ops_t *tl;
     ferry_tl_ep_t *tl_ep;
     size_t max_short; /* the transport's max_short: AMs up to this go by send_short */
+    size_t max_bcopy; /* the transport's max_bcopy: larger AMs are fragmented */
     ferry_host_id_t peer_host; /* who the peer is: checks that a remote key is the peer's */
     uint32_t peer_pid;
     ferry_ep_state_t state;

@@ -916,6 +916,7 @@ static ferry_status_t shm_init(ferry_worker_t *worker, ferry_tl_worker_t **tlw_p
     tlw->worker = worker;
     tlw->ring_cells = (uint32_t)cells;
     tlw->am_max = ferry_config_size(&shm_am_max_var);
+    shm_rma_init(tlw);
     tlw->listen.fd = -1;
     ferry_list_init(&tlw->all);
     status = shm_region_create(tlw);

@@ -114,6 +114,9 @@ struct ferry_tl_worker {
     unsigned rx_capacity;
     unsigned waiting_count;     /* endpoints with waiting set */
     ferry_list_t all;           /* every ferry_tl_ep_t, including those still accepting */
+    bool cma_enabled;           /* FERRY_SHM_CMA (shm_rma.c reads its settings once) */
+    uint64_t cma_min;           /* FERRY_SHM_CMA_MIN */
+    uint64_t cma_chunk;         /* FERRY_SHM_CMA_CHUNK */
 };
 
 extern const ferry_tl_ops_t ferry_tl_shm_ops;
@@ -136,6 +139,7 @@ void shm_ep_shutdown(ferry_tl_ep_t *tlep, ferry_status_t status);
 
 /* shm_rma.c: one-sided operations without the target (mapped memory, cross-memory attach) */
 ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const struct ferry_rma_op *op);
+void shm_rma_init(ferry_tl_worker_t *tlw);
 ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey);
 ferry_status_t shm_keytable_map(ferry_tl_ep_t *tlep, int fd);
 void shm_keytable_unmap(ferry_tl_ep_t *tlep);

@@ -46,9 +46,29 @@ static const ferry_config_var_t shm_cma_chunk_var = {
 static const ferry_config_var_t *const shm_cma_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_cma_chunk_var;
 
+static const ferry_config_var_t shm_cma_min_var = {
+    .name = "FERRY_SHM_CMA_MIN",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "128",
+    .description = "one-sided transfers of registered memory shorter than this go inline through "
+                   "the ring and the target's progress performs them (measured here, 8 B get: "
+                   "0.80 us that way, 1.69 us by process_vm_readv; at 1 KiB the system call "
+                   "wins); 0: always cross-memory attach"};
+static const ferry_config_var_t *const shm_cma_min_reg
+    __attribute__((used, section("ferry_config_registry"))) = &shm_cma_min_var;
+
 #define SHM_CMA_IOV_MAX 1024 /* iovecs per side and call (UIO_MAXIOV) */
 
 /* ------------------------------------------------------------------ the peer's key table */
+
+void shm_rma_init(ferry_tl_worker_t *tlw)
+{
+    tlw->cma_enabled = ferry_config_bool(&shm_cma_var);
+    tlw->cma_min = ferry_config_size(&shm_cma_min_var);
+    tlw->cma_chunk = ferry_config_size(&shm_cma_chunk_var);
+    if (tlw->cma_chunk < 4096)
+        tlw->cma_chunk = 4096;
+}
 
 ferry_status_t shm_keytable_map(ferry_tl_ep_t *tlep, int fd)
 {
@@ -360,12 +380,9 @@ static ferry_status_t shm_rma_cma(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey,
     struct iovec liov[SHM_CMA_IOV_MAX], riov[SHM_CMA_IOV_MAX];
     shm_cursor_t lc = {.pieces = op->local, .count = op->local_count};
     shm_cursor_t rc = {.pieces = remote_pieces, .count = remote_count};
-    size_t chunk = (size_t)ferry_config_size(&shm_cma_chunk_var);
+    size_t chunk = (size_t)tlep->tlw->cma_chunk;
     uint64_t left = op->length;
 
-    if (chunk < 4096)
-        chunk = 4096;
-    (void)rkey;
     while (left > 0) {
         size_t lbytes, rbytes, want = left < chunk ? (size_t)left : chunk;
         size_t ln = shm_cursor_fill(&lc, liov, SHM_CMA_IOV_MAX, want, &lbytes);
@@ -407,7 +424,8 @@ ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const ferry_rma_op_t *op)
         rkey->map_tried = 1;
         shm_rkey_map(tlep, rkey);
     }
-    if (rkey->mapped == NULL && (atomic || tlep->cma < 0 || !ferry_config_bool(&shm_cma_var)))
+    if (rkey->mapped == NULL && (atomic || tlep->cma < 0 || op->length < tlep->tlw->cma_min ||
+                                 !tlep->tlw->cma_enabled))
         return FERRY_ERR_UNSUPPORTED;
     e = shm_key_entry(tlep, rkey);
     if (e == NULL) {
