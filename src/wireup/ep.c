@@ -157,9 +157,9 @@ void ferry_ep_fail(ferry_ep_t *ep, ferry_status_t status)
     ep->error = status;
     if (status == FERRY_ERR_ENDPOINT_CLOSED)
         ferry_info("endpoint %p (%s): closed by the peer", (void *)ep, ep->tl->name);
-    else if (ep->params.error_cb == NULL)
-        ferry_warn("endpoint %p (%s) failed: %s", (void *)ep, ep->tl->name,
-                   ferry_status_string(status));
+    else /* the transport that detected the failure logged it */
+        ferry_debug("endpoint %p (%s) failed: %s", (void *)ep, ep->tl->name,
+                    ferry_status_string(status));
     ferry_rma_ep_fail(ep, status); /* its one-sided operations complete with status */
     if (!ep->error_pending) {
         ep->error_pending = 1;
