@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,11 +25,12 @@
 #define ADDR_MAX 1024
 
 typedef struct report {
-    double wireup_us;        /* endpoints created until every message arrived */
-    unsigned long own_bytes; /* memfds this process created (region + receive rings) */
-    unsigned long own_region_bytes; /* of which its region */
-    unsigned long peer_bytes; /* memfds of other processes mapped here */
-    unsigned long own_count, peer_count;
+    double wireup_us; /* endpoints created until every message arrived and every send completed */
+    /* memfds this process owns, by kind: bytes allocated (physical) and mapped (address space) */
+    unsigned long region_alloc, region_size;
+    unsigned long ring_alloc, ring_size, ring_count;
+    unsigned long keys_alloc, keys_size;
+    unsigned long peer_size; /* address space of other processes' memfds mapped here */
 } report_t;
 
 static unsigned received;
@@ -71,7 +73,9 @@ static int write_full(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* Sum the sizes of ferry memfd mappings in this process, by owner. */
+/* The ferry memfds mapped in this process: for its own, the bytes the kernel allocated
+ * (st_blocks of /proc/self/map_files/<range>, i.e. physical memory whoever touched it) and the
+ * mapped size; for other processes', the address space only (their owner counts the memory). */
 static void measure_maps(report_t *r)
 {
     FILE *f = fopen("/proc/self/maps", "r");
@@ -80,21 +84,31 @@ static void measure_maps(report_t *r)
     if (f == NULL)
         return;
     while (fgets(line, sizeof(line), f) != NULL) {
-        unsigned long start, end;
+        unsigned long start, end, alloc = 0;
         char *name = strstr(line, "/memfd:ferry-");
-        int owner;
+        char path[96];
+        struct stat st;
         if (name == NULL || sscanf(line, "%lx-%lx", &start, &end) != 2)
             continue;
         char *dash = strrchr(name, '-');
-        owner = dash ? atoi(dash + 1) : -1;
-        if (owner == me) {
-            r->own_bytes += end - start;
-            if (strncmp(name, "/memfd:ferry-region-", 20) == 0)
-                r->own_region_bytes += end - start;
-            r->own_count++;
-        } else {
-            r->peer_bytes += end - start;
-            r->peer_count++;
+        int owner = dash ? atoi(dash + 1) : -1;
+        if (owner != me) {
+            r->peer_size += end - start;
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", start, end);
+        if (stat(path, &st) == 0)
+            alloc = (unsigned long)st.st_blocks * 512ul;
+        if (strncmp(name, "/memfd:ferry-region-", 20) == 0) {
+            r->region_alloc += alloc;
+            r->region_size += end - start;
+        } else if (strncmp(name, "/memfd:ferry-ring-", 18) == 0) {
+            r->ring_alloc += alloc;
+            r->ring_size += end - start;
+            r->ring_count++;
+        } else if (strncmp(name, "/memfd:ferry-keys-", 18) == 0) {
+            r->keys_alloc += alloc;
+            r->keys_size += end - start;
         }
     }
     fclose(f);
@@ -214,11 +228,14 @@ static int run_once(int nprocs, report_t *total_r, double *max_wireup)
         }
         if (r.wireup_us > *max_wireup)
             *max_wireup = r.wireup_us;
-        total_r->own_bytes += r.own_bytes;
-        total_r->own_region_bytes += r.own_region_bytes;
-        total_r->peer_bytes += r.peer_bytes;
-        total_r->own_count += r.own_count;
-        total_r->peer_count += r.peer_count;
+        total_r->region_alloc += r.region_alloc;
+        total_r->region_size += r.region_size;
+        total_r->ring_alloc += r.ring_alloc;
+        total_r->ring_size += r.ring_size;
+        total_r->ring_count += r.ring_count;
+        total_r->keys_alloc += r.keys_alloc;
+        total_r->keys_size += r.keys_size;
+        total_r->peer_size += r.peer_size;
     }
     for (int i = 0; i < nprocs; i++) {
         if (failed)
@@ -279,22 +296,26 @@ int main(int argc, char **argv)
         }
     }
     qsort(times, (size_t)repeat, sizeof(times[0]), cmp_double);
-    double per_own = (double)r.own_bytes / nprocs;
-    double per_region = (double)r.own_region_bytes / nprocs;
-    double per_ring = (per_own - per_region) / (nprocs - 1);
-    double per_peer_virtual = (double)r.peer_bytes / nprocs / (nprocs - 1);
+    double n = nprocs, peers = nprocs - 1;
+    double owned_alloc = (double)(r.region_alloc + r.ring_alloc + r.keys_alloc) / n;
     printf("processes                      %d (all-to-all, %d endpoints each; %s)\n", nprocs,
            nprocs - 1, use_wait ? "sleeping in ferry_worker_wait" : "spinning in progress");
     printf("wire-up time, median of %-3d    %.0f us (endpoints to all, one message each way)\n",
            repeat, times[repeat / 2]);
-    printf("shared memory owned per worker %.1f KiB = region %.1f KiB + %d x %.1f KiB "
-           "(one receive ring per peer)\n",
-           per_own / 1024, per_region / 1024, nprocs - 1, per_ring / 1024);
-    printf("peer memory mapped, per peer   %.1f KiB of address space (its region and the ring "
-           "it owns for us; no new memory)\n",
-           per_peer_virtual / 1024);
-    printf("total shared memory            %.2f MiB for %d processes (each memfd counted once, "
-           "by its owner)\n",
-           (double)r.own_bytes / 1048576, nprocs);
+    printf("shared memory each worker owns (allocated by the kernel; mapped size in brackets):\n");
+    printf("  region (flags, buffer pool)  %.1f KiB [%.1f KiB]\n", r.region_alloc / n / 1024,
+           r.region_size / n / 1024);
+    printf("  key table                    %.1f KiB [%.1f KiB, sparse: 64 B per registration]\n",
+           r.keys_alloc / n / 1024, r.keys_size / n / 1024);
+    printf("  receive rings                %.1f KiB = %.1f rings x %.1f KiB [%.1f KiB]; per peer "
+           "%.1f KiB\n",
+           r.ring_alloc / n / 1024, r.ring_count / n, r.ring_count ? r.ring_alloc / (double)r.ring_count / 1024 : 0.0,
+           r.ring_size / n / 1024, r.ring_alloc / n / peers / 1024);
+    printf("  total per worker             %.1f KiB = %.1f KiB + %.1f KiB per peer\n",
+           owned_alloc / 1024, (r.region_alloc + r.keys_alloc) / n / 1024,
+           r.ring_alloc / n / peers / 1024);
+    printf("peers' memory mapped here      %.1f KiB of address space per peer (no new memory)\n",
+           r.peer_size / n / peers / 1024);
+    printf("total, all processes           %.2f MiB allocated\n", owned_alloc * n / 1048576);
     return 0;
 }
