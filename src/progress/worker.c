@@ -120,6 +120,8 @@ FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
     }
     if (ferry_unlikely(worker->rma.need_progress > 0))
         count += ferry_rma_progress(worker); /* sends that waited for room */
+    if (ferry_unlikely(worker->tag.need_progress > 0))
+        count += ferry_tag_progress(worker); /* tagged transfers that waited for room */
     if (ferry_unlikely(worker->armed)) {
         worker_disarm(worker);
         count += worker_poll_fds(worker, 0, NULL);
@@ -150,6 +152,10 @@ FERRY_EXPORT ferry_status_t ferry_worker_arm(ferry_worker_t *worker)
     /* one-sided requests or replies waiting for room must not sleep: the peer that frees it
      * does not signal us */
     if (!ferry_list_is_empty(&worker->deferred) || worker->rma.need_progress > 0)
+        return FERRY_ERR_BUSY;
+    /* a tagged one-sided step refused for lack of room is retried by progress only (control
+     * messages and DATA refused by a transport are woken by that transport) */
+    if (!ferry_list_is_empty(&worker->tag.retry))
         return FERRY_ERR_BUSY;
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
@@ -265,6 +271,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
     ferry_list_init(&worker->eps);
     ferry_list_init(&worker->deferred);
     ferry_rma_worker_init(worker); /* allocates nothing */
+    ferry_tag_init(worker);        /* allocates nothing */
     worker->wait_spin_ns = ferry_config_size(&worker_spin_var) * 1000u;
     if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {
         ferry_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
@@ -311,6 +318,7 @@ FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
     worker_finalize_transports(worker);
     worker_run_deferred(worker);
     ferry_rma_worker_cleanup(worker);
+    ferry_tag_cleanup(worker); /* after the one-sided layer completed what tagged transfers used */
     close(worker->epoll_fd);
     worker->context->worker_count--;
     free(worker);

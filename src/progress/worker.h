@@ -9,6 +9,7 @@
 
 #include "core/list.h"
 #include "proto/rma.h"
+#include "proto/tag.h"
 #include "transport/transport.h"
 #include "wireup/context.h"
 
@@ -55,6 +56,7 @@ struct ferry_worker {
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
     ferry_rma_worker_t rma; /* one-sided operations (proto/rma.c, proto/rma_am.c) */
+    ferry_tag_worker_t tag; /* tagged messages (proto/tag.c, proto/tag_rndv.c) */
 };
 
 /* Add fd to the epoll set (events: EPOLLIN etc.; level-triggered unless EPOLLET is given).

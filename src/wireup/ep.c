@@ -42,6 +42,7 @@ static void ep_free(ferry_ep_t *ep)
         ferry_completion_update(comp, FERRY_OK);
     }
     ferry_rma_ep_cleanup(ep); /* one-sided operations: canceled; nothing refers to ep after */
+    ferry_tag_ep_cleanup(ep); /* tagged transfers: failed; nothing refers to ep after */
     if (ep->tl_ep != NULL)
         ep->tl->ep_destroy(ep->tl_ep);
     ferry_list_remove(&ep->link);
@@ -161,6 +162,7 @@ void ferry_ep_fail(ferry_ep_t *ep, ferry_status_t status)
         ferry_debug("endpoint %p (%s) failed: %s", (void *)ep, ep->tl->name,
                     ferry_status_string(status));
     ferry_rma_ep_fail(ep, status); /* its one-sided operations complete with status */
+    ferry_tag_ep_failed(ep, status);
     if (!ep->error_pending) {
         ep->error_pending = 1;
         ferry_worker_defer(ep->worker, &ep->error_deferred);
@@ -184,6 +186,7 @@ void ferry_ep_terminated(ferry_ep_t *ep)
     ep->state = FERRY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
     ferry_rma_ep_fail(ep, FERRY_ERR_ENDPOINT_CLOSED); /* no reply can come any more */
+    ferry_tag_ep_failed(ep, FERRY_ERR_ENDPOINT_CLOSED);
     /* The close completes from the deferred queue, behind the completions of the sends it
      * waited for (the transport queued those first), so that a close callback can free what
      * the sends' callbacks use. */
@@ -214,6 +217,7 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
     ep->state = FERRY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
     ferry_rma_ep_fail(ep, FERRY_ERR_CANCELED);
+    ferry_tag_ep_failed(ep, FERRY_ERR_CANCELED);
     if (ep->close_comp != NULL) {
         ferry_completion_t *pending = ep->close_comp;
         ep->close_comp = NULL;

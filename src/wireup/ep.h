@@ -34,6 +34,7 @@ struct ferry_ep {
     int error_pending;               /* error_deferred is queued */
     ferry_deferred_t close_deferred; /* completes close_comp from progress (after the sends) */
     ferry_rma_ep_t rma;              /* one-sided operations outstanding (proto/rma.c) */
+    ferry_tag_ep_t tag;              /* tagged-message state (proto/tag.c); zero: initial */
 };
 
 /* Called by a transport when a peer connected: creates a worker-owned endpoint for replies.

@@ -28,6 +28,14 @@ ferry_add_test(NAME mp_rma_putget_nocma SOURCES mp/mp_rma_putget.c TIMEOUT 180
 # remote atomics: two hammers and the owner, on mapped (CPU atomics) and on registered memory
 # (target-executed); fetch-add 64/32, post ops, swap, a CSWAP lock, mixed with the owner's own
 ferry_add_test(NAME mp_rma_atomic SOURCES mp/mp_rma_atomic.c TIMEOUT 60)
+# tagged messages between two processes, every byte checked: sizes on both sides of the eager
+# threshold up to 64 MiB, posted and unexpected, truncation, cancel, probe + message_recv, iov
+# shapes; then the same under each forced rendezvous mode
+ferry_add_test(NAME mp_tag_basic SOURCES mp/mp_tag_basic.c TIMEOUT 120)
+foreach(mode get put coop null)
+    ferry_add_test(NAME mp_tag_basic_${mode} SOURCES mp/mp_tag_basic.c TIMEOUT 120
+                   ENV FERRY_RNDV_MODE=${mode})
+endforeach()
 # bad one-sided input between processes (keys truncated, corrupted, forged, deregistered, used
 # up; ranges past the end and overflowing; access not granted; misaligned atomics; keys of
 # another peer): a clear status, nothing touched, the endpoints still work; on both paths

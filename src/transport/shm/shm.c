@@ -888,8 +888,9 @@ static ferry_status_t shm_query(ferry_tl_caps_t *caps, char *why, size_t why_len
     /* RMA: mapped memory and cross-memory attach need no target progress; not RMA_ORDERED:
      * atomics on unmapped memory go through the target and a later put may overtake them
      * (ferry_ep_fence orders them) */
-    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_HOST |
-                  FERRY_TL_CAP_RMA;
+    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_HOST;
+    if (shm_cma_enabled()) /* registered memory moves without the target only by CMA */
+        caps->flags |= FERRY_TL_CAP_RMA;
     caps->max_short = SHM_INLINE_MAX;
     caps->max_bcopy = SHM_BUF_SIZE;
     caps->max_iov = SIZE_MAX;

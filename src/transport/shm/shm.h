@@ -140,6 +140,7 @@ void shm_ep_shutdown(ferry_tl_ep_t *tlep, ferry_status_t status);
 /* shm_rma.c: one-sided operations without the target (mapped memory, cross-memory attach) */
 ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const struct ferry_rma_op *op);
 void shm_rma_init(ferry_tl_worker_t *tlw);
+bool shm_cma_enabled(void); /* FERRY_SHM_CMA: not off */
 ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey);
 ferry_status_t shm_keytable_map(ferry_tl_ep_t *tlep, int fd);
 void shm_keytable_unmap(ferry_tl_ep_t *tlep);

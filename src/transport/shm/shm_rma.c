@@ -61,6 +61,11 @@ static const ferry_config_var_t *const shm_cma_min_reg
 
 /* ------------------------------------------------------------------ the peer's key table */
 
+bool shm_cma_enabled(void)
+{
+    return ferry_config_bool(&shm_cma_var);
+}
+
 void shm_rma_init(ferry_tl_worker_t *tlw)
 {
     tlw->cma_enabled = ferry_config_bool(&shm_cma_var);

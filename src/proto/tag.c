@@ -1,0 +1,1154 @@
+/* Tagged messages: the matching engine (posted, unexpected and probed queues), the eager
+ * protocol with its bounded unexpected buffering (EAGER_OFF/ON back-pressure), control messages
+ * that wait for room, the pools and id tables of the protocol, and the public calls. The
+ * rendezvous state machines are in tag_rndv.c; the contract is tag.h.
+ *
+ * Fast path (a small eager message matched by a posted receive): the send is one transport
+ * send of a 16-byte header plus the payload; the receive takes a descriptor from a freelist,
+ * the arrival copies the payload into the posted buffer and queues the completion on the
+ * worker's deferred list. No malloc in steady state, no system call of ours. */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "proto/am.h"
+#include "proto/tag_int.h"
+#include "wireup/ep.h"
+
+static const ferry_config_var_t tag_unexpected_max_var = {
+    .name = "FERRY_TAG_UNEXPECTED_MAX",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "8M",
+    .description = "bytes of unexpected eager messages a worker buffers before it asks their "
+                   "senders to use rendezvous for everything (EAGER_OFF) until it has consumed "
+                   "half of them (EAGER_ON): back-pressure, never loss"};
+static const ferry_config_var_t *const tag_unexpected_max_reg
+    __attribute__((used, section("ferry_config_registry"))) = &tag_unexpected_max_var;
+
+/* Objects allocated at once when a pool is empty. */
+#define TAG_BLOCK_OBJECTS 32
+/* Spare unexpected-message buffers kept for reuse. */
+#define TAG_SPARE_MAX 64
+
+struct tag_block {
+    tag_block_t *next;
+    size_t count;
+    size_t object_size;
+    _Alignas(max_align_t) unsigned char data[];
+};
+
+/* ------------------------------------------------------------------ pools */
+
+static void tag_pool_init(tag_pool_t *pool, size_t size, const char *what)
+{
+    ferry_list_init(&pool->free);
+    pool->blocks = NULL;
+    pool->object_size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+    pool->what = what;
+}
+
+void *tag_pool_get(tag_pool_t *pool, uint32_t magic)
+{
+    ferry_list_link_t *link = ferry_list_pop_head(&pool->free);
+    tag_obj_t *obj;
+
+    if (ferry_unlikely(link == NULL)) {
+        size_t bytes = sizeof(tag_block_t) + TAG_BLOCK_OBJECTS * pool->object_size;
+        tag_block_t *block = malloc(bytes);
+        if (block == NULL) {
+            ferry_error("malloc(%zu) for %d tagged-message %s failed", bytes, TAG_BLOCK_OBJECTS,
+                        pool->what);
+            return NULL;
+        }
+        block->next = pool->blocks;
+        block->count = TAG_BLOCK_OBJECTS;
+        block->object_size = pool->object_size;
+        pool->blocks = block;
+        for (size_t i = 0; i < TAG_BLOCK_OBJECTS; i++) {
+            obj = (tag_obj_t *)(block->data + i * pool->object_size);
+            obj->in_use = 0;
+            obj->magic = 0;
+            ferry_list_push_tail(&pool->free, &obj->link);
+        }
+        link = ferry_list_pop_head(&pool->free);
+    }
+    obj = ferry_container_of(link, tag_obj_t, link);
+    obj->in_use = 1;
+    obj->magic = magic;
+    return obj;
+}
+
+void tag_pool_put(tag_pool_t *pool, void *object)
+{
+    tag_obj_t *obj = object;
+    obj->in_use = 0;
+    obj->magic = 0;
+    ferry_list_push_head(&pool->free, &obj->link);
+}
+
+/* Call release on every object still in use, then free the blocks. */
+static void tag_pool_destroy(tag_pool_t *pool, void (*release)(ferry_worker_t *, void *),
+                             ferry_worker_t *worker)
+{
+    while (pool->blocks != NULL) {
+        tag_block_t *block = pool->blocks;
+        pool->blocks = block->next;
+        for (size_t i = 0; i < block->count; i++) {
+            tag_obj_t *obj = (tag_obj_t *)(block->data + i * block->object_size);
+            if (obj->in_use && release != NULL)
+                release(worker, obj);
+        }
+        free(block);
+    }
+    ferry_list_init(&pool->free);
+}
+
+/* ------------------------------------------------------------------ id tables */
+
+static bool tag_table_grow(tag_table_t *table)
+{
+    uint32_t old = table->capacity;
+    uint32_t capacity = old ? old * 2 : 64;
+    if (capacity <= old) {
+        ferry_error("tagged-message id table full (%u transfers in progress)", old);
+        return false;
+    }
+    void **slots = realloc(table->slots, capacity * sizeof(*slots));
+    if (slots == NULL)
+        goto err_nomem;
+    table->slots = slots;
+    uint32_t *generations = realloc(table->generations, capacity * sizeof(*generations));
+    if (generations == NULL)
+        goto err_nomem;
+    table->generations = generations;
+    uint32_t *free_slots = realloc(table->free_slots, capacity * sizeof(*free_slots));
+    if (free_slots == NULL)
+        goto err_nomem;
+    table->free_slots = free_slots;
+    for (uint32_t i = capacity; i-- > old;) { /* low indices are handed out first */
+        table->slots[i] = NULL;
+        table->generations[i] = 1;
+        table->free_slots[table->free_count++] = i;
+    }
+    table->capacity = capacity;
+    return true;
+
+err_nomem:
+    ferry_error("realloc for a tagged-message id table of %u entries failed", capacity);
+    return false;
+}
+
+uint64_t tag_table_insert(tag_table_t *table, void *object)
+{
+    if (table->free_count == 0 && !tag_table_grow(table))
+        return 0;
+    uint32_t index = table->free_slots[--table->free_count];
+    table->slots[index] = object;
+    return ((uint64_t)table->generations[index] << 32) | index;
+}
+
+void *tag_table_lookup(const tag_table_t *table, uint64_t id)
+{
+    uint32_t index = (uint32_t)id;
+    uint32_t generation = (uint32_t)(id >> 32);
+    if (index >= table->capacity || table->generations[index] != generation)
+        return NULL;
+    return table->slots[index];
+}
+
+void tag_table_remove(tag_table_t *table, uint64_t id)
+{
+    uint32_t index = (uint32_t)id;
+    if (tag_table_lookup(table, id) == NULL)
+        return;
+    table->slots[index] = NULL;
+    if (++table->generations[index] == 0)
+        table->generations[index] = 1;
+    table->free_slots[table->free_count++] = index;
+}
+
+static void tag_table_free(tag_table_t *table)
+{
+    free(table->slots);
+    free(table->generations);
+    free(table->free_slots);
+    memset(table, 0, sizeof(*table));
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+void tag_warn(ferry_worker_t *worker, tag_warn_kind_t kind, const char *fmt, ...)
+{
+    char text[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (worker->tag.warned[kind]++ == 0)
+        ferry_warn("tagged messages: %s; dropped (further messages of this kind are logged at "
+                   "debug level)",
+                   text);
+    else
+        ferry_debug("tagged messages: %s; dropped", text);
+}
+
+void tag_need_progress(ferry_worker_t *worker, int delta)
+{
+    worker->tag.need_progress = (unsigned)((int)worker->tag.need_progress + delta);
+}
+
+static ferry_status_t tag_iov_check(const ferry_iov_t *iov, size_t iovcnt, uint64_t *length_p)
+{
+    uint64_t total = 0;
+    if (ferry_unlikely(iov == NULL && iovcnt > 0))
+        return FERRY_ERR_INVALID_PARAM;
+    for (size_t i = 0; i < iovcnt; i++) {
+        if (ferry_unlikely((iov[i].buffer == NULL && iov[i].length > 0) ||
+                           iov[i].length > UINT64_MAX - total))
+            return FERRY_ERR_INVALID_PARAM;
+        total += iov[i].length;
+    }
+    *length_p = total;
+    return FERRY_OK;
+}
+
+ferry_status_t tag_iovs_copy(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iovcnt)
+{
+    uint64_t total;
+    ferry_status_t status = tag_iov_check(iov, iovcnt, &total);
+    if (status != FERRY_OK)
+        return status;
+    dst->iov = dst->iov_inline;
+    if (iovcnt > TAG_IOV_INLINE) {
+        dst->iov = malloc(iovcnt * sizeof(*iov));
+        if (dst->iov == NULL) {
+            ferry_error("malloc(%zu) for a copy of %zu tagged-message pieces failed",
+                        iovcnt * sizeof(*iov), iovcnt);
+            dst->iov = dst->iov_inline;
+            dst->iovcnt = 0;
+            return FERRY_ERR_NO_MEMORY;
+        }
+    }
+    if (iovcnt > 0)
+        memcpy(dst->iov, iov, iovcnt * sizeof(*iov));
+    dst->iovcnt = iovcnt;
+    dst->length = total;
+    return FERRY_OK;
+}
+
+void tag_iovs_release(tag_iovs_t *iovs)
+{
+    if (iovs->iov != NULL && iovs->iov != iovs->iov_inline)
+        free(iovs->iov);
+    iovs->iov = iovs->iov_inline;
+    iovs->iovcnt = 0;
+}
+
+void tag_cursor_scatter(const tag_iovs_t *iovs, tag_cursor_t *cur, const void *src, size_t n)
+{
+    const uint8_t *s = src;
+    while (n > 0 && cur->index < iovs->iovcnt) {
+        const ferry_iov_t *v = &iovs->iov[cur->index];
+        size_t room = v->length - cur->offset;
+        size_t k = n < room ? n : room;
+        if (k > 0)
+            memcpy((uint8_t *)v->buffer + cur->offset, s, k);
+        s += k;
+        n -= k;
+        cur->offset += k;
+        cur->pos += k;
+        if (cur->offset == v->length) {
+            cur->index++;
+            cur->offset = 0;
+        }
+    }
+}
+
+size_t tag_cursor_pieces(const tag_iovs_t *iovs, const tag_cursor_t *cur, uint64_t n,
+                         ferry_iov_t *out, size_t max, uint64_t *bytes_p)
+{
+    size_t index = cur->index, offset = cur->offset, used = 0;
+    uint64_t got = 0;
+    while (got < n && index < iovs->iovcnt && used < max) {
+        const ferry_iov_t *v = &iovs->iov[index];
+        size_t room = v->length - offset;
+        size_t k = n - got < room ? (size_t)(n - got) : room;
+        if (k > 0) {
+            if (out != NULL) {
+                out[used].buffer = (uint8_t *)v->buffer + offset;
+                out[used].length = k;
+            }
+            used++;
+            got += k;
+        }
+        offset += k;
+        if (offset == v->length) {
+            index++;
+            offset = 0;
+        }
+    }
+    *bytes_p = got;
+    return used;
+}
+
+void tag_cursor_advance(const tag_iovs_t *iovs, tag_cursor_t *cur, uint64_t n)
+{
+    while (n > 0 && cur->index < iovs->iovcnt) {
+        const ferry_iov_t *v = &iovs->iov[cur->index];
+        size_t room = v->length - cur->offset;
+        size_t k = n < room ? (size_t)n : room;
+        n -= k;
+        cur->offset += k;
+        cur->pos += k;
+        if (cur->offset == v->length) {
+            cur->index++;
+            cur->offset = 0;
+        }
+    }
+}
+
+/* Copy a whole eager message into the user's pieces, truncating at their end. */
+static ferry_status_t tag_scatter_message(const ferry_iov_t *iov, size_t iovcnt, const void *data,
+                                          size_t length)
+{
+    const uint8_t *src = data;
+    size_t left = length;
+    for (size_t i = 0; i < iovcnt && left > 0; i++) {
+        size_t k = iov[i].length < left ? iov[i].length : left;
+        if (k > 0)
+            memcpy(iov[i].buffer, src, k);
+        src += k;
+        left -= k;
+    }
+    return left > 0 ? FERRY_ERR_MESSAGE_TRUNCATED : FERRY_OK;
+}
+
+static void tag_info_fill(ferry_tag_info_t *info, ferry_ep_t *ep, uint64_t tag, uint64_t length)
+{
+    if (info == NULL)
+        return;
+    info->sender = ep;
+    info->tag = tag;
+    info->length = (size_t)length;
+}
+
+/* ------------------------------------------------------------------ completion */
+
+void tag_recv_unref(tag_recv_t *recv)
+{
+    if (--recv->refs > 0)
+        return;
+    tag_iovs_release(&recv->buf);
+    tag_pool_put(&recv->worker->tag.recvs, recv);
+}
+
+void tag_send_unref(tag_send_t *send)
+{
+    if (--send->refs > 0)
+        return;
+    tag_iovs_release(&send->buf);
+    tag_pool_put(&send->worker->tag.sends, send);
+}
+
+static void tag_recv_deferred_cb(ferry_deferred_t *self)
+{
+    tag_recv_t *recv = ferry_container_of(self, tag_recv_t, deferred);
+    ferry_completion_t *comp = recv->comp;
+    ferry_status_t status = recv->status;
+    tag_recv_unref(recv);
+    ferry_completion_update(comp, status);
+}
+
+static void tag_send_deferred_cb(ferry_deferred_t *self)
+{
+    tag_send_t *send = ferry_container_of(self, tag_send_t, deferred);
+    ferry_completion_t *comp = send->comp;
+    ferry_status_t status = send->status;
+    tag_send_unref(send);
+    ferry_completion_update(comp, status);
+}
+
+void tag_recv_finish(tag_recv_t *recv, ferry_status_t status)
+{
+    if (recv->state == TAG_RECV_FINISHED)
+        return;
+    if (recv->state == TAG_RECV_POSTED)
+        ferry_list_remove(&recv->obj.link);
+    recv->state = TAG_RECV_FINISHED;
+    recv->status = status;
+    tag_rndv_recv_release(recv);
+    recv->ep = NULL;
+    ferry_worker_defer(recv->worker, &recv->deferred);
+}
+
+void tag_send_finish(tag_send_t *send, ferry_status_t status)
+{
+    if (send->state == TAG_SEND_FINISHED)
+        return;
+    send->state = TAG_SEND_FINISHED;
+    send->status = status;
+    tag_rndv_send_release(send);
+    send->ep = NULL;
+    if (send->comp != NULL)
+        ferry_worker_defer(send->worker, &send->deferred);
+    else
+        tag_send_unref(send);
+}
+
+/* A receive descriptor for the user's buffers (copied), or NULL with *status_p set. */
+tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
+                           ferry_tag_info_t *info, ferry_completion_t *comp,
+                           ferry_status_t *status_p)
+{
+    tag_recv_t *recv = tag_pool_get(&worker->tag.recvs, TAG_MAGIC_RECV);
+    if (ferry_unlikely(recv == NULL)) {
+        *status_p = FERRY_ERR_NO_MEMORY;
+        return NULL;
+    }
+    ferry_list_link_init(&recv->deferred.link);
+    recv->deferred.cb = tag_recv_deferred_cb;
+    recv->worker = worker;
+    recv->comp = comp;
+    recv->info = info;
+    recv->status = FERRY_OK;
+    recv->refs = 1;
+    recv->state = TAG_RECV_POSTED;
+    recv->id = 0;
+    recv->ep = NULL;
+    recv->rkey = NULL;
+    recv->mem = NULL;
+    recv->inner_busy = false;
+    recv->in_retry = false;
+    recv->received = 0;
+    recv->cursor = (tag_cursor_t){0, 0, 0};
+    recv->buf.iov = recv->buf.iov_inline;
+    recv->buf.iovcnt = 0;
+    *status_p = tag_iovs_copy(&recv->buf, iov, iovcnt);
+    if (ferry_unlikely(*status_p != FERRY_OK)) {
+        tag_pool_put(&worker->tag.recvs, recv);
+        return NULL;
+    }
+    return recv;
+}
+
+tag_send_t *tag_send_alloc(ferry_worker_t *worker)
+{
+    tag_send_t *send = tag_pool_get(&worker->tag.sends, TAG_MAGIC_SEND);
+    if (send == NULL)
+        return NULL;
+    ferry_list_link_init(&send->deferred.link);
+    send->deferred.cb = tag_send_deferred_cb;
+    send->worker = worker;
+    send->ep = NULL;
+    send->comp = NULL;
+    send->buf.iov = send->buf.iov_inline;
+    send->buf.iovcnt = 0;
+    send->status = FERRY_OK;
+    send->refs = 1;
+    send->state = TAG_SEND_WAIT_CTS;
+    send->id = 0;
+    send->recv_id = 0;
+    send->accepted = 0;
+    send->sent = 0;
+    send->cursor = (tag_cursor_t){0, 0, 0};
+    send->mem = NULL;
+    send->section_off = 0;
+    send->section_len = 0;
+    send->rkey = NULL;
+    send->inner = (ferry_completion_t){.cb = NULL, .count = 0, .status = FERRY_OK};
+    send->inner_busy = false;
+    send->in_list = false;
+    return send;
+}
+
+/* ------------------------------------------------------------------ control messages */
+
+ferry_status_t tag_ctl_send(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_msg_t *msg)
+{
+    uint8_t header[sizeof(tag_wire_rts_t)];
+    size_t length = tag_wire_encode(msg, header);
+    ferry_status_t status;
+
+    if (ep->state != FERRY_EP_OPEN)
+        return ep->error;
+    if (ep->tag.ctl_queued == 0) {
+        status = ferry_am_send_internal(ep, msg->id, header, length, NULL, 0, NULL);
+        if (status == FERRY_OK || status == FERRY_INPROGRESS)
+            return FERRY_OK;
+        if (status != FERRY_ERR_NO_RESOURCE)
+            return status;
+    }
+    tag_ctl_t *ctl = tag_pool_get(&worker->tag.ctls, TAG_MAGIC_CTL);
+    if (ctl == NULL)
+        return FERRY_ERR_NO_MEMORY;
+    ctl->ep = ep;
+    ctl->id = msg->id;
+    ctl->length = length;
+    memcpy(ctl->header, header, length);
+    ferry_list_push_tail(&worker->tag.ctl, &ctl->obj.link);
+    ep->tag.ctl_queued++;
+    tag_need_progress(worker, 1);
+    return FERRY_OK;
+}
+
+static void tag_ctl_drop(ferry_worker_t *worker, tag_ctl_t *ctl)
+{
+    ferry_list_remove(&ctl->obj.link);
+    ctl->ep->tag.ctl_queued--;
+    tag_need_progress(worker, -1);
+    tag_pool_put(&worker->tag.ctls, ctl);
+}
+
+/* Send queued control messages in order; an endpoint without room keeps the rest of its own
+ * for the next pass (its order), the others go on. */
+static unsigned tag_ctl_progress(ferry_worker_t *worker)
+{
+    ferry_tag_worker_t *tw = &worker->tag;
+    unsigned count = 0;
+    uint32_t pass = ++tw->ctl_pass;
+
+    for (ferry_list_link_t *l = ferry_list_first(&tw->ctl), *next; l != ferry_list_end(&tw->ctl);
+         l = next) {
+        next = l->next;
+        tag_ctl_t *ctl = ferry_container_of(l, tag_ctl_t, obj.link);
+        ferry_ep_t *ep = ctl->ep;
+        if (ep->tag.ctl_pass == pass)
+            continue;
+        ferry_status_t status =
+            ep->state == FERRY_EP_OPEN
+                ? ferry_am_send_internal(ep, ctl->id, ctl->header, ctl->length, NULL, 0, NULL)
+                : ep->error;
+        if (status == FERRY_ERR_NO_RESOURCE) {
+            ep->tag.ctl_pass = pass;
+            continue;
+        }
+        if (status != FERRY_OK && status != FERRY_INPROGRESS)
+            ferry_debug("tagged messages: control message %u to endpoint %p dropped: %s", ctl->id,
+                        (void *)ep, ferry_status_string(status));
+        next = l->next; /* the send cannot have changed the queue, but stay safe */
+        tag_ctl_drop(worker, ctl);
+        count++;
+    }
+    return count;
+}
+
+/* ------------------------------------------------------------------ unexpected messages */
+
+static void tag_flow_send(ferry_worker_t *worker, ferry_ep_t *ep, bool on)
+{
+    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_FLOW};
+    msg.u.flow.version = TAG_WIRE_VERSION;
+    msg.u.flow.eager_on = on ? 1 : 0;
+    ferry_status_t status = tag_ctl_send(worker, ep, &msg);
+    if (status != FERRY_OK)
+        ferry_debug("tagged messages: EAGER_%s to endpoint %p not sent: %s", on ? "ON" : "OFF",
+                    (void *)ep, ferry_status_string(status));
+}
+
+static void tag_flow_forget(ferry_worker_t *worker, ferry_ep_t *ep)
+{
+    (void)worker;
+    if (!ep->tag.told_off)
+        return;
+    ep->tag.told_off = 0;
+    ferry_list_remove(&ep->tag.flow_link);
+}
+
+/* After buffered bytes were consumed: EAGER_ON to every sender told OFF once we are at half. */
+static void tag_flow_check_on(ferry_worker_t *worker)
+{
+    ferry_tag_worker_t *tw = &worker->tag;
+    ferry_list_link_t *link;
+    if (ferry_likely(ferry_list_is_empty(&tw->flow_off)) ||
+        tw->unexpected_bytes > tw->unexpected_max / 2)
+        return;
+    while ((link = ferry_list_pop_head(&tw->flow_off)) != NULL) {
+        ferry_ep_t *ep = ferry_container_of(link, ferry_ep_t, tag.flow_link);
+        ep->tag.told_off = 0;
+        tag_flow_send(worker, ep, true);
+    }
+}
+
+static void tag_unexp_release(ferry_worker_t *worker, tag_unexp_t *u)
+{
+    ferry_tag_worker_t *tw = &worker->tag;
+    switch (u->data_kind) {
+    case TAG_DATA_INLINE:
+        break;
+    case TAG_DATA_SPARE:
+        if (tw->spare_count < TAG_SPARE_MAX) {
+            *(void **)u->data = tw->spare_bufs;
+            tw->spare_bufs = u->data;
+            tw->spare_count++;
+        } else {
+            free(u->data);
+        }
+        break;
+    case TAG_DATA_MALLOC:
+        free(u->data);
+        break;
+    case TAG_DATA_AM:
+        ferry_am_data_release(worker, u->data);
+        break;
+    }
+    u->data = NULL;
+    u->data_kind = TAG_DATA_INLINE;
+    tw->unexpected_bytes -= u->accounted;
+    u->accounted = 0;
+    tag_pool_put(&tw->unexp, u);
+}
+
+static void *tag_spare_get(ferry_tag_worker_t *tw)
+{
+    void *buf = tw->spare_bufs;
+    if (buf != NULL) {
+        tw->spare_bufs = *(void **)buf;
+        tw->spare_count--;
+        return buf;
+    }
+    buf = malloc(TAG_UNEXP_BUF);
+    if (buf == NULL)
+        ferry_error("malloc(%u) for an unexpected tagged message failed", TAG_UNEXP_BUF);
+    return buf;
+}
+
+/* An eager message no receive was posted for: keep it (never drop it, unless out of memory). */
+static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t tag,
+                                           void *data, size_t length, unsigned flags)
+{
+    ferry_tag_worker_t *tw = &worker->tag;
+    ferry_status_t result = FERRY_OK;
+    tag_unexp_t *u = tag_pool_get(&tw->unexp, TAG_MAGIC_UNEXP);
+
+    if (u == NULL)
+        goto err_nomem;
+    u->ep = ep;
+    u->kind = TAG_UNEXP_EAGER;
+    u->probed = false;
+    u->status = FERRY_OK;
+    u->tag = tag;
+    u->length = length;
+    if (length <= TAG_UNEXP_INLINE) {
+        u->data_kind = TAG_DATA_INLINE;
+        u->data = u->inline_data;
+    } else if (length <= TAG_UNEXP_BUF) {
+        u->data_kind = TAG_DATA_SPARE;
+        u->data = tag_spare_get(tw);
+    } else {
+        /* a private buffer of the transport (larger than what it copies through a shared
+         * buffer) is kept as it is; a shared one is copied out so that it returns at once */
+        if ((flags & FERRY_AM_RECV_KEEPABLE) && length + sizeof(tag_wire_eager_t) > ep->max_bcopy) {
+            u->data_kind = TAG_DATA_AM;
+            u->data = data;
+            result = FERRY_INPROGRESS;
+        } else {
+            u->data_kind = TAG_DATA_MALLOC;
+            u->data = malloc(length);
+            if (u->data == NULL)
+                ferry_error("malloc(%zu) for an unexpected tagged message failed", length);
+        }
+    }
+    if (u->data == NULL) {
+        u->data_kind = TAG_DATA_INLINE;
+        tag_pool_put(&tw->unexp, u);
+        goto err_nomem;
+    }
+    if (result == FERRY_OK && length > 0)
+        memcpy(u->data, data, length);
+    u->accounted = length + TAG_UNEXP_OVERHEAD;
+    tw->unexpected_bytes += u->accounted;
+    ferry_list_push_tail(&tw->unexpected, &u->obj.link);
+    if (tw->unexpected_bytes > tw->unexpected_max && !ep->tag.told_off &&
+        ep->state == FERRY_EP_OPEN) {
+        ferry_debug("tagged messages: %llu unexpected bytes buffered (FERRY_TAG_UNEXPECTED_MAX "
+                    "%llu): EAGER_OFF to endpoint %p",
+                    (unsigned long long)tw->unexpected_bytes,
+                    (unsigned long long)tw->unexpected_max, (void *)ep);
+        ep->tag.told_off = 1;
+        ferry_list_push_tail(&tw->flow_off, &ep->tag.flow_link);
+        tag_flow_send(worker, ep, false);
+    }
+    return result;
+
+err_nomem:
+    ferry_error("tagged messages: an unexpected message of %zu bytes (tag 0x%llx) from endpoint "
+                "%p is LOST: out of memory",
+                length, (unsigned long long)tag, (void *)ep);
+    return FERRY_OK;
+}
+
+static tag_recv_t *tag_match_posted(ferry_tag_worker_t *tw, uint64_t tag)
+{
+    for (ferry_list_link_t *l = ferry_list_first(&tw->posted); l != ferry_list_end(&tw->posted);
+         l = l->next) {
+        tag_recv_t *recv = ferry_container_of(l, tag_recv_t, obj.link);
+        if (((tag ^ recv->tag) & recv->tag_mask) == 0)
+            return recv;
+    }
+    return NULL;
+}
+
+static tag_unexp_t *tag_match_unexpected(ferry_tag_worker_t *tw, uint64_t tag, uint64_t mask)
+{
+    for (ferry_list_link_t *l = ferry_list_first(&tw->unexpected);
+         l != ferry_list_end(&tw->unexpected); l = l->next) {
+        tag_unexp_t *u = ferry_container_of(l, tag_unexp_t, obj.link);
+        if (((u->tag ^ tag) & mask) == 0)
+            return u;
+    }
+    return NULL;
+}
+
+/* Receive the unexpected (or probed) message u into iov. Eager: copied now (FERRY_OK or
+ * FERRY_ERR_MESSAGE_TRUNCATED, comp untouched). RTS: the rendezvous starts (FERRY_INPROGRESS).
+ * Nothing changes on an error. */
+static ferry_status_t tag_recv_message(ferry_worker_t *worker, tag_unexp_t *u,
+                                       const ferry_iov_t *iov, size_t iovcnt,
+                                       ferry_tag_info_t *info, ferry_completion_t *comp)
+{
+    ferry_status_t status;
+
+    if (u->kind == TAG_UNEXP_EAGER) {
+        ferry_list_remove(&u->obj.link);
+        status = tag_scatter_message(iov, iovcnt, u->data, (size_t)u->length);
+        tag_info_fill(info, u->ep, u->tag, u->length);
+        tag_unexp_release(worker, u);
+        tag_flow_check_on(worker);
+        return status;
+    }
+    tag_recv_t *recv = tag_recv_alloc(worker, iov, iovcnt, info, comp, &status);
+    if (recv == NULL)
+        return status;
+    ferry_list_remove(&u->obj.link);
+    recv->tag = u->tag;
+    recv->tag_mask = UINT64_MAX;
+    if (u->status != FERRY_OK || u->ep == NULL) {
+        tag_info_fill(info, u->ep, u->tag, u->length);
+        tag_recv_finish(recv, u->status != FERRY_OK ? u->status : FERRY_ERR_CONNECTION_RESET);
+    } else {
+        tag_rndv_recv_start(recv, u->ep, &u->rts);
+    }
+    tag_unexp_release(worker, u);
+    return FERRY_INPROGRESS;
+}
+
+/* ------------------------------------------------------------------ handlers */
+
+static bool tag_decode(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const void *header,
+                       size_t header_length, size_t length, tag_wire_msg_t *msg)
+{
+    const char *why = NULL;
+    if (ferry_likely(tag_wire_decode(id, header, header_length, length, msg, &why) == FERRY_OK))
+        return true;
+    tag_warn(worker, TAG_WARN_MALFORMED,
+             "malformed message (id %u, %zu-byte header, %zu-byte payload) from endpoint %p: %s",
+             id, header_length, length, (void *)ep, why);
+    return false;
+}
+
+static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_length, void *data,
+                                   size_t length, const ferry_am_recv_params_t *params)
+{
+    ferry_worker_t *worker = arg;
+    ferry_tag_worker_t *tw = &worker->tag;
+    ferry_ep_t *ep = params->reply_ep;
+    tag_wire_msg_t msg;
+
+    if (ferry_unlikely(
+            !tag_decode(worker, ep, FERRY_AM_ID_TAG_EAGER, header, header_length, length, &msg)))
+        return FERRY_OK;
+    uint64_t tag = msg.u.eager.tag;
+    tag_recv_t *recv = tag_match_posted(tw, tag);
+    if (ferry_likely(recv != NULL)) {
+        ferry_status_t status = tag_scatter_message(recv->buf.iov, recv->buf.iovcnt, data, length);
+        tag_info_fill(recv->info, ep, tag, length);
+        tag_recv_finish(recv, status);
+        return FERRY_OK;
+    }
+    return tag_unexpected_eager(worker, ep, tag, data, length, params->flags);
+}
+
+static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_length, void *data,
+                                 size_t length, const ferry_am_recv_params_t *params)
+{
+    ferry_worker_t *worker = arg;
+    ferry_tag_worker_t *tw = &worker->tag;
+    ferry_ep_t *ep = params->reply_ep;
+    tag_wire_msg_t msg;
+    (void)data;
+
+    if (!tag_decode(worker, ep, FERRY_AM_ID_TAG_RTS, header, header_length, length, &msg))
+        return FERRY_OK;
+    tag_recv_t *recv = tag_match_posted(tw, msg.u.rts.tag);
+    if (recv != NULL) {
+        ferry_list_remove(&recv->obj.link);
+        tag_rndv_recv_start(recv, ep, &msg.u.rts);
+        return FERRY_OK;
+    }
+    tag_unexp_t *u = tag_pool_get(&tw->unexp, TAG_MAGIC_UNEXP);
+    if (u == NULL) {
+        /* tell the sender rather than leave it waiting */
+        tag_wire_msg_t done = {.id = FERRY_AM_ID_TAG_DONE};
+        done.u.done.version = TAG_WIRE_VERSION;
+        done.u.done.target = TAG_DONE_TO_SEND;
+        done.u.done.final = 1;
+        done.u.done.status = FERRY_ERR_NO_MEMORY;
+        done.u.done.id = msg.u.rts.send_id;
+        tag_ctl_send(worker, ep, &done);
+        return FERRY_OK;
+    }
+    u->ep = ep;
+    u->kind = TAG_UNEXP_RTS;
+    u->probed = false;
+    u->status = FERRY_OK;
+    u->tag = msg.u.rts.tag;
+    u->length = msg.u.rts.length;
+    u->accounted = 0;
+    u->data = NULL;
+    u->data_kind = TAG_DATA_INLINE;
+    u->rts = msg.u.rts;
+    ferry_list_push_tail(&tw->unexpected, &u->obj.link);
+    return FERRY_OK;
+}
+
+static ferry_status_t tag_on_cts(void *arg, const void *header, size_t header_length, void *data,
+                                 size_t length, const ferry_am_recv_params_t *params)
+{
+    ferry_worker_t *worker = arg;
+    tag_wire_msg_t msg;
+    (void)data;
+    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_CTS, header, header_length, length,
+                   &msg))
+        tag_rndv_on_cts(worker, params->reply_ep, &msg.u.cts);
+    return FERRY_OK;
+}
+
+static ferry_status_t tag_on_data(void *arg, const void *header, size_t header_length, void *data,
+                                  size_t length, const ferry_am_recv_params_t *params)
+{
+    ferry_worker_t *worker = arg;
+    tag_wire_msg_t msg;
+    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_DATA, header, header_length, length,
+                   &msg))
+        tag_rndv_on_data(worker, params->reply_ep, &msg.u.data, data, length);
+    return FERRY_OK;
+}
+
+static ferry_status_t tag_on_done(void *arg, const void *header, size_t header_length, void *data,
+                                  size_t length, const ferry_am_recv_params_t *params)
+{
+    ferry_worker_t *worker = arg;
+    tag_wire_msg_t msg;
+    (void)data;
+    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_DONE, header, header_length, length,
+                   &msg))
+        tag_rndv_on_done(worker, params->reply_ep, &msg.u.done);
+    return FERRY_OK;
+}
+
+static ferry_status_t tag_on_cookie(void *arg, const void *header, size_t header_length, void *data,
+                                    size_t length, const ferry_am_recv_params_t *params)
+{
+    ferry_worker_t *worker = arg;
+    tag_wire_msg_t msg;
+    (void)data;
+    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_COOKIE, header, header_length, length,
+                   &msg))
+        tag_rndv_on_cookie(worker, params->reply_ep, &msg.u.cookie);
+    return FERRY_OK;
+}
+
+static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_length, void *data,
+                                  size_t length, const ferry_am_recv_params_t *params)
+{
+    ferry_worker_t *worker = arg;
+    tag_wire_msg_t msg;
+    (void)data;
+    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_FLOW, header, header_length, length,
+                   &msg)) {
+        ferry_debug("tagged messages: EAGER_%s from endpoint %p",
+                    msg.u.flow.eager_on ? "ON" : "OFF", (void *)params->reply_ep);
+        params->reply_ep->tag.eager_off = msg.u.flow.eager_on ? 0 : 1;
+    }
+    return FERRY_OK;
+}
+
+/* ------------------------------------------------------------------ public calls */
+
+FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                           uint64_t tag, ferry_completion_t *comp)
+{
+    uint64_t length;
+
+    if (ferry_unlikely(ep == NULL || tag_iov_check(iov, iovcnt, &length) != FERRY_OK))
+        return FERRY_ERR_INVALID_PARAM;
+    if (ferry_unlikely(ep->state != FERRY_EP_OPEN))
+        return ep->error;
+    if (ferry_unlikely(!ep->tag.ready))
+        tag_rndv_ep_setup(ep->worker, ep);
+    if (ferry_likely(length <= ep->tag.eager_max && !ep->tag.eager_off)) {
+        tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
+        return ferry_am_send_internal(ep, FERRY_AM_ID_TAG_EAGER, &header, sizeof(header), iov,
+                                      iovcnt, comp);
+    }
+    return tag_rndv_send(ep->worker, ep, iov, iovcnt, length, tag, comp);
+}
+
+FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov,
+                                           size_t iovcnt, uint64_t tag, uint64_t tag_mask,
+                                           ferry_tag_info_t *info, ferry_completion_t *comp)
+{
+    ferry_status_t status;
+    uint64_t length;
+
+    if (ferry_unlikely(worker == NULL || comp == NULL ||
+                       tag_iov_check(iov, iovcnt, &length) != FERRY_OK))
+        return FERRY_ERR_INVALID_PARAM;
+    if (ferry_unlikely(!ferry_list_is_empty(&worker->tag.unexpected))) {
+        tag_unexp_t *u = tag_match_unexpected(&worker->tag, tag, tag_mask);
+        if (u != NULL)
+            return tag_recv_message(worker, u, iov, iovcnt, info, comp);
+    }
+    tag_recv_t *recv = tag_recv_alloc(worker, iov, iovcnt, info, comp, &status);
+    if (ferry_unlikely(recv == NULL))
+        return status;
+    recv->tag = tag;
+    recv->tag_mask = tag_mask;
+    ferry_list_push_tail(&worker->tag.posted, &recv->obj.link);
+    return FERRY_INPROGRESS;
+}
+
+FERRY_EXPORT ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag, uint64_t tag_mask,
+                                            int remove, ferry_tag_info_t *info,
+                                            ferry_tag_message_t **message_p)
+{
+    if (worker == NULL || (remove && message_p == NULL))
+        return FERRY_ERR_INVALID_PARAM;
+    tag_unexp_t *u = tag_match_unexpected(&worker->tag, tag, tag_mask);
+    if (u == NULL)
+        return FERRY_ERR_NO_ELEM;
+    tag_info_fill(info, u->ep, u->tag, u->length);
+    if (remove) {
+        ferry_list_remove(&u->obj.link);
+        ferry_list_push_tail(&worker->tag.probed, &u->obj.link);
+        u->probed = true;
+        *message_p = u;
+    }
+    return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,
+                                                   ferry_tag_message_t *message,
+                                                   const ferry_iov_t *iov, size_t iovcnt,
+                                                   ferry_tag_info_t *info, ferry_completion_t *comp)
+{
+    uint64_t length;
+
+    if (worker == NULL || message == NULL || comp == NULL ||
+        tag_iov_check(iov, iovcnt, &length) != FERRY_OK)
+        return FERRY_ERR_INVALID_PARAM;
+    if (message->obj.magic != TAG_MAGIC_UNEXP || !message->obj.in_use || !message->probed) {
+        ferry_warn("ferry_tag_message_recv(%p): not a message taken by ferry_tag_probe(remove) "
+                   "and not received yet",
+                   (void *)message);
+        return FERRY_ERR_INVALID_PARAM;
+    }
+    return tag_recv_message(worker, message, iov, iovcnt, info, comp);
+}
+
+FERRY_EXPORT ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_completion_t *comp)
+{
+    if (worker == NULL || comp == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    ferry_tag_worker_t *tw = &worker->tag;
+    for (ferry_list_link_t *l = ferry_list_first(&tw->posted); l != ferry_list_end(&tw->posted);
+         l = l->next) {
+        tag_recv_t *recv = ferry_container_of(l, tag_recv_t, obj.link);
+        if (recv->comp == comp) {
+            tag_recv_finish(recv, FERRY_ERR_CANCELED);
+            return FERRY_OK;
+        }
+    }
+    return FERRY_ERR_NO_ELEM;
+}
+
+/* ------------------------------------------------------------------ life cycle */
+
+ferry_status_t ferry_tag_init(ferry_worker_t *worker)
+{
+    ferry_tag_worker_t *tw = &worker->tag;
+    static const struct {
+        unsigned id;
+        ferry_am_handler_cb_t cb;
+    } handlers[] = {
+        {FERRY_AM_ID_TAG_EAGER, tag_on_eager}, {FERRY_AM_ID_TAG_RTS, tag_on_rts},
+        {FERRY_AM_ID_TAG_CTS, tag_on_cts},     {FERRY_AM_ID_TAG_DATA, tag_on_data},
+        {FERRY_AM_ID_TAG_DONE, tag_on_done},   {FERRY_AM_ID_TAG_COOKIE, tag_on_cookie},
+        {FERRY_AM_ID_TAG_FLOW, tag_on_flow},
+    };
+
+    memset(tw, 0, sizeof(*tw));
+    ferry_list_init(&tw->posted);
+    ferry_list_init(&tw->unexpected);
+    ferry_list_init(&tw->probed);
+    ferry_list_init(&tw->ctl);
+    ferry_list_init(&tw->retry);
+    ferry_list_init(&tw->pump);
+    ferry_list_init(&tw->flow_off);
+    tag_pool_init(&tw->recvs, sizeof(tag_recv_t), "receives");
+    tag_pool_init(&tw->sends, sizeof(tag_send_t), "sends");
+    tag_pool_init(&tw->unexp, sizeof(tag_unexp_t), "unexpected messages");
+    tag_pool_init(&tw->ctls, sizeof(tag_ctl_t), "control messages");
+    tw->unexpected_max = ferry_config_size(&tag_unexpected_max_var);
+    tag_rndv_config(tw);
+    for (size_t i = 0; i < FERRY_ARRAY_SIZE(handlers); i++) {
+        ferry_status_t status =
+            ferry_am_set_internal_handler(worker, handlers[i].id, handlers[i].cb, worker);
+        if (status != FERRY_OK)
+            return status;
+    }
+    return FERRY_OK;
+}
+
+/* Worker destruction: complete what still waits for its completion, release the rest. */
+static void tag_release_recv(ferry_worker_t *worker, void *object)
+{
+    tag_recv_t *recv = object;
+    bool deferred = ferry_list_is_linked(&recv->deferred.link);
+    ferry_worker_undefer(worker, &recv->deferred);
+    recv->inner_busy = false; /* nothing will complete it any more */
+    if (recv->state != TAG_RECV_FINISHED) {
+        recv->state = TAG_RECV_FINISHED;
+        recv->status = FERRY_ERR_CANCELED;
+        deferred = true;
+    }
+    tag_rndv_recv_release(recv);
+    tag_iovs_release(&recv->buf);
+    if (deferred)
+        ferry_completion_update(recv->comp, recv->status);
+}
+
+static void tag_release_send(ferry_worker_t *worker, void *object)
+{
+    tag_send_t *send = object;
+    bool deferred = ferry_list_is_linked(&send->deferred.link);
+    ferry_worker_undefer(worker, &send->deferred);
+    send->inner_busy = false;
+    if (send->state != TAG_SEND_FINISHED) {
+        send->state = TAG_SEND_FINISHED;
+        send->status = FERRY_ERR_CANCELED;
+        deferred = true;
+    }
+    tag_rndv_send_release(send);
+    tag_iovs_release(&send->buf);
+    if (deferred)
+        ferry_completion_update(send->comp, send->status);
+}
+
+static void tag_release_unexp(ferry_worker_t *worker, void *object)
+{
+    tag_unexp_t *u = object;
+    if (u->data_kind == TAG_DATA_AM)
+        ferry_am_data_release(worker, u->data);
+    else if (u->data_kind != TAG_DATA_INLINE)
+        free(u->data);
+}
+
+void ferry_tag_cleanup(ferry_worker_t *worker)
+{
+    ferry_tag_worker_t *tw = &worker->tag;
+    ferry_list_link_t *link;
+    unsigned left = 0;
+
+    /* receives still posted: canceled (the worker is going away) */
+    while ((link = ferry_list_pop_head(&tw->posted)) != NULL) {
+        tag_recv_t *recv = ferry_container_of(link, tag_recv_t, obj.link);
+        ferry_list_link_init(link);
+        recv->state = TAG_RECV_FINISHED;
+        ferry_completion_update(recv->comp, FERRY_ERR_CANCELED);
+        tag_recv_unref(recv);
+    }
+    /* transfers still in progress were failed with their endpoints; what is left here was
+     * waiting for an internal completion that will never come any more */
+    for (uint32_t i = 0; i < tw->send_table.capacity; i++)
+        left += tw->send_table.slots[i] != NULL;
+    for (uint32_t i = 0; i < tw->recv_table.capacity; i++)
+        left += tw->recv_table.slots[i] != NULL;
+    if (left > 0)
+        ferry_warn("ferry_worker_destroy: %u tagged transfers were still in progress; their "
+                   "completions report FERRY_ERR_CANCELED",
+                   left);
+    tag_pool_destroy(&tw->recvs, tag_release_recv, worker);
+    tag_pool_destroy(&tw->sends, tag_release_send, worker);
+    tag_pool_destroy(&tw->unexp, tag_release_unexp, worker);
+    tag_pool_destroy(&tw->ctls, NULL, worker);
+    while (tw->spare_bufs != NULL) {
+        void *buf = tw->spare_bufs;
+        tw->spare_bufs = *(void **)buf;
+        free(buf);
+    }
+    tw->spare_count = 0;
+    tag_table_free(&tw->send_table);
+    tag_table_free(&tw->recv_table);
+    ferry_list_init(&tw->unexpected);
+    ferry_list_init(&tw->probed);
+    ferry_list_init(&tw->ctl);
+    ferry_list_init(&tw->retry);
+    ferry_list_init(&tw->pump);
+    ferry_list_init(&tw->flow_off);
+    tw->need_progress = 0;
+}
+
+unsigned ferry_tag_progress(ferry_worker_t *worker)
+{
+    unsigned count = 0;
+    if (!ferry_list_is_empty(&worker->tag.ctl))
+        count += tag_ctl_progress(worker);
+    return count + tag_rndv_progress(worker);
+}
+
+void ferry_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status)
+{
+    ferry_worker_t *worker = ep->worker;
+    ferry_tag_worker_t *tw = &worker->tag;
+
+    if (status == FERRY_OK)
+        status = FERRY_ERR_CANCELED;
+    for (ferry_list_link_t *l = ferry_list_first(&tw->ctl), *next; l != ferry_list_end(&tw->ctl);
+         l = next) {
+        next = l->next;
+        tag_ctl_t *ctl = ferry_container_of(l, tag_ctl_t, obj.link);
+        if (ctl->ep == ep)
+            tag_ctl_drop(worker, ctl);
+    }
+    tag_flow_forget(worker, ep);
+    ferry_list_t *lists[] = {&tw->unexpected, &tw->probed};
+    for (size_t i = 0; i < FERRY_ARRAY_SIZE(lists); i++) {
+        for (ferry_list_link_t *l = ferry_list_first(lists[i]); l != ferry_list_end(lists[i]);
+             l = l->next) {
+            tag_unexp_t *u = ferry_container_of(l, tag_unexp_t, obj.link);
+            if (u->ep == ep && u->kind == TAG_UNEXP_RTS && u->status == FERRY_OK)
+                u->status = status;
+        }
+    }
+    tag_rndv_ep_failed(worker, ep, status);
+}
+
+void ferry_tag_ep_cleanup(ferry_ep_t *ep)
+{
+    ferry_tag_worker_t *tw = &ep->worker->tag;
+    ferry_tag_ep_failed(ep, ep->error != FERRY_OK ? ep->error : FERRY_ERR_CANCELED);
+    ferry_list_t *lists[] = {&tw->unexpected, &tw->probed};
+    for (size_t i = 0; i < FERRY_ARRAY_SIZE(lists); i++) {
+        for (ferry_list_link_t *l = ferry_list_first(lists[i]); l != ferry_list_end(lists[i]);
+             l = l->next) {
+            tag_unexp_t *u = ferry_container_of(l, tag_unexp_t, obj.link);
+            if (u->ep == ep)
+                u->ep = NULL;
+        }
+    }
+}

@@ -1,0 +1,275 @@
+/* Tagged messages: matching (posted and unexpected queues, probe, cancel), the eager protocol,
+ * and the rendezvous protocol with its four large-message-transfer modes.
+ *
+ * Every tag protocol message is an internal active message (src/proto/am.h) whose header is
+ * one of the fixed little-endian structs below, checked by tag_wire_decode() before any field
+ * is used (fuzzed: tests/fuzz/tag_wire.c). Active messages of one endpoint arrive in order,
+ * so messages from one sender match in the order they were sent.
+ *
+ * Matching: a message matches the first posted receive with (tag & mask) == (recv tag & mask);
+ * a receive matches the first unexpected message (eager or RTS, in arrival order). Posted and
+ * unexpected queues are per worker; ferry_tag_probe(remove) moves a message to a "probed" list
+ * until ferry_tag_message_recv receives it.
+ *
+ * Eager (length <= the endpoint's eager threshold): EAGER carries the data. On arrival it
+ * matches the first posted receive, or waits in the unexpected queue (bounded by
+ * FERRY_TAG_UNEXPECTED_MAX bytes: past that the receiver sends EAGER_OFF to the sender whose
+ * message crossed the bound, which then uses rendezvous for everything, even 0 bytes, until
+ * EAGER_ON, sent when the buffered bytes fell to half the bound: back-pressure, never loss.
+ * Messages already in flight when EAGER_OFF is sent are still buffered: the bound is soft by
+ * at most what the transport had in flight).
+ *
+ * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
+ * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null forces one; by
+ * default tag_rndv_choose, the one place the choice is made, picks GET when the endpoint's
+ * transport has FERRY_TL_CAP_RMA and cross-memory attach to the peer works, else COOP; whether
+ * it works is probed once per endpoint with a 1-byte process_vm_readv of the peer's address 0:
+ * EFAULT means the kernel allowed the access):
+ *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
+ *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
+ *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is
+ *         registered one section at a time: RTS.section says how many bytes the first key
+ *         covers; after each section the receiver sends DONE(to send, not final, done = bytes
+ *         so far, reply id = its recv id) and the sender answers COOKIE {recv id, offset,
+ *         length, key of the next section}, releasing the previous one. In automatic mode a
+ *         receiver that cannot read the sender's memory (cross-memory attach may be allowed in
+ *         one direction only) answers the RTS with CTS(COOP) instead; the sender releases the
+ *         key and continues as COOP. A sender that cannot register uses COOP from the start.
+ *   PUT   on match the receiver registers its buffer (single use, write) and sends CTS {send
+ *         id, recv id, accepted length, key}; the sender writes it with one ferry_putv,
+ *         flushes the endpoint, and sends DONE(to recv, final). A receiver that cannot register
+ *         (more than FERRY_MEM_IOV_MAX pieces, no slot left) answers CTS with mode COOP.
+ *   COOP  on match the receiver sends CTS {send id, recv id, accepted length}; the sender
+ *         copies the data into shared buffers as DATA {recv id, offset} messages of at most
+ *         the transport's max_bcopy (capped at 64 KiB), which the receiver copies straight into
+ *         the posted buffer as they arrive (both processes copy at once: a pipeline).
+ *   NULL  like COOP, but DATA messages are FERRY_RNDV_NULL_CHUNK bytes (64 KiB) sent as
+ *         ordinary active messages that the transport fragments over its send path, at most
+ *         TAG_NULL_WINDOW in flight: the mode for transports without RMA and shared buffers.
+ * DATA must arrive in order (offset == bytes received so far) and end exactly at the accepted
+ * length; the receive completes when the last byte is in place (COOP/NULL need no DONE; the
+ * sender completes when its last DATA was handed over).
+ * A receive shorter than the message accepts only its length (CTS/GET read only that much) and
+ * completes with FERRY_ERR_MESSAGE_TRUNCATED; the sender completes normally.
+ * Either side may abort a transfer with DONE(final, status < 0) to the other (a key that does
+ * not match, DATA out of order, a failed one-sided operation): the other side completes with
+ * that status.
+ *
+ * Ids carried on the wire (send id, recv id) are (generation << 32 | index) into per-worker
+ * tables: a peer's id is looked up, never trusted as a pointer, and a message about a transfer
+ * is accepted only from the endpoint that transfer uses; an unknown or stale id (a DONE for an
+ * unknown transfer, a CTS for a finished send) is dropped with one warning per worker and kind
+ * (then debug lines). A peer that dies fails every send and receive in progress with it
+ * (within the endpoint's failure detection) with the endpoint's error and releases their
+ * registrations; an unexpected RTS from it stays queued and the receive that takes it completes
+ * with that error. Unexpected eager messages outlive their endpoint (info->sender is then
+ * NULL). */
+#ifndef FERRY_PROTO_TAG_H
+#define FERRY_PROTO_TAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ferry/ferry.h>
+
+#include "core/list.h"
+#include "mem/mem.h"
+
+#define FERRY_AM_ID_TAG_EAGER 210u
+#define FERRY_AM_ID_TAG_RTS 211u
+#define FERRY_AM_ID_TAG_CTS 212u
+#define FERRY_AM_ID_TAG_DATA 213u
+#define FERRY_AM_ID_TAG_DONE 214u
+#define FERRY_AM_ID_TAG_COOKIE 215u
+#define FERRY_AM_ID_TAG_FLOW 216u /* EAGER_OFF / EAGER_ON */
+
+#define TAG_WIRE_VERSION 1u
+
+/* NULL mode: DATA messages in flight per send. */
+#define TAG_NULL_WINDOW 4u
+
+typedef enum tag_rndv_mode {
+    TAG_RNDV_GET = 1,
+    TAG_RNDV_PUT = 2,
+    TAG_RNDV_COOP = 3,
+    TAG_RNDV_NULL = 4,
+} tag_rndv_mode_t;
+
+/* DONE.target: which table DONE.id indexes. */
+#define TAG_DONE_TO_SEND 1u /* the sender's send id (GET: from the receiver; aborts) */
+#define TAG_DONE_TO_RECV 2u /* the receiver's recv id (PUT: from the sender; aborts) */
+
+/* Wire headers (little-endian, packed by explicit layout, sizes fixed). */
+typedef struct tag_wire_eager {
+    uint8_t version;
+    uint8_t reserved[7];
+    uint64_t tag;
+} tag_wire_eager_t; /* 16 B; payload = the message */
+
+typedef struct tag_wire_rts {
+    uint8_t version;
+    uint8_t mode; /* tag_rndv_mode_t */
+    uint8_t reserved[6];
+    uint64_t tag;
+    uint64_t length; /* message length */
+    uint64_t send_id;
+    uint64_t section;               /* GET: bytes the key covers (from offset 0); else 0 */
+    uint8_t rkey[RKEY_PACKED_SIZE]; /* GET (length > 0): key of the first section; else 0 */
+} tag_wire_rts_t;                   /* 104 B, no payload */
+
+typedef struct tag_wire_cts {
+    uint8_t version;
+    uint8_t mode; /* PUT, COOP or NULL: what the receiver accepted */
+    uint8_t reserved[6];
+    uint64_t send_id;
+    uint64_t recv_id;
+    uint64_t length;                /* accepted: min(message, posted buffer) */
+    uint8_t rkey[RKEY_PACKED_SIZE]; /* PUT (length > 0): key of the receiver's buffer; else 0 */
+} tag_wire_cts_t;                   /* 96 B, no payload */
+
+typedef struct tag_wire_data {
+    uint8_t version;
+    uint8_t reserved[7];
+    uint64_t recv_id;
+    uint64_t offset;
+} tag_wire_data_t; /* 24 B; payload (> 0 bytes) = bytes [offset, offset + payload length) */
+
+typedef struct tag_wire_done {
+    uint8_t version;
+    uint8_t target; /* TAG_DONE_TO_SEND or TAG_DONE_TO_RECV */
+    uint8_t final;  /* 1: the transfer is over; 0 (GET, to send, OK): send the next section */
+    uint8_t reserved;
+    int32_t status;    /* FERRY_OK, or why the transfer failed (a negative ferry_status_t) */
+    uint64_t id;       /* the addressee's id */
+    uint64_t done;     /* bytes transferred so far */
+    uint64_t reply_id; /* not final: the receiver's recv id, for COOKIE; else 0 */
+} tag_wire_done_t;     /* 32 B, no payload */
+
+typedef struct tag_wire_cookie {
+    uint8_t version;
+    uint8_t reserved[7];
+    uint64_t recv_id;
+    uint64_t offset; /* the section starts here in the message */
+    uint64_t length; /* and has this many bytes (> 0) */
+    uint8_t rkey[RKEY_PACKED_SIZE];
+} tag_wire_cookie_t; /* 96 B, no payload */
+
+typedef struct tag_wire_flow {
+    uint8_t version;
+    uint8_t eager_on; /* 0: use rendezvous for everything until 1 */
+    uint8_t reserved[6];
+} tag_wire_flow_t; /* 8 B, no payload */
+
+_Static_assert(sizeof(tag_wire_eager_t) == 16, "EAGER header is 16 bytes");
+_Static_assert(sizeof(tag_wire_rts_t) == 104, "RTS header is 104 bytes");
+_Static_assert(sizeof(tag_wire_cts_t) == 96, "CTS header is 96 bytes");
+_Static_assert(sizeof(tag_wire_data_t) == 24, "DATA header is 24 bytes");
+_Static_assert(sizeof(tag_wire_done_t) == 32, "DONE header is 32 bytes");
+_Static_assert(sizeof(tag_wire_cookie_t) == 96, "COOKIE header is 96 bytes");
+_Static_assert(sizeof(tag_wire_flow_t) == 8, "FLOW header is 8 bytes");
+
+/* A decoded message: which header, and a private copy of it in host byte order. */
+typedef struct tag_wire_msg {
+    unsigned id; /* FERRY_AM_ID_TAG_* */
+    union {
+        tag_wire_eager_t eager;
+        tag_wire_rts_t rts;
+        tag_wire_cts_t cts;
+        tag_wire_data_t data;
+        tag_wire_done_t done;
+        tag_wire_cookie_t cookie;
+        tag_wire_flow_t flow;
+    } u;
+} tag_wire_msg_t;
+
+/* Check a tag protocol header received as active message id (its exact size for that id, the
+ * version, known mode, reserved bytes zero, payload only where allowed, lengths and offsets
+ * consistent and not overflowing, keys present exactly where the mode needs one) and copy it
+ * into out in host byte order. Returns FERRY_OK or FERRY_ERR_PROTOCOL with a static reason in
+ * *why. Pure: no logging, no state (the caller logs). */
+ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_length,
+                               size_t payload_length, tag_wire_msg_t *out, const char **why);
+
+/* Write msg's header (host byte order in, little-endian out) into buffer, which holds at least
+ * sizeof the header of msg->id; returns its size (0 for an unknown id). */
+size_t tag_wire_encode(const tag_wire_msg_t *msg, void *buffer);
+
+/* ------------------------------------------------------------------ state */
+
+/* A table of transfers addressed by wire ids: id = (generation << 32) | index. */
+typedef struct tag_table {
+    void **slots;          /* slots[index]: the transfer, or NULL */
+    uint32_t *generations; /* current generation of each slot (never 0) */
+    uint32_t *free_slots;  /* stack of free indices */
+    uint32_t capacity;
+    uint32_t free_count;
+} tag_table_t;
+
+typedef struct tag_block tag_block_t;
+
+/* Fixed-size objects recycled through a freelist, allocated in blocks (tag.c). */
+typedef struct tag_pool {
+    ferry_list_t free;
+    tag_block_t *blocks;
+    size_t object_size;
+    const char *what;
+} tag_pool_t;
+
+/* Per endpoint (struct ferry_ep); all-zero is the initial state (nothing else to init). */
+typedef struct ferry_tag_ep {
+    ferry_list_link_t flow_link; /* in the worker's flow_off list while told_off */
+    size_t eager_max;            /* largest eager payload (ready) */
+    size_t chunk;                /* COOP DATA payload (ready) */
+    uint32_t ctl_queued;         /* control messages queued for it (kept in order) */
+    uint32_t ctl_pass;           /* the control-queue pass in which it had no room */
+    uint8_t ready;               /* eager_max and chunk are set */
+    uint8_t eager_off;           /* the peer sent EAGER_OFF and not EAGER_ON yet */
+    uint8_t told_off;            /* we sent EAGER_OFF to the peer and not EAGER_ON yet */
+    int8_t cma; /* cross-memory attach to the peer: 0 not probed, 1 works, -1 not */
+} ferry_tag_ep_t;
+
+/* Per worker (struct ferry_worker). */
+typedef struct ferry_tag_worker {
+    ferry_list_t posted;     /* receives not matched yet, in post order */
+    ferry_list_t unexpected; /* messages not matched yet, in arrival order */
+    ferry_list_t probed;     /* taken by ferry_tag_probe(remove), not received yet */
+    ferry_list_t ctl;        /* control messages waiting for transport room, in order */
+    ferry_list_t retry;      /* transfers whose one-sided step got FERRY_ERR_NO_RESOURCE */
+    ferry_list_t pump;       /* COOP/NULL sends with DATA to hand to the transport */
+    ferry_list_t flow_off;   /* endpoints told EAGER_OFF (ferry_tag_ep_t.flow_link) */
+    tag_pool_t recvs, sends, unexp, ctls;
+    void *spare_bufs; /* unexpected-message buffers of TAG_UNEXP_BUF bytes, a chain */
+    unsigned spare_count;
+    tag_table_t send_table, recv_table;
+    uint64_t unexpected_bytes; /* eager bytes (plus overhead) buffered in unexpected/probed */
+    uint64_t unexpected_max;   /* FERRY_TAG_UNEXPECTED_MAX */
+    size_t thresh_forced;      /* FERRY_RNDV_THRESH, or SIZE_MAX (automatic) */
+    unsigned mode_forced;      /* FERRY_RNDV_MODE, or 0 (automatic) */
+    uint64_t section;          /* FERRY_RNDV_SECTION */
+    uint64_t null_chunk;       /* FERRY_RNDV_NULL_CHUNK */
+    unsigned need_progress;    /* ctl + retry + pump entries: ferry_tag_progress has work */
+    uint32_t ctl_pass;         /* passes over the control queue */
+    unsigned warned[8];        /* warnings already given, per kind (tag_warn_kind_t) */
+} ferry_tag_worker_t;
+
+/* Register the tag protocol's handlers and state on a worker (ferry_worker_create; allocates
+ * nothing) / free it all (ferry_worker_destroy, after the endpoints were freed and the
+ * deferred callbacks and the one-sided layer's cleanup ran: receives still posted complete
+ * with FERRY_ERR_CANCELED). */
+ferry_status_t ferry_tag_init(ferry_worker_t *worker);
+void ferry_tag_cleanup(ferry_worker_t *worker);
+
+/* Retry what waited for transport room (control messages, one-sided steps, DATA); called by
+ * ferry_worker_progress while worker->tag.need_progress > 0. Returns the events handled. */
+unsigned ferry_tag_progress(ferry_worker_t *worker);
+
+/* The endpoint stopped working (ferry_ep_fail, a local close): fail every tagged send and
+ * receive in progress with it with status, release their registrations, drop its queued
+ * control messages, mark its unexpected RTS failed. Idempotent. */
+void ferry_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status);
+
+/* The endpoint is being freed: ferry_tag_ep_failed, and nothing refers to it afterwards
+ * (unexpected eager messages from it keep their data with a NULL sender). */
+void ferry_tag_ep_cleanup(ferry_ep_t *ep);
+
+#endif

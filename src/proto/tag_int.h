@@ -1,0 +1,261 @@
+/* Private to src/proto/tag*.c: the objects of the tag protocol and the helpers its files
+ * share. The contract (wire formats, modes, life cycle) is src/proto/tag.h.
+ *
+ * Life of a send or receive: refs counts who still points to it — 1 for the user until its
+ * completion ran (or it needed none), 1 while an internal operation (a one-sided operation, a
+ * flush, DATA the transport queued) holds its `inner` completion. tag_*_finish() ends the
+ * protocol at once (registrations released, id invalidated, queued retries dropped, user
+ * completion deferred to progress); the object returns to its pool when refs reaches 0. */
+#ifndef FERRY_PROTO_TAG_INT_H
+#define FERRY_PROTO_TAG_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/compiler.h"
+#include "core/list.h"
+#include "core/log.h"
+#include "progress/worker.h"
+#include "proto/tag.h"
+
+/* iov entries kept inside a send or receive before an array is allocated */
+#define TAG_IOV_INLINE 4
+/* unexpected eager payloads up to this travel inside the descriptor */
+#define TAG_UNEXP_INLINE 256
+/* larger ones up to this use a recycled buffer; larger still, malloc (or the transport's) */
+#define TAG_UNEXP_BUF 4096
+/* accounted per unexpected eager message on top of its bytes (the descriptor) */
+#define TAG_UNEXP_OVERHEAD 64
+/* local pieces described on the stack for one-sided operations and DATA */
+#define TAG_IOV_STACK 64
+
+typedef enum tag_warn_kind {
+    TAG_WARN_MALFORMED,    /* a header tag_wire_decode refused */
+    TAG_WARN_UNKNOWN_ID,   /* an id not in the tables (stale or never issued) */
+    TAG_WARN_WRONG_STATE,  /* a message the transfer does not expect now */
+    TAG_WARN_BAD_TRANSFER, /* a key or DATA that does not match the RTS/CTS */
+    TAG_WARN_KINDS,
+} tag_warn_kind_t;
+
+/* Where sequential copies into or out of a list of pieces stand. */
+typedef struct tag_cursor {
+    size_t index;  /* current piece */
+    size_t offset; /* bytes of it already used */
+    uint64_t pos;  /* bytes before the cursor in total */
+} tag_cursor_t;
+
+/* The user's pieces (a private copy of the array, not of the data). */
+typedef struct tag_iovs {
+    ferry_iov_t *iov; /* iov_inline or malloc'ed */
+    size_t iovcnt;
+    uint64_t length;
+    ferry_iov_t iov_inline[TAG_IOV_INLINE];
+} tag_iovs_t;
+
+/* Every pooled object starts with this. */
+typedef struct tag_obj {
+    ferry_list_link_t link; /* freelist, or the one queue the object is in */
+    uint32_t in_use;
+    uint32_t magic;
+} tag_obj_t;
+
+#define TAG_MAGIC_RECV 0x52454356u  /* "RECV" */
+#define TAG_MAGIC_SEND 0x53454e44u  /* "SEND" */
+#define TAG_MAGIC_UNEXP 0x554e4558u /* "UNEX" */
+#define TAG_MAGIC_CTL 0x4354524cu   /* "CTRL" */
+
+typedef enum tag_recv_state {
+    TAG_RECV_POSTED = 1,  /* in worker->tag.posted */
+    TAG_RECV_GET,         /* GET: reading a section (inner busy, or waiting in retry) */
+    TAG_RECV_WAIT_COOKIE, /* GET: DONE(not final) sent, the next key is due */
+    TAG_RECV_WAIT_DONE,   /* PUT: CTS sent, the sender writes */
+    TAG_RECV_DATA,        /* COOP/NULL: CTS sent, DATA arrives */
+    TAG_RECV_FINISHED,    /* completed (the user's completion may still be deferred) */
+} tag_recv_state_t;
+
+typedef struct tag_recv {
+    tag_obj_t obj;             /* link: posted, retry */
+    ferry_deferred_t deferred; /* completes the user from progress */
+    ferry_worker_t *worker;
+    ferry_completion_t *comp; /* the user's (never NULL) */
+    ferry_tag_info_t *info;   /* the user's, may be NULL */
+    uint64_t tag, tag_mask;   /* what it matches */
+    tag_iovs_t buf;
+    ferry_status_t status; /* final status */
+    unsigned refs;
+    tag_recv_state_t state;
+    /* rendezvous */
+    uint64_t id;    /* in worker->tag.recv_table (0: none) */
+    ferry_ep_t *ep; /* the sender's endpoint (NULL once finished) */
+    tag_rndv_mode_t mode;
+    uint64_t send_id;
+    uint64_t length;      /* the message's */
+    uint64_t accepted;    /* min(length, buf.length) */
+    uint64_t received;    /* bytes in place (GET: read sections) */
+    uint64_t section_end; /* GET: end of the section being read */
+    tag_cursor_t cursor;  /* where the next bytes go */
+    ferry_rkey_t *rkey;   /* GET: key of the section being read */
+    ferry_mem_t *mem;     /* PUT: registration of the accepted bytes */
+    ferry_completion_t inner;
+    bool inner_busy;
+    bool in_retry;
+} tag_recv_t;
+
+typedef enum tag_send_state {
+    TAG_SEND_WAIT_DONE = 1, /* GET: RTS/COOKIE sent, the receiver reads */
+    TAG_SEND_WAIT_CTS,      /* PUT/COOP/NULL: RTS sent */
+    TAG_SEND_PUT,           /* PUT: writing (inner busy, or waiting in retry) */
+    TAG_SEND_FLUSH,         /* PUT: flushing (inner busy, or waiting in retry) */
+    TAG_SEND_PUMP,          /* COOP/NULL: DATA to hand over (in pump, or inner busy) */
+    TAG_SEND_FINISHED,
+} tag_send_state_t;
+
+typedef struct tag_send {
+    tag_obj_t obj; /* link: pump, retry */
+    ferry_deferred_t deferred;
+    ferry_worker_t *worker;
+    ferry_ep_t *ep; /* NULL once finished */
+    ferry_completion_t *comp;
+    tag_iovs_t buf;
+    uint64_t tag;
+    ferry_status_t status;
+    unsigned refs;
+    tag_send_state_t state;
+    tag_rndv_mode_t mode;
+    uint64_t id; /* in worker->tag.send_table */
+    uint64_t recv_id;
+    uint64_t accepted;
+    uint64_t sent;        /* COOP/NULL: bytes handed to the transport */
+    tag_cursor_t cursor;  /* COOP/NULL/GET sections: where the next bytes come from */
+    ferry_mem_t *mem;     /* GET: registration of the current section */
+    uint64_t section_off; /* GET: the current section */
+    uint64_t section_len;
+    ferry_rkey_t *rkey; /* PUT: the receiver's key */
+    ferry_completion_t inner;
+    bool inner_busy;
+    bool in_list; /* on pump or retry */
+} tag_send_t;
+
+typedef enum tag_unexp_kind {
+    TAG_UNEXP_EAGER = 1,
+    TAG_UNEXP_RTS = 2,
+} tag_unexp_kind_t;
+
+/* An unexpected message; also what ferry_tag_probe(remove) hands out. */
+struct ferry_tag_message {
+    tag_obj_t obj;  /* link: unexpected, probed */
+    ferry_ep_t *ep; /* the sender; NULL once that endpoint was freed */
+    tag_unexp_kind_t kind;
+    bool probed;
+    ferry_status_t status; /* RTS: the endpoint's error once it failed */
+    uint64_t tag;
+    uint64_t length;
+    uint64_t accounted; /* bytes counted in unexpected_bytes */
+    /* eager */
+    void *data;
+    enum { TAG_DATA_INLINE, TAG_DATA_SPARE, TAG_DATA_MALLOC, TAG_DATA_AM } data_kind;
+    /* RTS */
+    tag_wire_rts_t rts;
+    uint8_t inline_data[TAG_UNEXP_INLINE];
+};
+typedef struct ferry_tag_message tag_unexp_t;
+
+/* A control message (header only) waiting for transport room. */
+typedef struct tag_ctl {
+    tag_obj_t obj; /* link: worker->tag.ctl */
+    ferry_ep_t *ep;
+    unsigned id;
+    size_t length;
+    uint8_t header[sizeof(tag_wire_rts_t)];
+} tag_ctl_t;
+
+/* ------------------------------------------------------------------ tag.c */
+
+void *tag_pool_get(tag_pool_t *pool, uint32_t magic);
+void tag_pool_put(tag_pool_t *pool, void *object);
+
+/* Ids: insert returns 0 on allocation failure (logged). */
+uint64_t tag_table_insert(tag_table_t *table, void *object);
+void *tag_table_lookup(const tag_table_t *table, uint64_t id);
+void tag_table_remove(tag_table_t *table, uint64_t id);
+
+/* One warning per worker and kind, then debug lines. */
+void tag_warn(ferry_worker_t *worker, tag_warn_kind_t kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Send a control message (a header of the FERRY_AM_ID_TAG_* id) to ep, now or, without room,
+ * from progress in order with the endpoint's other control messages. Returns FERRY_OK (sent or
+ * queued), FERRY_ERR_NO_MEMORY, or the endpoint's error (nothing queued). */
+ferry_status_t tag_ctl_send(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_msg_t *msg);
+
+/* Copy iov (count pieces) into a private tag_iovs_t; checks pieces. Returns FERRY_OK,
+ * FERRY_ERR_INVALID_PARAM or FERRY_ERR_NO_MEMORY. */
+ferry_status_t tag_iovs_copy(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iovcnt);
+void tag_iovs_release(tag_iovs_t *iovs);
+
+/* Copy n bytes from src into the pieces at the cursor, advancing it (the caller bounds n). */
+void tag_cursor_scatter(const tag_iovs_t *iovs, tag_cursor_t *cur, const void *src, size_t n);
+
+/* Describe the next n bytes at the cursor as pieces in out[0..max) without moving it; returns
+ * the pieces used and sets *bytes_p to the bytes they cover (less than n when max ran out). */
+size_t tag_cursor_pieces(const tag_iovs_t *iovs, const tag_cursor_t *cur, uint64_t n,
+                         ferry_iov_t *out, size_t max, uint64_t *bytes_p);
+void tag_cursor_advance(const tag_iovs_t *iovs, tag_cursor_t *cur, uint64_t n);
+
+/* A receive for the user's buffers (the iov array is copied), state POSTED, or NULL with
+ * *status_p set (FERRY_ERR_INVALID_PARAM, FERRY_ERR_NO_MEMORY). */
+tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
+                           ferry_tag_info_t *info, ferry_completion_t *comp,
+                           ferry_status_t *status_p);
+/* A send with nothing set but its defaults (NULL: out of memory, logged). */
+tag_send_t *tag_send_alloc(ferry_worker_t *worker);
+
+/* Completion of the user's side, from progress (the object's deferred entry). */
+void tag_recv_finish(tag_recv_t *recv, ferry_status_t status);
+void tag_send_finish(tag_send_t *send, ferry_status_t status);
+void tag_recv_unref(tag_recv_t *recv);
+void tag_send_unref(tag_send_t *send);
+
+/* The worker's progress hook must run. */
+void tag_need_progress(ferry_worker_t *worker, int delta);
+
+/* ------------------------------------------------------------------ tag_rndv.c */
+
+/* Read FERRY_RNDV_* into the worker's state (ferry_tag_init). */
+void tag_rndv_config(ferry_tag_worker_t *tw);
+
+/* The endpoint's eager threshold and COOP chunk (sets ep->tag.ready). */
+void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep);
+
+/* The mode of a rendezvous of length bytes on ep. */
+tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length);
+
+/* ferry_tag_send of a message that does not go eagerly: RTS. Returns FERRY_INPROGRESS,
+ * FERRY_ERR_NO_RESOURCE (nothing started), or an error (nothing started). */
+ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
+                             size_t iovcnt, uint64_t length, uint64_t tag,
+                             ferry_completion_t *comp);
+
+/* A receive matched an RTS from ep: start reading. recv->buf, comp, info are set; its info is
+ * filled here. Completes recv (from progress) on any error. */
+void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t *rts);
+
+/* Handlers of CTS, DATA, DONE, COOKIE (decoded). ep: where it came from. */
+void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_t *cts);
+void tag_rndv_on_data(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_data_t *data,
+                      const void *payload, size_t length);
+void tag_rndv_on_done(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_done_t *done);
+void tag_rndv_on_cookie(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cookie_t *cookie);
+
+/* Retry what is on the pump and retry lists; returns the events handled. */
+unsigned tag_rndv_progress(ferry_worker_t *worker);
+
+/* Fail the transfers of ep (ferry_tag_ep_failed). */
+void tag_rndv_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t status);
+
+/* Release what a send or receive still holds (registration, key), without completing it. */
+void tag_rndv_send_release(tag_send_t *send);
+void tag_rndv_recv_release(tag_recv_t *recv);
+
+#endif

@@ -1,0 +1,1139 @@
+/* Rendezvous: the four large-message-transfer modes of the tag protocol (tag.h says what each
+ * message means), sections of huge GET buffers re-keyed with COOKIE, truncation, aborts and
+ * endpoint failure. Matching and the eager protocol are in tag.c.
+ *
+ * Sender:   GET   RTS(key) .. DONE(section) -> COOKIE(next key) .. DONE(final)
+ *           PUT   RTS .. CTS(key) -> putv, flush -> DONE(final)
+ *           COOP  RTS .. CTS -> DATA, DATA, ... (max_bcopy each, through shared buffers)
+ *           NULL  RTS .. CTS -> DATA, DATA, ... (FERRY_RNDV_NULL_CHUNK each, fragmented)
+ * Receiver: GET   on match: getv(section) -> DONE(section) .. COOKIE -> getv -> DONE(final)
+ *                 (automatic mode, cross-memory attach to the sender denied: CTS(COOP))
+ *           PUT   on match: register -> CTS(key) .. DONE(final)
+ *           COOP/NULL on match: CTS .. DATA in order until the accepted length
+ * Every step that waits (a one-sided operation, a flush, DATA the transport queued) holds the
+ * transfer's `inner` completion; one that finds no room waits on the worker's retry or pump
+ * list for ferry_tag_progress. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/uio.h>
+
+#include "core/config.h"
+#include "proto/am.h"
+#include "proto/tag_int.h"
+#include "wireup/ep.h"
+
+static const ferry_config_var_t rndv_thresh_var = {
+    .name = "FERRY_RNDV_THRESH",
+    .type = FERRY_CONFIG_STRING,
+    .default_value = "auto",
+    .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
+                   "optional k/m/g suffix); auto: the transport's max_bcopy minus the 16-byte "
+                   "header (shm: 4080), at most 8 KiB - 16"};
+static const ferry_config_var_t *const rndv_thresh_reg
+    __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
+
+static const ferry_config_var_t rndv_mode_var = {
+    .name = "FERRY_RNDV_MODE",
+    .type = FERRY_CONFIG_STRING,
+    .default_value = "auto",
+    .description = "rendezvous mode of tagged messages: get (the receiver reads), put (the "
+                   "sender writes), coop (both copy through shared buffers), null (fragments "
+                   "over the send path), auto (get where the transport reads the peer's memory "
+                   "itself and cross-memory attach works, else coop)"};
+static const ferry_config_var_t *const rndv_mode_reg
+    __attribute__((used, section("ferry_config_registry"))) = &rndv_mode_var;
+
+static const ferry_config_var_t rndv_section_var = {
+    .name = "FERRY_RNDV_SECTION",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "32M",
+    .description = "GET rendezvous: a sender registers its buffer this many bytes at a time "
+                   "(the receiver asks for the next key with DONE, the sender answers COOKIE); "
+                   "at least 4k"};
+static const ferry_config_var_t *const rndv_section_reg
+    __attribute__((used, section("ferry_config_registry"))) = &rndv_section_var;
+
+static const ferry_config_var_t rndv_null_chunk_var = {
+    .name = "FERRY_RNDV_NULL_CHUNK",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "64k",
+    .description = "NULL rendezvous: bytes of one DATA message (fragmented by the transport); "
+                   "4k .. 1g"};
+static const ferry_config_var_t *const rndv_null_chunk_reg
+    __attribute__((used, section("ferry_config_registry"))) = &rndv_null_chunk_var;
+
+/* The eager threshold where the transport copies any size through one buffer (self). */
+#define TAG_EAGER_CAP 8192u
+/* COOP DATA messages carry at most this (with their header), even where max_bcopy is larger. */
+#define TAG_COOP_CHUNK_CAP 65536u
+/* COOP: DATA messages the transport may hold (queued, INPROGRESS) per send. */
+#define TAG_COOP_WINDOW 16u
+
+/* These return whether they moved on (false: no room, the transfer waits on a list). */
+static unsigned tag_send_pump(tag_send_t *send);
+static bool tag_send_put_issue(tag_send_t *send);
+static bool tag_send_flush_issue(tag_send_t *send);
+static bool tag_recv_get_issue(tag_recv_t *recv);
+
+/* ------------------------------------------------------------------ configuration, choice */
+
+static bool tag_parse_size(const char *s, uint64_t *value)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0':
+        break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    default:
+        return false;
+    }
+    if (shift != 0 && end[1] != '\0')
+        return false;
+    if (v > (UINT64_MAX >> shift))
+        return false;
+    *value = (uint64_t)v << shift;
+    return true;
+}
+
+void tag_rndv_config(ferry_tag_worker_t *tw)
+{
+    static atomic_int warned_thresh, warned_mode;
+    const char *thresh = ferry_config_string(&rndv_thresh_var);
+    const char *mode = ferry_config_string(&rndv_mode_var);
+    uint64_t value;
+
+    tw->thresh_forced = SIZE_MAX;
+    if (strcasecmp(thresh, "auto") != 0) {
+        if (tag_parse_size(thresh, &value) && value < SIZE_MAX)
+            tw->thresh_forced = (size_t)value;
+        else if (atomic_exchange(&warned_thresh, 1) == 0)
+            ferry_warn("invalid FERRY_RNDV_THRESH=\"%s\": expected a size (65536, 64k) or auto; "
+                       "using auto",
+                       thresh);
+    }
+    static const char *const names[] = {"auto", "get", "put", "coop", "null"};
+    tw->mode_forced = 0;
+    for (unsigned i = 0; i < FERRY_ARRAY_SIZE(names); i++) {
+        if (strcasecmp(mode, names[i]) == 0) {
+            tw->mode_forced = i; /* 0 auto, then the tag_rndv_mode_t values in order */
+            break;
+        }
+        if (i + 1 == FERRY_ARRAY_SIZE(names) && atomic_exchange(&warned_mode, 1) == 0)
+            ferry_warn("invalid FERRY_RNDV_MODE=\"%s\": expected get, put, coop, null or auto; "
+                       "using auto",
+                       mode);
+    }
+    tw->section = ferry_config_size(&rndv_section_var);
+    if (tw->section < 4096)
+        tw->section = 4096;
+    tw->null_chunk = ferry_config_size(&rndv_null_chunk_var);
+    if (tw->null_chunk < 4096)
+        tw->null_chunk = 4096;
+    if (tw->null_chunk > (1u << 30))
+        tw->null_chunk = 1u << 30;
+}
+
+static const ferry_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep)
+{
+    for (size_t t = 0; t < ferry_transports_count && t < FERRY_TL_MAX; t++) {
+        if (ferry_transports[t] == ep->tl)
+            return &worker->context->caps[t];
+    }
+    return NULL;
+}
+
+void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
+{
+    size_t max_bcopy = ep->max_bcopy != 0 ? ep->max_bcopy : TAG_EAGER_CAP;
+    size_t eager = max_bcopy < TAG_EAGER_CAP ? max_bcopy : TAG_EAGER_CAP;
+    size_t coop = max_bcopy < TAG_COOP_CHUNK_CAP ? max_bcopy : TAG_COOP_CHUNK_CAP;
+
+    ep->tag.eager_max =
+        worker->tag.thresh_forced != SIZE_MAX
+            ? worker->tag.thresh_forced
+            : (eager > sizeof(tag_wire_eager_t) ? eager - sizeof(tag_wire_eager_t) : 0);
+    ep->tag.chunk = coop > sizeof(tag_wire_data_t) + 1024 ? coop - sizeof(tag_wire_data_t) : 1024;
+    ep->tag.ready = 1;
+}
+
+/* Can this process read and write the peer's memory with cross-memory attach? One probe per
+ * endpoint: a one-byte process_vm_readv of the peer's address 0 fails with EFAULT when the
+ * kernel allows access (it checks permission first), EPERM/EACCES/ENOSYS when it does not. */
+static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
+{
+    if (ep->tag.cma == 0) {
+        const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+        ep->tag.cma = -1;
+        if (caps != NULL && (caps->flags & FERRY_TL_CAP_SAME_HOST) && ep->peer_pid != 0) {
+            uint8_t byte;
+            struct iovec local = {.iov_base = &byte, .iov_len = 1};
+            struct iovec remote = {.iov_base = NULL, .iov_len = 1};
+            ssize_t n = process_vm_readv((pid_t)ep->peer_pid, &local, 1, &remote, 1, 0);
+            int err = errno;
+            if (n >= 0 || err == EFAULT)
+                ep->tag.cma = 1;
+            else
+                ferry_info("tagged messages: cross-memory attach to pid %u is not possible "
+                           "(%s): rendezvous with it copies through shared buffers (coop)",
+                           ep->peer_pid, strerror(err));
+        }
+    }
+    return ep->tag.cma > 0;
+}
+
+/* The one place the rendezvous mode is chosen (to follow measurements later: the size is an
+ * argument for that). */
+tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
+{
+    (void)length;
+    if (worker->tag.mode_forced != 0)
+        return (tag_rndv_mode_t)worker->tag.mode_forced;
+    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+    if (caps != NULL && (caps->flags & FERRY_TL_CAP_RMA) && tag_cma_works(worker, ep))
+        return TAG_RNDV_GET;
+    return TAG_RNDV_COOP;
+}
+
+/* ------------------------------------------------------------------ shared helpers */
+
+static void tag_list_add(ferry_worker_t *worker, ferry_list_t *list, tag_obj_t *obj, bool *flag)
+{
+    if (*flag)
+        return;
+    *flag = true;
+    ferry_list_push_tail(list, &obj->link);
+    tag_need_progress(worker, 1);
+}
+
+static void tag_list_del(ferry_worker_t *worker, tag_obj_t *obj, bool *flag)
+{
+    if (!*flag)
+        return;
+    *flag = false;
+    ferry_list_remove(&obj->link);
+    tag_need_progress(worker, -1);
+}
+
+/* Pieces of the next n bytes at the cursor: into stack when they fit, else a malloc'ed array
+ * (*heap_p, to free). Returns the count, or SIZE_MAX when out of memory. */
+static size_t tag_pieces(const tag_iovs_t *iovs, const tag_cursor_t *cur, uint64_t n,
+                         ferry_iov_t *stack, size_t max, ferry_iov_t **pieces_p, uint64_t *bytes_p)
+{
+    uint64_t bytes;
+    size_t count = tag_cursor_pieces(iovs, cur, n, NULL, max, &bytes);
+    ferry_iov_t *pieces = stack;
+    if (count > TAG_IOV_STACK) {
+        pieces = malloc(count * sizeof(*pieces));
+        if (pieces == NULL) {
+            ferry_error("malloc(%zu) for %zu pieces of a tagged message failed",
+                        count * sizeof(*pieces), count);
+            return SIZE_MAX;
+        }
+    }
+    tag_cursor_pieces(iovs, cur, n, pieces, count, &bytes);
+    *pieces_p = pieces;
+    *bytes_p = bytes;
+    return count;
+}
+
+static void tag_send_done_msg(ferry_worker_t *worker, ferry_ep_t *ep, unsigned target, uint64_t id,
+                              bool final, ferry_status_t status, uint64_t done, uint64_t reply_id)
+{
+    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_DONE};
+    msg.u.done.version = TAG_WIRE_VERSION;
+    msg.u.done.target = (uint8_t)target;
+    msg.u.done.final = final ? 1 : 0;
+    msg.u.done.status = status;
+    msg.u.done.id = id;
+    msg.u.done.done = done;
+    msg.u.done.reply_id = reply_id;
+    ferry_status_t sent = tag_ctl_send(worker, ep, &msg);
+    if (sent != FERRY_OK)
+        ferry_debug("tagged messages: DONE to endpoint %p not sent: %s", (void *)ep,
+                    ferry_status_string(sent));
+}
+
+static ferry_status_t tag_recv_final_status(const tag_recv_t *recv)
+{
+    return recv->accepted < recv->length ? FERRY_ERR_MESSAGE_TRUNCATED : FERRY_OK;
+}
+
+/* End a receive with an error and tell the sender (DONE final with the status). */
+static void tag_recv_abort(tag_recv_t *recv, ferry_status_t status)
+{
+    if (recv->state == TAG_RECV_FINISHED)
+        return;
+    if (recv->ep != NULL && recv->ep->state == FERRY_EP_OPEN)
+        tag_send_done_msg(recv->worker, recv->ep, TAG_DONE_TO_SEND, recv->send_id, true, status,
+                          recv->received, 0);
+    tag_recv_finish(recv, status);
+}
+
+/* End a send with an error and tell the receiver when it is known. */
+static void tag_send_abort(tag_send_t *send, ferry_status_t status)
+{
+    if (send->state == TAG_SEND_FINISHED)
+        return;
+    if (send->recv_id != 0 && send->ep != NULL && send->ep->state == FERRY_EP_OPEN)
+        tag_send_done_msg(send->worker, send->ep, TAG_DONE_TO_RECV, send->recv_id, true, status,
+                          send->sent, 0);
+    tag_send_finish(send, status);
+}
+
+void tag_rndv_send_release(tag_send_t *send)
+{
+    ferry_tag_worker_t *tw = &send->worker->tag;
+    tag_list_del(send->worker, &send->obj, &send->in_list);
+    if (send->mem != NULL) {
+        ferry_mem_deregister(send->mem);
+        send->mem = NULL;
+    }
+    if (send->rkey != NULL && !send->inner_busy) {
+        ferry_rkey_release(send->rkey);
+        send->rkey = NULL;
+    }
+    if (send->id != 0) {
+        tag_table_remove(&tw->send_table, send->id);
+        send->id = 0;
+    }
+}
+
+void tag_rndv_recv_release(tag_recv_t *recv)
+{
+    ferry_tag_worker_t *tw = &recv->worker->tag;
+    tag_list_del(recv->worker, &recv->obj, &recv->in_retry);
+    if (recv->mem != NULL) {
+        ferry_mem_deregister(recv->mem);
+        recv->mem = NULL;
+    }
+    if (recv->rkey != NULL && !recv->inner_busy) {
+        ferry_rkey_release(recv->rkey);
+        recv->rkey = NULL;
+    }
+    if (recv->id != 0) {
+        tag_table_remove(&tw->recv_table, recv->id);
+        recv->id = 0;
+    }
+}
+
+/* ------------------------------------------------------------------ sender */
+
+/* Register the next GET section of send (from its cursor) and write its key into rkey_out. */
+static ferry_status_t tag_send_register_section(tag_send_t *send,
+                                                uint8_t rkey_out[RKEY_PACKED_SIZE])
+{
+    ferry_worker_t *worker = send->worker;
+    uint64_t left = send->buf.length - send->cursor.pos;
+    uint64_t want = left < worker->tag.section ? left : worker->tag.section;
+    ferry_iov_t stack[TAG_IOV_STACK], *pieces;
+    uint64_t bytes;
+    ferry_mem_t *mem;
+    void *packed;
+    size_t packed_length;
+
+    size_t count =
+        tag_pieces(&send->buf, &send->cursor, want, stack, FERRY_MEM_IOV_MAX, &pieces, &bytes);
+    if (count == SIZE_MAX)
+        return FERRY_ERR_NO_MEMORY;
+    ferry_status_t status = ferry_mem_register(
+        worker->context, pieces, count, FERRY_ACCESS_REMOTE_READ, FERRY_MEM_SINGLE_USE, &mem);
+    if (pieces != stack)
+        free(pieces);
+    if (status != FERRY_OK) {
+        ferry_debug("tagged messages: registering %llu bytes (%zu pieces) for a GET rendezvous "
+                    "failed: %s",
+                    (unsigned long long)bytes, count, ferry_status_string(status));
+        return status;
+    }
+    status = ferry_rkey_pack(mem, &packed, &packed_length);
+    if (status != FERRY_OK || packed_length != RKEY_PACKED_SIZE) {
+        if (status == FERRY_OK)
+            ferry_rkey_buffer_release(packed);
+        ferry_mem_deregister(mem);
+        return status != FERRY_OK ? status : FERRY_ERR_INVALID_PARAM;
+    }
+    memcpy(rkey_out, packed, RKEY_PACKED_SIZE);
+    ferry_rkey_buffer_release(packed);
+    send->mem = mem;
+    send->section_off = send->cursor.pos;
+    send->section_len = bytes;
+    tag_cursor_advance(&send->buf, &send->cursor, bytes);
+    return FERRY_OK;
+}
+
+ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
+                             size_t iovcnt, uint64_t length, uint64_t tag, ferry_completion_t *comp)
+{
+    ferry_tag_worker_t *tw = &worker->tag;
+    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_RTS};
+    uint8_t header[sizeof(tag_wire_rts_t)];
+    ferry_status_t status;
+    tag_send_t *send = tag_send_alloc(worker);
+
+    if (send == NULL)
+        return FERRY_ERR_NO_MEMORY;
+    status = tag_iovs_copy(&send->buf, iov, iovcnt);
+    if (status != FERRY_OK)
+        goto err_put;
+    send->id = tag_table_insert(&tw->send_table, send);
+    if (send->id == 0) {
+        status = FERRY_ERR_NO_MEMORY;
+        goto err_put;
+    }
+    send->ep = ep;
+    send->comp = comp;
+    send->tag = tag;
+    send->mode = tag_rndv_choose(worker, ep, length);
+    msg.u.rts.version = TAG_WIRE_VERSION;
+    msg.u.rts.tag = tag;
+    msg.u.rts.length = length;
+    msg.u.rts.send_id = send->id;
+    if (send->mode == TAG_RNDV_GET && length > 0) {
+        status = tag_send_register_section(send, msg.u.rts.rkey);
+        if (status == FERRY_OK) {
+            msg.u.rts.section = send->section_len;
+        } else {
+            ferry_info("tagged messages: the GET rendezvous of %llu bytes could not register its "
+                       "buffer (%s); it uses COOP",
+                       (unsigned long long)length, ferry_status_string(status));
+            send->mode = TAG_RNDV_COOP;
+        }
+    }
+    msg.u.rts.mode = (uint8_t)send->mode;
+    ferry_trace("tagged messages: RTS for %llu bytes (tag 0x%llx) to endpoint %p, mode %u, first "
+                "section %llu",
+                (unsigned long long)length, (unsigned long long)tag, (void *)ep, send->mode,
+                (unsigned long long)msg.u.rts.section);
+    send->state = send->mode == TAG_RNDV_GET ? TAG_SEND_WAIT_DONE : TAG_SEND_WAIT_CTS;
+    tag_wire_encode(&msg, header);
+    status = ferry_am_send_internal(ep, FERRY_AM_ID_TAG_RTS, header, sizeof(tag_wire_rts_t), NULL,
+                                    0, NULL);
+    if (status != FERRY_OK && status != FERRY_INPROGRESS)
+        goto err_release;
+    return FERRY_INPROGRESS;
+
+err_release:
+    send->state = TAG_SEND_FINISHED;
+    tag_rndv_send_release(send);
+err_put:
+    tag_send_unref(send);
+    return status;
+}
+
+static void tag_send_inner_cb(ferry_completion_t *comp)
+{
+    tag_send_t *send = ferry_container_of(comp, tag_send_t, inner);
+    ferry_status_t status = comp->status;
+
+    send->inner_busy = false;
+    if (send->state == TAG_SEND_FINISHED) {
+        if (send->rkey != NULL) { /* kept while the operation could use it */
+            ferry_rkey_release(send->rkey);
+            send->rkey = NULL;
+        }
+        tag_send_unref(send);
+        return;
+    }
+    send->refs--; /* the user's reference keeps it */
+    switch (send->state) {
+    case TAG_SEND_PUT:
+        if (status != FERRY_OK) {
+            tag_send_abort(send, status);
+            return;
+        }
+        send->state = TAG_SEND_FLUSH;
+        tag_send_flush_issue(send);
+        return;
+    case TAG_SEND_FLUSH:
+        if (status != FERRY_OK) {
+            tag_send_abort(send, status);
+            return;
+        }
+        ferry_rkey_release(send->rkey);
+        send->rkey = NULL;
+        send->sent = send->accepted;
+        tag_send_done_msg(send->worker, send->ep, TAG_DONE_TO_RECV, send->recv_id, true, FERRY_OK,
+                          send->accepted, 0);
+        tag_send_finish(send, FERRY_OK);
+        return;
+    case TAG_SEND_PUMP:
+        if (status != FERRY_OK) {
+            tag_send_abort(send, status);
+            return;
+        }
+        send->inner = (ferry_completion_t){.cb = tag_send_inner_cb, .count = 0, .status = FERRY_OK};
+        tag_send_pump(send);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Start an internal operation on inner: returns with inner armed for one completion. */
+static void tag_send_inner_arm(tag_send_t *send, int64_t count)
+{
+    send->inner = (ferry_completion_t){.cb = tag_send_inner_cb, .count = count, .status = FERRY_OK};
+}
+
+static void tag_send_inner_wait(tag_send_t *send)
+{
+    if (!send->inner_busy) {
+        send->inner_busy = true;
+        send->refs++;
+    }
+}
+
+static bool tag_send_put_issue(tag_send_t *send)
+{
+    ferry_iov_t stack[TAG_IOV_STACK], *pieces;
+    tag_cursor_t start = {0, 0, 0};
+    uint64_t bytes;
+    size_t count = tag_pieces(&send->buf, &start, send->accepted, stack, SIZE_MAX, &pieces, &bytes);
+    if (count == SIZE_MAX) {
+        tag_send_abort(send, FERRY_ERR_NO_MEMORY);
+        return true;
+    }
+    ferry_remote_iov_t remote = {.offset = 0, .length = (size_t)send->accepted};
+    tag_send_inner_arm(send, 1);
+    ferry_status_t status =
+        ferry_putv(send->ep, pieces, count, &remote, 1, send->rkey, &send->inner);
+    if (pieces != stack)
+        free(pieces);
+    if (status == FERRY_INPROGRESS) {
+        tag_send_inner_wait(send);
+        return true;
+    }
+    if (status == FERRY_ERR_NO_RESOURCE) {
+        tag_list_add(send->worker, &send->worker->tag.retry, &send->obj, &send->in_list);
+        return false;
+    }
+    if (status != FERRY_OK) {
+        tag_send_abort(send, status);
+        return true;
+    }
+    send->state = TAG_SEND_FLUSH;
+    tag_send_flush_issue(send);
+    return true;
+}
+
+static bool tag_send_flush_issue(tag_send_t *send)
+{
+    tag_send_inner_arm(send, 1);
+    ferry_status_t status = ferry_ep_flush(send->ep, &send->inner);
+    if (status == FERRY_INPROGRESS) {
+        tag_send_inner_wait(send);
+        return true;
+    }
+    if (status == FERRY_ERR_NO_RESOURCE || status == FERRY_ERR_NO_MEMORY) {
+        tag_list_add(send->worker, &send->worker->tag.retry, &send->obj, &send->in_list);
+        return false;
+    }
+    if (status != FERRY_OK) {
+        tag_send_abort(send, status);
+        return true;
+    }
+    ferry_rkey_release(send->rkey);
+    send->rkey = NULL;
+    send->sent = send->accepted;
+    tag_send_done_msg(send->worker, send->ep, TAG_DONE_TO_RECV, send->recv_id, true, FERRY_OK,
+                      send->accepted, 0);
+    tag_send_finish(send, FERRY_OK);
+    return true;
+}
+
+/* COOP/NULL: hand DATA to the transport until done, out of room, or the window is full. */
+static unsigned tag_send_pump(tag_send_t *send)
+{
+    ferry_worker_t *worker = send->worker;
+    unsigned handed = 0;
+    ferry_ep_t *ep = send->ep;
+    uint64_t chunk = send->mode == TAG_RNDV_NULL ? worker->tag.null_chunk : ep->tag.chunk;
+    int64_t window = send->mode == TAG_RNDV_NULL ? TAG_NULL_WINDOW : TAG_COOP_WINDOW;
+
+    tag_list_del(worker, &send->obj, &send->in_list);
+    while (send->sent < send->accepted && send->inner.count < window) {
+        ferry_iov_t pieces[TAG_IOV_STACK];
+        uint64_t left = send->accepted - send->sent, bytes;
+        size_t count = tag_cursor_pieces(&send->buf, &send->cursor, left < chunk ? left : chunk,
+                                         pieces, TAG_IOV_STACK, &bytes);
+        tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_DATA};
+        uint8_t header[sizeof(tag_wire_data_t)];
+        msg.u.data.version = TAG_WIRE_VERSION;
+        msg.u.data.recv_id = send->recv_id;
+        msg.u.data.offset = send->sent;
+        tag_wire_encode(&msg, header);
+        send->inner.count++;
+        ferry_status_t status = ferry_am_send_internal(ep, FERRY_AM_ID_TAG_DATA, header,
+                                                       sizeof(header), pieces, count, &send->inner);
+        if (status != FERRY_INPROGRESS)
+            send->inner.count--;
+        if (status == FERRY_ERR_NO_RESOURCE) {
+            tag_list_add(worker, &worker->tag.pump, &send->obj, &send->in_list);
+            break;
+        }
+        if (status != FERRY_OK && status != FERRY_INPROGRESS) {
+            if (send->inner.count > 0)
+                tag_send_inner_wait(send);
+            tag_send_finish(send, status); /* the endpoint failed: nobody to tell */
+            return handed + 1;
+        }
+        tag_cursor_advance(&send->buf, &send->cursor, bytes);
+        send->sent += bytes;
+        handed++;
+    }
+    if (send->inner.count > 0) {
+        tag_send_inner_wait(send); /* the window's completion pumps again or finishes */
+        return handed;
+    }
+    if (send->sent == send->accepted)
+        tag_send_finish(send, FERRY_OK);
+    return handed;
+}
+
+void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_t *cts)
+{
+    tag_send_t *send = tag_table_lookup(&worker->tag.send_table, cts->send_id);
+
+    if (send == NULL || send->ep != ep) {
+        tag_warn(worker, TAG_WARN_UNKNOWN_ID,
+                 "CTS from endpoint %p for send id 0x%llx, which is %s", (void *)ep,
+                 (unsigned long long)cts->send_id,
+                 send == NULL ? "finished or unknown" : "a send to another endpoint");
+        return;
+    }
+    /* the receiver may answer a PUT with COOP (it could not register) and, in automatic mode,
+     * a GET with COOP (it cannot read our memory) */
+    bool ok = false;
+    switch (send->mode) {
+    case TAG_RNDV_GET:
+        ok = send->state == TAG_SEND_WAIT_DONE && send->section_off == 0 &&
+             (cts->mode == TAG_RNDV_COOP || cts->mode == TAG_RNDV_NULL);
+        break;
+    case TAG_RNDV_PUT:
+        ok = send->state == TAG_SEND_WAIT_CTS;
+        break;
+    case TAG_RNDV_COOP:
+    case TAG_RNDV_NULL:
+        ok = send->state == TAG_SEND_WAIT_CTS && cts->mode == send->mode;
+        break;
+    }
+    if (!ok) {
+        tag_warn(worker, TAG_WARN_WRONG_STATE,
+                 "CTS (mode %u) from endpoint %p for send id 0x%llx (mode %u, state %d), which "
+                 "does not expect one",
+                 cts->mode, (void *)ep, (unsigned long long)cts->send_id, send->mode, send->state);
+        return;
+    }
+    send->recv_id = cts->recv_id;
+    if (cts->length > send->buf.length) {
+        tag_warn(worker, TAG_WARN_BAD_TRANSFER,
+                 "CTS from endpoint %p accepts %llu bytes of a %llu-byte message", (void *)ep,
+                 (unsigned long long)cts->length, (unsigned long long)send->buf.length);
+        tag_send_abort(send, FERRY_ERR_PROTOCOL);
+        return;
+    }
+    send->accepted = cts->length;
+    if (send->mode == TAG_RNDV_GET) { /* the first section's key goes unused */
+        ferry_mem_deregister(send->mem);
+        send->mem = NULL;
+        send->cursor = (tag_cursor_t){0, 0, 0};
+    }
+    send->mode = (tag_rndv_mode_t)cts->mode;
+    if (send->mode == TAG_RNDV_PUT) {
+        if (send->accepted == 0) {
+            tag_send_done_msg(worker, ep, TAG_DONE_TO_RECV, send->recv_id, true, FERRY_OK, 0, 0);
+            tag_send_finish(send, FERRY_OK);
+            return;
+        }
+        if (ferry_rkey_unpack(ep, cts->rkey, RKEY_PACKED_SIZE, &send->rkey) != FERRY_OK) {
+            send->rkey = NULL; /* ferry_rkey_unpack said why */
+            tag_send_abort(send, FERRY_ERR_PROTOCOL);
+            return;
+        }
+        if (send->rkey->key.length != send->accepted ||
+            !(send->rkey->key.access & FERRY_ACCESS_REMOTE_WRITE)) {
+            tag_warn(worker, TAG_WARN_BAD_TRANSFER,
+                     "the key in a CTS from endpoint %p covers %llu bytes with access 0x%x, not "
+                     "the %llu accepted bytes writable",
+                     (void *)ep, (unsigned long long)send->rkey->key.length, send->rkey->key.access,
+                     (unsigned long long)send->accepted);
+            ferry_rkey_release(send->rkey);
+            send->rkey = NULL;
+            tag_send_abort(send, FERRY_ERR_PROTOCOL);
+            return;
+        }
+        send->state = TAG_SEND_PUT;
+        tag_send_put_issue(send);
+        return;
+    }
+    send->state = TAG_SEND_PUMP;
+    send->sent = 0;
+    tag_send_inner_arm(send, 0);
+    tag_send_pump(send);
+}
+
+/* ------------------------------------------------------------------ receiver */
+
+static void tag_recv_inner_cb(ferry_completion_t *comp);
+
+static void tag_recv_send_cts(tag_recv_t *recv, tag_rndv_mode_t mode, const uint8_t *key)
+{
+    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_CTS};
+    msg.u.cts.version = TAG_WIRE_VERSION;
+    msg.u.cts.mode = (uint8_t)mode;
+    msg.u.cts.send_id = recv->send_id;
+    msg.u.cts.recv_id = recv->id;
+    msg.u.cts.length = recv->accepted;
+    ferry_trace("tagged messages: CTS mode %u (RTS mode %u) for %llu of %llu bytes", mode,
+                recv->mode, (unsigned long long)recv->accepted, (unsigned long long)recv->length);
+    if (key != NULL)
+        memcpy(msg.u.cts.rkey, key, RKEY_PACKED_SIZE);
+    recv->mode = mode;
+    recv->state = mode == TAG_RNDV_PUT ? TAG_RECV_WAIT_DONE : TAG_RECV_DATA;
+    ferry_status_t status = tag_ctl_send(recv->worker, recv->ep, &msg);
+    if (status != FERRY_OK) {
+        tag_recv_finish(recv, status);
+        return;
+    }
+    if (mode != TAG_RNDV_PUT && recv->accepted == 0)
+        tag_recv_finish(recv, tag_recv_final_status(recv));
+}
+
+/* PUT: register the accepted bytes for the sender to write; COOP where that is not possible. */
+static void tag_recv_put_start(tag_recv_t *recv)
+{
+    ferry_worker_t *worker = recv->worker;
+    ferry_iov_t stack[TAG_IOV_STACK], *pieces;
+    uint64_t bytes;
+    void *packed;
+    size_t packed_length;
+    uint8_t key[RKEY_PACKED_SIZE];
+
+    if (recv->accepted == 0) {
+        tag_recv_send_cts(recv, TAG_RNDV_PUT, NULL);
+        return;
+    }
+    size_t count = tag_pieces(&recv->buf, &recv->cursor, recv->accepted, stack,
+                              FERRY_MEM_IOV_MAX + 1, &pieces, &bytes);
+    if (count == SIZE_MAX) {
+        tag_recv_abort(recv, FERRY_ERR_NO_MEMORY);
+        return;
+    }
+    ferry_status_t status = FERRY_ERR_LIMIT;
+    if (count <= FERRY_MEM_IOV_MAX)
+        status = ferry_mem_register(worker->context, pieces, count, FERRY_ACCESS_REMOTE_WRITE,
+                                    FERRY_MEM_SINGLE_USE, &recv->mem);
+    if (pieces != stack)
+        free(pieces);
+    if (status == FERRY_OK) {
+        status = ferry_rkey_pack(recv->mem, &packed, &packed_length);
+        if (status == FERRY_OK) {
+            if (packed_length == RKEY_PACKED_SIZE)
+                memcpy(key, packed, RKEY_PACKED_SIZE);
+            else
+                status = FERRY_ERR_INVALID_PARAM;
+            ferry_rkey_buffer_release(packed);
+        }
+        if (status != FERRY_OK) {
+            ferry_mem_deregister(recv->mem);
+            recv->mem = NULL;
+        }
+    }
+    if (status != FERRY_OK) {
+        ferry_info("tagged messages: a PUT rendezvous could not register the %llu-byte receive "
+                   "buffer (%zu pieces: %s); it uses COOP",
+                   (unsigned long long)recv->accepted, count, ferry_status_string(status));
+        tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL);
+        return;
+    }
+    tag_recv_send_cts(recv, TAG_RNDV_PUT, key);
+}
+
+/* GET: check and take the key of the section [offset, offset + length), then read it. */
+static void tag_recv_get_section(tag_recv_t *recv, uint64_t offset, uint64_t length,
+                                 const uint8_t key[RKEY_PACKED_SIZE])
+{
+    ferry_worker_t *worker = recv->worker;
+    ferry_rkey_t *rkey = NULL;
+    ferry_status_t status;
+
+    if (offset != recv->received || length == 0 || length > recv->length - offset) {
+        tag_warn(worker, TAG_WARN_BAD_TRANSFER,
+                 "GET section [%llu, +%llu) from endpoint %p does not continue the %llu-byte "
+                 "message at %llu",
+                 (unsigned long long)offset, (unsigned long long)length, (void *)recv->ep,
+                 (unsigned long long)recv->length, (unsigned long long)recv->received);
+        tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
+        return;
+    }
+    status = ferry_rkey_unpack(recv->ep, key, RKEY_PACKED_SIZE, &rkey);
+    if (status != FERRY_OK) { /* ferry_rkey_unpack said why */
+        tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
+        return;
+    }
+    if (rkey->key.length != length || !(rkey->key.access & FERRY_ACCESS_REMOTE_READ)) {
+        tag_warn(worker, TAG_WARN_BAD_TRANSFER,
+                 "the key of GET section [%llu, +%llu) from endpoint %p covers %llu bytes with "
+                 "access 0x%x, not the section's bytes readable",
+                 (unsigned long long)offset, (unsigned long long)length, (void *)recv->ep,
+                 (unsigned long long)rkey->key.length, rkey->key.access);
+        ferry_rkey_release(rkey);
+        tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
+        return;
+    }
+    recv->rkey = rkey;
+    recv->section_end = offset + length;
+    recv->state = TAG_RECV_GET;
+    tag_recv_get_issue(recv);
+}
+
+/* A section was read (or failed): release its key, then DONE (final or for the next key). */
+static void tag_recv_get_done(tag_recv_t *recv, ferry_status_t status)
+{
+    ferry_rkey_release(recv->rkey);
+    recv->rkey = NULL;
+    if (status != FERRY_OK) {
+        tag_recv_abort(recv, status);
+        return;
+    }
+    uint64_t end = recv->section_end < recv->accepted ? recv->section_end : recv->accepted;
+    tag_cursor_advance(&recv->buf, &recv->cursor, end - recv->received);
+    recv->received = end;
+    if (recv->received == recv->accepted) {
+        tag_send_done_msg(recv->worker, recv->ep, TAG_DONE_TO_SEND, recv->send_id, true, FERRY_OK,
+                          recv->received, 0);
+        tag_recv_finish(recv, tag_recv_final_status(recv));
+        return;
+    }
+    recv->state = TAG_RECV_WAIT_COOKIE;
+    tag_send_done_msg(recv->worker, recv->ep, TAG_DONE_TO_SEND, recv->send_id, false, FERRY_OK,
+                      recv->received, recv->id);
+}
+
+static bool tag_recv_get_issue(tag_recv_t *recv)
+{
+    ferry_iov_t stack[TAG_IOV_STACK], *pieces;
+    uint64_t end = recv->section_end < recv->accepted ? recv->section_end : recv->accepted;
+    uint64_t n = end - recv->received, bytes;
+    size_t count = tag_pieces(&recv->buf, &recv->cursor, n, stack, SIZE_MAX, &pieces, &bytes);
+    if (count == SIZE_MAX) {
+        tag_recv_get_done(recv, FERRY_ERR_NO_MEMORY);
+        return true;
+    }
+    ferry_remote_iov_t remote = {.offset = 0, .length = (size_t)n};
+    recv->inner = (ferry_completion_t){.cb = tag_recv_inner_cb, .count = 1, .status = FERRY_OK};
+    ferry_status_t status =
+        ferry_getv(recv->ep, pieces, count, &remote, 1, recv->rkey, &recv->inner);
+    if (pieces != stack)
+        free(pieces);
+    if (status == FERRY_INPROGRESS) {
+        recv->inner_busy = true;
+        recv->refs++;
+        return true;
+    }
+    if (status == FERRY_ERR_NO_RESOURCE) {
+        tag_list_add(recv->worker, &recv->worker->tag.retry, &recv->obj, &recv->in_retry);
+        return false;
+    }
+    tag_recv_get_done(recv, status);
+    return true;
+}
+
+static void tag_recv_inner_cb(ferry_completion_t *comp)
+{
+    tag_recv_t *recv = ferry_container_of(comp, tag_recv_t, inner);
+    recv->inner_busy = false;
+    if (recv->state == TAG_RECV_FINISHED) {
+        if (recv->rkey != NULL) {
+            ferry_rkey_release(recv->rkey);
+            recv->rkey = NULL;
+        }
+        tag_recv_unref(recv);
+        return;
+    }
+    recv->refs--; /* the user's reference keeps it */
+    if (recv->state == TAG_RECV_GET)
+        tag_recv_get_done(recv, comp->status);
+}
+
+void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t *rts)
+{
+    ferry_worker_t *worker = recv->worker;
+
+    if (recv->info != NULL) {
+        recv->info->sender = ep;
+        recv->info->tag = rts->tag;
+        recv->info->length = (size_t)rts->length;
+    }
+    recv->state = TAG_RECV_DATA; /* matched: no longer posted */
+    recv->ep = ep;
+    recv->mode = (tag_rndv_mode_t)rts->mode;
+    recv->send_id = rts->send_id;
+    recv->length = rts->length;
+    recv->accepted = rts->length < recv->buf.length ? rts->length : recv->buf.length;
+    recv->received = 0;
+    recv->cursor = (tag_cursor_t){0, 0, 0};
+    if (ep->state != FERRY_EP_OPEN) {
+        tag_recv_finish(recv, ep->error);
+        return;
+    }
+    recv->id = tag_table_insert(&worker->tag.recv_table, recv);
+    if (recv->id == 0) {
+        tag_recv_abort(recv, FERRY_ERR_NO_MEMORY);
+        return;
+    }
+    switch (recv->mode) {
+    case TAG_RNDV_GET:
+        if (recv->accepted == 0) {
+            tag_send_done_msg(worker, ep, TAG_DONE_TO_SEND, recv->send_id, true, FERRY_OK, 0, 0);
+            tag_recv_finish(recv, tag_recv_final_status(recv));
+            return;
+        }
+        if (worker->tag.mode_forced == 0 && !tag_cma_works(worker, ep)) {
+            tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
+            return;
+        }
+        tag_recv_get_section(recv, 0, rts->section, rts->rkey);
+        return;
+    case TAG_RNDV_PUT:
+        tag_recv_put_start(recv);
+        return;
+    case TAG_RNDV_COOP:
+    case TAG_RNDV_NULL:
+        tag_recv_send_cts(recv, recv->mode, NULL);
+        return;
+    }
+}
+
+void tag_rndv_on_data(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_data_t *data,
+                      const void *payload, size_t length)
+{
+    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, data->recv_id);
+
+    if (recv == NULL || recv->ep != ep) {
+        tag_warn(worker, TAG_WARN_UNKNOWN_ID,
+                 "DATA (%zu bytes at %llu) from endpoint %p for recv id 0x%llx, which is %s",
+                 length, (unsigned long long)data->offset, (void *)ep,
+                 (unsigned long long)data->recv_id,
+                 recv == NULL ? "finished or unknown" : "a receive from another endpoint");
+        return;
+    }
+    if (recv->state != TAG_RECV_DATA) {
+        tag_warn(worker, TAG_WARN_WRONG_STATE,
+                 "DATA from endpoint %p for recv id 0x%llx, which does not expect DATA (mode %u)",
+                 (void *)ep, (unsigned long long)data->recv_id, recv->mode);
+        return;
+    }
+    if (data->offset != recv->received || length > recv->accepted - recv->received) {
+        tag_warn(worker, TAG_WARN_BAD_TRANSFER,
+                 "DATA [%llu, +%zu) from endpoint %p does not fit the receive (next byte %llu "
+                 "of %llu accepted)",
+                 (unsigned long long)data->offset, length, (void *)ep,
+                 (unsigned long long)recv->received, (unsigned long long)recv->accepted);
+        tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
+        return;
+    }
+    tag_cursor_scatter(&recv->buf, &recv->cursor, payload, length);
+    recv->received += length;
+    if (recv->received == recv->accepted)
+        tag_recv_finish(recv, tag_recv_final_status(recv));
+}
+
+static void tag_rndv_on_done_recv(ferry_worker_t *worker, ferry_ep_t *ep,
+                                  const tag_wire_done_t *done)
+{
+    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, done->id);
+
+    if (recv == NULL || recv->ep != ep) {
+        tag_warn(worker, TAG_WARN_UNKNOWN_ID,
+                 "DONE from endpoint %p for recv id 0x%llx, which is %s", (void *)ep,
+                 (unsigned long long)done->id,
+                 recv == NULL ? "finished or unknown" : "a receive from another endpoint");
+        return;
+    }
+    if (done->status != FERRY_OK) { /* the sender gave up */
+        tag_recv_finish(recv, (ferry_status_t)done->status);
+        return;
+    }
+    if (recv->state != TAG_RECV_WAIT_DONE) {
+        tag_warn(worker, TAG_WARN_WRONG_STATE,
+                 "DONE from endpoint %p for recv id 0x%llx (mode %u), which does not expect one",
+                 (void *)ep, (unsigned long long)done->id, recv->mode);
+        return;
+    }
+    if (done->done != recv->accepted) {
+        tag_warn(worker, TAG_WARN_BAD_TRANSFER,
+                 "DONE from endpoint %p says %llu bytes were written, %llu were accepted",
+                 (void *)ep, (unsigned long long)done->done, (unsigned long long)recv->accepted);
+        tag_recv_finish(recv, FERRY_ERR_PROTOCOL);
+        return;
+    }
+    recv->received = recv->accepted;
+    tag_recv_finish(recv, tag_recv_final_status(recv));
+}
+
+static void tag_rndv_on_done_send(ferry_worker_t *worker, ferry_ep_t *ep,
+                                  const tag_wire_done_t *done)
+{
+    tag_send_t *send = tag_table_lookup(&worker->tag.send_table, done->id);
+
+    if (send == NULL || send->ep != ep) {
+        tag_warn(worker, TAG_WARN_UNKNOWN_ID,
+                 "DONE from endpoint %p for send id 0x%llx, which is %s", (void *)ep,
+                 (unsigned long long)done->id,
+                 send == NULL ? "finished or unknown" : "a send to another endpoint");
+        return;
+    }
+    if (done->status != FERRY_OK) { /* the receiver gave up */
+        tag_send_finish(send, (ferry_status_t)done->status);
+        return;
+    }
+    if (send->mode != TAG_RNDV_GET || send->state != TAG_SEND_WAIT_DONE) {
+        tag_warn(worker, TAG_WARN_WRONG_STATE,
+                 "DONE from endpoint %p for send id 0x%llx (mode %u), which does not expect one",
+                 (void *)ep, (unsigned long long)done->id, send->mode);
+        return;
+    }
+    if (done->final) {
+        send->sent = done->done;
+        tag_send_finish(send, FERRY_OK);
+        return;
+    }
+    /* a section was read: the next key */
+    send->recv_id = done->reply_id;
+    if (done->done != send->section_off + send->section_len || done->done >= send->buf.length) {
+        tag_warn(worker, TAG_WARN_BAD_TRANSFER,
+                 "DONE from endpoint %p ends a section at %llu, the section ends at %llu of %llu",
+                 (void *)ep, (unsigned long long)done->done,
+                 (unsigned long long)(send->section_off + send->section_len),
+                 (unsigned long long)send->buf.length);
+        tag_send_abort(send, FERRY_ERR_PROTOCOL);
+        return;
+    }
+    ferry_mem_deregister(send->mem);
+    send->mem = NULL;
+    send->sent = done->done;
+    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_COOKIE};
+    ferry_status_t status = tag_send_register_section(send, msg.u.cookie.rkey);
+    if (status != FERRY_OK) {
+        tag_send_abort(send, status);
+        return;
+    }
+    msg.u.cookie.version = TAG_WIRE_VERSION;
+    msg.u.cookie.recv_id = send->recv_id;
+    msg.u.cookie.offset = send->section_off;
+    msg.u.cookie.length = send->section_len;
+    ferry_trace("tagged messages: COOKIE for [%llu, +%llu) of send id 0x%llx",
+                (unsigned long long)send->section_off, (unsigned long long)send->section_len,
+                (unsigned long long)send->id);
+    status = tag_ctl_send(worker, ep, &msg);
+    if (status != FERRY_OK)
+        tag_send_finish(send, status);
+}
+
+void tag_rndv_on_done(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_done_t *done)
+{
+    if (done->target == TAG_DONE_TO_RECV)
+        tag_rndv_on_done_recv(worker, ep, done);
+    else
+        tag_rndv_on_done_send(worker, ep, done);
+}
+
+void tag_rndv_on_cookie(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cookie_t *cookie)
+{
+    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, cookie->recv_id);
+
+    if (recv == NULL || recv->ep != ep) {
+        tag_warn(worker, TAG_WARN_UNKNOWN_ID,
+                 "COOKIE from endpoint %p for recv id 0x%llx, which is %s", (void *)ep,
+                 (unsigned long long)cookie->recv_id,
+                 recv == NULL ? "finished or unknown" : "a receive from another endpoint");
+        return;
+    }
+    if (recv->state != TAG_RECV_WAIT_COOKIE) {
+        tag_warn(worker, TAG_WARN_WRONG_STATE,
+                 "COOKIE from endpoint %p for recv id 0x%llx, which does not wait for one",
+                 (void *)ep, (unsigned long long)cookie->recv_id);
+        return;
+    }
+    tag_recv_get_section(recv, cookie->offset, cookie->length, cookie->rkey);
+}
+
+/* ------------------------------------------------------------------ progress, failure */
+
+unsigned tag_rndv_progress(ferry_worker_t *worker)
+{
+    ferry_tag_worker_t *tw = &worker->tag;
+    ferry_list_link_t *link;
+    ferry_list_t again;
+    unsigned count = 0;
+
+    if (!ferry_list_is_empty(&tw->retry)) {
+        ferry_list_init(&again);
+        ferry_list_splice_tail(&again, &tw->retry);
+        while ((link = ferry_list_pop_head(&again)) != NULL) {
+            tag_obj_t *obj = ferry_container_of(link, tag_obj_t, link);
+            tag_need_progress(worker, -1);
+            if (obj->magic == TAG_MAGIC_RECV) {
+                tag_recv_t *recv = (tag_recv_t *)obj;
+                recv->in_retry = false;
+                count += tag_recv_get_issue(recv);
+            } else {
+                tag_send_t *send = (tag_send_t *)obj;
+                send->in_list = false;
+                if (send->state == TAG_SEND_PUT)
+                    count += tag_send_put_issue(send);
+                else
+                    count += tag_send_flush_issue(send);
+            }
+        }
+    }
+    if (!ferry_list_is_empty(&tw->pump)) {
+        ferry_list_init(&again);
+        ferry_list_splice_tail(&again, &tw->pump);
+        while ((link = ferry_list_pop_head(&again)) != NULL) {
+            tag_send_t *send = (tag_send_t *)ferry_container_of(link, tag_obj_t, link);
+            send->in_list = false;
+            tag_need_progress(worker, -1);
+            count += tag_send_pump(send);
+        }
+    }
+    return count;
+}
+
+void tag_rndv_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t status)
+{
+    ferry_tag_worker_t *tw = &worker->tag;
+    for (uint32_t i = 0; i < tw->send_table.capacity; i++) {
+        tag_send_t *send = tw->send_table.slots[i];
+        if (send != NULL && send->ep == ep)
+            tag_send_finish(send, status);
+    }
+    for (uint32_t i = 0; i < tw->recv_table.capacity; i++) {
+        tag_recv_t *recv = tw->recv_table.slots[i];
+        if (recv != NULL && recv->ep == ep)
+            tag_recv_finish(recv, status);
+    }
+}

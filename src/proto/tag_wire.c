@@ -1,0 +1,234 @@
+/* The tag protocol's wire headers: tag_wire_decode checks every field of a header a peer sent
+ * before the protocol looks at it (fuzzed by tests/fuzz/tag_wire.c); tag_wire_encode writes
+ * one. Both convert between host order and the wire's little-endian order. */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "proto/tag.h"
+
+/* A negative status a peer may legitimately report (an error of ferry_status_t's range). */
+#define TAG_WIRE_STATUS_MIN (-127)
+
+static bool tag_wire_zero(const uint8_t *bytes, size_t length)
+{
+    for (size_t i = 0; i < length; i++) {
+        if (bytes[i] != 0)
+            return false;
+    }
+    return true;
+}
+
+static bool tag_wire_has_key(const uint8_t rkey[RKEY_PACKED_SIZE])
+{
+    return !tag_wire_zero(rkey, RKEY_PACKED_SIZE);
+}
+
+static size_t tag_wire_size(unsigned id)
+{
+    switch (id) {
+    case FERRY_AM_ID_TAG_EAGER:
+        return sizeof(tag_wire_eager_t);
+    case FERRY_AM_ID_TAG_RTS:
+        return sizeof(tag_wire_rts_t);
+    case FERRY_AM_ID_TAG_CTS:
+        return sizeof(tag_wire_cts_t);
+    case FERRY_AM_ID_TAG_DATA:
+        return sizeof(tag_wire_data_t);
+    case FERRY_AM_ID_TAG_DONE:
+        return sizeof(tag_wire_done_t);
+    case FERRY_AM_ID_TAG_COOKIE:
+        return sizeof(tag_wire_cookie_t);
+    case FERRY_AM_ID_TAG_FLOW:
+        return sizeof(tag_wire_flow_t);
+    default:
+        return 0;
+    }
+}
+
+static ferry_status_t tag_wire_fail(const char **why, const char *reason)
+{
+    *why = reason;
+    return FERRY_ERR_PROTOCOL;
+}
+
+ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_length,
+                               size_t payload_length, tag_wire_msg_t *out, const char **why)
+{
+    size_t size = tag_wire_size(id);
+    tag_wire_msg_t m;
+
+    if (size == 0)
+        return tag_wire_fail(why, "unknown message id");
+    if (header == NULL || header_length != size)
+        return tag_wire_fail(why, "header of the wrong size for its message id");
+    memset(&m, 0, sizeof(m));
+    m.id = id;
+    memcpy(&m.u, header, size);
+    if (((const uint8_t *)header)[0] != TAG_WIRE_VERSION)
+        return tag_wire_fail(why, "unknown wire version");
+    if (id != FERRY_AM_ID_TAG_EAGER && id != FERRY_AM_ID_TAG_DATA && payload_length != 0)
+        return tag_wire_fail(why, "payload on a message that carries none");
+
+    switch (id) {
+    case FERRY_AM_ID_TAG_EAGER:
+        if (!tag_wire_zero(m.u.eager.reserved, sizeof(m.u.eager.reserved)))
+            return tag_wire_fail(why, "reserved bytes not zero");
+        m.u.eager.tag = le64toh(m.u.eager.tag);
+        break;
+    case FERRY_AM_ID_TAG_RTS: {
+        tag_wire_rts_t *r = &m.u.rts;
+        if (!tag_wire_zero(r->reserved, sizeof(r->reserved)))
+            return tag_wire_fail(why, "reserved bytes not zero");
+        r->tag = le64toh(r->tag);
+        r->length = le64toh(r->length);
+        r->send_id = le64toh(r->send_id);
+        r->section = le64toh(r->section);
+        if (r->mode < TAG_RNDV_GET || r->mode > TAG_RNDV_NULL)
+            return tag_wire_fail(why, "unknown rendezvous mode");
+        if (r->send_id == 0)
+            return tag_wire_fail(why, "send id 0");
+        if (r->mode == TAG_RNDV_GET && r->length > 0) {
+            if (r->section == 0 || r->section > r->length)
+                return tag_wire_fail(why, "GET section empty or longer than the message");
+            if (!tag_wire_has_key(r->rkey))
+                return tag_wire_fail(why, "GET without a key");
+        } else {
+            if (r->section != 0)
+                return tag_wire_fail(why, "a section without a key");
+            if (tag_wire_has_key(r->rkey))
+                return tag_wire_fail(why, "a key in a mode that carries none");
+        }
+        break;
+    }
+    case FERRY_AM_ID_TAG_CTS: {
+        tag_wire_cts_t *c = &m.u.cts;
+        if (!tag_wire_zero(c->reserved, sizeof(c->reserved)))
+            return tag_wire_fail(why, "reserved bytes not zero");
+        c->send_id = le64toh(c->send_id);
+        c->recv_id = le64toh(c->recv_id);
+        c->length = le64toh(c->length);
+        if (c->mode != TAG_RNDV_PUT && c->mode != TAG_RNDV_COOP && c->mode != TAG_RNDV_NULL)
+            return tag_wire_fail(why, "CTS mode is not PUT, COOP or NULL");
+        if (c->send_id == 0 || c->recv_id == 0)
+            return tag_wire_fail(why, "id 0");
+        if (c->mode == TAG_RNDV_PUT && c->length > 0) {
+            if (!tag_wire_has_key(c->rkey))
+                return tag_wire_fail(why, "PUT without a key");
+        } else if (tag_wire_has_key(c->rkey)) {
+            return tag_wire_fail(why, "a key in a CTS that carries none");
+        }
+        break;
+    }
+    case FERRY_AM_ID_TAG_DATA: {
+        tag_wire_data_t *d = &m.u.data;
+        if (!tag_wire_zero(d->reserved, sizeof(d->reserved)))
+            return tag_wire_fail(why, "reserved bytes not zero");
+        d->recv_id = le64toh(d->recv_id);
+        d->offset = le64toh(d->offset);
+        if (d->recv_id == 0)
+            return tag_wire_fail(why, "id 0");
+        if (payload_length == 0)
+            return tag_wire_fail(why, "DATA without bytes");
+        if (d->offset > UINT64_MAX - payload_length)
+            return tag_wire_fail(why, "DATA offset + length overflows");
+        break;
+    }
+    case FERRY_AM_ID_TAG_DONE: {
+        tag_wire_done_t *d = &m.u.done;
+        if (d->reserved != 0)
+            return tag_wire_fail(why, "reserved bytes not zero");
+        d->status = (int32_t)le32toh((uint32_t)d->status);
+        d->id = le64toh(d->id);
+        d->done = le64toh(d->done);
+        d->reply_id = le64toh(d->reply_id);
+        if (d->target != TAG_DONE_TO_SEND && d->target != TAG_DONE_TO_RECV)
+            return tag_wire_fail(why, "unknown DONE target");
+        if (d->final > 1)
+            return tag_wire_fail(why, "DONE final is not 0 or 1");
+        if (d->id == 0)
+            return tag_wire_fail(why, "id 0");
+        if (d->status > 0 || d->status < TAG_WIRE_STATUS_MIN)
+            return tag_wire_fail(why, "DONE status is not FERRY_OK or an error");
+        if (!d->final) {
+            if (d->target != TAG_DONE_TO_SEND || d->status != FERRY_OK || d->reply_id == 0 ||
+                d->done == 0)
+                return tag_wire_fail(why,
+                                     "a section DONE must go to the sender, succeed, say how far "
+                                     "and name the receive");
+        } else if (d->reply_id != 0) {
+            return tag_wire_fail(why, "a final DONE names a receive");
+        }
+        break;
+    }
+    case FERRY_AM_ID_TAG_COOKIE: {
+        tag_wire_cookie_t *c = &m.u.cookie;
+        if (!tag_wire_zero(c->reserved, sizeof(c->reserved)))
+            return tag_wire_fail(why, "reserved bytes not zero");
+        c->recv_id = le64toh(c->recv_id);
+        c->offset = le64toh(c->offset);
+        c->length = le64toh(c->length);
+        if (c->recv_id == 0)
+            return tag_wire_fail(why, "id 0");
+        if (c->length == 0)
+            return tag_wire_fail(why, "empty section");
+        if (c->offset > UINT64_MAX - c->length)
+            return tag_wire_fail(why, "section offset + length overflows");
+        if (!tag_wire_has_key(c->rkey))
+            return tag_wire_fail(why, "COOKIE without a key");
+        break;
+    }
+    case FERRY_AM_ID_TAG_FLOW:
+        if (!tag_wire_zero(m.u.flow.reserved, sizeof(m.u.flow.reserved)))
+            return tag_wire_fail(why, "reserved bytes not zero");
+        if (m.u.flow.eager_on > 1)
+            return tag_wire_fail(why, "FLOW eager_on is not 0 or 1");
+        break;
+    }
+    *out = m;
+    return FERRY_OK;
+}
+
+size_t tag_wire_encode(const tag_wire_msg_t *msg, void *buffer)
+{
+    tag_wire_msg_t m = *msg;
+    size_t size = tag_wire_size(m.id);
+
+    switch (m.id) {
+    case FERRY_AM_ID_TAG_EAGER:
+        m.u.eager.tag = htole64(m.u.eager.tag);
+        break;
+    case FERRY_AM_ID_TAG_RTS:
+        m.u.rts.tag = htole64(m.u.rts.tag);
+        m.u.rts.length = htole64(m.u.rts.length);
+        m.u.rts.send_id = htole64(m.u.rts.send_id);
+        m.u.rts.section = htole64(m.u.rts.section);
+        break;
+    case FERRY_AM_ID_TAG_CTS:
+        m.u.cts.send_id = htole64(m.u.cts.send_id);
+        m.u.cts.recv_id = htole64(m.u.cts.recv_id);
+        m.u.cts.length = htole64(m.u.cts.length);
+        break;
+    case FERRY_AM_ID_TAG_DATA:
+        m.u.data.recv_id = htole64(m.u.data.recv_id);
+        m.u.data.offset = htole64(m.u.data.offset);
+        break;
+    case FERRY_AM_ID_TAG_DONE:
+        m.u.done.status = (int32_t)htole32((uint32_t)m.u.done.status);
+        m.u.done.id = htole64(m.u.done.id);
+        m.u.done.done = htole64(m.u.done.done);
+        m.u.done.reply_id = htole64(m.u.done.reply_id);
+        break;
+    case FERRY_AM_ID_TAG_COOKIE:
+        m.u.cookie.recv_id = htole64(m.u.cookie.recv_id);
+        m.u.cookie.offset = htole64(m.u.cookie.offset);
+        m.u.cookie.length = htole64(m.u.cookie.length);
+        break;
+    default:
+        break;
+    }
+    if (size > 0)
+        memcpy(buffer, &m.u, size);
+    return size;
+}

@@ -1,0 +1,163 @@
+/* Fuzz tag_wire_decode() (src/proto/tag_wire.c), the checker of every tagged-message protocol
+ * header a peer sends, on arbitrary bytes.
+ *
+ * Input: byte 0 picks the active-message id (FERRY_AM_ID_TAG_EAGER + byte % 8: the seven tag
+ * ids and one that is not), bytes 1..4 are the payload length (u32, little-endian), the rest is
+ * the header. When the decoder accepts it, every promise tag.h makes about a decoded header is
+ * checked: the exact size for the id, version 1, payload only on EAGER and DATA (and never an
+ * empty DATA), modes, ids never 0, sections, offsets and lengths that do not overflow, keys
+ * exactly where the mode needs one, DONE's target/final/status/reply id rules; and re-encoding
+ * the decoded header must give the input back (nothing is ignored: reserved bytes are zero).
+ * A violation aborts.
+ *
+ * Seeds (tests/fuzz/corpus/tag_wire/): one valid header of each kind, some with payload. */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "proto/tag.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_fail(const char *what)
+{
+    fprintf(stderr, "fuzz_tag_wire: %s\n", what);
+    abort();
+}
+
+static int fuzz_zero(const uint8_t *bytes, size_t length)
+{
+    for (size_t i = 0; i < length; i++) {
+        if (bytes[i] != 0)
+            return 0;
+    }
+    return 1;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    setenv("FERRY_LOG_LEVEL", "error", 1);
+    ferry_log_init();
+    return 0;
+}
+
+static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t payload)
+{
+    static const size_t sizes[] = {sizeof(tag_wire_eager_t), sizeof(tag_wire_rts_t),
+                                   sizeof(tag_wire_cts_t),   sizeof(tag_wire_data_t),
+                                   sizeof(tag_wire_done_t),  sizeof(tag_wire_cookie_t),
+                                   sizeof(tag_wire_flow_t)};
+    if (m->id < FERRY_AM_ID_TAG_EAGER || m->id > FERRY_AM_ID_TAG_FLOW)
+        fuzz_fail("accepted an unknown id");
+    if (header_length != sizes[m->id - FERRY_AM_ID_TAG_EAGER])
+        fuzz_fail("accepted a header of the wrong size");
+    if (payload != 0 && m->id != FERRY_AM_ID_TAG_EAGER && m->id != FERRY_AM_ID_TAG_DATA)
+        fuzz_fail("accepted a payload on a message without one");
+    switch (m->id) {
+    case FERRY_AM_ID_TAG_EAGER:
+        if (m->u.eager.version != TAG_WIRE_VERSION)
+            fuzz_fail("EAGER version");
+        break;
+    case FERRY_AM_ID_TAG_RTS: {
+        const tag_wire_rts_t *r = &m->u.rts;
+        int key = !fuzz_zero(r->rkey, sizeof(r->rkey));
+        if (r->version != TAG_WIRE_VERSION || r->mode < TAG_RNDV_GET || r->mode > TAG_RNDV_NULL)
+            fuzz_fail("RTS version or mode");
+        if (r->send_id == 0)
+            fuzz_fail("RTS send id 0");
+        if (r->mode == TAG_RNDV_GET && r->length > 0) {
+            if (r->section == 0 || r->section > r->length || !key)
+                fuzz_fail("GET RTS section or key");
+        } else if (r->section != 0 || key) {
+            fuzz_fail("RTS section or key where none belongs");
+        }
+        break;
+    }
+    case FERRY_AM_ID_TAG_CTS: {
+        const tag_wire_cts_t *c = &m->u.cts;
+        int key = !fuzz_zero(c->rkey, sizeof(c->rkey));
+        if (c->version != TAG_WIRE_VERSION ||
+            (c->mode != TAG_RNDV_PUT && c->mode != TAG_RNDV_COOP && c->mode != TAG_RNDV_NULL))
+            fuzz_fail("CTS version or mode");
+        if (c->send_id == 0 || c->recv_id == 0)
+            fuzz_fail("CTS id 0");
+        if (key != (c->mode == TAG_RNDV_PUT && c->length > 0))
+            fuzz_fail("CTS key presence");
+        break;
+    }
+    case FERRY_AM_ID_TAG_DATA:
+        if (m->u.data.version != TAG_WIRE_VERSION || m->u.data.recv_id == 0 || payload == 0 ||
+            m->u.data.offset > UINT64_MAX - payload)
+            fuzz_fail("DATA version, id, payload or offset");
+        break;
+    case FERRY_AM_ID_TAG_DONE: {
+        const tag_wire_done_t *d = &m->u.done;
+        if (d->version != TAG_WIRE_VERSION || d->id == 0 || d->final > 1 ||
+            (d->target != TAG_DONE_TO_SEND && d->target != TAG_DONE_TO_RECV))
+            fuzz_fail("DONE version, id, final or target");
+        if (d->status > 0)
+            fuzz_fail("DONE with a positive status");
+        if (!d->final &&
+            (d->target != TAG_DONE_TO_SEND || d->status != 0 || d->reply_id == 0 || d->done == 0))
+            fuzz_fail("section DONE rules");
+        if (d->final && d->reply_id != 0)
+            fuzz_fail("final DONE with a reply id");
+        break;
+    }
+    case FERRY_AM_ID_TAG_COOKIE: {
+        const tag_wire_cookie_t *c = &m->u.cookie;
+        if (c->version != TAG_WIRE_VERSION || c->recv_id == 0 || c->length == 0 ||
+            c->offset > UINT64_MAX - c->length || fuzz_zero(c->rkey, sizeof(c->rkey)))
+            fuzz_fail("COOKIE version, id, section or key");
+        break;
+    }
+    case FERRY_AM_ID_TAG_FLOW:
+        if (m->u.flow.version != TAG_WIRE_VERSION || m->u.flow.eager_on > 1)
+            fuzz_fail("FLOW version or value");
+        break;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tag_wire_msg_t msg;
+    uint8_t again[sizeof(tag_wire_rts_t)];
+    const char *why = NULL;
+    uint32_t payload;
+
+    if (size < 5)
+        return 0;
+    unsigned id = FERRY_AM_ID_TAG_EAGER + data[0] % 8;
+    memcpy(&payload, data + 1, sizeof(payload));
+    payload = le32toh(payload);
+    const uint8_t *header = data + 5;
+    size_t header_length = size - 5;
+
+    /* a private copy: the decoder must not read past header_length */
+    uint8_t *copy = malloc(header_length ? header_length : 1);
+    if (copy == NULL)
+        return 0;
+    memcpy(copy, header, header_length);
+    ferry_status_t status = tag_wire_decode(id, copy, header_length, payload, &msg, &why);
+    if (status != FERRY_OK) {
+        if (status != FERRY_ERR_PROTOCOL || why == NULL)
+            fuzz_fail("a refusal without FERRY_ERR_PROTOCOL and a reason");
+        free(copy);
+        return 0;
+    }
+    if (msg.id != id)
+        fuzz_fail("decoded id differs");
+    fuzz_check(&msg, header_length, payload);
+    if (header_length > sizeof(again) || tag_wire_encode(&msg, again) != header_length ||
+        memcmp(again, copy, header_length) != 0)
+        fuzz_fail("re-encoding differs: a field is ignored by the decoder");
+    free(copy);
+    return 0;
+}
