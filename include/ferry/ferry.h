@@ -387,7 +387,9 @@ ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_completion_t *co
 
 /** What a tagged receive or probe learned about the message. */
 typedef struct ferry_tag_info {
-    ferry_ep_t *sender; /**< endpoint to the sender (owned by the worker, as reply_ep of AMs) */
+    ferry_ep_t *sender; /**< endpoint to the sender (owned by the worker, as reply_ep of AMs);
+                             NULL for an eager message that waited in the unexpected queue while
+                             its endpoint was closed and freed */
     uint64_t tag;       /**< the sender's tag */
     size_t length;      /**< the message's real length (more than the buffer if truncated) */
 } ferry_tag_info_t;
@@ -416,7 +418,9 @@ ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iov
  * written past them, info->length says the real length, and the next message is unaffected.
  * Returns FERRY_OK (an unexpected message was already there and is delivered: comp untouched),
  * FERRY_INPROGRESS, FERRY_ERR_MESSAGE_TRUNCATED (delivered now, truncated), FERRY_ERR_INVALID_PARAM,
- * FERRY_ERR_NO_MEMORY.
+ * FERRY_ERR_NO_MEMORY. A receive matched to a rendezvous whose sender dies completes with that
+ * endpoint's error (FERRY_ERR_CONNECTION_RESET); FERRY_ERR_PROTOCOL if the sender broke the
+ * protocol.
  */
 ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
                               uint64_t tag, uint64_t tag_mask, ferry_tag_info_t *info,
