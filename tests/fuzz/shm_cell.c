@@ -5,7 +5,8 @@
  *     0  u64 am_max (FERRY_SHM_AM_MAX)
  *     8  u8  fragment state: bit 0 active
  *     9  u16 fragment header length   11 u64 fragment length   19 u64 fragment bytes received
- *    27  then records of 72 bytes: u64 free-buffer bits (bit set = free), 64-byte cell
+ *    27  then records of 72 bytes: u64 free-buffer bits (bit set = free; used for both the
+ *        medium and the bulk pool), 64-byte cell
  *        (a last partial record is padded with zeros; there is always at least one)
  * The fragment state is made a state the receiver can be in (0 < length <= am_max,
  * received < length, header length <= FERRY_AM_HEADER_MAX), or inactive.
@@ -75,18 +76,20 @@ static void fuzz_consume(const uint8_t *p, size_t length)
     fuzz_sink = x;
 }
 
-/* The buffer-index checks shared by MEDIUM and FRAG cells. */
+/* The buffer-index checks shared by MEDIUM and FRAG cells (free_bits: of the cell's pool). */
 static void fuzz_require_buffer(const shm_cell_t *cell, const fuzz_rx_t *rx, uint64_t free_bits)
 {
-    FUZZ_REQUIRE(cell->buf < SHM_BUF_COUNT);
+    bool bulk = (cell->flags & SHM_CELL_BULK) != 0;
+    FUZZ_REQUIRE(cell->buf < (bulk ? SHM_BULK_COUNT : SHM_BUF_COUNT));
     FUZZ_REQUIRE((free_bits & (1ull << cell->buf)) == 0); /* reserved by the sender */
-    FUZZ_REQUIRE(cell->length <= SHM_BUF_SIZE);
+    FUZZ_REQUIRE(cell->length <= (bulk ? SHM_BULK_SIZE : SHM_BUF_SIZE));
     FUZZ_REQUIRE(cell->header_length <= cell->length);
 }
 
 /* Use one accepted cell as shm_rx_cell() does. Returns false when the receiver stops. */
 static bool fuzz_use_cell(fuzz_rx_t *rx, const shm_cell_t *cell, uint64_t free_bits,
-                          const uint8_t *buffer /* SHM_BUF_SIZE bytes: the pool buffer */,
+                          const uint8_t *buffer /* the pool buffer: exactly SHM_BUF_SIZE, or
+                                                   SHM_BULK_SIZE bytes for SHM_CELL_BULK */,
                           const uint8_t *cell_data /* an INLINE message's bytes, gathered from
                                                       its cell and continuation cells: exactly
                                                       SHM_CELL_DATA + flags * SHM_CELL_EXTRA_DATA */)
@@ -217,10 +220,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     shm_cell_t *cell = malloc(sizeof(*cell));
     uint8_t *cell_data = NULL; /* sized per message below */
     uint8_t *buffer = malloc(SHM_BUF_SIZE);
-    if (cell == NULL || buffer == NULL)
+    uint8_t *bulk = malloc(SHM_BULK_SIZE);
+    if (cell == NULL || buffer == NULL || bulk == NULL)
         abort();
     for (size_t i = 0; i < SHM_BUF_SIZE; i++)
         buffer[i] = (uint8_t)i;
+    for (size_t i = 0; i < SHM_BULK_SIZE; i++)
+        bulk[i] = (uint8_t)(i * 7);
 
     offset = sizeof(state);
     do {
@@ -244,19 +250,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(cell_data, cell->data, SHM_CELL_DATA);
         memset(cell_data + SHM_CELL_DATA, 0x5a, extra * SHM_CELL_EXTRA_DATA);
 
-        shm_cell_verdict_t verdict = shm_cell_check(cell, free_bits, &rx.frag, rx.am_max);
+        shm_cell_verdict_t verdict =
+            shm_cell_check(cell, free_bits, free_bits, &rx.frag, rx.am_max);
         if (verdict < SHM_CELL_OK || verdict > SHM_CELL_TOO_LARGE)
             fuzz_fail(cell, &rx, "verdict out of range");
         if (shm_cell_verdict_string(verdict) == NULL)
             fuzz_fail(cell, &rx, "verdict without a string");
         if (verdict != SHM_CELL_OK)
             break; /* the receiver closes the endpoint */
-        if (!fuzz_use_cell(&rx, cell, free_bits, buffer, cell_data))
+        if (!fuzz_use_cell(&rx, cell, free_bits, (cell->flags & SHM_CELL_BULK) ? bulk : buffer,
+                           cell_data))
             break;
     } while (offset < size);
 
     free(rx.data);
     free(buffer);
+    free(bulk);
     free(cell_data);
     free(cell);
     return 0;

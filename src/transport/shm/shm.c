@@ -110,32 +110,55 @@ static ferry_status_t shm_post_inline(ferry_tl_ep_t *tlep, uint8_t id, size_t he
     return FERRY_OK;
 }
 
+/* The pool a message of total bytes (header + payload) needs; larger than SHM_BULK_SIZE:
+ * fragments in bulk buffers. */
+static inline unsigned shm_pool_for(size_t total)
+{
+    if (total <= SHM_INLINE_MAX)
+        return SHM_POOL_NONE;
+    return total <= SHM_BUF_SIZE ? SHM_POOL_MEDIUM : SHM_POOL_BULK;
+}
+
+static inline _Atomic uint64_t *shm_pool_bits(shm_region_t *region, unsigned pool)
+{
+    return pool == SHM_POOL_BULK ? &region->free_bulk : &region->free_bufs;
+}
+
 /* Reserve a buffer of the peer's pool; -1 when none is free. */
-static inline int shm_buf_reserve(ferry_tl_ep_t *tlep)
+static inline int shm_buf_reserve(ferry_tl_ep_t *tlep, unsigned pool)
 {
     shm_region_t *region = tlep->peer_region;
-    uint64_t bits = atomic_load_explicit(&region->free_bufs, memory_order_relaxed);
+    _Atomic uint64_t *bits_p = shm_pool_bits(region, pool);
+    uint64_t bits = atomic_load_explicit(bits_p, memory_order_relaxed);
     while (bits != 0) {
         int index = __builtin_ctzll(bits);
-        if (atomic_compare_exchange_weak_explicit(&region->free_bufs, &bits,
-                                                  bits & ~(1ull << index), memory_order_acquire,
-                                                  memory_order_relaxed)) {
-            atomic_store_explicit(&region->buf_owner[index], tlep->my_sender_id,
-                                  memory_order_relaxed);
+        if (atomic_compare_exchange_weak_explicit(bits_p, &bits, bits & ~(1ull << index),
+                                                  memory_order_acquire, memory_order_relaxed)) {
+            atomic_store_explicit(pool == SHM_POOL_BULK ? &region->bulk_owner[index]
+                                                        : &region->buf_owner[index],
+                                  tlep->my_sender_id, memory_order_relaxed);
             return index;
         }
     }
     return -1;
 }
 
-static inline void shm_buf_release(shm_region_t *region, unsigned index)
+static inline void shm_buf_release(shm_region_t *region, unsigned pool, unsigned index)
 {
-    atomic_fetch_or_explicit(&region->free_bufs, 1ull << index, memory_order_release);
+    atomic_fetch_or_explicit(shm_pool_bits(region, pool), 1ull << index, memory_order_release);
 }
 
-static inline uint8_t *shm_buf_data(shm_region_t *region, unsigned index)
+static inline uint8_t *shm_buf_data(shm_region_t *region, unsigned pool, unsigned index)
 {
+    if (pool == SHM_POOL_BULK)
+        return (uint8_t *)region + SHM_BULK_OFFSET + (size_t)index * SHM_BULK_SIZE;
     return (uint8_t *)region + SHM_REGION_HEADER_SIZE + (size_t)index * SHM_BUF_SIZE;
+}
+
+/* The pool of a received MEDIUM or FRAG cell. */
+static inline unsigned shm_cell_pool(const shm_cell_t *cell)
+{
+    return (cell->flags & SHM_CELL_BULK) ? SHM_POOL_BULK : SHM_POOL_MEDIUM;
 }
 
 /* Copy up to length bytes from the iov position of req into dst; advances the position. */
@@ -182,14 +205,15 @@ static ferry_status_t shm_req_post(ferry_tl_ep_t *tlep, shm_req_t *req)
             return status;
         /* ring too small for the continuation cells: use a buffer */
     }
-    if (!req->first_posted && total <= SHM_BUF_SIZE) {
+    if (!req->first_posted && total <= SHM_BULK_SIZE) {
+        unsigned pool = total <= SHM_BUF_SIZE ? SHM_POOL_MEDIUM : SHM_POOL_BULK;
         shm_cell_t *cell = shm_tx_cell(tlep);
         if (cell == NULL)
             return FERRY_ERR_NO_RESOURCE;
-        int buf = shm_buf_reserve(tlep);
+        int buf = shm_buf_reserve(tlep, pool);
         if (buf < 0)
             return FERRY_ERR_NO_RESOURCE;
-        uint8_t *data = shm_buf_data(tlep->peer_region, (unsigned)buf);
+        uint8_t *data = shm_buf_data(tlep->peer_region, pool, (unsigned)buf);
         memcpy(data, req->header, req->header_length);
         shm_req_gather(req, data + req->header_length, req->length);
         cell->type = SHM_CELL_MEDIUM;
@@ -197,6 +221,7 @@ static ferry_status_t shm_req_post(ferry_tl_ep_t *tlep, shm_req_t *req)
         cell->header_length = req->header_length;
         cell->length = (uint32_t)total;
         cell->buf = (uint8_t)buf;
+        cell->flags = pool == SHM_POOL_BULK ? SHM_CELL_BULK : 0;
         shm_tx_post(tlep, cell);
         req->first_posted = true;
         req->sent = req->length;
@@ -207,12 +232,12 @@ static ferry_status_t shm_req_post(ferry_tl_ep_t *tlep, shm_req_t *req)
         shm_cell_t *cell = shm_tx_cell(tlep);
         if (cell == NULL)
             return FERRY_ERR_NO_RESOURCE;
-        int buf = shm_buf_reserve(tlep);
+        int buf = shm_buf_reserve(tlep, SHM_POOL_BULK);
         if (buf < 0)
             return FERRY_ERR_NO_RESOURCE;
-        uint8_t *data = shm_buf_data(tlep->peer_region, (unsigned)buf);
+        uint8_t *data = shm_buf_data(tlep->peer_region, SHM_POOL_BULK, (unsigned)buf);
         size_t header = req->first_posted ? 0 : req->header_length;
-        size_t room = SHM_BUF_SIZE - header;
+        size_t room = SHM_BULK_SIZE - header;
         size_t n = req->length - req->sent < room ? req->length - req->sent : room;
         memcpy(data, req->header, header);
         shm_req_gather(req, data + header, n);
@@ -221,7 +246,7 @@ static ferry_status_t shm_req_post(ferry_tl_ep_t *tlep, shm_req_t *req)
         cell->header_length = (uint16_t)header;
         cell->length = (uint32_t)(header + n);
         cell->buf = (uint8_t)buf;
-        cell->flags = 0;
+        cell->flags = SHM_CELL_BULK;
         if (!req->first_posted) {
             uint64_t length = req->length;
             cell->flags |= SHM_FRAG_FIRST;
@@ -320,10 +345,18 @@ static void shm_ep_set_waiting(ferry_tl_ep_t *tlep, bool waiting)
 
 static void shm_ep_post_close(ferry_tl_ep_t *tlep);
 
-/* Is there room for a message in the peer's ring and pool? */
+/* Is there room for what the endpoint waits to send: a ring cell, and a buffer of the pool its
+ * refused send or its first queued request needs? */
 static bool shm_ep_has_room(ferry_tl_ep_t *tlep)
 {
-    return shm_tx_cell(tlep) != NULL && atomic_load(&tlep->peer_region->free_bufs) != 0;
+    unsigned pool = tlep->blocked_pool;
+    if (!ferry_list_is_empty(&tlep->pending)) {
+        shm_req_t *req = ferry_list_entry(ferry_list_first(&tlep->pending), shm_req_t, link);
+        pool = req->first_posted ? SHM_POOL_BULK : shm_pool_for(req->header_length + req->length);
+    }
+    if (shm_tx_cell(tlep) == NULL)
+        return false;
+    return pool == SHM_POOL_NONE || atomic_load(shm_pool_bits(tlep->peer_region, pool)) != 0;
 }
 
 /* Post what is queued, in order. Returns the number of events: requests finished, and a refused
@@ -387,8 +420,10 @@ static ferry_status_t shm_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void
         ferry_status_t status = shm_post_inline(tlep, id, header_length, bytes, total);
         if (status == FERRY_OK)
             shm_signal_peer(tlep);
-        else if (status == FERRY_ERR_NO_RESOURCE)
+        else if (status == FERRY_ERR_NO_RESOURCE) {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
+            tlep->blocked_pool = SHM_POOL_NONE;
+        }
         return status; /* UNSUPPORTED: the caller falls back to sendv */
     }
     if (ferry_likely(tlep->state == SHM_CONN_CONNECTED && ferry_list_is_empty(&tlep->pending) &&
@@ -396,6 +431,7 @@ static ferry_status_t shm_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void
         shm_cell_t *cell = shm_tx_cell(tlep);
         if (ferry_unlikely(cell == NULL)) {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
+            tlep->blocked_pool = SHM_POOL_NONE;
             return FERRY_ERR_NO_RESOURCE;
         }
         cell->type = SHM_CELL_INLINE;
@@ -428,7 +464,7 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
         return FERRY_ERR_ENDPOINT_CLOSED;
     for (size_t i = 0; i < iovcnt; i++)
         length += iov[i].length;
-    bool small = header_length + length <= SHM_BUF_SIZE;
+    bool small = header_length + length <= SHM_BULK_SIZE; /* one buffer: posted whole or not */
     bool connected = tlep->state == SHM_CONN_CONNECTED;
 
     if (connected && !ferry_list_is_empty(&tlep->pending) && small)
@@ -448,10 +484,12 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
         local.iov_index = 0;
         local.iov_offset = 0;
         status = shm_req_post(tlep, &local);
-        if (status == FERRY_OK)
+        if (status == FERRY_OK) {
             shm_signal_peer(tlep);
-        else
+        } else {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
+            tlep->blocked_pool = shm_pool_for(header_length + length);
+        }
         return status;
     }
     req = shm_req_create(id, header, header_length, iov, iovcnt, comp);
@@ -507,7 +545,9 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
     ferry_tl_worker_t *tlw = tlep->tlw;
     shm_region_t *region = tlw->region;
     uint64_t free_bits = atomic_load_explicit(&region->free_bufs, memory_order_relaxed);
-    shm_cell_verdict_t verdict = shm_cell_check(cell, free_bits, &tlep->frag, tlw->am_max);
+    uint64_t free_bulk = atomic_load_explicit(&region->free_bulk, memory_order_relaxed);
+    shm_cell_verdict_t verdict =
+        shm_cell_check(cell, free_bits, free_bulk, &tlep->frag, tlw->am_max);
     ferry_ep_t *ep = tlep->ep;
 
     if (ferry_unlikely(verdict != SHM_CELL_OK)) {
@@ -523,22 +563,22 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
                          cell->length - cell->header_length, 0);
         return true;
     case SHM_CELL_MEDIUM: {
-        uint8_t *data = shm_buf_data(region, cell->buf);
+        uint8_t *data = shm_buf_data(region, shm_cell_pool(cell), cell->buf);
         if (ferry_am_deliver(tlw->worker, ep, cell->am_id, data, cell->header_length,
                              data + cell->header_length, cell->length - cell->header_length,
                              FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS)
-            shm_buf_release(region, cell->buf);
+            shm_buf_release(region, shm_cell_pool(cell), cell->buf);
         return true;
     }
     case SHM_CELL_FRAG: {
         shm_rx_frag_t *frag = &tlep->frag;
-        const uint8_t *data = shm_buf_data(region, cell->buf);
+        const uint8_t *data = shm_buf_data(region, SHM_POOL_BULK, cell->buf);
         if (cell->flags & SHM_FRAG_FIRST) {
             uint64_t length;
             memcpy(&length, cell->data, sizeof(length));
             frag->data = ferry_am_buffer_alloc(length ? length : 1);
             if (frag->data == NULL) {
-                shm_buf_release(region, cell->buf);
+                shm_buf_release(region, SHM_POOL_BULK, cell->buf);
                 shm_ep_shutdown(tlep, FERRY_ERR_NO_MEMORY);
                 ferry_ep_fail(ep, FERRY_ERR_NO_MEMORY);
                 return false;
@@ -553,7 +593,7 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
         size_t n = cell->length - cell->header_length;
         memcpy(frag->data + frag->received, data + cell->header_length, n);
         frag->received += n;
-        shm_buf_release(region, cell->buf);
+        shm_buf_release(region, SHM_POOL_BULK, cell->buf);
         if (cell->flags & SHM_FRAG_LAST) {
             frag->active = false;
             ferry_am_deliver_buffer(tlw->worker, ep, frag->id, frag->header, frag->header_length,
@@ -667,8 +707,7 @@ static bool shm_has_work(ferry_tl_worker_t *tlw)
             /* ask the peer (again) to wake us when it frees space, then look once more (the
              * peer frees with seq_cst stores and then reads sender_waiting seq_cst) */
             atomic_store(&tlep->tx_ring->sender_waiting, 1u);
-            shm_cell_t *cell = shm_tx_cell(tlep);
-            if (cell != NULL && atomic_load(&tlep->peer_region->free_bufs) != 0)
+            if (shm_ep_has_room(tlep))
                 return true;
         }
     }
@@ -729,7 +768,14 @@ static void shm_reclaim_buffers(ferry_tl_ep_t *tlep)
     for (unsigned i = 0; i < SHM_BUF_COUNT; i++) {
         if ((used & (1ull << i)) && atomic_load(&region->buf_owner[i]) == tlep->peer_sender_id) {
             atomic_store(&region->buf_owner[i], 0);
-            shm_buf_release(region, i);
+            shm_buf_release(region, SHM_POOL_MEDIUM, i);
+        }
+    }
+    used = ~atomic_load(&region->free_bulk);
+    for (unsigned i = 0; i < SHM_BULK_COUNT; i++) {
+        if ((used & (1ull << i)) && atomic_load(&region->bulk_owner[i]) == tlep->peer_sender_id) {
+            atomic_store(&region->bulk_owner[i], 0);
+            shm_buf_release(region, SHM_POOL_BULK, i);
         }
     }
 }
@@ -892,7 +938,7 @@ static ferry_status_t shm_query(ferry_tl_caps_t *caps, char *why, size_t why_len
     if (shm_cma_enabled()) /* registered memory moves without the target only by CMA */
         caps->flags |= FERRY_TL_CAP_RMA;
     caps->max_short = SHM_INLINE_MAX;
-    caps->max_bcopy = SHM_BUF_SIZE;
+    caps->max_bcopy = SHM_BULK_SIZE;
     caps->max_iov = SIZE_MAX;
     caps->latency_ns = 100;
     caps->bandwidth_Bps = 5e9;
@@ -981,9 +1027,13 @@ static bool shm_am_data_release(ferry_tl_worker_t *tlw, void *data)
 {
     uint8_t *base = (uint8_t *)tlw->region + SHM_REGION_HEADER_SIZE;
     uint8_t *p = data;
-    if (p < base || p >= base + (size_t)SHM_BUF_COUNT * SHM_BUF_SIZE)
+    uint8_t *bulk = (uint8_t *)tlw->region + SHM_BULK_OFFSET;
+    if (p >= bulk && p < bulk + (size_t)SHM_BULK_COUNT * SHM_BULK_SIZE)
+        shm_buf_release(tlw->region, SHM_POOL_BULK, (unsigned)((size_t)(p - bulk) / SHM_BULK_SIZE));
+    else if (p >= base && p < base + (size_t)SHM_BUF_COUNT * SHM_BUF_SIZE)
+        shm_buf_release(tlw->region, SHM_POOL_MEDIUM, (unsigned)((size_t)(p - base) / SHM_BUF_SIZE));
+    else
         return false;
-    shm_buf_release(tlw->region, (unsigned)((size_t)(p - base) / SHM_BUF_SIZE));
     shm_wake_waiters(tlw);
     return true;
 }
@@ -993,9 +1043,10 @@ static void shm_describe(ferry_tl_worker_t *tlw, char *buffer, size_t length)
     char cma[200];
     bool cma_ok = shm_cma_check(cma, sizeof(cma));
     snprintf(buffer, length,
-             "region %u KiB (%u buffers of %u B), %u-cell rings (%zu KiB per peer), %u peers; "
-             "cross-memory attach %s: %s",
-             SHM_REGION_SIZE / 1024, SHM_BUF_COUNT, SHM_BUF_SIZE, tlw->ring_cells,
+             "region %u KiB (%u buffers of %u B, %u of %u B), %u-cell rings (%zu KiB per "
+             "peer), %u peers; cross-memory attach %s: %s",
+             SHM_REGION_SIZE / 1024, SHM_BUF_COUNT, SHM_BUF_SIZE, SHM_BULK_COUNT, SHM_BULK_SIZE,
+             tlw->ring_cells,
              (SHM_RING_HEADER_SIZE + (size_t)tlw->ring_cells * SHM_CELL_SIZE) / 1024,
              tlw->rx_count, cma_ok ? "usable" : "NOT usable (one-sided transfers use the copy "
                                                 "through shared buffers)",

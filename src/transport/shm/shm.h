@@ -14,6 +14,9 @@
 
 #define SHM_SOCKET_NAME_MAX 32
 
+/* What a message needs besides ring cells: nothing (inline), a medium or a bulk buffer. */
+enum { SHM_POOL_NONE = 0, SHM_POOL_MEDIUM = 1, SHM_POOL_BULK = 2 };
+
 /* Our address record: the uid (peers of another uid are not reachable) and the abstract
  * socket name (without the leading NUL). */
 typedef struct shm_record {
@@ -79,6 +82,7 @@ struct ferry_tl_ep {
     bool closing;              /* CLOSE cell to post once pending is empty */
     bool waiting;              /* we set tx_ring->sender_waiting */
     bool blocked;              /* a send was refused (no room): wake us when there is */
+    unsigned blocked_pool;     /* the pool the refused send needs: SHM_POOL_* */
     /* receiving: the ring I own for the peer */
     shm_ring_header_t *rx_ring;
     shm_cell_t *rx_cells;
@@ -159,8 +163,9 @@ typedef enum shm_cell_verdict {
 } shm_cell_verdict_t;
 
 /* Check a cell (a private copy) against the receiver's state: type, lengths, buffer index,
- * buffer actually reserved (not free in free_bits), fragment sequence and total size. */
-shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits,
+ * buffer actually reserved (not free in free_bits, or free_bulk for the bulk pool), fragment
+ * sequence and total size. */
+shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits, uint64_t free_bulk,
                                   const shm_rx_frag_t *frag, uint64_t am_max);
 const char *shm_cell_verdict_string(shm_cell_verdict_t verdict);
 

@@ -1,5 +1,6 @@
 /* Checking a cell that came through shared memory, before any field is used. The cell is a
  * private copy: the sender cannot change it between this check and its use. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "transport/shm/shm.h"
@@ -21,16 +22,19 @@ const char *shm_cell_verdict_string(shm_cell_verdict_t verdict)
     return shm_cell_verdicts[verdict];
 }
 
-static shm_cell_verdict_t shm_cell_check_buffer(const shm_cell_t *cell, uint64_t free_bits)
+static shm_cell_verdict_t shm_cell_check_buffer(const shm_cell_t *cell, uint64_t free_bits,
+                                                uint64_t free_bulk)
 {
-    if (cell->buf >= SHM_BUF_COUNT || (free_bits & (1ull << cell->buf)) != 0)
+    bool bulk = (cell->flags & SHM_CELL_BULK) != 0;
+    if (cell->buf >= (bulk ? SHM_BULK_COUNT : SHM_BUF_COUNT) ||
+        ((bulk ? free_bulk : free_bits) & (1ull << cell->buf)) != 0)
         return SHM_CELL_BAD_BUFFER;
-    if (cell->length > SHM_BUF_SIZE)
+    if (cell->length > (bulk ? SHM_BULK_SIZE : SHM_BUF_SIZE))
         return SHM_CELL_BAD_LENGTH;
     return SHM_CELL_OK;
 }
 
-shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits,
+shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits, uint64_t free_bulk,
                                   const shm_rx_frag_t *frag, uint64_t am_max)
 {
     shm_cell_verdict_t verdict;
@@ -48,14 +52,19 @@ shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits,
     case SHM_CELL_MEDIUM:
         if (frag->active)
             return SHM_CELL_BAD_FRAGMENT;
-        verdict = shm_cell_check_buffer(cell, free_bits);
+        if ((cell->flags & ~SHM_CELL_BULK) != 0)
+            return SHM_CELL_BAD_BUFFER;
+        verdict = shm_cell_check_buffer(cell, free_bits, free_bulk);
         if (verdict != SHM_CELL_OK)
             return verdict;
         if (cell->header_length > cell->length || cell->header_length > FERRY_AM_HEADER_MAX)
             return SHM_CELL_BAD_HEADER;
         return SHM_CELL_OK;
     case SHM_CELL_FRAG: {
-        verdict = shm_cell_check_buffer(cell, free_bits);
+        if (!(cell->flags & SHM_CELL_BULK) ||
+            (cell->flags & ~(SHM_CELL_BULK | SHM_FRAG_FIRST | SHM_FRAG_LAST)) != 0)
+            return SHM_CELL_BAD_BUFFER;
+        verdict = shm_cell_check_buffer(cell, free_bits, free_bulk);
         if (verdict != SHM_CELL_OK)
             return verdict;
         if (cell->flags & SHM_FRAG_FIRST) {

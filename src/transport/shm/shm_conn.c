@@ -98,6 +98,8 @@ ferry_status_t shm_region_create(ferry_tl_worker_t *tlw)
     tlw->region->region_size = SHM_REGION_SIZE;
     tlw->region->owner_pid = (uint32_t)getpid();
     atomic_store(&tlw->region->free_bufs, ~0ull);
+    atomic_store(&tlw->region->free_bulk,
+                 SHM_BULK_COUNT >= 64 ? ~0ull : (1ull << SHM_BULK_COUNT) - 1);
     tlw->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (tlw->eventfd < 0) {
         ferry_error("eventfd failed: %s (check the open-files limit, ulimit -n)",

@@ -1,8 +1,10 @@
 /* Shared-memory layouts of the shm transport: fixed-size, versioned, checked before use.
  *
  * Every worker owns one REGION (a sealed memfd): a header page with the flags peers touch, then
- * a pool of SHM_BUF_COUNT x SHM_BUF_SIZE medium buffers reserved by senders with a 64-bit
- * atomic bitmap. For every connected peer it also owns one RING: the single-producer,
+ * a pool of SHM_BUF_COUNT x SHM_BUF_SIZE medium buffers and a pool of SHM_BULK_COUNT x
+ * SHM_BULK_SIZE bulk buffers, each reserved by senders with a 64-bit atomic bitmap. Bulk
+ * buffers carry messages of up to 32 KiB and the fragments of larger ones: few, large
+ * buffers keep the bitmap's cache line from bouncing between the cores for every 4 KiB. For every connected peer it also owns one RING: the single-producer,
  * single-consumer queue of 64-byte cells that this peer sends into. Receive queues and buffers
  * therefore belong to receivers: memory grows linearly with the number of peers.
  *
@@ -19,14 +21,17 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define SHM_LAYOUT_VERSION 2u
+#define SHM_LAYOUT_VERSION 3u
 #define SHM_REGION_MAGIC 0x4e4f494745524d53ull /* "SMREGION" */
 #define SHM_RING_MAGIC 0x474e4952444d4853ull   /* "SHMDRING" */
 
 #define SHM_BUF_COUNT 64u   /* one bit each in a 64-bit word */
 #define SHM_BUF_SIZE 4096u
+#define SHM_BULK_COUNT 16u
+#define SHM_BULK_SIZE 32768u
 #define SHM_REGION_HEADER_SIZE 4096u
-#define SHM_REGION_SIZE (SHM_REGION_HEADER_SIZE + SHM_BUF_COUNT * SHM_BUF_SIZE)
+#define SHM_BULK_OFFSET (SHM_REGION_HEADER_SIZE + SHM_BUF_COUNT * SHM_BUF_SIZE)
+#define SHM_REGION_SIZE (SHM_BULK_OFFSET + SHM_BULK_COUNT * SHM_BULK_SIZE)
 
 #define SHM_CELL_SIZE 64u
 #define SHM_CELL_DATA 44u   /* header + payload bytes that travel inside a cell */
@@ -54,6 +59,9 @@ typedef struct shm_region {
     /* lines 4..: who reserved each buffer (the sender id this owner gave it), so that the
      * buffers of a sender that died between reserving and posting can be reclaimed */
     alignas(64) _Atomic uint32_t buf_owner[SHM_BUF_COUNT];
+    /* bulk buffers, bit set = free, and their owners */
+    alignas(64) _Atomic uint64_t free_bulk;
+    alignas(64) _Atomic uint32_t bulk_owner[SHM_BULK_COUNT];
 } shm_region_t;
 
 typedef struct shm_ring_header {
@@ -71,13 +79,15 @@ enum shm_cell_type {
     SHM_CELL_INLINE = 1, /* header + payload in data[], continued in the next `flags` cells
                           * (bytes 8..63 of each; their seq is left to the consumer, which
                           * frees the cells of a message in position order) */
-    SHM_CELL_MEDIUM = 2, /* header + payload in buffer buf of the receiver's pool */
-    SHM_CELL_FRAG = 3,   /* one fragment of a large message, in buffer buf */
+    SHM_CELL_MEDIUM = 2, /* header + payload in buffer buf of the receiver's medium pool, or
+                          * of its bulk pool (flags SHM_CELL_BULK) */
+    SHM_CELL_FRAG = 3,   /* one fragment of a large message, in bulk buffer buf */
     SHM_CELL_CLOSE = 4,  /* the sender closed the connection gracefully: nothing follows */
 };
 
 #define SHM_FRAG_FIRST 0x1u /* data[0..7]: payload length of the whole message (u64) */
 #define SHM_FRAG_LAST 0x2u
+#define SHM_CELL_BULK 0x80u /* MEDIUM or FRAG: buf indexes the bulk pool */
 
 typedef struct shm_cell {
     _Atomic uint64_t seq;
