@@ -214,7 +214,8 @@ static int run_once(int nprocs, report_t *total_r, double *max_wireup)
     }
     for (int i = 0; i < nprocs && !failed; i++) {
         for (int j = 0; j < nprocs; j++)
-            write_full(down[i][1], &lens[j], sizeof(lens[j])), write_full(down[i][1], addrs[j], lens[j]);
+            write_full(down[i][1], &lens[j], sizeof(lens[j])),
+                write_full(down[i][1], addrs[j], lens[j]);
     }
     for (int i = 0; i < nprocs && !failed; i++)
         write_full(down[i][1], &token, sizeof(token));
@@ -309,8 +310,9 @@ int main(int argc, char **argv)
            r.keys_alloc / n / 1024, r.keys_size / n / 1024);
     printf("  receive rings                %.1f KiB = %.1f rings x %.1f KiB [%.1f KiB]; per peer "
            "%.1f KiB\n",
-           r.ring_alloc / n / 1024, r.ring_count / n, r.ring_count ? r.ring_alloc / (double)r.ring_count / 1024 : 0.0,
-           r.ring_size / n / 1024, r.ring_alloc / n / peers / 1024);
+           r.ring_alloc / n / 1024, r.ring_count / n,
+           r.ring_count ? r.ring_alloc / (double)r.ring_count / 1024 : 0.0, r.ring_size / n / 1024,
+           r.ring_alloc / n / peers / 1024);
     printf("  total per worker             %.1f KiB = %.1f KiB + %.1f KiB per peer\n",
            owned_alloc / 1024, (r.region_alloc + r.keys_alloc) / n / 1024,
            r.ring_alloc / n / peers / 1024);

@@ -8,7 +8,7 @@
 #define ferry_likely(x) __builtin_expect(!!(x), 1)
 #define ferry_unlikely(x) __builtin_expect(!!(x), 0)
 #define FERRY_CACHE_LINE 64
-#define ferry_container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define ferry_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #define FERRY_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

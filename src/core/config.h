@@ -24,7 +24,7 @@ typedef enum ferry_config_type {
 } ferry_config_type_t;
 
 typedef struct ferry_config_var {
-    const char *name;          /* full environment name, "FERRY_..." */
+    const char *name; /* full environment name, "FERRY_..." */
     ferry_config_type_t type;
     const char *default_value; /* text, parsed like an environment value */
     const char *description;

@@ -29,8 +29,7 @@ static inline uint64_t mem_atomic_apply(void *addr, unsigned size, ferry_atomic_
         case FERRY_ATOMIC_SWAP:
             return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
         case FERRY_ATOMIC_CSWAP:
-            __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST);
+            __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
             return expected;
         }
         return 0;
@@ -48,8 +47,7 @@ static inline uint64_t mem_atomic_apply(void *addr, unsigned size, ferry_atomic_
     case FERRY_ATOMIC_SWAP:
         return __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
     case FERRY_ATOMIC_CSWAP:
-        __atomic_compare_exchange_n(p, &expected, value, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST);
+        __atomic_compare_exchange_n(p, &expected, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
         return expected;
     }
     return 0;

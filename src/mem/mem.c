@@ -363,9 +363,8 @@ ferry_mem_t *mem_lookup(ferry_context_t *context, uint32_t index, uint32_t gener
     return mc->slots[index];
 }
 
-ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t length,
-                                unsigned access, const void *owner, uint64_t token,
-                                bool continues)
+ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t length, unsigned access,
+                                const void *owner, uint64_t token, bool continues)
 {
     if (!mem_range_ok(mem->length, offset, length)) {
         ferry_debug("remote access refused: [%llu, +%llu) is outside the %zu-byte region %u",
@@ -374,8 +373,8 @@ ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t leng
         return FERRY_ERR_ACCESS;
     }
     if ((mem->access & access) != access) {
-        ferry_debug("remote access refused: region %u grants access 0x%x, 0x%x asked",
-                    mem->index, mem->access, access);
+        ferry_debug("remote access refused: region %u grants access 0x%x, 0x%x asked", mem->index,
+                    mem->access, access);
         return FERRY_ERR_ACCESS;
     }
     if ((mem->flags & FERRY_MEM_SINGLE_USE) && continues) {
@@ -389,8 +388,7 @@ ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t leng
         uint64_t unused = 0;
         if (!atomic_compare_exchange_strong(&mem->context->mem.entries[mem->index].uses, &unused,
                                             1)) {
-            ferry_debug("remote access refused: single-use region %u was already used",
-                        mem->index);
+            ferry_debug("remote access refused: single-use region %u was already used", mem->index);
             return FERRY_ERR_ACCESS;
         }
         mem->use_owner = owner;

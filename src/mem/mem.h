@@ -30,12 +30,12 @@
 /* entry state: (generation << 1) | 1 while live; the low bit is 0 when free */
 typedef struct mem_keytable_entry {
     _Atomic uint64_t state;
-    _Atomic uint64_t uses;   /* single-use regions: 0 unused, 1 used (CAS by the user) */
-    uint64_t length;         /* total bytes */
-    uint32_t access;         /* FERRY_ACCESS_* */
-    uint32_t flags;          /* FERRY_MEM_SINGLE_USE, MEM_FLAG_ALLOC */
-    uint64_t base;           /* iovcnt == 1: address of the piece in the owner's space */
-    uint64_t iov_addr;       /* iovcnt > 1: address of a ferry_iov_t[iovcnt] in the owner */
+    _Atomic uint64_t uses; /* single-use regions: 0 unused, 1 used (CAS by the user) */
+    uint64_t length;       /* total bytes */
+    uint32_t access;       /* FERRY_ACCESS_* */
+    uint32_t flags;        /* FERRY_MEM_SINGLE_USE, MEM_FLAG_ALLOC */
+    uint64_t base;         /* iovcnt == 1: address of the piece in the owner's space */
+    uint64_t iov_addr;     /* iovcnt > 1: address of a ferry_iov_t[iovcnt] in the owner */
     uint32_t iovcnt;
     uint32_t reserved;
     uint64_t reserved2;
@@ -61,18 +61,18 @@ struct ferry_mem {
     uint32_t index;
     uint32_t generation;
     unsigned access;
-    unsigned flags;          /* public flags | MEM_FLAG_ALLOC */
+    unsigned flags; /* public flags | MEM_FLAG_ALLOC */
     unsigned refcount;
     size_t length;
     size_t iovcnt;
-    ferry_iov_t *iov;        /* private copy of the pieces (iov_inline when iovcnt == 1) */
-    uint64_t *ends;          /* ends[i] = offset just past piece i (binary search by offset) */
+    ferry_iov_t *iov; /* private copy of the pieces (iov_inline when iovcnt == 1) */
+    uint64_t *ends;   /* ends[i] = offset just past piece i (binary search by offset) */
     ferry_iov_t iov_inline;
     uint64_t end_inline;
-    int alloc_fd;            /* memfd of ferry_mem_alloc memory, else -1 */
-    uint64_t alloc_inode;    /* its inode, so that a peer can check what it opened */
-    size_t alloc_size;       /* mapped size (page multiple) */
-    const void *use_owner;   /* single use: who claimed it (an endpoint) and with what token */
+    int alloc_fd;          /* memfd of ferry_mem_alloc memory, else -1 */
+    uint64_t alloc_inode;  /* its inode, so that a peer can check what it opened */
+    size_t alloc_size;     /* mapped size (page multiple) */
+    const void *use_owner; /* single use: who claimed it (an endpoint) and with what token */
     uint64_t use_token;
 };
 
@@ -80,13 +80,13 @@ struct ferry_mem {
 typedef struct mem_context {
     int keytable_fd;
     size_t keytable_size;
-    mem_keytable_header_t *keytable;  /* header, then entries */
+    mem_keytable_header_t *keytable; /* header, then entries */
     mem_keytable_entry_t *entries;
-    ferry_mem_t **slots;              /* slots[index]: the live registration, or NULL */
-    uint32_t *generations;            /* next generation of each slot */
-    uint32_t capacity;                /* FERRY_MEM_MAX_REGIONS */
+    ferry_mem_t **slots;   /* slots[index]: the live registration, or NULL */
+    uint32_t *generations; /* next generation of each slot */
+    uint32_t capacity;     /* FERRY_MEM_MAX_REGIONS */
     uint32_t free_hint;
-    ferry_list_t cache;               /* registrations, for reuse */
+    ferry_list_t cache; /* registrations, for reuse */
     uint64_t uuid;
 } mem_context_t;
 
@@ -109,9 +109,8 @@ static inline bool mem_range_ok(uint64_t region_length, uint64_t offset, uint64_
  * by the first request of an operation (continues false), which records (owner, token); a
  * request that continues an operation is accepted only with the same owner and token.
  * Returns FERRY_OK or FERRY_ERR_ACCESS (logged at debug level with the reason). */
-ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t length,
-                                unsigned access, const void *owner, uint64_t token,
-                                bool continues);
+ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t length, unsigned access,
+                                const void *owner, uint64_t token, bool continues);
 
 /* Translate (offset, length) of a registration into pieces of the owner's memory: fills up to
  * max entries of out and returns how many were used; *consumed_p receives how many bytes they

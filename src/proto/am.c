@@ -77,8 +77,7 @@ static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const 
         size_t length = iovcnt ? iov[0].length : 0;
         if (ferry_unlikely(payload == NULL && length > 0))
             return FERRY_ERR_INVALID_PARAM;
-        if (header_length + length <= ep->max_short &&
-            ep->tl->send_short != NULL) {
+        if (header_length + length <= ep->max_short && ep->tl->send_short != NULL) {
             ferry_status_t status =
                 ep->tl->send_short(ep->tl_ep, (uint8_t)id, header, header_length, payload, length);
             if (status != FERRY_ERR_UNSUPPORTED)
@@ -89,8 +88,8 @@ static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const 
 }
 
 ferry_status_t ferry_am_deliver(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id,
-                                const void *header, size_t header_length, void *data,
-                                size_t length, unsigned flags)
+                                const void *header, size_t header_length, void *data, size_t length,
+                                unsigned flags)
 {
     ferry_am_handler_t *handler = &worker->am[id & (FERRY_AM_ID_ALL - 1)];
     ferry_am_recv_params_t params = {.reply_ep = ep, .flags = flags};

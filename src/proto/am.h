@@ -12,8 +12,8 @@
  * now) or FERRY_INPROGRESS (the handler kept data; it will call ferry_am_data_release). An
  * id without a handler is dropped with one warning per id (FERRY_OK). */
 ferry_status_t ferry_am_deliver(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id,
-                                const void *header, size_t header_length, void *data,
-                                size_t length, unsigned flags);
+                                const void *header, size_t header_length, void *data, size_t length,
+                                unsigned flags);
 
 /* Private receive buffers that a handler may keep: a small header in front of the data says
  * how to free it. ferry_am_buffer_alloc returns the data pointer (NULL: out of memory). */

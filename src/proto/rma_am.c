@@ -89,7 +89,7 @@ typedef struct rma_am_op {
     unsigned pending; /* requests sent and not finished (reply and send completion) */
     int unsent;       /* on am->unsent */
     int in_use;
-    int first_sent;   /* the first request went out: the others CONTINUE it */
+    int first_sent; /* the first request went out: the others CONTINUE it */
     uint64_t first_id;
     uint32_t key_index;
     uint32_t key_generation;

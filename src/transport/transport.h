@@ -24,19 +24,19 @@ struct ferry_rma_op;                              /* src/proto/rma.h */
 typedef struct ferry_tl_ep ferry_tl_ep_t;         /* a transport's per-endpoint state */
 
 /* Capability flags. */
-#define FERRY_TL_CAP_AM 0x1u          /* active messages */
-#define FERRY_TL_CAP_AM_ORDERED 0x2u  /* AMs of one endpoint arrive in order */
-#define FERRY_TL_CAP_SAME_HOST 0x4u   /* reaches only peers on this host */
-#define FERRY_TL_CAP_SAME_WORKER 0x8u /* reaches only its own worker */
-#define FERRY_TL_CAP_RMA 0x10u        /* one-sided operations without the target's progress */
+#define FERRY_TL_CAP_AM 0x1u           /* active messages */
+#define FERRY_TL_CAP_AM_ORDERED 0x2u   /* AMs of one endpoint arrive in order */
+#define FERRY_TL_CAP_SAME_HOST 0x4u    /* reaches only peers on this host */
+#define FERRY_TL_CAP_SAME_WORKER 0x8u  /* reaches only its own worker */
+#define FERRY_TL_CAP_RMA 0x10u         /* one-sided operations without the target's progress */
 #define FERRY_TL_CAP_RMA_ORDERED 0x20u /* one-sided operations take effect in issue order */
 
 typedef struct ferry_tl_caps {
     unsigned flags;
-    size_t max_short;    /* largest header + payload sent inline (one cell, no buffer) */
-    size_t max_bcopy;    /* largest header + payload copied through one buffer */
-    size_t max_iov;      /* largest iovcnt accepted by sendv */
-    double latency_ns;   /* one-way latency estimate of a small message */
+    size_t max_short;     /* largest header + payload sent inline (one cell, no buffer) */
+    size_t max_bcopy;     /* largest header + payload copied through one buffer */
+    size_t max_iov;       /* largest iovcnt accepted by sendv */
+    double latency_ns;    /* one-way latency estimate of a small message */
     double bandwidth_Bps; /* large-message bandwidth estimate */
 } ferry_tl_caps_t;
 

@@ -185,8 +185,8 @@ ferry_status_t ferry_address_parse(const void *blob, size_t length, ferry_addres
     parsed.pid = address_get32(p + 56);
     parsed.record_count = address_get16(p + 60);
     if (parsed.record_count > FERRY_ADDRESS_MAX_RECORDS) {
-        ferry_warn("invalid worker address: %u transport records (at most %u)",
-                   parsed.record_count, FERRY_ADDRESS_MAX_RECORDS);
+        ferry_warn("invalid worker address: %u transport records (at most %u)", parsed.record_count,
+                   FERRY_ADDRESS_MAX_RECORDS);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     if (address_get16(p + 62) != 0) {
@@ -217,8 +217,7 @@ ferry_status_t ferry_address_parse(const void *blob, size_t length, ferry_addres
         offset += parsed.records[i].length;
     }
     if (offset != length) {
-        ferry_warn("invalid worker address: %zu trailing bytes after the records",
-                   length - offset);
+        ferry_warn("invalid worker address: %zu trailing bytes after the records", length - offset);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     *address = parsed;

@@ -45,9 +45,8 @@ static void context_parse_transports(const char *list, bool allowed[FERRY_TL_MAX
             continue;
         }
         const char *closest = ferry_closest_name(tok, names, ferry_transports_count);
-        ferry_warn("FERRY_TRANSPORTS names an unknown transport '%s'%s%s%s (known: self, shm)",
-                   tok, closest ? "; did you mean '" : "", closest ? closest : "",
-                   closest ? "'?" : "");
+        ferry_warn("FERRY_TRANSPORTS names an unknown transport '%s'%s%s%s (known: self, shm)", tok,
+                   closest ? "; did you mean '" : "", closest ? closest : "", closest ? "'?" : "");
     }
     free(copy);
 }

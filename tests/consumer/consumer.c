@@ -4,7 +4,8 @@
 
 #include <ferry/ferry.h>
 
-int main(void) {
+int main(void)
+{
     ferry_context_t *context;
     ferry_worker_t *worker;
     const void *address;

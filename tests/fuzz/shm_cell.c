@@ -240,9 +240,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(cell, record + 8, sizeof(*cell));
         /* the receiver gathers an INLINE message's continuation cells (bytes 8..63 of each)
          * behind the cell's data; here they are filled with a pattern */
-        size_t extra = cell->type == SHM_CELL_INLINE && cell->flags <= SHM_INLINE_EXTRA_MAX
-                           ? cell->flags
-                           : 0;
+        size_t extra =
+            cell->type == SHM_CELL_INLINE && cell->flags <= SHM_INLINE_EXTRA_MAX ? cell->flags : 0;
         free(cell_data);
         cell_data = malloc(SHM_CELL_DATA + extra * SHM_CELL_EXTRA_DATA);
         if (cell_data == NULL)

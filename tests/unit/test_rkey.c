@@ -61,9 +61,9 @@ static void test_bad_keys(void **state)
     assert_int_equal(rkey_decode(NULL, sizeof(buf), &out), FERRY_ERR_INVALID_ADDRESS);
     for (size_t len = 0; len < sizeof(buf); len += 7)
         assert_int_equal(rkey_decode(buf, len, &out), FERRY_ERR_INVALID_ADDRESS); /* truncated */
-    test_reject(0, 'X');   /* magic */
-    test_reject(4, 2);     /* version */
-    test_reject(6, 63);    /* size */
+    test_reject(0, 'X');                                                          /* magic */
+    test_reject(4, 2);                                                            /* version */
+    test_reject(6, 63);                                                           /* size */
     test_reject(32, 0);    /* generation 3 -> 0 */
     test_reject(36, 0xff); /* unknown access bits */
     test_reject(41, 0x80); /* unknown flags */

@@ -5,10 +5,10 @@
  * armed, so a busy receiver costs its senders no system call. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "core/compiler.h"
@@ -54,8 +54,7 @@ static inline void shm_signal_peer(ferry_tl_ep_t *tlep)
     if (atomic_exchange(&tlep->peer_region->armed, 0) != 0) {
         uint64_t one = 1;
         if (write(tlep->peer_eventfd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
-            ferry_warn("shm: write(eventfd of pid %u) failed: %s", tlep->peer_pid,
-                       strerror(errno));
+            ferry_warn("shm: write(eventfd of pid %u) failed: %s", tlep->peer_pid, strerror(errno));
     }
 }
 
@@ -556,11 +555,10 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
     }
     switch (cell->type) {
     case SHM_CELL_INLINE:
-        ferry_am_deliver(tlw->worker, ep, cell->am_id, inline_data, cell->header_length,
-                         cell->length > cell->header_length
-                             ? (void *)(inline_data + cell->header_length)
-                             : NULL,
-                         cell->length - cell->header_length, 0);
+        ferry_am_deliver(
+            tlw->worker, ep, cell->am_id, inline_data, cell->header_length,
+            cell->length > cell->header_length ? (void *)(inline_data + cell->header_length) : NULL,
+            cell->length - cell->header_length, 0);
         return true;
     case SHM_CELL_MEDIUM: {
         uint8_t *data = shm_buf_data(region, shm_cell_pool(cell), cell->buf);
@@ -1031,7 +1029,8 @@ static bool shm_am_data_release(ferry_tl_worker_t *tlw, void *data)
     if (p >= bulk && p < bulk + (size_t)SHM_BULK_COUNT * SHM_BULK_SIZE)
         shm_buf_release(tlw->region, SHM_POOL_BULK, (unsigned)((size_t)(p - bulk) / SHM_BULK_SIZE));
     else if (p >= base && p < base + (size_t)SHM_BUF_COUNT * SHM_BUF_SIZE)
-        shm_buf_release(tlw->region, SHM_POOL_MEDIUM, (unsigned)((size_t)(p - base) / SHM_BUF_SIZE));
+        shm_buf_release(tlw->region, SHM_POOL_MEDIUM,
+                        (unsigned)((size_t)(p - base) / SHM_BUF_SIZE));
     else
         return false;
     shm_wake_waiters(tlw);
@@ -1047,9 +1046,10 @@ static void shm_describe(ferry_tl_worker_t *tlw, char *buffer, size_t length)
              "peer), %u peers; cross-memory attach %s: %s",
              SHM_REGION_SIZE / 1024, SHM_BUF_COUNT, SHM_BUF_SIZE, SHM_BULK_COUNT, SHM_BULK_SIZE,
              tlw->ring_cells,
-             (SHM_RING_HEADER_SIZE + (size_t)tlw->ring_cells * SHM_CELL_SIZE) / 1024,
-             tlw->rx_count, cma_ok ? "usable" : "NOT usable (one-sided transfers use the copy "
-                                                "through shared buffers)",
+             (SHM_RING_HEADER_SIZE + (size_t)tlw->ring_cells * SHM_CELL_SIZE) / 1024, tlw->rx_count,
+             cma_ok ? "usable"
+                    : "NOT usable (one-sided transfers use the copy "
+                      "through shared buffers)",
              cma);
 }
 

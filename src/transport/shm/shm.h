@@ -28,7 +28,7 @@ typedef enum shm_conn_state {
     SHM_CONN_CONNECTING, /* HELLO sent, waiting for ACCEPT */
     SHM_CONN_ACCEPTING,  /* socket accepted, waiting for HELLO */
     SHM_CONN_CONNECTED,
-    SHM_CONN_DETACHED,   /* closed or failed: no socket, no mappings */
+    SHM_CONN_DETACHED, /* closed or failed: no socket, no mappings */
 } shm_conn_state_t;
 
 /* A send that could not be finished at once: queued in order behind earlier ones. */
@@ -39,15 +39,15 @@ typedef struct shm_req {
     ferry_status_t status;
     uint8_t id;
     uint16_t header_length;
-    size_t length;      /* payload bytes */
-    size_t sent;        /* payload bytes already posted */
-    bool first_posted;  /* the first fragment (with the header) was posted */
-    size_t iov_index;   /* where sending resumes */
+    size_t length;     /* payload bytes */
+    size_t sent;       /* payload bytes already posted */
+    bool first_posted; /* the first fragment (with the header) was posted */
+    size_t iov_index;  /* where sending resumes */
     size_t iov_offset;
     size_t iovcnt;
-    ferry_iov_t *iov;   /* points to iov_inline or a malloc'ed copy */
+    ferry_iov_t *iov; /* points to iov_inline or a malloc'ed copy */
     ferry_iov_t iov_inline[2];
-    void *copy;         /* private copy of the payload (short sends queued while connecting) */
+    void *copy; /* private copy of the payload (short sends queued while connecting) */
     uint8_t header[FERRY_AM_HEADER_MAX];
 } shm_req_t;
 
@@ -63,14 +63,14 @@ typedef struct shm_rx_frag {
 } shm_rx_frag_t;
 
 struct ferry_tl_ep {
-    ferry_list_link_t link;    /* in tlw->all */
+    ferry_list_link_t link; /* in tlw->all */
     ferry_tl_worker_t *tlw;
     ferry_ep_t *ep;
     shm_conn_state_t state;
-    ferry_worker_fd_t sock;    /* the UNIX socket: handshake and hang-up detection */
+    ferry_worker_fd_t sock; /* the UNIX socket: handshake and hang-up detection */
     uint32_t peer_pid;
-    uint32_t my_sender_id;     /* my id in the peer's region (buf_owner) */
-    uint32_t peer_sender_id;   /* the peer's id in my region */
+    uint32_t my_sender_id;   /* my id in the peer's region (buf_owner) */
+    uint32_t peer_sender_id; /* the peer's id in my region */
     /* sending: the peer's region and the ring it owns for me */
     shm_region_t *peer_region;
     shm_ring_header_t *tx_ring;
@@ -78,11 +78,11 @@ struct ferry_tl_ep {
     uint32_t tx_mask;
     uint64_t tx_pos;
     int peer_eventfd;
-    ferry_list_t pending;      /* shm_req_t in order */
-    bool closing;              /* CLOSE cell to post once pending is empty */
-    bool waiting;              /* we set tx_ring->sender_waiting */
-    bool blocked;              /* a send was refused (no room): wake us when there is */
-    unsigned blocked_pool;     /* the pool the refused send needs: SHM_POOL_* */
+    ferry_list_t pending;  /* shm_req_t in order */
+    bool closing;          /* CLOSE cell to post once pending is empty */
+    bool waiting;          /* we set tx_ring->sender_waiting */
+    bool blocked;          /* a send was refused (no room): wake us when there is */
+    unsigned blocked_pool; /* the pool the refused send needs: SHM_POOL_* */
     /* receiving: the ring I own for the peer */
     shm_ring_header_t *rx_ring;
     shm_cell_t *rx_cells;
@@ -90,37 +90,37 @@ struct ferry_tl_ep {
     uint64_t rx_pos;
     size_t rx_ring_size;
     size_t tx_ring_size;
-    int rx_index;              /* position in tlw->rx, or -1 */
+    int rx_index; /* position in tlw->rx, or -1 */
     shm_rx_frag_t frag;
-    bool peer_closed;          /* a CLOSE cell arrived */
+    bool peer_closed; /* a CLOSE cell arrived */
     /* one-sided access (shm_rma.c) */
     mem_keytable_header_t *peer_keytable; /* the peer's key table, mapped */
     mem_keytable_entry_t *peer_entries;
     uint32_t peer_entry_count;
     size_t peer_keytable_size;
-    int cma;                   /* 0 not tried yet, 1 works, -1 denied (fallback) */
-    int cma_errno;             /* why it was denied */
+    int cma;       /* 0 not tried yet, 1 works, -1 denied (fallback) */
+    int cma_errno; /* why it was denied */
 };
 
 struct ferry_tl_worker {
     ferry_worker_t *worker;
     int region_fd;
-    shm_region_t *region;       /* mine */
+    shm_region_t *region; /* mine */
     int eventfd;
     ferry_worker_fd_t event_entry;
-    ferry_worker_fd_t listen;   /* the listening socket */
+    ferry_worker_fd_t listen; /* the listening socket */
     shm_record_t record;
     uint32_t ring_cells;
-    uint64_t am_max;            /* largest fragmented message accepted */
+    uint64_t am_max; /* largest fragmented message accepted */
     uint32_t next_sender_id;
-    ferry_tl_ep_t **rx;         /* connected endpoints whose rx rings are polled */
+    ferry_tl_ep_t **rx; /* connected endpoints whose rx rings are polled */
     unsigned rx_count;
     unsigned rx_capacity;
-    unsigned waiting_count;     /* endpoints with waiting set */
-    ferry_list_t all;           /* every ferry_tl_ep_t, including those still accepting */
-    bool cma_enabled;           /* FERRY_SHM_CMA (shm_rma.c reads its settings once) */
-    uint64_t cma_min;           /* FERRY_SHM_CMA_MIN */
-    uint64_t cma_chunk;         /* FERRY_SHM_CMA_CHUNK */
+    unsigned waiting_count; /* endpoints with waiting set */
+    ferry_list_t all;       /* every ferry_tl_ep_t, including those still accepting */
+    bool cma_enabled;       /* FERRY_SHM_CMA (shm_rma.c reads its settings once) */
+    uint64_t cma_min;       /* FERRY_SHM_CMA_MIN */
+    uint64_t cma_chunk;     /* FERRY_SHM_CMA_CHUNK */
 };
 
 extern const ferry_tl_ops_t ferry_tl_shm_ops;

@@ -87,8 +87,7 @@ shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits, ui
             return SHM_CELL_BAD_FRAGMENT;
         if (cell->length > frag->length - frag->received)
             return SHM_CELL_BAD_FRAGMENT;
-        if (((cell->flags & SHM_FRAG_LAST) != 0) !=
-            (frag->received + cell->length == frag->length))
+        if (((cell->flags & SHM_FRAG_LAST) != 0) != (frag->received + cell->length == frag->length))
             return SHM_CELL_BAD_FRAGMENT;
         return SHM_CELL_OK;
     }

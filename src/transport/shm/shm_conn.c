@@ -73,8 +73,7 @@ static ferry_status_t shm_memfd_map_peer(int fd, size_t size, uint32_t peer_pid,
     }
     map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) {
-        ferry_error("mmap(memfd of pid %u, %zu bytes) failed: %s", peer_pid, size,
-                    strerror(errno));
+        ferry_error("mmap(memfd of pid %u, %zu bytes) failed: %s", peer_pid, size, strerror(errno));
         return FERRY_ERR_SHMEM;
     }
     *map_p = map;
@@ -102,8 +101,7 @@ ferry_status_t shm_region_create(ferry_tl_worker_t *tlw)
                  SHM_BULK_COUNT >= 64 ? ~0ull : (1ull << SHM_BULK_COUNT) - 1);
     tlw->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (tlw->eventfd < 0) {
-        ferry_error("eventfd failed: %s (check the open-files limit, ulimit -n)",
-                    strerror(errno));
+        ferry_error("eventfd failed: %s (check the open-files limit, ulimit -n)", strerror(errno));
         status = FERRY_ERR_IO;
         goto err_unmap;
     }
@@ -222,13 +220,12 @@ static ferry_status_t shm_handshake_recv(ferry_tl_ep_t *tlep, uint16_t expected_
     }
     if (n != (ssize_t)sizeof(msg) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
         nfds != SHM_HANDSHAKE_FDS || msg.magic != SHM_HANDSHAKE_MAGIC ||
-        msg.version != SHM_LAYOUT_VERSION || msg.type != expected_type ||
-        msg.ring_cells < 2 || msg.ring_cells > (1u << 20) ||
-        (msg.ring_cells & (msg.ring_cells - 1)) != 0) {
+        msg.version != SHM_LAYOUT_VERSION || msg.type != expected_type || msg.ring_cells < 2 ||
+        msg.ring_cells > (1u << 20) || (msg.ring_cells & (msg.ring_cells - 1)) != 0) {
         ferry_warn("shm: malformed handshake from pid %u (%zd bytes, %u descriptors, magic "
                    "0x%x, version %u, type %u): connection refused",
-                   tlep->peer_pid, n, nfds, n >= 4 ? msg.magic : 0u,
-                   n >= 6 ? msg.version : 0u, n >= 8 ? msg.type : 0u);
+                   tlep->peer_pid, n, nfds, n >= 4 ? msg.magic : 0u, n >= 6 ? msg.version : 0u,
+                   n >= 8 ? msg.type : 0u);
         goto err_close_fds;
     }
     tlep->peer_pid = msg.pid;

@@ -4,9 +4,10 @@
  * a pool of SHM_BUF_COUNT x SHM_BUF_SIZE medium buffers and a pool of SHM_BULK_COUNT x
  * SHM_BULK_SIZE bulk buffers, each reserved by senders with a 64-bit atomic bitmap. Bulk
  * buffers carry messages of up to 32 KiB and the fragments of larger ones: few, large
- * buffers keep the bitmap's cache line from bouncing between the cores for every 4 KiB. For every connected peer it also owns one RING: the single-producer,
- * single-consumer queue of 64-byte cells that this peer sends into. Receive queues and buffers
- * therefore belong to receivers: memory grows linearly with the number of peers.
+ * buffers keep the bitmap's cache line from bouncing between the cores for every 4 KiB. For every
+ * connected peer it also owns one RING: the single-producer, single-consumer queue of 64-byte cells
+ * that this peer sends into. Receive queues and buffers therefore belong to receivers: memory grows
+ * linearly with the number of peers.
  *
  * Ring protocol (per cell, Vyukov style, no shared head or tail):
  *   the cell at position p is free for the producer when seq == p;
@@ -25,7 +26,7 @@
 #define SHM_REGION_MAGIC 0x4e4f494745524d53ull /* "SMREGION" */
 #define SHM_RING_MAGIC 0x474e4952444d4853ull   /* "SHMDRING" */
 
-#define SHM_BUF_COUNT 64u   /* one bit each in a 64-bit word */
+#define SHM_BUF_COUNT 64u /* one bit each in a 64-bit word */
 #define SHM_BUF_SIZE 4096u
 #define SHM_BULK_COUNT 16u
 #define SHM_BULK_SIZE 32768u
@@ -34,7 +35,7 @@
 #define SHM_REGION_SIZE (SHM_BULK_OFFSET + SHM_BULK_COUNT * SHM_BULK_SIZE)
 
 #define SHM_CELL_SIZE 64u
-#define SHM_CELL_DATA 44u   /* header + payload bytes that travel inside a cell */
+#define SHM_CELL_DATA 44u       /* header + payload bytes that travel inside a cell */
 #define SHM_CELL_EXTRA_DATA 56u /* bytes in a continuation cell: all but its seq */
 #define SHM_INLINE_EXTRA_MAX 3u /* continuation cells an INLINE message may take */
 #define SHM_INLINE_MAX (SHM_CELL_DATA + SHM_INLINE_EXTRA_MAX * SHM_CELL_EXTRA_DATA) /* 212 */
@@ -120,9 +121,9 @@ typedef struct shm_handshake {
     uint16_t version;
     uint16_t type;
     uint32_t pid;
-    uint32_t ring_cells;  /* cells of the ring passed with this message */
+    uint32_t ring_cells; /* cells of the ring passed with this message */
     uint64_t worker_uuid;
-    uint32_t sender_id;   /* the id the receiver of this message writes into buf_owner */
+    uint32_t sender_id; /* the id the receiver of this message writes into buf_owner */
     uint32_t reserved;
 } shm_handshake_t;
 

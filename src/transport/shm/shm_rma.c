@@ -178,13 +178,12 @@ ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
         ferry_info("shm: %s is not the memory the key names (inode %llu, %lld bytes; the key "
                    "says inode %llu, %llu bytes): was it freed?",
                    path, (unsigned long long)st.st_ino, (long long)st.st_size,
-                   (unsigned long long)rkey->key.alloc_inode,
-                   (unsigned long long)rkey->key.length);
+                   (unsigned long long)rkey->key.alloc_inode, (unsigned long long)rkey->key.length);
         close(fd);
         return FERRY_ERR_UNSUPPORTED;
     }
-    map = mmap(NULL, (size_t)st.st_size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
-               MAP_SHARED, fd, 0);
+    map = mmap(NULL, (size_t)st.st_size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
+               fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
         ferry_warn("shm: mmap(%s, %lld bytes) failed: %s", path, (long long)st.st_size,
@@ -203,8 +202,8 @@ static void shm_rma_mapped(const ferry_rkey_t *rkey, const ferry_rma_op_t *op)
 {
     uint8_t *base = rkey->mapped;
     if (op->kind == FERRY_RMA_ATOMIC_POST || op->kind == FERRY_RMA_ATOMIC_FETCH) {
-        uint64_t old = mem_atomic_apply(base + op->remote[0].offset, op->atomic_size,
-                                        op->atomic_op, op->value, op->compare);
+        uint64_t old = mem_atomic_apply(base + op->remote[0].offset, op->atomic_size, op->atomic_op,
+                                        op->value, op->compare);
         if (op->result != NULL)
             *op->result = old;
         return;
@@ -406,7 +405,8 @@ static ferry_status_t shm_rma_cma(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey,
             ferry_warn("shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
                        "memory freed before it was deregistered?)",
                        op->kind == FERRY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
-                       tlep->peer_pid, rbytes, rkey->key.index, n < 0 ? strerror(err) : "no progress");
+                       tlep->peer_pid, rbytes, rkey->key.index,
+                       n < 0 ? strerror(err) : "no progress");
             return FERRY_ERR_ACCESS;
         }
         shm_cursor_advance(&lc, (size_t)n); /* a partial transfer resumes where it stopped */
@@ -429,8 +429,8 @@ ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const ferry_rma_op_t *op)
         rkey->map_tried = 1;
         shm_rkey_map(tlep, rkey);
     }
-    if (rkey->mapped == NULL && (atomic || tlep->cma < 0 || op->length < tlep->tlw->cma_min ||
-                                 !tlep->tlw->cma_enabled))
+    if (rkey->mapped == NULL &&
+        (atomic || tlep->cma < 0 || op->length < tlep->tlw->cma_min || !tlep->tlw->cma_enabled))
         return FERRY_ERR_UNSUPPORTED;
     e = shm_key_entry(tlep, rkey);
     if (e == NULL) {
@@ -440,7 +440,7 @@ ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const ferry_rma_op_t *op)
     }
     /* The owner's entry, not the key (which a peer could have edited), grants access and
      * bounds the ranges. */
-    unsigned need = atomic                        ? FERRY_ACCESS_REMOTE_ATOMIC
+    unsigned need = atomic                      ? FERRY_ACCESS_REMOTE_ATOMIC
                     : op->kind == FERRY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE
                                                 : FERRY_ACCESS_REMOTE_READ;
     if ((e->access & need) != need) {
