@@ -446,6 +446,294 @@ ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker, ferry_tag_message_
  */
 ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_completion_t *comp);
 
+/* ---------------------------------------------------------------- named segments
+ *
+ * A segment is memory published on a worker under a numeric id (the model of reflective-memory
+ * interconnects such as Dolphin SISCI). A peer connects knowing only an endpoint to the owner
+ * and the id, learns the size, and then maps it (same host: plain loads and stores) or moves data
+ * with DMA-style transfer queues (anywhere). The owner is told who connected and who left.
+ *
+ * Local life cycle: NOT PREPARED --prepare--> PREPARED --set_available--> AVAILABLE
+ * <--set_unavailable / set_available--> UNAVAILABLE. Every other step returns
+ * FERRY_ERR_ILLEGAL_STATE (there is no un-prepare). ferry_segment_remove is legal in any state:
+ * the id is unpublished at once (connects then get FERRY_ERR_NO_ELEM), connected peers keep their
+ * access and the memory lives until the last of them disconnected; the handle stays valid (its
+ * calls return FERRY_ERR_REMOVED) until ferry_segment_release.
+ *
+ * Events reach the callback given at creation, from inside ferry_worker_progress(); with a NULL
+ * callback they are queued for ferry_segment_wait_event / ferry_rsegment_wait_event instead.
+ * Segments belong to their worker: ferry_worker_destroy releases those still there. */
+
+typedef struct ferry_segment ferry_segment_t;
+typedef struct ferry_rsegment ferry_rsegment_t;
+
+/** ferry_segment_create segment_id: let ferry choose an unused id (from FERRY_SEGMENT_AUTO_ID_BASE
+ *  upwards); read it with ferry_segment_id(). Not a valid id otherwise. */
+#define FERRY_SEGMENT_AUTO_ID 0xffffffffu
+#define FERRY_SEGMENT_AUTO_ID_BASE 0x80000000u
+/** The most data one notification carries. */
+#define FERRY_SEGMENT_NOTIFY_MAX 64u
+
+typedef enum ferry_segment_event_type {
+    FERRY_SEGMENT_EVENT_CONNECT = 1,    /**< owner: a peer connected (ep, connection) */
+    FERRY_SEGMENT_EVENT_DISCONNECT = 2, /**< owner: a peer disconnected (status FERRY_OK) or its
+                                             endpoint failed (status: the endpoint's error) */
+    FERRY_SEGMENT_EVENT_NOTIFY = 3,     /**< owner: a peer called ferry_rsegment_notify (data) */
+    FERRY_SEGMENT_EVENT_CONNECTED = 4,  /**< importer: an asynchronous connect finished (status) */
+    FERRY_SEGMENT_EVENT_LOST = 5,       /**< importer: the owner died, the link failed or the
+                                             endpoint was closed (status); every later
+                                             operation on the remote segment fails */
+} ferry_segment_event_type_t;
+
+/** One event, passed by value: nothing in it needs to be freed. */
+typedef struct ferry_segment_event {
+    ferry_segment_event_type_t type;
+    ferry_status_t status;
+    /** owner: the endpoint to the peer (owned by the worker; in DISCONNECT it may already be
+     *  freed: compare it, do not use it); importer: the rsegment's endpoint */
+    ferry_ep_t *ep;
+    uint64_t connection; /**< owner: id of the connection (the same in CONNECT, NOTIFY and
+                              DISCONNECT of one peer's connection); importer: 0 */
+    size_t length;       /**< NOTIFY: bytes of data */
+    uint8_t data[FERRY_SEGMENT_NOTIFY_MAX];
+} ferry_segment_event_t;
+
+typedef void (*ferry_segment_cb_t)(void *arg, ferry_segment_t *segment,
+                                   const ferry_segment_event_t *event);
+typedef void (*ferry_rsegment_cb_t)(void *arg, ferry_rsegment_t *rsegment,
+                                    const ferry_segment_event_t *event);
+
+/**
+ * Create a local segment of size bytes (> 0) of memory ferry allocates (ferry_mem_alloc: a
+ * zeroed, page-aligned memfd that peers on this host map; access read, write, atomic) under
+ * segment_id, unique on this worker (or FERRY_SEGMENT_AUTO_ID). flags: 0 (reserved). callback
+ * (may be NULL: use ferry_segment_wait_event) sees CONNECT, DISCONNECT and NOTIFY events. The
+ * segment starts NOT PREPARED. *segment_p is freed by ferry_segment_release.
+ * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM (NULL, size 0, unknown flags),
+ * FERRY_ERR_ALREADY_EXISTS (segment_id is taken on this worker), FERRY_ERR_LIMIT (no automatic
+ * id left), FERRY_ERR_NO_MEMORY, FERRY_ERR_SHMEM, or ferry_mem_alloc's error.
+ */
+ferry_status_t ferry_segment_create(ferry_worker_t *worker, uint32_t segment_id, size_t size,
+                                    unsigned flags, ferry_segment_cb_t callback, void *arg,
+                                    ferry_segment_t **segment_p);
+
+/**
+ * The same on memory the caller registered (ferry_mem_register or ferry_mem_alloc, not single
+ * use): the segment is the whole registration, with the access it grants. ferry holds a
+ * reference on mem until the segment is released and its last peer disconnected; the memory
+ * itself stays the caller's and must stay valid that long (ferry_segment_connections() says when
+ * no peer is left). Only ferry_mem_alloc memory can be mapped by peers. Statuses as
+ * ferry_segment_create (FERRY_ERR_INVALID_PARAM also for a single-use or empty registration).
+ */
+ferry_status_t ferry_segment_create_from_mem(ferry_worker_t *worker, uint32_t segment_id,
+                                             ferry_mem_t *mem, unsigned flags,
+                                             ferry_segment_cb_t callback, void *arg,
+                                             ferry_segment_t **segment_p);
+
+/**
+ * NOT PREPARED -> PREPARED: make the segment reachable through the worker's transports (its key
+ * is packed). flags: 0 (reserved). Returns FERRY_OK, FERRY_ERR_INVALID_PARAM,
+ * FERRY_ERR_ILLEGAL_STATE (already prepared), FERRY_ERR_REMOVED, FERRY_ERR_NO_MEMORY.
+ */
+ferry_status_t ferry_segment_prepare(ferry_segment_t *segment, unsigned flags);
+
+/**
+ * PREPARED or UNAVAILABLE -> AVAILABLE: peers may connect. Returns FERRY_OK,
+ * FERRY_ERR_INVALID_PARAM, FERRY_ERR_ILLEGAL_STATE (not prepared, or already available),
+ * FERRY_ERR_REMOVED.
+ */
+ferry_status_t ferry_segment_set_available(ferry_segment_t *segment);
+
+/**
+ * AVAILABLE -> UNAVAILABLE: new connects are refused with FERRY_ERR_NOT_AVAILABLE; connected
+ * peers keep their access. Returns FERRY_OK, FERRY_ERR_INVALID_PARAM, FERRY_ERR_ILLEGAL_STATE
+ * (not available), FERRY_ERR_REMOVED.
+ */
+ferry_status_t ferry_segment_set_unavailable(ferry_segment_t *segment);
+
+/**
+ * Remove the segment, in any state: its id is free at once (connects get FERRY_ERR_NO_ELEM, a
+ * new segment may take the id). Connected peers keep their access; the memory (and the
+ * reference on a caller's registration) is released when the last of them disconnected, or now
+ * if none is connected. DISCONNECT events still reach the callback. The handle stays valid for
+ * ferry_segment_id, ferry_segment_connections, ferry_segment_wait_event and
+ * ferry_segment_release; other calls return FERRY_ERR_REMOVED (ptr: NULL, size: 0).
+ * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM, FERRY_ERR_REMOVED (removed already).
+ */
+ferry_status_t ferry_segment_remove(ferry_segment_t *segment);
+
+/** Remove (if not yet) and free the handle: no more events. The memory still lives until the
+ *  last connected peer disconnected. NULL is ignored. */
+void ferry_segment_release(ferry_segment_t *segment);
+
+/** The owner's pointer to the segment's memory; NULL for NULL or a removed segment. */
+void *ferry_segment_ptr(const ferry_segment_t *segment);
+/** The segment's size in bytes; 0 for NULL or a removed segment. */
+size_t ferry_segment_size(const ferry_segment_t *segment);
+/** The segment's id (also after removal); FERRY_SEGMENT_AUTO_ID for NULL. */
+uint32_t ferry_segment_id(const ferry_segment_t *segment);
+/** How many peers are connected now (also after removal). */
+unsigned ferry_segment_connections(const ferry_segment_t *segment);
+
+/**
+ * Make progress until an event of a segment created without a callback is there, or timeout_ms
+ * passed (-1: no limit, 0: look once); *event_p receives it (events are kept in arrival order).
+ * Returns FERRY_OK, FERRY_ERR_TIMED_OUT, FERRY_ERR_INVALID_PARAM (NULL, or the segment has a
+ * callback), FERRY_ERR_IO.
+ */
+ferry_status_t ferry_segment_wait_event(ferry_segment_t *segment, int timeout_ms,
+                                        ferry_segment_event_t *event_p);
+
+/** ferry_rsegment_connect flag: return FERRY_INPROGRESS at once; the callback (or
+ *  ferry_rsegment_wait_event) gets a CONNECTED event with the result. */
+#define FERRY_RSEGMENT_CONNECT_ASYNC 1u
+
+/**
+ * Connect to segment segment_id of the worker ep leads to. Synchronous by default: makes
+ * progress on ep's worker until the owner answered or timeout_ms passed (-1: no limit).
+ * With FERRY_RSEGMENT_CONNECT_ASYNC the call returns FERRY_INPROGRESS with *rsegment_p set
+ * (state connecting); the result comes as a CONNECTED event (status below) and, after a failed
+ * one, the handle must still be freed with ferry_rsegment_disconnect; timeout_ms is checked by
+ * ferry_worker_progress. callback (may be NULL) sees CONNECTED and LOST.
+ * A reply that arrives after a timeout is answered with a disconnect (the owner sees CONNECT
+ * and DISCONNECT). Returns FERRY_OK (*rsegment_p: free it with ferry_rsegment_disconnect),
+ * FERRY_INPROGRESS, FERRY_ERR_INVALID_PARAM (NULL, unknown flags, the automatic id),
+ * FERRY_ERR_NO_ELEM (the owner has no segment of that id, or it was removed),
+ * FERRY_ERR_NOT_AVAILABLE (not prepared, or not available), FERRY_ERR_CONNECTION_REFUSED (the
+ * owner could not accept: see its log), FERRY_ERR_TIMED_OUT, FERRY_ERR_NO_MEMORY,
+ * FERRY_ERR_PROTOCOL (the owner's answer was malformed), or the endpoint's error.
+ */
+ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segment_id, int timeout_ms,
+                                      unsigned flags, ferry_rsegment_cb_t callback, void *arg,
+                                      ferry_rsegment_t **rsegment_p);
+
+/** Size of a connected remote segment; 0 while connecting, after a failed connect, or NULL. */
+size_t ferry_rsegment_size(const ferry_rsegment_t *rsegment);
+
+/** FERRY_OK while connected; FERRY_INPROGRESS while an asynchronous connect is under way;
+ *  otherwise the error that ended it (connect failure, or the LOST status). */
+ferry_status_t ferry_rsegment_status(const ferry_rsegment_t *rsegment);
+
+/**
+ * Disconnect and free the handle (also after LOST or a failed asynchronous connect): the owner
+ * gets DISCONNECT. Returns FERRY_OK, FERRY_ERR_INVALID_PARAM, FERRY_ERR_BUSY (a map or a DMA
+ * queue of it still exists: unmap / destroy them first; nothing changed), FERRY_ERR_NO_RESOURCE
+ * (the disconnect message found no room: progress and retry).
+ */
+ferry_status_t ferry_rsegment_disconnect(ferry_rsegment_t *rsegment);
+
+/** ferry_rsegment_map flag: a read-only view (a store through it faults). */
+#define FERRY_RSEGMENT_MAP_READONLY 1u
+
+/**
+ * Map [offset, offset + size) of a remote segment on this host: *ptr_p points at byte offset of
+ * the owner's memory (plain loads and stores; see ferry_rsegment_store_barrier). Release it
+ * with ferry_rsegment_unmap. The mapping stays valid after LOST (the memory is the owner's
+ * memfd). Returns FERRY_OK, FERRY_ERR_INVALID_PARAM (NULL, size 0, unknown flags),
+ * FERRY_ERR_OUT_OF_RANGE (beyond the segment, or offset + size overflows), FERRY_ERR_UNSUPPORTED
+ * (the owner is on another host, or the segment is not memory from ferry_mem_alloc),
+ * FERRY_ERR_ACCESS (a writable map of memory the owner grants no write), FERRY_ERR_NO_MEMORY,
+ * FERRY_ERR_SHMEM, or the rsegment's status (not connected, lost).
+ */
+ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint64_t offset, size_t size,
+                                  unsigned flags, void **ptr_p);
+
+/** Release a map (ptr as returned by ferry_rsegment_map). Returns FERRY_OK,
+ *  FERRY_ERR_INVALID_PARAM (NULL), FERRY_ERR_NO_ELEM (ptr is not a map of this rsegment). */
+ferry_status_t ferry_rsegment_unmap(ferry_rsegment_t *rsegment, void *ptr);
+
+/** Store barrier: stores made through maps before the call are visible to the owner and to
+ *  other peers before any store made after it (a full memory fence). Returns FERRY_OK,
+ *  FERRY_ERR_INVALID_PARAM, or the rsegment's status. */
+ferry_status_t ferry_rsegment_store_barrier(ferry_rsegment_t *rsegment);
+
+/**
+ * Notify the owner: its callback (or ferry_segment_wait_event) gets a NOTIFY event with a copy
+ * of data (length <= FERRY_SEGMENT_NOTIFY_MAX; data may be NULL when length is 0). An active
+ * message: works on every transport, and arrives after everything sent earlier on the endpoint.
+ * Returns FERRY_OK (sent; data reusable), FERRY_ERR_INVALID_PARAM, FERRY_ERR_NO_RESOURCE
+ * (progress and retry), or the rsegment's status.
+ */
+ferry_status_t ferry_rsegment_notify(ferry_rsegment_t *rsegment, const void *data, size_t length);
+
+/** As ferry_segment_wait_event, for the CONNECTED and LOST events of a remote segment created
+ *  without a callback. */
+ferry_status_t ferry_rsegment_wait_event(ferry_rsegment_t *rsegment, int timeout_ms,
+                                         ferry_segment_event_t *event_p);
+
+/* ---------------------------------------------------------------- DMA-style transfer queues
+ *
+ * A queue of transfers between local buffers and a remote segment: post entries, start, and
+ * learn completion by callback, by ferry_dma_state, or with ferry_dma_wait. ferry_dma_start
+ * returns at once; the data moves from inside ferry_worker_progress, at most
+ * FERRY_SEGMENT_DMA_CHUNK bytes per progress call (ferry_put/ferry_get: on the same host memcpy
+ * through the mapping or cross-memory attach, else the target's progress), so the application
+ * runs between progress calls. A queue is complete when every write is in the owner's memory.
+ * FERRY_SEGMENT_COPY_THREADS (a copy thread for mapped memory) is declared but not implemented:
+ * a value above 0 draws a warning and changes nothing. */
+
+typedef struct ferry_dma_queue ferry_dma_queue_t;
+
+#define FERRY_DMA_WRITE 1u /**< local buffer -> remote segment */
+#define FERRY_DMA_READ 2u  /**< remote segment -> local buffer */
+
+typedef struct ferry_dma_entry {
+    void *local;            /**< the local buffer (WRITE: read from; READ: written to) */
+    uint64_t remote_offset; /**< where in the remote segment */
+    size_t length;          /**< bytes (0 is allowed and moves nothing) */
+    unsigned direction;     /**< FERRY_DMA_WRITE or FERRY_DMA_READ */
+} ferry_dma_entry_t;
+
+typedef enum ferry_dma_state {
+    FERRY_DMA_IDLE = 0,    /**< entries may be posted; never started, or finished and reset */
+    FERRY_DMA_RUNNING = 1, /**< started, not finished (also while aborting) */
+    FERRY_DMA_DONE = 2,    /**< finished: every entry moved */
+    FERRY_DMA_FAILED = 3,  /**< finished with an error (ferry_dma_state's status), or aborted
+                                (FERRY_ERR_CANCELED); entries may have moved partly */
+} ferry_dma_state_t;
+
+/** Called once per start, from inside ferry_worker_progress, with FERRY_OK or the error. */
+typedef void (*ferry_dma_cb_t)(void *arg, ferry_dma_queue_t *queue, ferry_status_t status);
+
+/** Create an empty queue on a connected remote segment. Returns FERRY_OK,
+ *  FERRY_ERR_INVALID_PARAM, FERRY_ERR_NO_MEMORY, or the rsegment's status. */
+ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment, ferry_dma_queue_t **queue_p);
+
+/**
+ * Append count entries (copied; the buffers they point to stay the caller's until the queue
+ * finished). Posting to a DONE or FAILED queue starts a new list. All entries are checked first;
+ * on an error none is appended. Returns FERRY_OK, FERRY_ERR_INVALID_PARAM (NULL, a NULL buffer
+ * with a length, an unknown direction), FERRY_ERR_OUT_OF_RANGE (an entry past the end of the
+ * segment, or whose offset + length overflows), FERRY_ERR_BUSY (running), FERRY_ERR_NO_MEMORY.
+ */
+ferry_status_t ferry_dma_post(ferry_dma_queue_t *queue, const ferry_dma_entry_t *entries,
+                              size_t count);
+
+/**
+ * Start the posted entries (in order; entries may overlap in time). callback may be NULL.
+ * Returns FERRY_INPROGRESS (callback, state or wait tell the end), FERRY_ERR_INVALID_PARAM,
+ * FERRY_ERR_BUSY (running), FERRY_ERR_NO_ELEM (no entry posted), or the rsegment's status.
+ */
+ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_cb_t callback, void *arg);
+
+/** The queue's state; *status_p (may be NULL) receives FERRY_OK, FERRY_INPROGRESS (running) or
+ *  the error of a FAILED queue. */
+ferry_dma_state_t ferry_dma_state(const ferry_dma_queue_t *queue, ferry_status_t *status_p);
+
+/** Make progress until the queue finished or timeout_ms passed (-1: no limit). Returns the
+ *  queue's result (FERRY_OK or its error), FERRY_ERR_TIMED_OUT, FERRY_ERR_INVALID_PARAM
+ *  (NULL or not started), FERRY_ERR_IO. */
+ferry_status_t ferry_dma_wait(ferry_dma_queue_t *queue, int timeout_ms);
+
+/** Stop a running queue: no further entry starts; it finishes with FERRY_ERR_CANCELED once
+ *  those under way completed (callback as usual). Returns FERRY_OK, FERRY_ERR_INVALID_PARAM,
+ *  FERRY_ERR_ILLEGAL_STATE (not running). */
+ferry_status_t ferry_dma_abort(ferry_dma_queue_t *queue);
+
+/** Free a queue that is not running. Returns FERRY_OK, FERRY_ERR_INVALID_PARAM, FERRY_ERR_BUSY
+ *  (running: abort and wait first). */
+ferry_status_t ferry_dma_destroy(ferry_dma_queue_t *queue);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,6 +38,8 @@ typedef enum ferry_status {
     FERRY_ERR_ALREADY_EXISTS = -11, // element already exists
     FERRY_ERR_OUT_OF_RANGE = -12, // value out of range
     FERRY_ERR_NOT_AVAILABLE = -13, // object exists but is not available
+    FERRY_ERR_ILLEGAL_STATE = -14, // operation not allowed in the object's current state
+    FERRY_ERR_REMOVED = -15, // object removed: only its release is allowed
     /* endpoint errors */
     FERRY_ERR_UNREACHABLE = -30, // no enabled transport reaches the peer
     FERRY_ERR_CONNECTION_REFUSED = -31, // peer refused the connection or is not listening

@@ -122,6 +122,8 @@ FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
         count += ferry_rma_progress(worker); /* sends that waited for room */
     if (ferry_unlikely(worker->tag.need_progress > 0))
         count += ferry_tag_progress(worker); /* tagged transfers that waited for room */
+    if (ferry_unlikely(worker->seg.need_progress > 0))
+        count += ferry_segment_progress(worker); /* segment messages, DMA queues, timeouts */
     if (ferry_unlikely(worker->armed)) {
         worker_disarm(worker);
         count += worker_poll_fds(worker, 0, NULL);
@@ -272,6 +274,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
     ferry_list_init(&worker->deferred);
     ferry_rma_worker_init(worker); /* allocates nothing */
     ferry_tag_init(worker);        /* allocates nothing */
+    ferry_segment_worker_init(worker); /* allocates nothing */
     worker->wait_spin_ns = ferry_config_size(&worker_spin_var) * 1000u;
     if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {
         ferry_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
@@ -319,6 +322,7 @@ FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
     worker_run_deferred(worker);
     ferry_rma_worker_cleanup(worker);
     ferry_tag_cleanup(worker); /* after the one-sided layer completed what tagged transfers used */
+    ferry_segment_worker_cleanup(worker); /* segments, remote segments, DMA queues left */
     close(worker->epoll_fd);
     worker->context->worker_count--;
     free(worker);

@@ -8,6 +8,7 @@
 #include <ferry/ferry.h>
 
 #include "core/list.h"
+#include "mem/segment.h"
 #include "proto/rma.h"
 #include "proto/tag.h"
 #include "transport/transport.h"
@@ -57,6 +58,7 @@ struct ferry_worker {
     size_t address_length;
     ferry_rma_worker_t rma; /* one-sided operations (proto/rma.c, proto/rma_am.c) */
     ferry_tag_worker_t tag; /* tagged messages (proto/tag.c, proto/tag_rndv.c) */
+    ferry_segment_worker_t seg; /* named segments (mem/segment.c, rsegment.c, segment_dma.c) */
 };
 
 /* Add fd to the epoll set (events: EPOLLIN etc.; level-triggered unless EPOLLET is given).

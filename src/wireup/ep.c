@@ -41,6 +41,7 @@ static void ep_free(ferry_ep_t *ep)
         ep->close_comp = NULL;
         ferry_completion_update(comp, FERRY_OK);
     }
+    ferry_segment_ep_freed(ep); /* segments: nothing refers to ep after */
     ferry_rma_ep_cleanup(ep); /* one-sided operations: canceled; nothing refers to ep after */
     ferry_tag_ep_cleanup(ep); /* tagged transfers: failed; nothing refers to ep after */
     if (ep->tl_ep != NULL)
@@ -163,6 +164,7 @@ void ferry_ep_fail(ferry_ep_t *ep, ferry_status_t status)
                     ferry_status_string(status));
     ferry_rma_ep_fail(ep, status); /* its one-sided operations complete with status */
     ferry_tag_ep_failed(ep, status);
+    ferry_segment_ep_failed(ep, status); /* owner: DISCONNECT; importer: LOST */
     if (!ep->error_pending) {
         ep->error_pending = 1;
         ferry_worker_defer(ep->worker, &ep->error_deferred);

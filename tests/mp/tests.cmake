@@ -41,3 +41,17 @@ endforeach()
 # another peer): a clear status, nothing touched, the endpoints still work; on both paths
 ferry_add_test(NAME mp_rma_bad SOURCES mp/mp_rma_bad.c TIMEOUT 60)
 ferry_add_test(NAME mp_rma_bad_nocma SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERRY_SHM_CMA=off)
+# Named segments (mp_seg_*). life: the whole life cycle with 4 importers (3 CONNECTs, NOTIFYs and
+# DISCONNECTs; set_unavailable refuses the 4th; remove while connected keeps the data for the
+# connected peers, then frees it: INTERNAL reads the context's registration slots), the state
+# machine's illegal steps and the local bad input
+ferry_add_test(NAME mp_seg_life SOURCES mp/mp_seg_life.c INTERNAL TIMEOUT 60)
+# dma: transfer queues of 1 B .. 256 MiB and a 1 000-entry scatter list, written and read back,
+# every byte checked by both sides, on mapped (ferry_mem_alloc) and registered memory; bad
+# entries, abort, busy; _nocma: registered memory through the owner's progress
+ferry_add_test(NAME mp_seg_dma SOURCES mp/mp_seg_dma.c TIMEOUT 180)
+ferry_add_test(NAME mp_seg_dma_nocma SOURCES mp/mp_seg_dma.c TIMEOUT 180 ENV FERRY_SHM_CMA=off)
+# death: connect timeouts (synchronous and asynchronous: the owner does not progress, then sees
+# the late connects come and go), an asynchronous connect with a callback, and the owner
+# SIGKILLed: LOST within 1 s, every later operation fails, the mapped memory stays readable
+ferry_add_test(NAME mp_seg_death SOURCES mp/mp_seg_death.c TIMEOUT 60)

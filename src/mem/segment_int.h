@@ -1,0 +1,140 @@
+/* Named segments: the objects shared by segment.c, rsegment.c and segment_dma.c. */
+#ifndef FERRY_MEM_SEGMENT_INT_H
+#define FERRY_MEM_SEGMENT_INT_H
+
+#include <ferry/ferry.h>
+
+#include "core/list.h"
+#include "mem/segment.h"
+#include "progress/worker.h"
+
+typedef enum seg_state {
+    SEG_NOT_PREPARED,
+    SEG_PREPARED,
+    SEG_AVAILABLE,
+    SEG_UNAVAILABLE,
+} seg_state_t;
+
+struct ferry_segment {
+    ferry_list_link_t link; /* worker->seg.segments */
+    ferry_worker_t *worker;
+    uint32_t id;
+    seg_state_t state;
+    int removed;      /* unpublished: the id is free, calls return FERRY_ERR_REMOVED */
+    int released;     /* the user freed the handle; the struct lives for its connections */
+    ferry_mem_t *mem; /* NULL once released (removed and no connection left) */
+    void *ptr;
+    size_t size;
+    uint8_t key[RKEY_PACKED_SIZE]; /* packed by prepare */
+    unsigned connections;
+    ferry_segment_cb_t cb;
+    void *arg;
+    ferry_list_t events; /* without a callback: seg_event_t for ferry_segment_wait_event */
+};
+
+/* One connected peer of a local segment (owner side). */
+typedef struct seg_conn {
+    ferry_list_link_t link; /* worker->seg.conns */
+    ferry_segment_t *seg;
+    ferry_ep_t *ep;
+    uint64_t id;
+} seg_conn_t;
+
+typedef enum rseg_state {
+    RSEG_CONNECTING,
+    RSEG_CONNECTED,
+    RSEG_FAILED, /* the connect failed (status) */
+    RSEG_LOST,   /* connected, then the owner or the link was lost (status) */
+} rseg_state_t;
+
+struct ferry_rsegment {
+    ferry_list_link_t link; /* worker->seg.rsegments */
+    ferry_worker_t *worker;
+    ferry_ep_t *ep; /* NULL once the endpoint was freed */
+    uint32_t segment_id;
+    rseg_state_t state;
+    ferry_status_t status;
+    uint64_t request_id;
+    uint64_t connection;
+    uint64_t size;
+    ferry_rkey_t *rkey;
+    int async;
+    uint64_t deadline_ns; /* async connect with a timeout: counted in worker->seg.connecting */
+    ferry_list_t maps;    /* seg_map_t */
+    unsigned dma_queues;
+    ferry_rsegment_cb_t cb;
+    void *arg;
+    ferry_list_t events;
+};
+
+/* An event: for an object with a callback it is in worker->seg.events and queued as a deferred
+ * call; otherwise in the object's own list. */
+typedef struct seg_event {
+    ferry_list_link_t link;
+    ferry_deferred_t deferred;
+    ferry_segment_t *seg;
+    ferry_rsegment_t *rseg;
+    ferry_segment_event_t ev;
+} seg_event_t;
+
+struct ferry_dma_queue {
+    ferry_list_link_t link;     /* worker->seg.dma_active while running */
+    ferry_list_link_t all_link; /* worker->seg.dma_queues */
+    ferry_rsegment_t *rseg;
+    ferry_dma_entry_t *entries;
+    size_t count;
+    size_t capacity;
+    size_t next;        /* entry to issue next */
+    uint64_t next_done; /* bytes of that entry issued */
+    ferry_dma_state_t state;
+    ferry_status_t status; /* first error */
+    int aborting;          /* abort, or an error: issue nothing more */
+    int wrote;             /* a write was issued: flush before done */
+    int flushing;
+    ferry_completion_t comp;       /* operations in flight (count) */
+    ferry_completion_t flush_comp; /* the final ferry_ep_flush */
+    ferry_dma_cb_t cb;
+    void *arg;
+};
+
+/* segment.c: events, control messages, waiting. */
+void seg_event_push(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegment_t *rseg,
+                    const ferry_segment_event_t *ev);
+void seg_events_purge(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegment_t *rseg);
+ferry_status_t seg_event_wait(ferry_worker_t *worker, ferry_list_t *events, int timeout_ms,
+                              ferry_segment_event_t *event_p);
+
+/* Send a control message (header from m, optional payload); queue it when the transport has no
+ * room (queue = 1) or return FERRY_ERR_NO_RESOURCE (queue = 0). Returns FERRY_OK or the
+ * endpoint's error. */
+ferry_status_t seg_send(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_msg_t *m,
+                        const void *payload, size_t length, int queue);
+void seg_update_need(ferry_worker_t *worker);
+
+typedef int (*seg_cond_fn_t)(void *arg);
+/* Progress ep's worker until cond(arg) or timeout_ms (-1: none). Returns FERRY_OK,
+ * FERRY_ERR_TIMED_OUT, FERRY_ERR_IO. */
+ferry_status_t seg_wait_until(ferry_worker_t *worker, int timeout_ms, seg_cond_fn_t cond,
+                              void *arg);
+
+/* A message about an unknown object or a malformed one: warn once per worker, then debug. */
+void seg_drop(ferry_worker_t *worker, const char *what, const char *reason);
+
+/* rsegment.c */
+ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_msg_t *m);
+void rseg_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t status);
+void rseg_ep_freed(ferry_worker_t *worker, ferry_ep_t *ep);
+unsigned rseg_progress_timeouts(ferry_worker_t *worker);
+/* The earliest deadline of an asynchronous connect (UINT64_MAX: none). */
+uint64_t rseg_next_deadline(ferry_worker_t *worker);
+void rseg_cleanup(ferry_worker_t *worker);
+/* FERRY_OK when the remote segment is usable; else why not (and it becomes LOST when its
+ * endpoint is no longer open). */
+ferry_status_t rseg_check(ferry_rsegment_t *rseg);
+
+/* segment_dma.c */
+void seg_dma_worker_init(ferry_worker_t *worker);
+unsigned seg_dma_progress(ferry_worker_t *worker);
+void seg_dma_cleanup(ferry_worker_t *worker);
+
+#endif
