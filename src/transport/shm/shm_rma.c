@@ -331,6 +331,8 @@ static ferry_status_t shm_rkey_fetch_pieces(ferry_tl_ep_t *tlep, ferry_rkey_t *r
                 tlep->cma_errno = err;
                 return FERRY_ERR_UNSUPPORTED;
             }
+            if (n < 0 && err == ESRCH)
+                return FERRY_ERR_CONNECTION_RESET; /* the peer is gone */
             ferry_warn("shm: process_vm_readv(pid %u, the pieces of region %u) returned %zd: %s",
                        tlep->peer_pid, rkey->key.index, n, strerror(err));
             return FERRY_ERR_ACCESS;
@@ -401,6 +403,13 @@ static ferry_status_t shm_rma_cma(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey,
             if (n < 0 && shm_cma_denied_errno(err) && tlep->cma == 0) {
                 tlep->cma_errno = err;
                 return FERRY_ERR_UNSUPPORTED;
+            }
+            if (n < 0 && err == ESRCH) {
+                /* the peer is gone: its endpoint fails once the socket's hang-up is seen */
+                ferry_debug("shm: %s(pid %u): the process is gone",
+                            op->kind == FERRY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
+                            tlep->peer_pid);
+                return FERRY_ERR_CONNECTION_RESET;
             }
             ferry_warn("shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
                        "memory freed before it was deregistered?)",
