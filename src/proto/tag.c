@@ -382,6 +382,18 @@ void tag_recv_finish(tag_recv_t *recv, ferry_status_t status)
     recv->status = status;
     tag_rndv_recv_release(recv);
     recv->ep = NULL;
+    if (recv->inner_busy) {
+        /* a get or DATA copy still writes into the user's buffers: the user hears of it only
+         * when that is over (tag_recv_inner_cb) */
+        recv->user_waits_inner = true;
+        return;
+    }
+    tag_recv_complete_user(recv);
+}
+
+void tag_recv_complete_user(tag_recv_t *recv)
+{
+    recv->user_waits_inner = false;
     ferry_worker_defer(recv->worker, &recv->deferred);
 }
 
@@ -393,6 +405,18 @@ void tag_send_finish(tag_send_t *send, ferry_status_t status)
     send->status = status;
     tag_rndv_send_release(send);
     send->ep = NULL;
+    if (send->inner_busy) {
+        /* a put or DATA in the transport still reads the user's buffers: the user hears of it
+         * only when that is over (tag_send_inner_cb) */
+        send->user_waits_inner = true;
+        return;
+    }
+    tag_send_complete_user(send);
+}
+
+void tag_send_complete_user(tag_send_t *send)
+{
+    send->user_waits_inner = false;
     if (send->comp != NULL)
         ferry_worker_defer(send->worker, &send->deferred);
     else
@@ -423,6 +447,7 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
     recv->mem = NULL;
     recv->inner_busy = false;
     recv->in_retry = false;
+    recv->user_waits_inner = false;
     recv->received = 0;
     recv->cursor = (tag_cursor_t){0, 0, 0};
     recv->buf.iov = recv->buf.iov_inline;
@@ -462,6 +487,7 @@ tag_send_t *tag_send_alloc(ferry_worker_t *worker)
     send->inner = (ferry_completion_t){.cb = NULL, .count = 0, .status = FERRY_OK};
     send->inner_busy = false;
     send->in_list = false;
+    send->user_waits_inner = false;
     return send;
 }
 

@@ -100,6 +100,7 @@ typedef struct tag_recv {
     ferry_completion_t inner;
     bool inner_busy;
     bool in_retry;
+    bool user_waits_inner; /* finished while inner was busy: complete the user from inner_cb */
 } tag_recv_t;
 
 typedef enum tag_send_state {
@@ -134,7 +135,8 @@ typedef struct tag_send {
     ferry_rkey_t *rkey; /* PUT: the receiver's key */
     ferry_completion_t inner;
     bool inner_busy;
-    bool in_list; /* on pump or retry */
+    bool in_list;          /* on pump or retry */
+    bool user_waits_inner; /* finished while inner was busy: complete the user from inner_cb */
 } tag_send_t;
 
 typedef enum tag_unexp_kind {
@@ -214,6 +216,10 @@ tag_send_t *tag_send_alloc(ferry_worker_t *worker);
 /* Completion of the user's side, from progress (the object's deferred entry). */
 void tag_recv_finish(tag_recv_t *recv, ferry_status_t status);
 void tag_send_finish(tag_send_t *send, ferry_status_t status);
+/* The user's completion of a finished transfer whose internal operation (a get, a put, DATA in
+ * the transport) had still been using the user's buffers: called from the inner callback. */
+void tag_send_complete_user(tag_send_t *send);
+void tag_recv_complete_user(tag_recv_t *recv);
 void tag_recv_unref(tag_recv_t *recv);
 void tag_send_unref(tag_send_t *send);
 

@@ -32,7 +32,7 @@ static const ferry_config_var_t rndv_thresh_var = {
     .default_value = "auto",
     .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
                    "optional k/m/g suffix); auto: the transport's max_bcopy minus the 16-byte "
-                   "header (shm: 4080), at most 8 KiB - 16"};
+                   "header (shm: 32 KiB - 16 B), at most 8 KiB - 16"};
 static const ferry_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
 
@@ -453,6 +453,8 @@ static void tag_send_inner_cb(ferry_completion_t *comp)
             ferry_rkey_release(send->rkey);
             send->rkey = NULL;
         }
+        if (send->user_waits_inner)
+            tag_send_complete_user(send); /* the buffers are the user's again */
         tag_send_unref(send);
         return;
     }
@@ -870,6 +872,8 @@ static void tag_recv_inner_cb(ferry_completion_t *comp)
             ferry_rkey_release(recv->rkey);
             recv->rkey = NULL;
         }
+        if (recv->user_waits_inner)
+            tag_recv_complete_user(recv); /* nothing writes into the buffers any more */
         tag_recv_unref(recv);
         return;
     }

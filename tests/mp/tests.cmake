@@ -41,6 +41,48 @@ endforeach()
 # another peer): a clear status, nothing touched, the endpoints still work; on both paths
 ferry_add_test(NAME mp_rma_bad SOURCES mp/mp_rma_bad.c TIMEOUT 60)
 ferry_add_test(NAME mp_rma_bad_nocma SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERRY_SHM_CMA=off)
+# Tagged-message suite (mp_tag_*): every test once per forced rendezvous mode (suffix _get, _put,
+# _coop, _null), with a few variants.
+#   sizes       0 B .. 256 MiB both ways, both sides of the eager threshold, posted / unexpected /
+#               probed, iov shapes that differ on the two sides; _thresh0: every message of a
+#               byte or more is a rendezvous (without the 256 MiB steps)
+#   match       1 000 interleaved tags received out of order with masks, wildcard receives from 3
+#               senders, probe with and without remove, cancel, truncation (eager, rendezvous);
+#               _unexpmax: a small unexpected-message bound switches the senders to rendezvous
+#               (even for 0 bytes) mid-stream
+#   concurrent  64 rendezvous in flight one way (posted; unexpected, received in reverse), 64 each
+#               way at once, 200 of one tag (receive k gets message k)
+#   death       SIGKILL of the receiver and of the sender in the middle of a 256 MiB rendezvous,
+#               and of peers holding / owning an unexpected RTS: endpoint errors within 1 s, no
+#               registration left (INTERNAL: reads the context's registration slots), the
+#               survivor keeps working with another peer
+foreach(mode get put coop null)
+    ferry_add_test(NAME mp_tag_sizes_${mode} SOURCES mp/mp_tag_sizes.c TIMEOUT 120
+                   ENV FERRY_RNDV_MODE=${mode})
+    ferry_add_test(NAME mp_tag_sizes_thresh0_${mode} SOURCES mp/mp_tag_sizes.c ARGS quick
+                   TIMEOUT 60 ENV FERRY_RNDV_MODE=${mode} FERRY_RNDV_THRESH=0)
+    ferry_add_test(NAME mp_tag_match_${mode} SOURCES mp/mp_tag_match.c TIMEOUT 120
+                   ENV FERRY_RNDV_MODE=${mode})
+    ferry_add_test(NAME mp_tag_match_unexpmax_${mode} SOURCES mp/mp_tag_match.c TIMEOUT 120
+                   ENV FERRY_RNDV_MODE=${mode} FERRY_TAG_UNEXPECTED_MAX=65536)
+    ferry_add_test(NAME mp_tag_concurrent_${mode} SOURCES mp/mp_tag_concurrent.c TIMEOUT 60
+                   ENV FERRY_RNDV_MODE=${mode})
+    ferry_add_test(NAME mp_tag_death_${mode} SOURCES mp/mp_tag_death.c INTERNAL TIMEOUT 120
+                   ENV FERRY_RNDV_MODE=${mode})
+endforeach()
+# automatic mode with eager messages up to 64 KiB (fragmented, kept by the transport when
+# unexpected); GET with 5000-byte sections (every rendezvous re-keyed with COOKIE many times)
+ferry_add_test(NAME mp_tag_sizes_thresh64k SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 60
+               ENV FERRY_RNDV_THRESH=65536)
+ferry_add_test(NAME mp_tag_sizes_get_sections SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 60
+               ENV FERRY_RNDV_MODE=get FERRY_RNDV_SECTION=5000)
+# bad input: hand-made tag-protocol messages (INTERNAL: ferry_am_send_internal) from a peer that
+# speaks the protocol by hand: each dropped with one warning per kind, or ending only its
+# transfer; _nocma: the target reads through the peer's progress (target-executed one-sided
+# operations), which adds the abort of a read in flight
+ferry_add_test(NAME mp_tag_bad SOURCES mp/mp_tag_bad.c INTERNAL TIMEOUT 60)
+ferry_add_test(NAME mp_tag_bad_nocma SOURCES mp/mp_tag_bad.c INTERNAL TIMEOUT 60
+               ENV FERRY_SHM_CMA=off)
 # Named segments (mp_seg_*). life: the whole life cycle with 4 importers (3 CONNECTs, NOTIFYs and
 # DISCONNECTs; set_unavailable refuses the 4th; remove while connected keeps the data for the
 # connected peers, then frees it: INTERNAL reads the context's registration slots), the state
