@@ -168,8 +168,11 @@ ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address, size
 #define FERRY_EP_CLOSE_FORCE 1u
 
 /**
- * Close an endpoint. Graceful by default: pending sends finish, then the peer is told; comp
- * (may be NULL) completes when that is done. With FERRY_EP_CLOSE_FORCE it closes at once.
+ * Close an endpoint. Graceful by default: messages already handed to the transport (active
+ * messages, eager tagged messages, RTS) are delivered, then the peer is told; comp (may be
+ * NULL) completes when that is done. A rendezvous still moving data and one-sided operations
+ * still in flight are ended with FERRY_ERR_ENDPOINT_CLOSED: wait for their completions (or
+ * ferry_ep_flush) before closing. With FERRY_EP_CLOSE_FORCE it closes at once.
  * The handle stays valid (every operation on it returns FERRY_ERR_ENDPOINT_CLOSED) until
  * ferry_ep_destroy(). Returns FERRY_OK (closed now), FERRY_INPROGRESS, FERRY_ERR_INVALID_PARAM.
  */
