@@ -42,6 +42,8 @@ static const char *const test_names[PERF_TEST_LAST + 1] = {
     [PERF_TEST_GET_BW] = "get_bw",
     [PERF_TEST_ATOMIC_LAT] = "atomic_lat",
     [PERF_TEST_ATOMIC_RATE] = "atomic_rate",
+    [PERF_TEST_TAG_LAT] = "tag_lat",
+    [PERF_TEST_TAG_BW] = "tag_bw",
 };
 
 const char *perf_test_name(perf_test_t test)
@@ -89,15 +91,20 @@ bool perf_test_is_rma(perf_test_t test)
     return test >= PERF_TEST_PUT_LAT && test <= PERF_TEST_ATOMIC_RATE;
 }
 
+bool perf_test_is_tag(perf_test_t test)
+{
+    return test == PERF_TEST_TAG_LAT || test == PERF_TEST_TAG_BW;
+}
+
 bool perf_test_is_lat(perf_test_t test)
 {
     return test == PERF_TEST_AM_LAT || test == PERF_TEST_PUT_LAT || test == PERF_TEST_GET_LAT ||
-           test == PERF_TEST_ATOMIC_LAT;
+           test == PERF_TEST_ATOMIC_LAT || test == PERF_TEST_TAG_LAT;
 }
 
 bool perf_test_is_pingpong(perf_test_t test)
 {
-    return test == PERF_TEST_AM_LAT || test == PERF_TEST_PUT_LAT;
+    return test == PERF_TEST_AM_LAT || test == PERF_TEST_PUT_LAT || test == PERF_TEST_TAG_LAT;
 }
 
 static void usage(FILE *out)
@@ -126,6 +133,17 @@ static void usage(FILE *out)
             "               (atomics: SIZE is the word, 4 or 8 bytes; default 8)\n"
             "               The one-sided tests check the bytes (the counter) of every run at\n"
             "               its end: a path that moves nothing, or the wrong bytes, fails.\n"
+            "               tag_lat: ping-pong of tagged messages (ferry_tag_send/recv): the\n"
+            "                        client posts the receive of the reply, then sends; the\n"
+            "                        server keeps two receives posted; one-way latency =\n"
+            "                        round trip / 2\n"
+            "               tag_bw:  the client keeps %u tagged sends in flight, the server %u\n"
+            "                        receives posted, all into one buffer (as ucx_perftest);\n"
+            "                        bandwidth and message rate, timed until the server\n"
+            "                        reports the last message received\n"
+            "               The tag tests send a new pattern in every run (warm-up and measured)\n"
+            "               and check the received bytes when it is over, every message's\n"
+            "               status, length and tag as it completes.\n"
             "  -s SIZES     message sizes in bytes, comma-separated; suffixes K, M, G (x1024)\n"
             "               (default 8; at most %u sizes, each at most 1G)\n"
             "  -n ITERS     measured iterations per run (default: 100000 up to 4 KiB, then\n"
@@ -144,10 +162,11 @@ static void usage(FILE *out)
             "               register  malloc + ferry_mem_register: cross-memory attach, or with\n"
             "                         FERRY_SHM_CMA=off (in both processes' environment) the\n"
             "                         copy through shared buffers driven by the target's progress\n"
-            "  --no-thp     one-sided tests: leave malloc'ed memory (the local buffers, --mem\n"
-            "               register regions) on 4 KiB pages; by default buffers of 2 MiB and\n"
-            "               more are 2 MiB-aligned with madvise(MADV_HUGEPAGE), as ucx_perftest's\n"
-            "               are (ferry_mem_alloc memory is the library's: shmem page size)\n"
+            "  --no-thp     one-sided and tag tests: leave malloc'ed memory (the local buffers,\n"
+            "               --mem register regions, the tag tests' message buffers) on 4 KiB\n"
+            "               pages; by default buffers of 2 MiB and more are 2 MiB-aligned with\n"
+            "               madvise(MADV_HUGEPAGE), as ucx_perftest's are (ferry_mem_alloc\n"
+            "               memory is the library's: shmem page size)\n"
             "  -p PORT      TCP port of the server (default %u)\n"
             "  -c CORE      pin this process to CPU core CORE (sched_setaffinity)\n"
             "  -T SEC       give up when any step makes no progress for SEC seconds\n"
@@ -157,8 +176,8 @@ static void usage(FILE *out)
             "  -h, --help   this help\n"
             "\n"
             "Exit status: 0 success, 1 the run failed, 2 bad options.\n",
-            PERF_RMA_WINDOW, PERF_RMA_WINDOW, PERF_MAX_SIZES, PERF_DEFAULT_PORT,
-            PERF_DEFAULT_TIMEOUT_S, PERF_ACCEPT_TIMEOUT_MIN_S);
+            PERF_RMA_WINDOW, PERF_RMA_WINDOW, PERF_TAG_WINDOW, PERF_TAG_WINDOW, PERF_MAX_SIZES,
+            PERF_DEFAULT_PORT, PERF_DEFAULT_TIMEOUT_S, PERF_ACCEPT_TIMEOUT_MIN_S);
 }
 
 static int usage_error(const char *format, const char *arg)

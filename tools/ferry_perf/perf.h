@@ -4,6 +4,7 @@
  *   bootstrap.c  the TCP connection that carries worker addresses, test parameters and keys
  *   tests.c      ferry objects, progress and sends, the am_lat and am_bw tests
  *   rma.c        registered memory, remote keys, the one-sided tests (put_lat .. atomic_rate)
+ *   tag.c        tagged messages: the tag_lat and tag_bw tests
  *   report.c     statistics, table / CSV / JSON output, the progress line
  * Only the public API (ferry/ferry.h) is used. */
 #ifndef FERRY_PERF_H
@@ -23,7 +24,9 @@
 #define PERF_MAX_ADDRESS 65536        /* largest worker address accepted from a peer */
 #define PERF_MAX_RKEY 65536           /* largest packed remote key accepted from a peer */
 #define PERF_RMA_WINDOW 32            /* one-sided operations in flight in put_bw, get_bw... */
-#define PERF_TEST_LIST "am_lat, am_bw, put_lat, get_lat, put_bw, get_bw, atomic_lat, atomic_rate"
+#define PERF_TAG_WINDOW 16            /* tagged sends and receives in flight in tag_bw */
+#define PERF_TEST_LIST                                                                             \
+    "am_lat, am_bw, put_lat, get_lat, put_bw, get_bw, atomic_lat, atomic_rate, tag_lat, tag_bw"
 
 typedef enum perf_test {
     PERF_TEST_NONE = 0,
@@ -35,7 +38,9 @@ typedef enum perf_test {
     PERF_TEST_GET_BW = 6,
     PERF_TEST_ATOMIC_LAT = 7,
     PERF_TEST_ATOMIC_RATE = 8,
-    PERF_TEST_LAST = PERF_TEST_ATOMIC_RATE,
+    PERF_TEST_TAG_LAT = 9,
+    PERF_TEST_TAG_BW = 10,
+    PERF_TEST_LAST = PERF_TEST_TAG_BW,
 } perf_test_t;
 
 /* Where the target memory of the one-sided tests comes from. */
@@ -55,7 +60,7 @@ typedef struct perf_params {
     perf_test_t test;
     bool wait;       /* ferry_worker_wait instead of busy polling */
     perf_mem_t mem;  /* one-sided tests: the target memory */
-    bool no_thp;     /* one-sided tests: no madvise(MADV_HUGEPAGE) on malloc'ed buffers */
+    bool no_thp;     /* one-sided and tag tests: no madvise(MADV_HUGEPAGE) on malloc'ed buffers */
     unsigned repeat; /* runs per size */
     unsigned size_count;
     uint64_t sizes[PERF_MAX_SIZES];
@@ -101,6 +106,7 @@ typedef struct perf_samples {
 const char *perf_test_name(perf_test_t test);
 const char *perf_mem_name(perf_mem_t mem);
 bool perf_test_is_rma(perf_test_t test);
+bool perf_test_is_tag(perf_test_t test);
 /* Tests whose result is a latency (the others give bandwidth and rate). */
 bool perf_test_is_lat(perf_test_t test);
 /* Ping-pong tests: a sample is a round trip, the one-way latency half of it. */
@@ -140,6 +146,8 @@ enum perf_am_id {
     AM_BYE,
     AM_RMA_CTRL,
     AM_RMA_REPLY,
+    AM_TAG_CTRL,
+    AM_TAG_REPLY,
     AM_COUNT,
 };
 
@@ -165,6 +173,21 @@ typedef struct perf_ctrl_reply {
     uint64_t first_bad; /* offset of the first wrong byte */
     uint64_t value;     /* CHECK_WORD: the word found */
 } perf_ctrl_reply_t;
+
+/* A control message of the tag tests: a request (AM_TAG_CTRL, client to server) or the
+ * server's answer (AM_TAG_REPLY). */
+typedef struct perf_tag_ctrl {
+    uint32_t op;     /* perf_tag_op_t (tag.c) */
+    uint32_t window; /* START_BW: receives the server keeps posted */
+    uint64_t seed;   /* the phase's pattern */
+    uint64_t size;   /* message size */
+    uint64_t count;  /* START: messages (round trips) in the phase; RESULT: messages received */
+    uint64_t bytes;  /* RESULT: bytes received */
+    uint64_t bad;    /* RESULT: messages with a wrong status, length, tag or bytes */
+} perf_tag_ctrl_t;
+
+typedef struct perf_tag perf_tag_t;
+#define PERF_TAG_OPS 8 /* perf_tag_op_t values are below this */
 
 typedef struct perf_ctx {
     perf_params_t params;
@@ -214,6 +237,14 @@ typedef struct perf_ctx {
     uint64_t ctrls, ctrls_done;    /* server: requests received, handled */
     perf_ctrl_reply_t reply;       /* client: the last answer */
     uint64_t replies;
+
+    /* tag tests (tag.c) */
+    perf_tag_t *tag;                    /* buffers and in-flight state */
+    perf_tag_ctrl_t tag_ctrl;           /* server: the last request */
+    uint64_t tag_ctrls, tag_ctrls_done; /* server: requests received, handled */
+    /* client: the last answer of each kind (perf_tag_op_t), and how many came */
+    perf_tag_ctrl_t tag_reply[PERF_TAG_OPS];
+    uint64_t tag_replies[PERF_TAG_OPS];
 } perf_ctx_t;
 
 /* Create context, worker, handlers, the send buffer (max_size bytes of the pattern; for the
@@ -262,6 +293,20 @@ int perf_rma_serve(perf_ctx_t *ctx);
 /* Client: one run (as perf_run_lat / perf_run_bw). */
 int perf_rma_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples);
 int perf_rma_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrate_Mps);
+
+/* ---------------------------------------------------------------- tag.c */
+/* Allocate the message buffers (perf_ctx_create) / free them (after the worker is gone). */
+int perf_tag_create(perf_ctx_t *ctx);
+void perf_tag_destroy(perf_ctx_t *ctx);
+ferry_status_t perf_tag_on_ctrl(void *arg, const void *header, size_t header_length, void *data,
+                                size_t length, const ferry_am_recv_params_t *params);
+ferry_status_t perf_tag_on_reply(void *arg, const void *header, size_t header_length, void *data,
+                                 size_t length, const ferry_am_recv_params_t *params);
+/* Server: run the phase the client asked for last (perf_serve). */
+int perf_tag_serve(perf_ctx_t *ctx);
+/* Client: one run (as perf_run_lat / perf_run_bw). */
+int perf_tag_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples);
+int perf_tag_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrate_Mps);
 
 /* ---------------------------------------------------------------- report.c */
 /* Latency figures (µs) of a run's samples; sorts them. pingpong: the samples are round trips

@@ -1,5 +1,6 @@
 /* The tests, over the public API: ferry objects, progress and sends, the active-message
- * handlers, and both sides of am_lat and am_bw (the one-sided tests are in rma.c).
+ * handlers, and both sides of am_lat and am_bw (the one-sided tests are in rma.c, the tagged
+ * ones in tag.c).
  *
  * Messages (active-message ids below): the payload is always the first bytes of the same
  * pattern, so that the receiver can check it with one memcmp; only warm-up messages (the
@@ -8,7 +9,8 @@
  *   am_bw:  the client streams DATA, then END (header: how many it sent); the server answers
  *           with ACK (header: how many messages and bytes it got, how many were wrong).
  *   BYE:    the client is done; both sides then close their endpoint gracefully.
- *   RMA_CTRL, RMA_REPLY: the one-sided tests' requests and answers (rma.c). */
+ *   RMA_CTRL, RMA_REPLY: the one-sided tests' requests and answers (rma.c).
+ *   TAG_CTRL, TAG_REPLY: the tag tests' requests and answers (tag.c). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +303,8 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
         [AM_BYE] = on_bye,
         [AM_RMA_CTRL] = perf_rma_on_ctrl,
         [AM_RMA_REPLY] = perf_rma_on_reply,
+        [AM_TAG_CTRL] = perf_tag_on_ctrl,
+        [AM_TAG_REPLY] = perf_tag_on_reply,
     };
     ferry_status_t status;
     perf_ctx_t *ctx = calloc(1, sizeof(*ctx));
@@ -315,7 +319,9 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
     ctx->idle_timeout = !(is_server && perf_test_is_rma(params->test));
     ctx->comp.status = FERRY_OK;
     ctx->rma_comp.status = FERRY_OK;
-    for (unsigned i = 0; i < params->size_count && !perf_test_is_rma(params->test); i++) {
+    for (unsigned i = 0; i < params->size_count && !perf_test_is_rma(params->test) &&
+                         !perf_test_is_tag(params->test);
+         i++) {
         if (params->sizes[i] > ctx->pattern_size)
             ctx->pattern_size = params->sizes[i];
     }
@@ -343,6 +349,8 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
     for (unsigned id = 1; id < AM_COUNT; id++)
         ferry_am_set_handler(ctx->worker, id, handlers[id], ctx);
     if (perf_test_is_rma(params->test) && perf_rma_create(ctx) != 0)
+        goto err_worker;
+    if (perf_test_is_tag(params->test) && perf_tag_create(ctx) != 0)
         goto err_worker;
     *ctx_p = ctx;
     return 0;
@@ -402,6 +410,8 @@ int perf_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples)
 {
     if (perf_test_is_rma(ctx->params.test))
         return perf_rma_run_lat(ctx, index, samples);
+    if (perf_test_is_tag(ctx->params.test))
+        return perf_tag_run_lat(ctx, index, samples);
     uint64_t size = ctx->params.sizes[index];
     uint64_t iters = ctx->params.iters[index];
     uint64_t warmup = ctx->params.warmup[index];
@@ -479,6 +489,8 @@ int perf_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrat
 {
     if (perf_test_is_rma(ctx->params.test))
         return perf_rma_run_bw(ctx, index, bw_GBps, msgrate_Mps);
+    if (perf_test_is_tag(ctx->params.test))
+        return perf_tag_run_bw(ctx, index, bw_GBps, msgrate_Mps);
     uint64_t size = ctx->params.sizes[index];
     uint64_t iters = ctx->params.iters[index];
     uint64_t warmup = ctx->params.warmup[index];
@@ -509,6 +521,11 @@ int perf_serve(perf_ctx_t *ctx)
     while (!ctx->bye) {
         if (ctx->ctrls > ctx->ctrls_done) {
             if (perf_rma_serve(ctx) != 0)
+                return -1;
+            continue;
+        }
+        if (ctx->tag_ctrls > ctx->tag_ctrls_done) {
+            if (perf_tag_serve(ctx) != 0)
                 return -1;
             continue;
         }
@@ -581,8 +598,9 @@ void perf_ctx_destroy(perf_ctx_t *ctx)
         ferry_ep_close(ctx->ep, FERRY_EP_CLOSE_FORCE, NULL);
     ferry_rkey_release(ctx->rkey); /* before its endpoint */
     ferry_ep_destroy(ctx->ep);
-    ferry_worker_destroy(ctx->worker);
+    ferry_worker_destroy(ctx->worker); /* completes posted receives: before their buffers go */
     perf_rma_destroy(ctx);
+    perf_tag_destroy(ctx);
     ferry_context_destroy(ctx->context);
     free(ctx->pattern);
     free(ctx);

@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# compare_tag.sh: tagged messages, ferry_perf against UCX's ucx_perftest (UCP) and Open MPI.
+#
+# In one session, alternating run by run (A B C D E ...), REPEAT times, at 8 B, 4 KiB, 64 KiB,
+# 1 MiB, 16 MiB, 64 MiB, tag_lat (ping-pong) and tag_bw (windowed streaming) of:
+#   ferry      ferry_perf -t tag_lat|tag_bw (automatic rendezvous mode)
+#   ucx-sm     ucx_perftest -t tag_lat|tag_bw, UCX_TLS=sm,self (cross-memory attach)
+#   ucx-posix  the same with UCX_TLS=posix,self (no cross-memory attach)
+#   mpi        bench/mpi_pingpong.c on Open MPI (ob1, btl vader: its default single copy)
+#   mpi-nocma  the same with --mca btl_vader_single_copy_mechanism none (copy in, copy out)
+# then ferry's tag_bw with each FERRY_RNDV_MODE (get, put, coop, null) at 1 MiB and 16 MiB.
+# Servers run on core 0, clients on core 1 (MPI: rank 0, the server, on core 0). Prints tables
+# of medians over the REPEAT runs with ratios to the best peer, and the issue's targets.
+#
+# Usage: bench/compare_tag.sh [REPEAT]     (default 5; see bench/README.md)
+# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
+# default 25000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1), MPICC
+# (default mpicc).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+repeat=${1:-5}
+ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
+port=${BENCH_PORT:-25000}
+scale=${BENCH_ITERS_SCALE:-1}
+mpicc=${MPICC:-mpicc}
+run_timeout=120 # seconds any one client, server or mpirun may take
+window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
+sizes="8 4096 65536 1048576 16777216 67108864"
+mode_sizes="1048576 16777216"
+modes="get put coop null"
+
+if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: $0 [REPEAT]   (REPEAT: runs per configuration, default 5)" >&2
+    exit 2
+fi
+if ! [[ $scale =~ ^[1-9][0-9]*$ ]]; then
+    echo "compare_tag.sh: BENCH_ITERS_SCALE must be a positive integer" >&2
+    exit 2
+fi
+if [[ ! -x $ferry_perf ]]; then
+    echo "compare_tag.sh: $ferry_perf not found; build first:" >&2
+    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
+    exit 1
+fi
+
+# apt_install PACKAGE...: Debian packages, refreshing the package lists only when needed.
+apt_install() {
+    echo "compare_tag.sh: installing $*" >&2
+    if ! apt-get install -y "$@" >/dev/null 2>&1; then
+        apt-get update >/dev/null && apt-get install -y "$@" >/dev/null
+    fi
+}
+command -v ucx_perftest >/dev/null || apt_install ucx-utils
+if ! command -v "$mpicc" >/dev/null || ! command -v mpirun.openmpi >/dev/null; then
+    apt_install openmpi-bin libopenmpi-dev
+fi
+for tool in ucx_perftest ucx_info "$mpicc" mpirun.openmpi ompi_info ss awk timeout; do
+    command -v "$tool" >/dev/null || { echo "compare_tag.sh: $tool is missing" >&2; exit 1; }
+done
+# UCX's shared-memory transports: posix (mapped segments) and cma (cross-memory attach).
+for tl in posix cma; do
+    if ! ucx_info -d 2>/dev/null | grep -q "Transport: $tl\$"; then
+        echo "compare_tag.sh: UCX has no '$tl' transport here (ucx_info -d)" >&2
+        exit 1
+    fi
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ferry_compare_tag.XXXXXX")
+raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
+server_pid=
+
+cleanup() {
+    if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The MPI program: built here, with Open MPI's compiler wrapper (not a CMake dependency).
+mpi_prog=$work/mpi_pingpong
+if ! "$mpicc" -std=c11 -O2 -Wall -Wextra -Werror -o "$mpi_prog" "$here/mpi_pingpong.c" \
+    2>"$work/mpicc.log"; then
+    echo "compare_tag.sh: $mpicc failed to build bench/mpi_pingpong.c:" >&2
+    cat "$work/mpicc.log" >&2
+    exit 1
+fi
+mpirun_args=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ob1
+    --mca btl "self,vader")
+
+# The next free TCP port: a new one for every run (no TIME_WAIT surprises).
+next_port() {
+    port=$((port + 1))
+    while ss -Htan "( sport = :$port )" | grep -q .; do
+        port=$((port + 1))
+    done
+}
+
+# Wait until something listens on TCP port $1 (at most 10 s) while server $2 is alive.
+wait_listening() {
+    local deadline=$((SECONDS + 10))
+    until ss -Hltn "( sport = :$1 )" | grep -q .; do
+        if ! kill -0 "$2" 2>/dev/null; then
+            return 1
+        fi
+        if ((SECONDS >= deadline)); then
+            return 1
+        fi
+        sleep 0.02
+    done
+}
+
+# start_server LOG CMD...: runs CMD in the background, waits for its port.
+start_server() {
+    local log=$1
+    shift
+    timeout $run_timeout "$@" >"$log" 2>&1 &
+    server_pid=$!
+    if ! wait_listening "$port" "$server_pid"; then
+        echo "compare_tag.sh: server did not listen on port $port: $*" >&2
+        cat "$log" >&2
+        exit 1
+    fi
+}
+
+finish_server() {
+    local rc=0
+    wait "$server_pid" || rc=$?
+    server_pid=
+    return $rc
+}
+
+# Iterations per run: enough for a stable median, few enough for a ~6 minute default session.
+lat_iters() {
+    case $1 in
+    8) echo 100000 ;;
+    4096) echo 50000 ;;
+    65536) echo 10000 ;;
+    1048576) echo 1000 ;;
+    16777216) echo 60 ;;
+    67108864) echo 16 ;;
+    esac
+}
+bw_iters() {
+    case $1 in
+    8) echo 200000 ;;
+    4096) echo 100000 ;;
+    65536) echo 20000 ;;
+    1048576) echo 2000 ;;
+    16777216) echo 100 ;;
+    67108864) echo 30 ;;
+    esac
+}
+iters_of() { # TEST SIZE
+    local n
+    if [[ $1 == tag_lat ]]; then n=$(lat_iters "$2"); else n=$(bw_iters "$2"); fi
+    echo $((n * scale))
+}
+
+nsizes=$(wc -w <<<"$sizes")
+nmodes=$(($(wc -w <<<"$modes") * $(wc -w <<<"$mode_sizes")))
+count=0
+total_runs=$(((nsizes * 2 * 5 + nmodes) * repeat))
+
+progress() { # LIB TEST SIZE MODE
+    count=$((count + 1))
+    printf '[%3d/%d] %-5s %-7s %9s B %s\n' "$count" "$total_runs" "$1" "$2" "$3" "$4" >&2
+}
+
+# run_ferry TEST SIZE MODE   (MODE: auto, or a FERRY_RNDV_MODE)
+run_ferry() {
+    local test=$1 size=$2 mode=$3
+    local iters
+    iters=$(iters_of "$test" "$size")
+    # the same environment for both processes; nothing inherited picks another path
+    local env=(env -u FERRY_RNDV_MODE -u FERRY_RNDV_THRESH -u FERRY_SHM_CMA)
+    [[ $mode != auto ]] && env+=("FERRY_RNDV_MODE=$mode")
+    next_port
+    progress ferry "$test" "$size" "$mode"
+    start_server "$work/server.log" "${env[@]}" "$ferry_perf" -p "$port" -c 0
+    local out
+    if ! out=$("${env[@]}" timeout $run_timeout "$ferry_perf" localhost -p "$port" -c 1 \
+        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) -f csv \
+        2>"$work/client.log"); then
+        echo "compare_tag.sh: ferry_perf client failed (FERRY_RNDV_MODE=$mode):" >&2
+        cat "$work/client.log" "$work/server.log" >&2
+        exit 1
+    fi
+    finish_server || { echo "compare_tag.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
+    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+    echo "$out" | awk -F, -v test="$test" -v mode="$mode" '$1 == test {
+        printf "ferry,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
+}
+
+# run_ucx TEST SIZE TLS   (TLS: sm or posix; with self for the loopback)
+run_ucx() {
+    local test=$1 size=$2 tls=$3
+    local iters extra=()
+    iters=$(iters_of "$test" "$size")
+    [[ $test == tag_bw ]] && extra=(-O "$window")
+    next_port
+    progress ucx "$test" "$size" "$tls"
+    start_server "$work/server.log" env UCX_TLS="$tls,self" ucx_perftest -p "$port" -c 0
+    local out
+    if ! out=$(UCX_TLS="$tls,self" timeout $run_timeout ucx_perftest localhost -p "$port" -c 1 \
+        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) "${extra[@]}" 2>&1); then
+        echo "compare_tag.sh: ucx_perftest client failed (UCX_TLS=$tls,self):" >&2
+        echo "$out" "$(cat "$work/server.log")" >&2
+        exit 1
+    fi
+    finish_server || true # ucx_perftest's server status carries no information
+    # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
+    # where avg is over the last report interval and overall over the whole run (UCX's MB is
+    # 2^20 bytes; tag_lat's latency is one way, half the round trip, like ferry's)
+    local line
+    line=$(echo "$out" | grep '^Final:' | tail -1)
+    if [[ -z $line ]]; then
+        echo "compare_tag.sh: no 'Final:' line from ucx_perftest:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    echo "$line" | awk -v test="$test" -v size="$size" -v mode="$tls" '{
+        if (test == "tag_lat")
+            printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $5
+        else
+            printf "ucx,%s,%s,%s,,,%.4f,%.4f\n", test, size, mode, $7 * 1048576 / 1e9, $9 / 1e6
+    }' >>"$raw"
+}
+
+# run_mpi TEST SIZE MODE   (MODE: cma = vader's default single copy, nocma = none)
+run_mpi() {
+    local test=$1 size=$2 mode=$3
+    local iters extra=()
+    iters=$(iters_of "$test" "$size")
+    [[ $mode == nocma ]] && extra=(--mca btl_vader_single_copy_mechanism none)
+    progress mpi "$test" "$size" "$mode"
+    local out
+    if ! out=$(timeout $run_timeout mpirun.openmpi "${mpirun_args[@]}" "${extra[@]}" \
+        "$mpi_prog" -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) \
+        2>"$work/mpi.log"); then
+        echo "compare_tag.sh: mpirun failed ($mode):" >&2
+        echo "$out" >&2
+        cat "$work/mpi.log" >&2
+        exit 1
+    fi
+    echo "$out" | awk -F, -v test="$test" -v mode="$mode" '$1 == test {
+        printf "mpi,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
+}
+
+# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
+cpu_busy_percent() {
+    local a b
+    read -r -a a < <(grep '^cpu ' /proc/stat)
+    sleep 1
+    read -r -a b < <(grep '^cpu ' /proc/stat)
+    local total=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
+}
+
+echo "compare_tag.sh: $repeat runs per configuration; raw results in $raw" >&2
+busy_before=$(cpu_busy_percent)
+start_time=$SECONDS
+for ((r = 1; r <= repeat; r++)); do
+    for size in $sizes; do
+        for test in tag_lat tag_bw; do
+            run_ferry "$test" "$size" auto
+            run_ucx "$test" "$size" sm
+            run_ucx "$test" "$size" posix
+            run_mpi "$test" "$size" cma
+            run_mpi "$test" "$size" nocma
+        done
+    done
+    for size in $mode_sizes; do
+        for mode in $modes; do
+            run_ferry tag_bw "$size" "$mode"
+        done
+    done
+done
+elapsed=$((SECONDS - start_time))
+echo "compare_tag.sh: $count runs in $elapsed s" >&2
+
+# ------------------------------------------------------------------ report: medians
+cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+ucx_version=$(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}')
+ompi_version=$(ompi_info 2>/dev/null | awk -F: '/Open MPI:/ {gsub(/ /, "", $2); print $2; exit}')
+single_copy=$(ompi_info --param btl vader --level 9 2>/dev/null |
+    awk -F'"' '/"btl_vader_single_copy_mechanism"/ {print $4; exit}')
+echo
+echo "tagged messages: ferry ($ferry_perf) vs UCX $ucx_version (ucx_perftest, UCP) vs Open MPI $ompi_version (bench/mpi_pingpong.c)"
+echo "shared memory, servers on core 0, clients on core 1, busy polling, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "host: $cpu, $(nproc) CPUs, $(uname -r); tag_bw window: $window sends / receives in flight"
+echo "peers: ucx-sm = UCX_TLS=sm,self; ucx-posix = UCX_TLS=posix,self (no CMA); mpi = ob1/vader, single copy '${single_copy:-?}' (default);"
+echo "       mpi-nocma = vader with btl_vader_single_copy_mechanism none"
+echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
+awk -F, -v sizes="$sizes" -v msizes="$mode_sizes" -v modes="$modes" '
+function median(key,   n, i, j, t, a) {
+    if (vals[key] == "") return ""
+    n = split(vals[key], a, " ")
+    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
+function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
+function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+function human(s) { return s >= 1048576 ? (s / 1048576) "M" : s >= 1024 ? (s / 1024) "K" : s }
+# The best peer of test at size for figure f (p50: lowest; bw: highest): sets best, best_name.
+function best_peer(test, s, f,   p, v) {
+    best = ""; best_name = "-"
+    for (p = 1; p <= np; p++) {
+        v = median(P[p] "," test "," s "," M[p] "," f)
+        if (v == "") continue
+        if (best == "" || (f == "p50" ? v + 0 < best + 0 : v + 0 > best + 0)) { best = v; best_name = N[p] }
+    }
+}
+NR > 1 {
+    k = $1 "," $2 "," $3 "," $4
+    add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7); add(k ",rate", $8)
+}
+END {
+    np = split("ucx ucx mpi mpi", P, " "); split("sm posix cma nocma", M, " ")
+    split("ucx-sm ucx-posix mpi mpi-nocma", N, " ")
+    ns = split(sizes, S, " ")
+
+    printf "\ntag_lat: ping-pong, one-way latency (us), p50; ratio = ferry / best peer (< 1: ferry faster)\n"
+    printf "%6s %9s %9s %9s %9s %9s %10s %6s\n", "size", "ferry", "ucx-sm", "ucx-posix", "mpi", "mpi-nocma", "best", "ratio"
+    for (i = 1; i <= ns; i++) {
+        s = S[i]; f = median("ferry,tag_lat," s ",auto,p50"); best_peer("tag_lat", s, "p50")
+        line = sprintf("%6s %9s", human(s), fmt(f, "%.3f"))
+        for (p = 1; p <= np; p++) line = line sprintf(" %9s", fmt(median(P[p] ",tag_lat," s "," M[p] ",p50"), "%.3f"))
+        printf "%s %10s %6s\n", line, best_name, ratio(f, best)
+        if (s == 8) { lat8 = f; lat8_best = best; lat8_name = best_name }
+    }
+    printf "(averages, which include preemptions, are in the raw CSV: lat_avg_us)\n"
+
+    printf "\ntag_bw: streaming, GB/s (10^9 B/s); ratio = ferry / best peer (> 1: ferry faster)\n"
+    printf "%6s %9s %9s %9s %9s %9s %10s %6s %12s\n", "size", "ferry", "ucx-sm", "ucx-posix", "mpi", "mpi-nocma", "best", "ratio", "ferry_Mmsg/s"
+    for (i = 1; i <= ns; i++) {
+        s = S[i]; f = median("ferry,tag_bw," s ",auto,bw"); best_peer("tag_bw", s, "bw")
+        line = sprintf("%6s %9s", human(s), fmt(f, "%.3f"))
+        for (p = 1; p <= np; p++) line = line sprintf(" %9s", fmt(median(P[p] ",tag_bw," s "," M[p] ",bw"), "%.3f"))
+        printf "%s %10s %6s %12s\n", line, best_name, ratio(f, best), fmt(median("ferry,tag_bw," s ",auto,rate"), "%.4f")
+        bw_f[s] = f; bw_best[s] = best; bw_name[s] = best_name
+        if (s >= 65536) {
+            big++
+            if (f == "" || best == "" || f + 0 < best + 0) miss = miss sprintf(" %s (%s, best %s)", human(s), ratio(f, best), best_name)
+        }
+    }
+
+    nm = split(modes, MO, " "); nz = split(msizes, Z, " ")
+    printf "\neach mode'"'"'s bandwidth at 1 MiB and 16 MiB: ferry tag_bw with FERRY_RNDV_MODE, GB/s\n"
+    printf "(auto: the main runs above; ratio columns = mode / best peer)\n"
+    line = sprintf("%6s", "size")
+    for (m = 1; m <= nm; m++) line = line sprintf(" %8s", MO[m])
+    printf "%s %8s %10s %9s", line, "auto", "best peer", "(GB/s)"
+    for (m = 1; m <= nm; m++) printf " %7s", MO[m] "/best"
+    printf "\n"
+    for (i = 1; i <= nz; i++) {
+        s = Z[i]; best_peer("tag_bw", s, "bw")
+        line = sprintf("%6s", human(s))
+        for (m = 1; m <= nm; m++) line = line sprintf(" %8s", fmt(median("ferry,tag_bw," s "," MO[m] ",bw"), "%.3f"))
+        line = line sprintf(" %8s %10s %9s", fmt(median("ferry,tag_bw," s ",auto,bw"), "%.3f"), best_name, fmt(best, "%.3f"))
+        for (m = 1; m <= nm; m++) line = line sprintf(" %7s", ratio(median("ferry,tag_bw," s "," MO[m] ",bw"), best))
+        printf "%s\n", line
+    }
+
+    printf "\ntargets (issue 4), on these medians:\n"
+    printf "  must: 8 B latency <= best peer (ferry %s us, %s %s us): %s\n", fmt(lat8, "%.3f"), lat8_name, fmt(lat8_best, "%.3f"), (lat8 != "" && lat8_best != "" && lat8 + 0 <= lat8_best + 0) ? "met" : "NOT met"
+    printf "  must: bandwidth >= best peer at every size >= 64 KiB (%d sizes): %s\n", big, miss == "" ? "met" : "NOT met at" miss
+    s = 16777216
+    printf "  aim:  bandwidth >= 1.3 x best peer at 16 MiB (ferry %s GB/s, %s %s GB/s, x%s): %s\n", fmt(bw_f[s], "%.3f"), bw_name[s], fmt(bw_best[s], "%.3f"), ratio(bw_f[s], bw_best[s]), (bw_f[s] != "" && bw_best[s] != "" && bw_f[s] + 0 >= 1.3 * bw_best[s]) ? "met" : "not met"
+}' "$raw"
+echo
+echo "raw results (one line per run): $raw"
