@@ -574,7 +574,12 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
         if (cell->flags & SHM_FRAG_FIRST) {
             uint64_t length;
             memcpy(&length, cell->data, sizeof(length));
-            frag->data = ferry_am_buffer_alloc(length ? length : 1);
+            if (frag->spare != NULL && frag->spare_length >= length) {
+                frag->data = frag->spare; /* no malloc, no page faults: reused */
+                frag->spare = NULL;
+            } else {
+                frag->data = ferry_am_buffer_alloc(length ? length : 1);
+            }
             if (frag->data == NULL) {
                 shm_buf_release(region, SHM_POOL_BULK, cell->buf);
                 shm_ep_shutdown(tlep, FERRY_ERR_NO_MEMORY);
@@ -593,10 +598,24 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
         frag->received += n;
         shm_buf_release(region, SHM_POOL_BULK, cell->buf);
         if (cell->flags & SHM_FRAG_LAST) {
+            uint8_t *buffer = frag->data;
             frag->active = false;
-            ferry_am_deliver_buffer(tlw->worker, ep, frag->id, frag->header, frag->header_length,
-                                    frag->data, frag->length);
             frag->data = NULL;
+            if (ferry_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length,
+                                 buffer, frag->length,
+                                 FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS) {
+                /* keep it for the next message: the handler may have closed the endpoint */
+                if (tlep->state == SHM_CONN_DETACHED) {
+                    ferry_am_buffer_free(buffer);
+                } else if (frag->spare == NULL || frag->spare_length < frag->length) {
+                    if (frag->spare != NULL)
+                        ferry_am_buffer_free(frag->spare);
+                    frag->spare = buffer;
+                    frag->spare_length = frag->length;
+                } else {
+                    ferry_am_buffer_free(buffer);
+                }
+            }
         }
         return true;
     }

@@ -60,6 +60,8 @@ typedef struct shm_rx_frag {
     uint64_t received; /* payload bytes so far */
     uint8_t *data;     /* ferry_am_buffer_alloc'ed */
     uint8_t header[FERRY_AM_HEADER_MAX];
+    uint8_t *spare;     /* the last reassembly buffer no handler kept, for the next message */
+    uint64_t spare_length;
 } shm_rx_frag_t;
 
 struct ferry_tl_ep {

@@ -513,5 +513,9 @@ void shm_conn_detach(ferry_tl_ep_t *tlep)
         ferry_am_buffer_free(tlep->frag.data);
         tlep->frag.active = false;
     }
+    if (tlep->frag.spare != NULL) {
+        ferry_am_buffer_free(tlep->frag.spare);
+        tlep->frag.spare = NULL;
+    }
     tlep->state = SHM_CONN_DETACHED;
 }
