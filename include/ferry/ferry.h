@@ -672,8 +672,11 @@ ferry_status_t ferry_rsegment_wait_event(ferry_rsegment_t *rsegment, int timeout
  * FERRY_SEGMENT_DMA_CHUNK bytes per progress call (ferry_put/ferry_get: on the same host memcpy
  * through the mapping or cross-memory attach, else the target's progress), so the application
  * runs between progress calls. A queue is complete when every write is in the owner's memory.
- * FERRY_SEGMENT_COPY_THREADS (a copy thread for mapped memory) is declared but not implemented:
- * a value above 0 draws a warning and changes nothing. */
+ * With FERRY_SEGMENT_COPY_THREADS=n > 0, a queue on memory of a peer on this host that is
+ * mapped here (ferry_mem_alloc) is copied by n threads of the worker instead (started by the
+ * first such queue, joined by ferry_worker_destroy; large entries are split across them), and
+ * progress only reports the end: callbacks still run inside ferry_worker_progress, and
+ * ferry_dma_wait sleeps until the threads are done. Other queues are unchanged. */
 
 typedef struct ferry_dma_queue ferry_dma_queue_t;
 

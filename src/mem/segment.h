@@ -79,10 +79,13 @@ typedef struct ferry_segment_worker {
     ferry_list_t dma_queues; /* every DMA queue (freed at worker destruction) */
     uint64_t next_request_id;
     uint64_t next_connection_id;
-    unsigned connecting;    /* asynchronous connects with a deadline */
-    unsigned need_progress; /* > 0: ferry_worker_progress calls ferry_segment_progress */
-    unsigned warned;        /* malformed or unknown messages reported at warn level */
-    uint64_t dma_chunk;     /* FERRY_SEGMENT_DMA_CHUNK */
+    unsigned connecting;        /* asynchronous connects with a deadline */
+    unsigned need_progress;     /* > 0: ferry_worker_progress calls ferry_segment_progress */
+    unsigned warned;            /* malformed or unknown messages reported at warn level */
+    uint64_t dma_chunk;         /* FERRY_SEGMENT_DMA_CHUNK */
+    unsigned copy_threads;      /* FERRY_SEGMENT_COPY_THREADS (0: copies run in progress) */
+    uint64_t copy_chunk;        /* FERRY_SEGMENT_COPY_CHUNK */
+    struct seg_copy_pool *copy; /* the copy threads (segment_copy.c); NULL until first used */
 } ferry_segment_worker_t;
 
 /* Worker life cycle: init (allocates nothing; registers the handlers), cleanup (frees every

@@ -1,8 +1,14 @@
 /* DMA-style transfer queues on remote segments: entries are checked when posted, issued from
  * progress as ferry_put/ferry_get of at most FERRY_SEGMENT_DMA_CHUNK bytes per progress call
  * (with at most SEG_DMA_INFLIGHT operations in flight), and a queue that wrote finishes after
- * a ferry_ep_flush (the data is then in the owner's memory). */
+ * a ferry_ep_flush (the data is then in the owner's memory).
+ *
+ * With FERRY_SEGMENT_COPY_THREADS > 0, a run whose every entry can go through the mapping of
+ * the segment (ferry_mem_alloc memory of a peer on this host) is handed to the worker's copy
+ * threads instead (segment_copy.c): progress only looks at the job's done flag (an atomic; the
+ * threads' eventfd wakes a sleeping ferry_worker_wait) and then finishes the queue as usual. */
 #define _GNU_SOURCE
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,29 +27,15 @@ static const ferry_config_var_t seg_dma_chunk_var = {
 static const ferry_config_var_t *const seg_dma_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &seg_dma_chunk_var;
 
-static const ferry_config_var_t seg_copy_threads_var = {
-    .name = "FERRY_SEGMENT_COPY_THREADS",
-    .type = FERRY_CONFIG_SIZE,
-    .default_value = "0",
-    .description = "copy threads for DMA queues on mapped segments: NOT IMPLEMENTED yet (a value "
-                   "above 0 draws a warning; the copies run in progress)"};
-static const ferry_config_var_t *const seg_copy_threads_reg
-    __attribute__((used, section("ferry_config_registry"))) = &seg_copy_threads_var;
-
 /* Operations one queue keeps in flight at most (target-executed ones hold requests). */
 #define SEG_DMA_INFLIGHT 64
 
 void seg_dma_worker_init(ferry_worker_t *worker)
 {
-    static int warned;
     worker->seg.dma_chunk = ferry_config_size(&seg_dma_chunk_var);
     if (worker->seg.dma_chunk == 0)
         worker->seg.dma_chunk = 1;
-    if (ferry_config_size(&seg_copy_threads_var) > 0 && !warned) {
-        warned = 1;
-        ferry_warn("FERRY_SEGMENT_COPY_THREADS is not implemented: DMA queues copy from "
-                   "ferry_worker_progress (set it to 0 to silence this warning)");
-    }
+    seg_copy_worker_init(worker); /* FERRY_SEGMENT_COPY_THREADS: no thread started yet */
 }
 
 FERRY_EXPORT ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment,
@@ -62,6 +54,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment,
     q->rseg = rsegment;
     q->state = FERRY_DMA_IDLE;
     ferry_list_init(&q->link);
+    ferry_list_link_init(&q->job.link);
     ferry_list_push_tail(&rsegment->worker->seg.dma_queues, &q->all_link);
     rsegment->dma_queues++;
     *queue_p = q;
@@ -113,6 +106,34 @@ FERRY_EXPORT ferry_status_t ferry_dma_post(ferry_dma_queue_t *queue,
     return FERRY_OK;
 }
 
+/* The mapping of the remote segment when every entry of q can be copied through it (the checks
+ * of ferry_put/ferry_get's direct path: memory of a peer on this host mapped here, still
+ * registered as the key says, not single use, granting the access each direction needs, each
+ * range inside the region), else NULL. */
+static char *dma_mapped(ferry_dma_queue_t *q)
+{
+    ferry_rkey_t *rkey = q->rseg->rkey;
+    unsigned access = 0;
+    void *base;
+
+    if (rkey == NULL || ferry_rkey_ptr(rkey, 0, &base) != FERRY_OK || rkey->entry == NULL ||
+        (rkey->key.flags & FERRY_MEM_SINGLE_USE))
+        return NULL;
+    for (size_t i = 0; i < q->count; i++) {
+        const ferry_dma_entry_t *e = &q->entries[i];
+        access |=
+            e->direction == FERRY_DMA_WRITE ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
+        if (!mem_range_ok(rkey->mapped_length, e->remote_offset, e->length))
+            return NULL;
+    }
+    const mem_keytable_entry_t *entry = rkey->entry;
+    if (atomic_load_explicit(&entry->state, memory_order_acquire) !=
+            (((uint64_t)rkey->key.generation << 1) | 1u) ||
+        (entry->access & access) != access)
+        return NULL;
+    return base;
+}
+
 FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_cb_t callback,
                                             void *arg)
 {
@@ -135,7 +156,18 @@ FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_
     queue->status = FERRY_OK;
     queue->comp = (ferry_completion_t){.cb = NULL, .count = 0, .status = FERRY_OK};
     queue->state = FERRY_DMA_RUNNING;
+    queue->threaded = 0;
     ferry_worker_t *worker = queue->rseg->worker;
+    if (worker->seg.copy_threads > 0) {
+        char *base = dma_mapped(queue);
+        if (base != NULL) {
+            queue->job.base = base;
+            queue->job.entries = queue->entries;
+            queue->job.count = queue->count;
+            /* an error (logged) leaves the copies to progress */
+            queue->threaded = seg_copy_start(worker, &queue->job) == FERRY_OK;
+        }
+    }
     ferry_list_push_tail(&worker->seg.dma_active, &queue->link);
     seg_update_need(worker);
     return FERRY_INPROGRESS;
@@ -239,21 +271,45 @@ static unsigned dma_step(ferry_dma_queue_t *q, uint64_t budget)
     return 1;
 }
 
+/* A run on the copy threads: finish the queue once the job is done. */
+static unsigned dma_step_threaded(ferry_dma_queue_t *q)
+{
+    if (!q->aborting) {
+        ferry_status_t status = rseg_check(q->rseg);
+        if (status != FERRY_OK) { /* lost: stop as an abort does */
+            dma_fail(q, status);
+            seg_copy_stop(q->rseg->worker, &q->job);
+        }
+    }
+    if (!seg_copy_done(&q->job))
+        return 0;
+    q->threaded = 0;
+    dma_finish(q);
+    return 1;
+}
+
 unsigned seg_dma_progress(ferry_worker_t *worker)
 {
+    ferry_list_t *active = &worker->seg.dma_active;
     unsigned count = 0;
     /* the first queue gets the budget; the others issue only what is left (fair enough for a
      * few queues: a finished queue leaves the list) */
     uint64_t budget = worker->seg.dma_chunk;
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.dma_active), *next;
-         l != ferry_list_end(&worker->seg.dma_active); l = next) {
+    for (ferry_list_link_t *l = ferry_list_first(active), *next; l != ferry_list_end(active);
+         l = next) {
         next = l->next;
         ferry_dma_queue_t *q = ferry_list_entry(l, ferry_dma_queue_t, link);
-        count += dma_step(q, budget);
+        count += q->threaded ? dma_step_threaded(q) : dma_step(q, budget);
     }
-    /* a running queue keeps a waiting worker spinning: its operations may complete without
-     * an event that wakes the worker */
-    return count + (unsigned)!ferry_list_is_empty(&worker->seg.dma_active);
+    /* a queue run by progress keeps a waiting worker spinning: its operations may complete
+     * without an event that wakes the worker (a run on the copy threads wakes it through their
+     * eventfd) */
+    for (ferry_list_link_t *l = ferry_list_first(active); l != ferry_list_end(active);
+         l = l->next) {
+        if (!ferry_list_entry(l, ferry_dma_queue_t, link)->threaded)
+            return count + 1;
+    }
+    return count;
 }
 
 FERRY_EXPORT ferry_dma_state_t ferry_dma_state(const ferry_dma_queue_t *queue,
@@ -291,6 +347,8 @@ FERRY_EXPORT ferry_status_t ferry_dma_abort(ferry_dma_queue_t *queue)
     if (queue->state != FERRY_DMA_RUNNING)
         return FERRY_ERR_ILLEGAL_STATE;
     dma_fail(queue, FERRY_ERR_CANCELED);
+    if (queue->threaded) /* the chunks in flight finish; the queue ends from progress */
+        seg_copy_stop(queue->rseg->worker, &queue->job);
     return FERRY_OK;
 }
 
@@ -310,6 +368,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_destroy(ferry_dma_queue_t *queue)
 void seg_dma_cleanup(ferry_worker_t *worker)
 {
     ferry_list_link_t *l;
+    seg_copy_cleanup(worker); /* no copy thread touches a queue or a mapping afterwards */
     while ((l = ferry_list_pop_head(&worker->seg.dma_queues)) != NULL) {
         ferry_dma_queue_t *q = ferry_container_of(l, ferry_dma_queue_t, all_link);
         if (ferry_list_is_linked(&q->link))

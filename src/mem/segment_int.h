@@ -2,6 +2,8 @@
 #ifndef FERRY_MEM_SEGMENT_INT_H
 #define FERRY_MEM_SEGMENT_INT_H
 
+#include <stdatomic.h>
+
 #include <ferry/ferry.h>
 
 #include "core/list.h"
@@ -77,6 +79,22 @@ typedef struct seg_event {
     ferry_segment_event_t ev;
 } seg_event_t;
 
+/* A queue's run on the copy threads (segment_copy.c). entries/count/base are set before the run
+ * and only read during it; next, next_done, inflight and stop belong to the pool's lock; done is
+ * set (release) by whoever ends the run, with the lock held, and read (acquire) by progress:
+ * after it is seen, no copy thread touches the job again. */
+typedef struct seg_copy_job {
+    ferry_list_link_t link; /* pool->jobs while chunks are left to hand out */
+    char *base;             /* the mapping of the remote segment (ferry_rkey_ptr at offset 0) */
+    const ferry_dma_entry_t *entries;
+    size_t count;
+    size_t next;        /* entry of the next chunk */
+    uint64_t next_done; /* bytes of that entry handed out */
+    unsigned inflight;  /* chunks being copied */
+    int stop;           /* abort: hand out nothing more */
+    atomic_int done;    /* nothing left to hand out (or stop) and nothing in flight */
+} seg_copy_job_t;
+
 struct ferry_dma_queue {
     ferry_list_link_t link;     /* worker->seg.dma_active while running */
     ferry_list_link_t all_link; /* worker->seg.dma_queues */
@@ -93,6 +111,8 @@ struct ferry_dma_queue {
     int flushing;
     ferry_completion_t comp;       /* operations in flight (count) */
     ferry_completion_t flush_comp; /* the final ferry_ep_flush */
+    int threaded;                  /* this run is on the copy threads (job) */
+    seg_copy_job_t job;
     ferry_dma_cb_t cb;
     void *arg;
 };
@@ -136,5 +156,21 @@ ferry_status_t rseg_check(ferry_rsegment_t *rseg);
 void seg_dma_worker_init(ferry_worker_t *worker);
 unsigned seg_dma_progress(ferry_worker_t *worker);
 void seg_dma_cleanup(ferry_worker_t *worker);
+
+/* segment_copy.c: the copy threads of a worker (FERRY_SEGMENT_COPY_THREADS), started on first
+ * use, stopped by seg_copy_cleanup. */
+void seg_copy_worker_init(ferry_worker_t *worker);
+/* Queue job (entries, count, base set; the rest is reset here). Returns FERRY_OK, or the error
+ * of starting the threads (logged; the caller copies from progress instead). */
+ferry_status_t seg_copy_start(ferry_worker_t *worker, seg_copy_job_t *job);
+/* Abort: hand out no further chunk; done once the chunks in flight are copied. */
+void seg_copy_stop(ferry_worker_t *worker, seg_copy_job_t *job);
+/* Stop and join the threads (the chunks in flight are finished first); before the queues and
+ * the remote segments are freed. */
+void seg_copy_cleanup(ferry_worker_t *worker);
+static inline int seg_copy_done(seg_copy_job_t *job)
+{
+    return atomic_load_explicit(&job->done, memory_order_acquire);
+}
 
 #endif

@@ -93,6 +93,15 @@ ferry_add_test(NAME mp_seg_life SOURCES mp/mp_seg_life.c INTERNAL TIMEOUT 60)
 # entries, abort, busy; _nocma: registered memory through the owner's progress
 ferry_add_test(NAME mp_seg_dma SOURCES mp/mp_seg_dma.c TIMEOUT 180)
 ferry_add_test(NAME mp_seg_dma_nocma SOURCES mp/mp_seg_dma.c TIMEOUT 180 ENV FERRY_SHM_CMA=off)
+# threads: the same transfers on the copy threads (FERRY_SEGMENT_COPY_THREADS=2, then 1): sizes
+# 1 B .. 64 MiB, a 1 000-entry scatter list and entries straddling the threads' chunks, every
+# byte checked by both sides; threads started by the first queue and joined by
+# ferry_worker_destroy (also with a queue running), callbacks on the application's thread, a
+# sleeping ferry_dma_wait, aborts of running writes and reads
+ferry_add_test(NAME mp_seg_threads SOURCES mp/mp_seg_threads.c TIMEOUT 180 LABELS threads
+               ENV FERRY_SEGMENT_COPY_THREADS=2)
+ferry_add_test(NAME mp_seg_threads_1 SOURCES mp/mp_seg_threads.c TIMEOUT 180 LABELS threads
+               ENV FERRY_SEGMENT_COPY_THREADS=1)
 # death: connect timeouts (synchronous and asynchronous: the owner does not progress, then sees
 # the late connects come and go), an asynchronous connect with a callback, and the owner
 # SIGKILLed: LOST within 1 s, every later operation fails, the mapped memory stays readable
