@@ -115,7 +115,7 @@ FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
 
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
-        if (ferry_transports[t]->poll != NULL)
+        if (ferry_transports[t]->poll != NULL && !(worker->tl_poll_skip & (1u << t)))
             count += ferry_transports[t]->poll(worker->tl[t]);
     }
     if (ferry_unlikely(worker->rma.need_progress > 0))

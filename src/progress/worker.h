@@ -47,6 +47,7 @@ struct ferry_worker {
     ferry_tl_worker_t *tl[FERRY_TL_MAX]; /* NULL where the transport is not enabled */
     unsigned tl_active[FERRY_TL_MAX];    /* indices of the enabled transports */
     unsigned tl_active_count;
+    uint32_t tl_poll_skip; /* bit t: transport t has nothing to poll now (it says so itself) */
     ferry_am_handler_t am[FERRY_AM_ID_ALL];
     ferry_list_t eps;      /* every endpoint of this worker (ferry_ep_t.link) */
     ferry_list_t deferred; /* ferry_deferred_t to run from progress */

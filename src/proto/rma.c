@@ -406,6 +406,18 @@ static ferry_status_t rma_contig(const char *call, ferry_rma_kind_t kind, ferry_
                                  ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
     unsigned access = kind == FERRY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
+    /* the direct path first: its own checks (the owner's entry: live, access, range) suffice */
+    if (ferry_likely(ep != NULL && rkey != NULL && rkey->ep == ep && ep->state == FERRY_EP_OPEN &&
+                     buffer != NULL && length > 0)) {
+        void *direct = rma_direct(ep, rkey, access, remote_offset, length);
+        if (direct != NULL) {
+            if (kind == FERRY_RMA_PUT)
+                memcpy(direct, buffer, length);
+            else
+                memcpy(buffer, direct, length);
+            return FERRY_OK;
+        }
+    }
     ferry_status_t status = rma_check_key(call, ep, rkey, access);
 
     if (ferry_unlikely(status != FERRY_OK))

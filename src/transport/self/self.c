@@ -29,10 +29,13 @@ typedef struct self_msg {
 
 struct ferry_tl_worker {
     ferry_worker_t *worker;
+    uint32_t poll_bit; /* this transport's bit in worker->tl_poll_skip */
     ferry_list_t queue; /* self_msg_t to deliver, in order */
     ferry_list_t free;  /* self_msg_t to reuse */
     unsigned queued;
 };
+
+extern const ferry_tl_ops_t ferry_tl_self_ops;
 
 struct ferry_tl_ep {
     ferry_tl_worker_t *tlw;
@@ -65,6 +68,11 @@ static ferry_status_t self_init(ferry_worker_t *worker, ferry_tl_worker_t **tlw_
         return FERRY_ERR_NO_MEMORY;
     }
     tlw->worker = worker;
+    for (size_t t = 0; t < ferry_transports_count; t++) {
+        if (ferry_transports[t] == &ferry_tl_self_ops)
+            tlw->poll_bit = 1u << t;
+    }
+    worker->tl_poll_skip |= tlw->poll_bit; /* nothing queued: progress need not call poll */
     ferry_list_init(&tlw->queue);
     ferry_list_init(&tlw->free);
     *tlw_p = tlw;
@@ -203,6 +211,7 @@ static ferry_status_t self_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *he
     }
     ferry_list_push_tail(&tlw->queue, &msg->link);
     tlw->queued++;
+    tlw->worker->tl_poll_skip &= ~tlw->poll_bit;
     tlep->queued++;
     return FERRY_OK;
 }
@@ -241,6 +250,8 @@ static unsigned self_poll(ferry_tl_worker_t *tlw)
         }
         self_msg_release(tlw, msg);
     }
+    if (tlw->queued == 0)
+        tlw->worker->tl_poll_skip |= tlw->poll_bit;
     return count;
 }
 
