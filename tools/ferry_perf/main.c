@@ -44,6 +44,9 @@ static const char *const test_names[PERF_TEST_LAST + 1] = {
     [PERF_TEST_ATOMIC_RATE] = "atomic_rate",
     [PERF_TEST_TAG_LAT] = "tag_lat",
     [PERF_TEST_TAG_BW] = "tag_bw",
+    [PERF_TEST_SEG_MAP_LAT] = "seg_map_lat",
+    [PERF_TEST_SEG_DMA_BW] = "seg_dma_bw",
+    [PERF_TEST_SEG_DMA_READ_BW] = "seg_dma_read_bw",
 };
 
 const char *perf_test_name(perf_test_t test)
@@ -96,15 +99,22 @@ bool perf_test_is_tag(perf_test_t test)
     return test == PERF_TEST_TAG_LAT || test == PERF_TEST_TAG_BW;
 }
 
+bool perf_test_is_seg(perf_test_t test)
+{
+    return test >= PERF_TEST_SEG_MAP_LAT && test <= PERF_TEST_SEG_DMA_READ_BW;
+}
+
 bool perf_test_is_lat(perf_test_t test)
 {
     return test == PERF_TEST_AM_LAT || test == PERF_TEST_PUT_LAT || test == PERF_TEST_GET_LAT ||
-           test == PERF_TEST_ATOMIC_LAT || test == PERF_TEST_TAG_LAT;
+           test == PERF_TEST_ATOMIC_LAT || test == PERF_TEST_TAG_LAT ||
+           test == PERF_TEST_SEG_MAP_LAT;
 }
 
 bool perf_test_is_pingpong(perf_test_t test)
 {
-    return test == PERF_TEST_AM_LAT || test == PERF_TEST_PUT_LAT || test == PERF_TEST_TAG_LAT;
+    return test == PERF_TEST_AM_LAT || test == PERF_TEST_PUT_LAT || test == PERF_TEST_TAG_LAT ||
+           test == PERF_TEST_SEG_MAP_LAT;
 }
 
 static void usage(FILE *out)
@@ -144,6 +154,19 @@ static void usage(FILE *out)
             "               The tag tests send a new pattern in every run (warm-up and measured)\n"
             "               and check the received bytes when it is over, every message's\n"
             "               status, length and tag as it completes.\n"
+            "               seg_map_lat: the server creates a segment (ferry_segment_create,\n"
+            "                        prepare, set_available) and sends its id; the client\n"
+            "                        connects, maps it writable, and the two ping-pong one\n"
+            "                        8-byte flag word in it with atomic stores and loads (the\n"
+            "                        client adds ferry_rsegment_store_barrier); no progress\n"
+            "                        runs meanwhile; one-way latency = round trip / 2 (SIZE: 8)\n"
+            "               seg_dma_bw, seg_dma_read_bw: a DMA queue of one entry of SIZE\n"
+            "                        bytes writing into (reading from) the segment, posted,\n"
+            "                        started and waited for (ferry_dma_wait) ITERS times; the\n"
+            "                        time from ferry_dma_start to the end of ferry_dma_wait\n"
+            "                        gives bandwidth and transfer rate; the bytes are checked\n"
+            "                        at the end of every run (FERRY_SEGMENT_COPY_THREADS in the\n"
+            "                        client's environment chooses the copy threads)\n"
             "  -s SIZES     message sizes in bytes, comma-separated; suffixes K, M, G (x1024)\n"
             "               (default 8; at most %u sizes, each at most 1G)\n"
             "  -n ITERS     measured iterations per run (default: 100000 up to 4 KiB, then\n"
@@ -155,7 +178,8 @@ static void usage(FILE *out)
             "               test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps),\n"
             "               json (one object per line)\n"
             "  --wait       both sides sleep in ferry_worker_wait() instead of busy polling\n"
-            "               (put_lat polls memory: it always spins)\n"
+            "               (put_lat and seg_map_lat poll memory: they always spin; the\n"
+            "               seg_dma tests wait in ferry_dma_wait, which decides itself)\n"
             "  --mem MODE   one-sided tests: where both sides' target memory comes from:\n"
             "               alloc     ferry_mem_alloc (default): the peer maps it; transfers are\n"
             "                         loads and stores, atomics CPU atomics\n"
@@ -393,6 +417,8 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
              opt->params.test == PERF_TEST_ATOMIC_RATE) &&
             size != 4 && size != 8)
             return usage_error("size %s: atomics work on 4- or 8-byte words (-s 4 or -s 8)", text);
+        if (opt->params.test == PERF_TEST_SEG_MAP_LAT && size != 8)
+            return usage_error("size %s: seg_map_lat ping-pongs one 8-byte flag word (-s 8)", text);
         if (opt->params.test == PERF_TEST_PUT_LAT && size == 0)
             return usage_error("size %s: put_lat needs at least 1 byte (the byte the peer polls)",
                                text);

@@ -5,6 +5,7 @@
  *   tests.c      ferry objects, progress and sends, the am_lat and am_bw tests
  *   rma.c        registered memory, remote keys, the one-sided tests (put_lat .. atomic_rate)
  *   tag.c        tagged messages: the tag_lat and tag_bw tests
+ *   seg.c        named segments: seg_map_lat, seg_dma_bw, seg_dma_read_bw
  *   report.c     statistics, table / CSV / JSON output, the progress line
  * Only the public API (ferry/ferry.h) is used. */
 #ifndef FERRY_PERF_H
@@ -26,7 +27,8 @@
 #define PERF_RMA_WINDOW 32            /* one-sided operations in flight in put_bw, get_bw... */
 #define PERF_TAG_WINDOW 16            /* tagged sends and receives in flight in tag_bw */
 #define PERF_TEST_LIST                                                                             \
-    "am_lat, am_bw, put_lat, get_lat, put_bw, get_bw, atomic_lat, atomic_rate, tag_lat, tag_bw"
+    "am_lat, am_bw, put_lat, get_lat, put_bw, get_bw, atomic_lat, atomic_rate, tag_lat, tag_bw, "  \
+    "seg_map_lat, seg_dma_bw, seg_dma_read_bw"
 
 typedef enum perf_test {
     PERF_TEST_NONE = 0,
@@ -40,7 +42,10 @@ typedef enum perf_test {
     PERF_TEST_ATOMIC_RATE = 8,
     PERF_TEST_TAG_LAT = 9,
     PERF_TEST_TAG_BW = 10,
-    PERF_TEST_LAST = PERF_TEST_TAG_BW,
+    PERF_TEST_SEG_MAP_LAT = 11,
+    PERF_TEST_SEG_DMA_BW = 12,
+    PERF_TEST_SEG_DMA_READ_BW = 13,
+    PERF_TEST_LAST = PERF_TEST_SEG_DMA_READ_BW,
 } perf_test_t;
 
 /* Where the target memory of the one-sided tests comes from. */
@@ -107,6 +112,7 @@ const char *perf_test_name(perf_test_t test);
 const char *perf_mem_name(perf_mem_t mem);
 bool perf_test_is_rma(perf_test_t test);
 bool perf_test_is_tag(perf_test_t test);
+bool perf_test_is_seg(perf_test_t test);
 /* Tests whose result is a latency (the others give bandwidth and rate). */
 bool perf_test_is_lat(perf_test_t test);
 /* Ping-pong tests: a sample is a round trip, the one-way latency half of it. */
@@ -148,6 +154,8 @@ enum perf_am_id {
     AM_RMA_REPLY,
     AM_TAG_CTRL,
     AM_TAG_REPLY,
+    AM_SEG_CTRL,
+    AM_SEG_REPLY,
     AM_COUNT,
 };
 
@@ -157,7 +165,8 @@ typedef struct perf_ack {
     uint64_t bad; /* messages whose length or bytes were wrong */
 } perf_ack_t;
 
-/* A control message of the one-sided tests (client to server, AM_RMA_CTRL header). */
+/* A control message of the one-sided and segment tests (client to server, AM_RMA_CTRL or
+ * AM_SEG_CTRL header). */
 typedef struct perf_ctrl {
     uint32_t op;     /* perf_ctrl_op_t (rma.c) */
     uint32_t size;   /* CHECK_WORD: the word's size (4 or 8) */
@@ -167,7 +176,7 @@ typedef struct perf_ctrl {
     uint64_t count;  /* PINGPONG: round trips */
 } perf_ctrl_t;
 
-/* The server's answer (AM_RMA_REPLY header). */
+/* The server's answer (AM_RMA_REPLY and AM_SEG_REPLY header). */
 typedef struct perf_ctrl_reply {
     uint64_t bad;       /* wrong bytes (0: all right) */
     uint64_t first_bad; /* offset of the first wrong byte */
@@ -188,6 +197,8 @@ typedef struct perf_tag_ctrl {
 
 typedef struct perf_tag perf_tag_t;
 #define PERF_TAG_OPS 8 /* perf_tag_op_t values are below this */
+
+typedef struct perf_seg perf_seg_t;
 
 typedef struct perf_ctx {
     perf_params_t params;
@@ -245,6 +256,10 @@ typedef struct perf_ctx {
     /* client: the last answer of each kind (perf_tag_op_t), and how many came */
     perf_tag_ctrl_t tag_reply[PERF_TAG_OPS];
     uint64_t tag_replies[PERF_TAG_OPS];
+
+    /* segment tests (seg.c) */
+    perf_seg_t *seg;                    /* the segment, its map or DMA queue, buffers */
+    uint64_t seg_ctrls, seg_ctrls_done; /* server: requests received, handled */
 } perf_ctx_t;
 
 /* Create context, worker, handlers, the send buffer (max_size bytes of the pattern; for the
@@ -279,6 +294,9 @@ int perf_wait_for(perf_ctx_t *ctx, const uint64_t *counter, uint64_t target);
 /* ---------------------------------------------------------------- rma.c */
 #define PERF_NO_LAST UINT64_MAX
 
+/* A page-aligned, zeroed buffer; 2 MiB-aligned on transparent huge pages from 2 MiB up unless
+ * --no-thp (free() it). */
+void *perf_buffer_alloc(const perf_ctx_t *ctx, size_t size);
 /* Allocate or register the region and the local buffer (perf_ctx_create). */
 int perf_rma_create(perf_ctx_t *ctx);
 /* Swap packed keys over TCP and unpack the peer's (perf_ctx_connect, after the endpoint). */
@@ -307,6 +325,30 @@ int perf_tag_serve(perf_ctx_t *ctx);
 /* Client: one run (as perf_run_lat / perf_run_bw). */
 int perf_tag_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples);
 int perf_tag_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrate_Mps);
+
+/* ---------------------------------------------------------------- seg.c */
+/* Server: create, prepare and make available the segment; client: the local buffer
+ * (perf_ctx_create). */
+int perf_seg_create(perf_ctx_t *ctx);
+/* Server: send the segment's id over TCP; client: receive it, connect, map the flag word or
+ * create the DMA queue (perf_ctx_connect, after the endpoint). */
+int perf_seg_connect(perf_ctx_t *ctx);
+/* Client: unmap, destroy the queue, disconnect (perf_ctx_finish, before the goodbye); server:
+ * check that the client connected and disconnected once. */
+int perf_seg_finish(perf_ctx_t *ctx);
+/* Release the ferry objects that are left (before the endpoint goes) / free the buffers (after
+ * the worker is gone). */
+void perf_seg_close(perf_ctx_t *ctx);
+void perf_seg_destroy(perf_ctx_t *ctx);
+ferry_status_t perf_seg_on_ctrl(void *arg, const void *header, size_t header_length, void *data,
+                                size_t length, const ferry_am_recv_params_t *params);
+ferry_status_t perf_seg_on_reply(void *arg, const void *header, size_t header_length, void *data,
+                                 size_t length, const ferry_am_recv_params_t *params);
+/* Server: handle the request received last (perf_serve). */
+int perf_seg_serve(perf_ctx_t *ctx);
+/* Client: one run (as perf_run_lat / perf_run_bw). */
+int perf_seg_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples);
+int perf_seg_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrate_Mps);
 
 /* ---------------------------------------------------------------- report.c */
 /* Latency figures (µs) of a run's samples; sorts them. pingpong: the samples are round trips

@@ -116,7 +116,7 @@ static uint64_t rma_next_seed(perf_ctx_t *ctx)
 /* A page-aligned buffer whose pages are there (written once). Like ucx_perftest's buffers,
  * one of 2 MiB or more asks for transparent huge pages unless --no-thp: cross-memory attach
  * then walks 512 times fewer pages. */
-static void *rma_buffer_alloc(const perf_ctx_t *ctx, size_t size)
+void *perf_buffer_alloc(const perf_ctx_t *ctx, size_t size)
 {
     bool huge = !ctx->params.no_thp && size >= RMA_HUGE_PAGE;
     size_t align = huge ? RMA_HUGE_PAGE : RMA_PAGE;
@@ -142,7 +142,7 @@ int perf_rma_create(perf_ctx_t *ctx)
     ctx->region_size = size;
     ctx->period_seed = UINT64_MAX;
     ctx->period = malloc(RMA_PERIOD);
-    ctx->local = rma_buffer_alloc(ctx, size);
+    ctx->local = perf_buffer_alloc(ctx, size);
     if (ctx->period == NULL || ctx->local == NULL) {
         fprintf(stderr, "ferry_perf: out of memory for a %zu-byte buffer\n", size);
         goto err_free;
@@ -155,7 +155,7 @@ int perf_rma_create(perf_ctx_t *ctx)
             goto err_free;
         }
     } else {
-        ctx->region_block = rma_buffer_alloc(ctx, size);
+        ctx->region_block = perf_buffer_alloc(ctx, size);
         if (ctx->region_block == NULL) {
             fprintf(stderr, "ferry_perf: out of memory for a %zu-byte region\n", size);
             goto err_free;

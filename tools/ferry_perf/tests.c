@@ -10,7 +10,8 @@
  *           with ACK (header: how many messages and bytes it got, how many were wrong).
  *   BYE:    the client is done; both sides then close their endpoint gracefully.
  *   RMA_CTRL, RMA_REPLY: the one-sided tests' requests and answers (rma.c).
- *   TAG_CTRL, TAG_REPLY: the tag tests' requests and answers (tag.c). */
+ *   TAG_CTRL, TAG_REPLY: the tag tests' requests and answers (tag.c).
+ *   SEG_CTRL, SEG_REPLY: the segment tests' requests and answers (seg.c). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,6 +306,8 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
         [AM_RMA_REPLY] = perf_rma_on_reply,
         [AM_TAG_CTRL] = perf_tag_on_ctrl,
         [AM_TAG_REPLY] = perf_tag_on_reply,
+        [AM_SEG_CTRL] = perf_seg_on_ctrl,
+        [AM_SEG_REPLY] = perf_seg_on_reply,
     };
     ferry_status_t status;
     perf_ctx_t *ctx = calloc(1, sizeof(*ctx));
@@ -316,11 +319,13 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
     ctx->tcp_fd = tcp_fd;
     ctx->timeout_ns = (uint64_t)timeout_s * 1000000000ull;
     ctx->is_server = is_server;
-    ctx->idle_timeout = !(is_server && perf_test_is_rma(params->test));
+    /* the server of a one-sided or segment test may see nothing of its client for any time */
+    ctx->idle_timeout =
+        !(is_server && (perf_test_is_rma(params->test) || perf_test_is_seg(params->test)));
     ctx->comp.status = FERRY_OK;
     ctx->rma_comp.status = FERRY_OK;
     for (unsigned i = 0; i < params->size_count && !perf_test_is_rma(params->test) &&
-                         !perf_test_is_tag(params->test);
+                         !perf_test_is_tag(params->test) && !perf_test_is_seg(params->test);
          i++) {
         if (params->sizes[i] > ctx->pattern_size)
             ctx->pattern_size = params->sizes[i];
@@ -351,6 +356,8 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
     if (perf_test_is_rma(params->test) && perf_rma_create(ctx) != 0)
         goto err_worker;
     if (perf_test_is_tag(params->test) && perf_tag_create(ctx) != 0)
+        goto err_worker;
+    if (perf_test_is_seg(params->test) && perf_seg_create(ctx) != 0)
         goto err_worker;
     *ctx_p = ctx;
     return 0;
@@ -386,6 +393,8 @@ int perf_ctx_connect(perf_ctx_t *ctx)
     }
     if (perf_test_is_rma(ctx->params.test) && perf_rma_connect(ctx) != 0)
         return -1;
+    if (perf_test_is_seg(ctx->params.test) && perf_seg_connect(ctx) != 0)
+        return -1;
     if (ctx->is_server)
         return 0;
     /* one END/ACK round trip: both connections are up before anything is measured */
@@ -412,6 +421,8 @@ int perf_run_lat(perf_ctx_t *ctx, unsigned index, perf_samples_t *samples)
         return perf_rma_run_lat(ctx, index, samples);
     if (perf_test_is_tag(ctx->params.test))
         return perf_tag_run_lat(ctx, index, samples);
+    if (perf_test_is_seg(ctx->params.test))
+        return perf_seg_run_lat(ctx, index, samples);
     uint64_t size = ctx->params.sizes[index];
     uint64_t iters = ctx->params.iters[index];
     uint64_t warmup = ctx->params.warmup[index];
@@ -491,6 +502,8 @@ int perf_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrat
         return perf_rma_run_bw(ctx, index, bw_GBps, msgrate_Mps);
     if (perf_test_is_tag(ctx->params.test))
         return perf_tag_run_bw(ctx, index, bw_GBps, msgrate_Mps);
+    if (perf_test_is_seg(ctx->params.test))
+        return perf_seg_run_bw(ctx, index, bw_GBps, msgrate_Mps);
     uint64_t size = ctx->params.sizes[index];
     uint64_t iters = ctx->params.iters[index];
     uint64_t warmup = ctx->params.warmup[index];
@@ -529,6 +542,11 @@ int perf_serve(perf_ctx_t *ctx)
                 return -1;
             continue;
         }
+        if (ctx->seg_ctrls > ctx->seg_ctrls_done) {
+            if (perf_seg_serve(ctx) != 0)
+                return -1;
+            continue;
+        }
         if (ctx->pings > answered_pings) {
             answered_pings = ctx->pings;
             if (perf_send(ctx, ctx->ping_check ? AM_PONG_CHECK : AM_PONG, NULL, 0,
@@ -558,6 +576,9 @@ int perf_ctx_finish(perf_ctx_t *ctx, bool is_server)
     ferry_completion_t *closed = &ctx->close_comp;
     ferry_status_t status;
 
+    /* the client's disconnect travels before its goodbye */
+    if (perf_test_is_seg(ctx->params.test) && perf_seg_finish(ctx) != 0)
+        return -1;
     ctx->closing = true;
     if (!is_server && perf_send(ctx, AM_BYE, NULL, 0, 0) != 0)
         return -1;
@@ -596,11 +617,13 @@ void perf_ctx_destroy(perf_ctx_t *ctx)
     /* a failed run may leave one-sided operations in flight with the key: end them first */
     if (ctx->ep != NULL && (ctx->rma_comp.count > 0 || ctx->flush_comp.count > 0))
         ferry_ep_close(ctx->ep, FERRY_EP_CLOSE_FORCE, NULL);
+    perf_seg_close(ctx);           /* maps, queue, remote and local segment: before the endpoint */
     ferry_rkey_release(ctx->rkey); /* before its endpoint */
     ferry_ep_destroy(ctx->ep);
     ferry_worker_destroy(ctx->worker); /* completes posted receives: before their buffers go */
     perf_rma_destroy(ctx);
     perf_tag_destroy(ctx);
+    perf_seg_destroy(ctx);
     ferry_context_destroy(ctx->context);
     free(ctx->pattern);
     free(ctx);

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# compare_seg.sh: ferry's named segments beside the physical limits of this host.
+#
+# In one session, REPEAT rounds (default 3) of, one run after the other:
+#   physical_limits  (bench/physical_limits.c, built here with plain `cc -O2`, no ferry):
+#                    a cache-line ping-pong between two processes through a MAP_SHARED
+#                    anonymous mapping (one-way ns), single-thread memcpy bandwidth at 64 KiB,
+#                    1 MiB, 16 MiB, 256 MiB (huge-page memory to huge-page memory, into a
+#                    memfd, out of a memfd)
+#   seg_map_lat      ferry_perf: a flag word ping-ponged through a mapped segment, 8 B
+#   seg_dma_bw       ferry_perf: one-entry DMA queues writing 64 KiB, 1 MiB, 16 MiB, 256 MiB,
+#                    with FERRY_SEGMENT_COPY_THREADS=0, 1 and 2
+#   seg_dma_read_bw  the same, reading
+#   put_bw, get_bw   ferry_perf --mem alloc (the peer's mapping) at the same sizes
+# Servers run on core 0, clients on core 1 (the copy-thread runs leave the client unpinned: its
+# threads would otherwise share core 1; their servers sleep in ferry_worker_wait). Prints one
+# table of medians over the REPEAT rounds with the physical limits beside ferry's figures.
+#
+# Usage: bench/compare_seg.sh [REPEAT]     (default 3; see bench/README.md)
+# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
+# default 26000), CC (default cc).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+repeat=${1:-3}
+ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
+port=${BENCH_PORT:-26000}
+cc=${CC:-cc}
+run_timeout=120 # seconds any one client or server may take
+sizes="65536 1048576 16777216 268435456"
+size_list=64K,1M,16M,256M
+lat_iters=200000
+
+if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: $0 [REPEAT]   (REPEAT: rounds, default 3)" >&2
+    exit 2
+fi
+if [[ ! -x $ferry_perf ]]; then
+    echo "compare_seg.sh: $ferry_perf not found; build first:" >&2
+    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
+    exit 1
+fi
+for tool in "$cc" ss awk timeout; do
+    command -v "$tool" >/dev/null || { echo "compare_seg.sh: $tool is missing" >&2; exit 1; }
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ferry_compare_seg.XXXXXX")
+raw=$work/raw.csv # src,test,size,mode,p50_ns,avg_ns,bw_GBps
+echo "src,test,size,mode,p50_ns,avg_ns,bw_GBps" >"$raw"
+server_pid=
+
+cleanup() {
+    if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+physical=$work/physical_limits
+if ! "$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$physical" "$here/physical_limits.c"; then
+    echo "compare_seg.sh: building $here/physical_limits.c with $cc failed" >&2
+    exit 1
+fi
+
+# The next free TCP port: a new one for every run (no TIME_WAIT surprises).
+next_port() {
+    port=$((port + 1))
+    while ss -Htan "( sport = :$port )" | grep -q .; do
+        port=$((port + 1))
+    done
+}
+
+# Wait until something listens on TCP port $1 (at most 10 s) while server $2 is alive.
+wait_listening() {
+    local deadline=$((SECONDS + 10))
+    until ss -Hltn "( sport = :$1 )" | grep -q .; do
+        if ! kill -0 "$2" 2>/dev/null; then
+            return 1
+        fi
+        if ((SECONDS >= deadline)); then
+            return 1
+        fi
+        sleep 0.02
+    done
+}
+
+# start_server LOG CMD...: runs CMD in the background, waits for its port.
+start_server() {
+    local log=$1
+    shift
+    timeout $run_timeout "$@" >"$log" 2>&1 &
+    server_pid=$!
+    if ! wait_listening "$port" "$server_pid"; then
+        echo "compare_seg.sh: server did not listen on port $port: $*" >&2
+        cat "$log" >&2
+        exit 1
+    fi
+}
+
+finish_server() {
+    local rc=0
+    wait "$server_pid" || rc=$?
+    server_pid=
+    return $rc
+}
+
+count=0
+total_runs=$((10 * repeat))
+
+# run_physical: physical_limits (ping-pong responder on core 0, measuring on core 1)
+run_physical() {
+    count=$((count + 1))
+    printf '[%3d/%d] physical_limits\n' "$count" "$total_runs" >&2
+    local out
+    local size_args
+    read -r -a size_args <<<"$sizes"
+    if ! out=$(timeout $run_timeout "$physical" -r 5 -a 0 -b 1 "${size_args[@]}" 2>"$work/physical.log"); then
+        echo "compare_seg.sh: physical_limits failed:" >&2
+        cat "$work/physical.log" >&2
+        exit 1
+    fi
+    # test,size,median,min,max
+    echo "$out" | awk -F, 'NR > 1 {
+        if ($1 ~ /_ns$/) printf "phys,%s,%s,-,%s,%s,\n", $1, $2, $3, $3
+        else printf "phys,%s,%s,-,,,%s\n", $1, $2, $3 }' >>"$raw"
+}
+
+# run_ferry TEST SIZES MODE [ferry_perf client options...]
+#   MODE: t0, t1, t2 (FERRY_SEGMENT_COPY_THREADS; t1 and t2 leave the client unpinned and the
+#   server sleeping), or "-" (no copy threads)
+run_ferry() {
+    local test=$1 list=$2 mode=$3
+    shift 3
+    local threads=0 pin=(-c 1) extra=()
+    case $mode in
+    t1 | t2)
+        threads=${mode#t}
+        pin=()
+        extra=(--wait)
+        ;;
+    t0) extra=(--wait) ;;
+    esac
+    next_port
+    count=$((count + 1))
+    printf '[%3d/%d] ferry %-16s %-18s %s\n' "$count" "$total_runs" "$test" "$list" "$mode" >&2
+    local env_args=(env -u FERRY_SEGMENT_DMA_CHUNK -u FERRY_SEGMENT_COPY_CHUNK
+        FERRY_SEGMENT_COPY_THREADS="$threads")
+    start_server "$work/server.log" "${env_args[@]}" "$ferry_perf" -p "$port" -c 0
+    local out
+    if ! out=$("${env_args[@]}" timeout $run_timeout "$ferry_perf" localhost -p "$port" \
+        "${pin[@]}" -t "$test" -s "$list" "${extra[@]}" "$@" -f csv 2>"$work/client.log"); then
+        echo "compare_seg.sh: ferry_perf client failed ($test $list $mode):" >&2
+        cat "$work/client.log" "$work/server.log" >&2
+        exit 1
+    fi
+    finish_server || { echo "compare_seg.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
+    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+    echo "$out" | awk -F, -v mode="$mode" '$1 == "'"$test"'" {
+        p50 = $4 == "" ? "" : $4 * 1000; avg = $5 == "" ? "" : $5 * 1000
+        printf "ferry,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, p50, avg, $6 }' >>"$raw"
+}
+
+# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
+cpu_busy_percent() {
+    local a b
+    read -r -a a < <(grep '^cpu ' /proc/stat)
+    sleep 1
+    read -r -a b < <(grep '^cpu ' /proc/stat)
+    local total=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
+}
+
+echo "compare_seg.sh: $repeat rounds; raw results in $raw" >&2
+busy_before=$(cpu_busy_percent)
+start_time=$SECONDS
+for ((r = 1; r <= repeat; r++)); do
+    run_physical
+    run_ferry seg_map_lat 8 - -n $lat_iters -w $((lat_iters / 10))
+    for mode in t0 t1 t2; do
+        run_ferry seg_dma_bw "$size_list" "$mode"
+        run_ferry seg_dma_read_bw "$size_list" "$mode"
+    done
+    run_ferry put_bw "$size_list" - --mem alloc
+    run_ferry get_bw "$size_list" - --mem alloc
+done
+elapsed=$((SECONDS - start_time))
+echo "compare_seg.sh: $count runs in $elapsed s" >&2
+
+# ------------------------------------------------------------------ report: medians
+cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+shmem_thp=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null || echo unknown)
+echo
+echo "ferry named segments ($ferry_perf) beside the physical limits of this host (bench/physical_limits.c, $cc -O2)"
+echo "server / responder on core 0, client / measurer on core 1, medians of $repeat rounds, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "host: $cpu, $(nproc) CPUs, $(uname -r); shmem THP: $shmem_thp"
+echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
+awk -F, -v sizes="$sizes" '
+function median(key,   n, i, j, t, a) {
+    if (vals[key] == "") return ""
+    n = split(vals[key], a, " ")
+    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
+function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
+function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+function max3(a, b, c,   m) { m = a; if (b != "" && (m == "" || b + 0 > m + 0)) m = b; if (c != "" && (m == "" || c + 0 > m + 0)) m = c; return m }
+function human(s) { return s >= 1048576 ? (s / 1048576) "M" : s >= 1024 ? (s / 1024) "K" : s }
+NR > 1 {
+    k = $1 "," $2 "," $3 "," $4
+    add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7)
+}
+END {
+    ns = split(sizes, S, " ")
+    phys = median("phys,cacheline_pingpong_oneway_ns,64,-,p50")
+    fp = median("ferry,seg_map_lat,8,-,p50"); fa = median("ferry,seg_map_lat,8,-,avg")
+    printf "\nlatency, one way (ns): half a round trip of one cache line between the two processes\n"
+    printf "%-52s %9s %9s %12s %12s\n", "", "p50", "avg", "p50/physical", "avg/physical"
+    printf "%-52s %9s %9s %12s %12s\n", "physical: cache-line ping-pong (mean of a repeat)", fmt(phys, "%.1f"), "-", "1.00", "-"
+    printf "%-52s %9s %9s %12s %12s\n", "ferry seg_map_lat 8 B (store + store_barrier, spin)", fmt(fp, "%.1f"), fmt(fa, "%.1f"), ratio(fp, phys), ratio(fa, phys)
+
+    split("write read", D, " ")
+    for (d = 1; d <= 2; d++) {
+        t = D[d] == "write" ? "seg_dma_bw" : "seg_dma_read_bw"
+        o = D[d] == "write" ? "put_bw" : "get_bw"
+        f = D[d] == "write" ? "to" : "from"
+        printf "\n%s bandwidth, GB/s (10^9 B/s): physical single-thread memcpy (huge pages to huge pages / %s a memfd)\n", D[d], f == "to" ? "into" : "out of"
+        printf "beside ferry %s with FERRY_SEGMENT_COPY_THREADS=0/1/2 and %s --mem alloc; best/memfd = the best ferry figure / the memfd memcpy\n", t, o
+        printf "%7s %8s %8s %9s %9s %9s %9s %9s %10s\n", "size", "memcpy", "memfd", "dma_t0", "dma_t1", "dma_t2", o, "t2/t1", "best/memfd"
+        for (i = 1; i <= ns; i++) {
+            s = S[i]
+            m = median("phys,memcpy_GBps," s ",-,bw"); mf = median("phys,memcpy_" f "_memfd_GBps," s ",-,bw")
+            t0 = median("ferry," t "," s ",t0,bw"); t1 = median("ferry," t "," s ",t1,bw"); t2 = median("ferry," t "," s ",t2,bw")
+            p = median("ferry," o "," s ",-,bw")
+            best = max3(max3(t0, t1, t2), p, "")
+            printf "%7s %8s %8s %9s %9s %9s %9s %9s %10s\n", human(s), fmt(m, "%.2f"), fmt(mf, "%.2f"), fmt(t0, "%.2f"), fmt(t1, "%.2f"), fmt(t2, "%.2f"), fmt(p, "%.2f"), ratio(t2, t1), ratio(best, mf)
+        }
+    }
+}' "$raw"
+echo
+echo "raw results (one line per size and run): $raw"

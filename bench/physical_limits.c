@@ -1,0 +1,291 @@
+/* physical_limits: what this host can do at best, for bench/compare_seg.sh to set ferry's
+ * segment figures beside. Plain C, no ferry; built by compare_seg.sh with `cc -O2`.
+ *
+ *   physical_limits [-r REPEAT] [-n ROUNDTRIPS] [-a CORE] [-b CORE] [SIZE...]
+ *
+ * 1. A cache-line ping-pong between two processes through a MAP_SHARED anonymous mapping: one
+ *    8-byte word in its own cache line; the measuring process (core b, default 1) stores an odd
+ *    value, the other (forked, core a, default 0) waits for it and stores the next even value,
+ *    and so on, with __atomic release stores and acquire loads and nothing else. One repeat
+ *    times ROUNDTRIPS round trips (default 200000) with one clock reading at each end; its
+ *    one-way time is elapsed / (2 ROUNDTRIPS). Reported: the median, min and max over REPEAT
+ *    repeats (default 7), after one unmeasured repeat.
+ * 2. Single-thread memcpy bandwidth (core b) at each SIZE (bytes, suffix K/M/G; default 1M,
+ *    16M, 256M): source and destination 2 MiB-aligned with madvise(MADV_HUGEPAGE) and written
+ *    once beforehand; one repeat copies SIZE bytes as often as fits in 512 MiB (at least once)
+ *    and counts SIZE bytes per copy (GB = 10^9 B); median, min, max over REPEAT repeats after
+ *    one unmeasured copy. memcpy_to_memfd / memcpy_from_memfd are the same into / out of a
+ *    MAP_SHARED memfd on the host's shmem page size (what ferry_mem_alloc memory is, and so a
+ *    segment's), from / into the huge-page buffer.
+ *
+ * Output (stdout, CSV): test,size,median,min,max
+ *   cacheline_pingpong_oneway_ns,64,...   memcpy_GBps,SIZE,...   memcpy_to_memfd_GBps,SIZE,...
+ *   memcpy_from_memfd_GBps,SIZE,...
+ * Exit status: 0, 1 when something failed (said on stderr), 2 bad options. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PL_MAX_SIZES 16
+#define PL_MAX_REPEAT 101
+#define PL_HUGE (2ul << 20)
+#define PL_BYTES_PER_REPEAT (512ul << 20)
+#define PL_STOP UINT64_MAX /* odd: the responder never answers it */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int pin(int core)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+        fprintf(stderr, "physical_limits: sched_setaffinity(core %d): %s\n", core, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void print_stats(const char *test, unsigned long long size, double *v, unsigned n)
+{
+    qsort(v, n, sizeof(*v), compare_double);
+    double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    printf("%s,%llu,%.4f,%.4f,%.4f\n", test, size, median, v[0], v[n - 1]);
+    fflush(stdout);
+}
+
+/* ---------------------------------------------------------------- ping-pong */
+
+/* Answers 1 with 2, 3 with 4, ... (the flag starts at 0) until PL_STOP. */
+static void responder(uint64_t *flag)
+{
+    for (uint64_t expect = 1;; expect += 2) {
+        uint64_t v;
+        while ((v = __atomic_load_n(flag, __ATOMIC_ACQUIRE)) != expect) {
+            if (v == PL_STOP)
+                _exit(0);
+        }
+        __atomic_store_n(flag, expect + 1, __ATOMIC_RELEASE);
+    }
+}
+
+static int pingpong(int core_a, int core_b, unsigned repeat, uint64_t roundtrips)
+{
+    double v[PL_MAX_REPEAT];
+    uint64_t *flag = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (flag == MAP_FAILED) {
+        fprintf(stderr, "physical_limits: mmap(4096, MAP_SHARED|MAP_ANONYMOUS): %s\n",
+                strerror(errno));
+        return -1;
+    }
+    *flag = 0;
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "physical_limits: fork: %s\n", strerror(errno));
+        munmap(flag, 4096);
+        return -1;
+    }
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent || pin(core_a) != 0)
+            _exit(1);
+        responder(flag);
+    }
+    int result = -1;
+    if (pin(core_b) != 0)
+        goto out;
+    uint64_t value = 0;
+    for (unsigned r = 0; r <= repeat; r++) {
+        uint64_t n = r == 0 ? roundtrips / 10 + 1 : roundtrips; /* repeat 0: warm-up */
+        uint64_t start = now_ns();
+        for (uint64_t i = 0; i < n; i++) {
+            __atomic_store_n(flag, value + 1, __ATOMIC_RELEASE);
+            value += 2;
+            while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != value) {
+            }
+        }
+        uint64_t elapsed = now_ns() - start;
+        if (r > 0)
+            v[r - 1] = (double)elapsed / (2.0 * (double)n);
+    }
+    print_stats("cacheline_pingpong_oneway_ns", 64, v, repeat);
+    result = 0;
+out:
+    __atomic_store_n(flag, PL_STOP, __ATOMIC_RELEASE);
+    int status;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "physical_limits: the ping-pong responder failed\n");
+        result = -1;
+    }
+    munmap(flag, 4096);
+    return result;
+}
+
+/* ---------------------------------------------------------------- memcpy */
+
+static void *huge_alloc(size_t size)
+{
+    size_t rounded = (size + PL_HUGE - 1) / PL_HUGE * PL_HUGE;
+    void *p = aligned_alloc(PL_HUGE, rounded);
+    if (p == NULL)
+        return NULL;
+    madvise(p, rounded, MADV_HUGEPAGE); /* a hint: may fail */
+    memset(p, 1, size);
+    return p;
+}
+
+static int copy_bw(const char *test, uint8_t *dst, const uint8_t *src, size_t size, unsigned repeat)
+{
+    double v[PL_MAX_REPEAT];
+    uint64_t copies = PL_BYTES_PER_REPEAT / size ? PL_BYTES_PER_REPEAT / size : 1;
+    memcpy(dst, src, size); /* warm-up */
+    for (unsigned r = 0; r < repeat; r++) {
+        uint64_t start = now_ns();
+        for (uint64_t i = 0; i < copies; i++) {
+            memcpy(dst, src, size);
+            __asm__ volatile("" : : "r"(dst) : "memory"); /* every copy happens */
+        }
+        uint64_t elapsed = now_ns() - start;
+        v[r] = (double)size * (double)copies / (double)(elapsed ? elapsed : 1);
+    }
+    if (dst[size - 1] != src[size - 1]) {
+        fprintf(stderr, "physical_limits: memcpy of %zu bytes did not copy\n", size);
+        return -1;
+    }
+    print_stats(test, size, v, repeat);
+    return 0;
+}
+
+static int memcpy_bw(int core, const size_t *sizes, unsigned count, unsigned repeat)
+{
+    size_t max = 0;
+    int result = -1;
+    for (unsigned i = 0; i < count; i++)
+        max = sizes[i] > max ? sizes[i] : max;
+    if (pin(core) != 0)
+        return -1;
+    uint8_t *src = huge_alloc(max), *dst = huge_alloc(max);
+    int fd = memfd_create("physical_limits", MFD_CLOEXEC);
+    uint8_t *shm = MAP_FAILED;
+    if (src == NULL || dst == NULL) {
+        fprintf(stderr, "physical_limits: out of memory for two %zu-byte buffers\n", max);
+        goto out;
+    }
+    if (fd < 0 || ftruncate(fd, (off_t)max) != 0 ||
+        (shm = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        fprintf(stderr, "physical_limits: a %zu-byte memfd mapping: %s\n", max, strerror(errno));
+        goto out;
+    }
+    memset(shm, 0, max);
+    for (unsigned i = 0; i < count; i++) {
+        if (copy_bw("memcpy_GBps", dst, src, sizes[i], repeat) != 0 ||
+            copy_bw("memcpy_to_memfd_GBps", shm, src, sizes[i], repeat) != 0 ||
+            copy_bw("memcpy_from_memfd_GBps", dst, shm, sizes[i], repeat) != 0)
+            goto out;
+    }
+    result = 0;
+out:
+    if (shm != MAP_FAILED)
+        munmap(shm, max);
+    if (fd >= 0)
+        close(fd);
+    free(src);
+    free(dst);
+    return result;
+}
+
+/* ---------------------------------------------------------------- options */
+
+static int parse_u64(const char *text, unsigned long long *value_p)
+{
+    char *end;
+    errno = 0;
+    if (text[0] < '0' || text[0] > '9')
+        return -1;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (errno != 0 || end == text)
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift != 0)
+        end++;
+    if (*end != '\0' || value > (UINT64_MAX >> shift))
+        return -1;
+    *value_p = value << shift;
+    return 0;
+}
+
+static int usage(const char *why)
+{
+    fprintf(stderr,
+            "physical_limits: %s\nusage: physical_limits [-r REPEAT (1..%d)] [-n ROUNDTRIPS] "
+            "[-a CORE] [-b CORE] [SIZE...]\n",
+            why, PL_MAX_REPEAT);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned long long repeat = 7, roundtrips = 200000, core_a = 0, core_b = 1, value;
+    size_t sizes[PL_MAX_SIZES] = {1ul << 20, 16ul << 20, 256ul << 20};
+    unsigned count = 3;
+    int c;
+
+    while ((c = getopt(argc, argv, "r:n:a:b:")) != -1) {
+        unsigned long long *target = c == 'r'   ? &repeat
+                                     : c == 'n' ? &roundtrips
+                                     : c == 'a' ? &core_a
+                                     : c == 'b' ? &core_b
+                                                : NULL;
+        if (target == NULL)
+            return usage("unknown option");
+        if (parse_u64(optarg, target) != 0)
+            return usage("bad number");
+    }
+    if (repeat < 1 || repeat > PL_MAX_REPEAT || roundtrips < 1 || core_a >= CPU_SETSIZE ||
+        core_b >= CPU_SETSIZE)
+        return usage("value out of range");
+    if (optind < argc) {
+        count = 0;
+        for (; optind < argc; optind++) {
+            if (count == PL_MAX_SIZES)
+                return usage("too many sizes");
+            if (parse_u64(argv[optind], &value) != 0 || value == 0 || value > (1ull << 34))
+                return usage("bad size (bytes, suffix K/M/G, at most 16G)");
+            sizes[count++] = (size_t)value;
+        }
+    }
+    printf("test,size,median,min,max\n");
+    if (pingpong((int)core_a, (int)core_b, (unsigned)repeat, roundtrips) != 0)
+        return 1;
+    if (memcpy_bw((int)core_b, sizes, count, (unsigned)repeat) != 0)
+        return 1;
+    return 0;
+}
