@@ -123,19 +123,25 @@ static inline _Atomic uint64_t *shm_pool_bits(shm_region_t *region, unsigned poo
     return pool == SHM_POOL_BULK ? &region->free_bulk : &region->free_bufs;
 }
 
-/* Reserve a buffer of the peer's pool; -1 when none is free. */
+/* Reserve a buffer of the peer's pool; -1 when none is free. Buffers are taken round-robin
+ * from after the last one this sender took, not lowest-first: the buffer the receiver freed a
+ * moment ago still sits in the receiver's cache, and writing it again at once would pull every
+ * line back across the cores. */
 static inline int shm_buf_reserve(ferry_tl_ep_t *tlep, unsigned pool)
 {
     shm_region_t *region = tlep->peer_region;
     _Atomic uint64_t *bits_p = shm_pool_bits(region, pool);
     uint64_t bits = atomic_load_explicit(bits_p, memory_order_relaxed);
+    unsigned next = tlep->next_buf[pool];
     while (bits != 0) {
-        int index = __builtin_ctzll(bits);
+        uint64_t after = next < 64 ? bits & (~0ull << next) : 0;
+        int index = __builtin_ctzll(after != 0 ? after : bits);
         if (atomic_compare_exchange_weak_explicit(bits_p, &bits, bits & ~(1ull << index),
                                                   memory_order_acquire, memory_order_relaxed)) {
             atomic_store_explicit(pool == SHM_POOL_BULK ? &region->bulk_owner[index]
                                                         : &region->buf_owner[index],
                                   tlep->my_sender_id, memory_order_relaxed);
+            tlep->next_buf[pool] = (unsigned)index + 1;
             return index;
         }
     }

@@ -84,6 +84,7 @@ struct ferry_tl_ep {
     bool closing;          /* CLOSE cell to post once pending is empty */
     bool waiting;          /* we set tx_ring->sender_waiting */
     bool blocked;          /* a send was refused (no room): wake us when there is */
+    unsigned next_buf[3];   /* per pool: where the round-robin search for a buffer starts */
     unsigned blocked_pool; /* the pool the refused send needs: SHM_POOL_* */
     /* receiving: the ring I own for the peer */
     shm_ring_header_t *rx_ring;
