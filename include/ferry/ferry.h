@@ -80,7 +80,8 @@ typedef struct ferry_context_params {
  * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM (context_p NULL), FERRY_ERR_NO_MEMORY,
  * FERRY_ERR_NO_DEVICE (no enabled transport is usable here).
  */
-ferry_status_t ferry_context_create(const ferry_context_params_t *params, ferry_context_t **context_p);
+ferry_status_t ferry_context_create(const ferry_context_params_t *params,
+                                    ferry_context_t **context_p);
 
 /** Destroy a context. All its workers must have been destroyed. NULL is ignored. */
 void ferry_context_destroy(ferry_context_t *context);
@@ -114,7 +115,8 @@ void ferry_worker_destroy(ferry_worker_t *worker);
  * means. *address_p points into the worker and stays valid until the worker is destroyed.
  * Returns FERRY_OK or FERRY_ERR_INVALID_PARAM.
  */
-ferry_status_t ferry_worker_address(ferry_worker_t *worker, const void **address_p, size_t *length_p);
+ferry_status_t ferry_worker_address(ferry_worker_t *worker, const void **address_p,
+                                    size_t *length_p);
 
 /**
  * Make progress: receive messages, run handlers and completion callbacks, retry pending sends.
@@ -158,8 +160,8 @@ typedef struct ferry_ep_params {
  * issued before the connection is up are queued. params may be NULL. The endpoint is freed by
  * ferry_ep_destroy().
  * Returns FERRY_OK, FERRY_ERR_INVALID_PARAM, FERRY_ERR_INVALID_ADDRESS (truncated, wrong magic
- * or version), FERRY_ERR_UNREACHABLE (no enabled transport reaches it), FERRY_ERR_CONNECTION_REFUSED
- * (the peer is gone), FERRY_ERR_NO_MEMORY, FERRY_ERR_IO.
+ * or version), FERRY_ERR_UNREACHABLE (no enabled transport reaches it),
+ * FERRY_ERR_CONNECTION_REFUSED (the peer is gone), FERRY_ERR_NO_MEMORY, FERRY_ERR_IO.
  */
 ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address, size_t length,
                                const ferry_ep_params_t *params, ferry_ep_t **ep_p);
@@ -178,7 +180,8 @@ ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address, size
  */
 ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry_completion_t *comp);
 
-/** Force-close (if still open) and free an endpoint created with ferry_ep_create(). NULL ignored. */
+/** Force-close (if still open) and free an endpoint created with ferry_ep_create(). NULL ignored.
+ */
 void ferry_ep_destroy(ferry_ep_t *ep);
 
 /** Name of the transport the endpoint uses ("self", "shm", ...). Static string. */
@@ -203,9 +206,10 @@ typedef struct ferry_am_recv_params {
 
 /**
  * Active-message handler; runs inside ferry_worker_progress(). header and data are valid
- * during the call and have no alignment guarantee (copy them into a struct, do not cast). Return FERRY_OK to let ferry reuse data; return FERRY_INPROGRESS (only when
- * params->flags has FERRY_AM_RECV_KEEPABLE) to keep data and free it later with
- * ferry_am_data_release(). data of a 0-byte message may be NULL.
+ * during the call and have no alignment guarantee (copy them into a struct, do not cast). Return
+ * FERRY_OK to let ferry reuse data; return FERRY_INPROGRESS (only when params->flags has
+ * FERRY_AM_RECV_KEEPABLE) to keep data and free it later with ferry_am_data_release(). data of a
+ * 0-byte message may be NULL.
  */
 typedef ferry_status_t (*ferry_am_handler_cb_t)(void *arg, const void *header, size_t header_length,
                                                 void *data, size_t length,
@@ -232,7 +236,6 @@ ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const void *header, si
 
 /** Release data a handler kept (it returned FERRY_INPROGRESS). */
 void ferry_am_data_release(ferry_worker_t *worker, void *data);
-
 
 /* ---------------------------------------------------------------- memory and remote keys */
 
@@ -341,11 +344,11 @@ ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t length, uint64_t r
 /** Scatter/gather forms: the local pieces, in order, map onto the remote ranges, in order; both
  *  lists must cover the same total length. Same statuses as ferry_put/ferry_get. */
 ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                          const ferry_remote_iov_t *remote, size_t remote_count,
-                          ferry_rkey_t *rkey, ferry_completion_t *comp);
+                          const ferry_remote_iov_t *remote, size_t remote_count, ferry_rkey_t *rkey,
+                          ferry_completion_t *comp);
 ferry_status_t ferry_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                          const ferry_remote_iov_t *remote, size_t remote_count,
-                          ferry_rkey_t *rkey, ferry_completion_t *comp);
+                          const ferry_remote_iov_t *remote, size_t remote_count, ferry_rkey_t *rkey,
+                          ferry_completion_t *comp);
 
 typedef enum ferry_atomic_op {
     FERRY_ATOMIC_ADD,   /**< post or fetch: *remote += value */
@@ -385,7 +388,6 @@ ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *comp);
 /** ferry_ep_flush for every endpoint of the worker. */
 ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_completion_t *comp);
 
-
 /* ---------------------------------------------------------------- tagged messages */
 
 /** What a tagged receive or probe learned about the message. */
@@ -420,10 +422,10 @@ ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iov
  * completes with FERRY_ERR_MESSAGE_TRUNCATED: the buffers receive its first bytes, nothing is
  * written past them, info->length says the real length, and the next message is unaffected.
  * Returns FERRY_OK (an unexpected message was already there and is delivered: comp untouched),
- * FERRY_INPROGRESS, FERRY_ERR_MESSAGE_TRUNCATED (delivered now, truncated), FERRY_ERR_INVALID_PARAM,
- * FERRY_ERR_NO_MEMORY. A receive matched to a rendezvous whose sender dies completes with that
- * endpoint's error (FERRY_ERR_CONNECTION_RESET); FERRY_ERR_PROTOCOL if the sender broke the
- * protocol.
+ * FERRY_INPROGRESS, FERRY_ERR_MESSAGE_TRUNCATED (delivered now, truncated),
+ * FERRY_ERR_INVALID_PARAM, FERRY_ERR_NO_MEMORY. A receive matched to a rendezvous whose sender dies
+ * completes with that endpoint's error (FERRY_ERR_CONNECTION_RESET); FERRY_ERR_PROTOCOL if the
+ * sender broke the protocol.
  */
 ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
                               uint64_t tag, uint64_t tag_mask, ferry_tag_info_t *info,
@@ -439,8 +441,8 @@ ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag, uint64_t ta
 
 /** Receive a message taken by ferry_tag_probe(remove). Statuses as ferry_tag_recv. */
 ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker, ferry_tag_message_t *message,
-                                      const ferry_iov_t *iov, size_t iovcnt,
-                                      ferry_tag_info_t *info, ferry_completion_t *comp);
+                                      const ferry_iov_t *iov, size_t iovcnt, ferry_tag_info_t *info,
+                                      ferry_completion_t *comp);
 
 /**
  * Cancel a posted receive that has not matched yet: it completes with FERRY_ERR_CANCELED.

@@ -30,7 +30,8 @@ static const ferry_config_var_t *const worker_spin_reg
 /* How many epoll events one progress call handles at most. */
 #define WORKER_EPOLL_BATCH 16
 
-ferry_status_t ferry_worker_fd_add(ferry_worker_t *worker, ferry_worker_fd_t *entry, uint32_t events)
+ferry_status_t ferry_worker_fd_add(ferry_worker_t *worker, ferry_worker_fd_t *entry,
+                                   uint32_t events)
 {
     struct epoll_event ev = {.events = events, .data.ptr = entry};
     if (epoll_ctl(worker->epoll_fd, EPOLL_CTL_ADD, entry->fd, &ev) != 0) {
@@ -272,8 +273,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
         worker->params = *params;
     ferry_list_init(&worker->eps);
     ferry_list_init(&worker->deferred);
-    ferry_rma_worker_init(worker); /* allocates nothing */
-    ferry_tag_init(worker);        /* allocates nothing */
+    ferry_rma_worker_init(worker);     /* allocates nothing */
+    ferry_tag_init(worker);            /* allocates nothing */
     ferry_segment_worker_init(worker); /* allocates nothing */
     worker->wait_spin_ns = ferry_config_size(&worker_spin_var) * 1000u;
     if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {

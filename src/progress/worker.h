@@ -49,22 +49,23 @@ struct ferry_worker {
     unsigned tl_active_count;
     uint32_t tl_poll_skip; /* bit t: transport t has nothing to poll now (it says so itself) */
     ferry_am_handler_t am[FERRY_AM_ID_ALL];
-    ferry_list_t eps;      /* every endpoint of this worker (ferry_ep_t.link) */
-    ferry_list_t deferred; /* ferry_deferred_t to run from progress */
-    unsigned poll_count;   /* progress calls; every few, the epoll set is polled */
+    ferry_list_t eps;       /* every endpoint of this worker (ferry_ep_t.link) */
+    ferry_list_t deferred;  /* ferry_deferred_t to run from progress */
+    unsigned poll_count;    /* progress calls; every few, the epoll set is polled */
     uint64_t next_epoll_ns; /* when a spinning progress looks at the epoll set next */
-    int armed;             /* arm() returned OK: the next progress drains the epoll set */
+    int armed;              /* arm() returned OK: the next progress drains the epoll set */
     uint64_t wait_spin_ns;
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
-    ferry_rma_worker_t rma; /* one-sided operations (proto/rma.c, proto/rma_am.c) */
-    ferry_tag_worker_t tag; /* tagged messages (proto/tag.c, proto/tag_rndv.c) */
+    ferry_rma_worker_t rma;     /* one-sided operations (proto/rma.c, proto/rma_am.c) */
+    ferry_tag_worker_t tag;     /* tagged messages (proto/tag.c, proto/tag_rndv.c) */
     ferry_segment_worker_t seg; /* named segments (mem/segment.c, rsegment.c, segment_dma.c) */
 };
 
 /* Add fd to the epoll set (events: EPOLLIN etc.; level-triggered unless EPOLLET is given).
  * entry must stay valid until removed. Returns FERRY_OK or FERRY_ERR_IO (logged). */
-ferry_status_t ferry_worker_fd_add(ferry_worker_t *worker, ferry_worker_fd_t *entry, uint32_t events);
+ferry_status_t ferry_worker_fd_add(ferry_worker_t *worker, ferry_worker_fd_t *entry,
+                                   uint32_t events);
 void ferry_worker_fd_remove(ferry_worker_t *worker, ferry_worker_fd_t *entry);
 
 /* Queue a callback to run from the next progress. */

@@ -42,8 +42,8 @@ static void ep_free(ferry_ep_t *ep)
         ferry_completion_update(comp, FERRY_OK);
     }
     ferry_segment_ep_freed(ep); /* segments: nothing refers to ep after */
-    ferry_rma_ep_cleanup(ep); /* one-sided operations: canceled; nothing refers to ep after */
-    ferry_tag_ep_cleanup(ep); /* tagged transfers: failed; nothing refers to ep after */
+    ferry_rma_ep_cleanup(ep);   /* one-sided operations: canceled; nothing refers to ep after */
+    ferry_tag_ep_cleanup(ep);   /* tagged transfers: failed; nothing refers to ep after */
     if (ep->tl_ep != NULL)
         ep->tl->ep_destroy(ep->tl_ep);
     ferry_list_remove(&ep->link);

@@ -21,13 +21,13 @@ struct ferry_ep {
     ferry_worker_t *worker;
     const ferry_tl_ops_t *tl;
     ferry_tl_ep_t *tl_ep;
-    size_t max_short; /* the transport's max_short: AMs up to this go by send_short */
-    size_t max_bcopy; /* the transport's max_bcopy: larger AMs are fragmented */
+    size_t max_short;          /* the transport's max_short: AMs up to this go by send_short */
+    size_t max_bcopy;          /* the transport's max_bcopy: larger AMs are fragmented */
     ferry_host_id_t peer_host; /* who the peer is: checks that a remote key is the peer's */
     uint32_t peer_pid;
     ferry_ep_state_t state;
-    ferry_status_t error;  /* status returned by operations once CLOSED/FAILED */
-    int accepted;          /* created by the worker for a connecting peer */
+    ferry_status_t error; /* status returned by operations once CLOSED/FAILED */
+    int accepted;         /* created by the worker for a connecting peer */
     ferry_ep_params_t params;
     ferry_completion_t *close_comp;
     ferry_deferred_t error_deferred; /* runs the error callback from progress */

@@ -29,7 +29,7 @@ typedef struct self_msg {
 
 struct ferry_tl_worker {
     ferry_worker_t *worker;
-    uint32_t poll_bit; /* this transport's bit in worker->tl_poll_skip */
+    uint32_t poll_bit;  /* this transport's bit in worker->tl_poll_skip */
     ferry_list_t queue; /* self_msg_t to deliver, in order */
     ferry_list_t free;  /* self_msg_t to reuse */
     unsigned queued;

@@ -60,7 +60,7 @@ typedef struct shm_rx_frag {
     uint64_t received; /* payload bytes so far */
     uint8_t *data;     /* ferry_am_buffer_alloc'ed */
     uint8_t header[FERRY_AM_HEADER_MAX];
-    uint8_t *spare;     /* the last reassembly buffer no handler kept, for the next message */
+    uint8_t *spare; /* the last reassembly buffer no handler kept, for the next message */
     uint64_t spare_length;
 } shm_rx_frag_t;
 
@@ -84,7 +84,7 @@ struct ferry_tl_ep {
     bool closing;          /* CLOSE cell to post once pending is empty */
     bool waiting;          /* we set tx_ring->sender_waiting */
     bool blocked;          /* a send was refused (no room): wake us when there is */
-    unsigned next_buf[3];   /* per pool: where the round-robin search for a buffer starts */
+    unsigned next_buf[3];  /* per pool: where the round-robin search for a buffer starts */
     unsigned blocked_pool; /* the pool the refused send needs: SHM_POOL_* */
     /* receiving: the ring I own for the peer */
     shm_ring_header_t *rx_ring;
