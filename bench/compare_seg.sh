@@ -45,67 +45,18 @@ for tool in "$cc" ss awk timeout; do
     command -v "$tool" >/dev/null || { echo "compare_seg.sh: $tool is missing" >&2; exit 1; }
 done
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/ferry_compare_seg.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_seg.XXXXXX")
 raw=$work/raw.csv # src,test,size,mode,p50_ns,avg_ns,bw_GBps
 echo "src,test,size,mode,p50_ns,avg_ns,bw_GBps" >"$raw"
-server_pid=
-
-cleanup() {
-    if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# servers on fresh ports, cleanup on exit: next_port, start_server, finish_server
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 
 physical=$work/physical_limits
 if ! "$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$physical" "$here/physical_limits.c"; then
     echo "compare_seg.sh: building $here/physical_limits.c with $cc failed" >&2
     exit 1
 fi
-
-# The next free TCP port: a new one for every run (no TIME_WAIT surprises).
-next_port() {
-    port=$((port + 1))
-    while ss -Htan "( sport = :$port )" | grep -q .; do
-        port=$((port + 1))
-    done
-}
-
-# Wait until something listens on TCP port $1 (at most 10 s) while server $2 is alive.
-wait_listening() {
-    local deadline=$((SECONDS + 10))
-    until ss -Hltn "( sport = :$1 )" | grep -q .; do
-        if ! kill -0 "$2" 2>/dev/null; then
-            return 1
-        fi
-        if ((SECONDS >= deadline)); then
-            return 1
-        fi
-        sleep 0.02
-    done
-}
-
-# start_server LOG CMD...: runs CMD in the background, waits for its port.
-start_server() {
-    local log=$1
-    shift
-    timeout $run_timeout "$@" >"$log" 2>&1 &
-    server_pid=$!
-    if ! wait_listening "$port" "$server_pid"; then
-        echo "compare_seg.sh: server did not listen on port $port: $*" >&2
-        cat "$log" >&2
-        exit 1
-    fi
-}
-
-finish_server() {
-    local rc=0
-    wait "$server_pid" || rc=$?
-    server_pid=
-    return $rc
-}
 
 count=0
 total_runs=$((10 * repeat))

@@ -67,19 +67,12 @@ for tl in posix cma; do
     fi
 done
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/ferry_compare_tag.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_tag.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
 echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
-server_pid=
-
-cleanup() {
-    if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# servers on fresh ports, cleanup on exit: next_port, start_server, finish_server
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 
 # The MPI program: built here, with Open MPI's compiler wrapper (not a CMake dependency).
 mpi_prog=$work/mpi_pingpong
@@ -91,48 +84,6 @@ if ! "$mpicc" -std=c11 -O2 -Wall -Wextra -Werror -o "$mpi_prog" "$here/mpi_pingp
 fi
 mpirun_args=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ob1
     --mca btl "self,vader")
-
-# The next free TCP port: a new one for every run (no TIME_WAIT surprises).
-next_port() {
-    port=$((port + 1))
-    while ss -Htan "( sport = :$port )" | grep -q .; do
-        port=$((port + 1))
-    done
-}
-
-# Wait until something listens on TCP port $1 (at most 10 s) while server $2 is alive.
-wait_listening() {
-    local deadline=$((SECONDS + 10))
-    until ss -Hltn "( sport = :$1 )" | grep -q .; do
-        if ! kill -0 "$2" 2>/dev/null; then
-            return 1
-        fi
-        if ((SECONDS >= deadline)); then
-            return 1
-        fi
-        sleep 0.02
-    done
-}
-
-# start_server LOG CMD...: runs CMD in the background, waits for its port.
-start_server() {
-    local log=$1
-    shift
-    timeout $run_timeout "$@" >"$log" 2>&1 &
-    server_pid=$!
-    if ! wait_listening "$port" "$server_pid"; then
-        echo "compare_tag.sh: server did not listen on port $port: $*" >&2
-        cat "$log" >&2
-        exit 1
-    fi
-}
-
-finish_server() {
-    local rc=0
-    wait "$server_pid" || rc=$?
-    server_pid=
-    return $rc
-}
 
 # Iterations per run: enough for a stable median, few enough for a ~6 minute default session.
 lat_iters() {

@@ -1,0 +1,60 @@
+# shellcheck shell=bash
+# Shared by the bench/compare_*.sh scripts (sourced, not run): background servers on fresh TCP
+# ports, and their cleanup. The sourcing script sets run_timeout (seconds any one client or
+# server may take) and port (the last port used), and calls next_port before each run.
+
+bench_name=$(basename "$0")
+server_pid=
+
+cleanup() {
+    if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The next free TCP port: a new one for every run (no TIME_WAIT surprises).
+next_port() {
+    port=$((port + 1))
+    while ss -Htan "( sport = :$port )" | grep -q .; do
+        port=$((port + 1))
+    done
+}
+
+# Wait until something listens on TCP port $1 (at most 10 s) while server $2 is alive.
+wait_listening() {
+    local deadline=$((SECONDS + 10))
+    until ss -Hltn "( sport = :$1 )" | grep -q .; do
+        if ! kill -0 "$2" 2>/dev/null; then
+            return 1
+        fi
+        if ((SECONDS >= deadline)); then
+            return 1
+        fi
+        sleep 0.02
+    done
+}
+
+# start_server LOG CMD...: runs CMD in the background, waits for it to listen on $port.
+# shellcheck disable=SC2154 # run_timeout and port belong to the sourcing script
+start_server() {
+    local log=$1
+    shift
+    timeout "$run_timeout" "$@" >"$log" 2>&1 &
+    server_pid=$!
+    if ! wait_listening "$port" "$server_pid"; then
+        echo "$bench_name: server did not listen on port $port: $*" >&2
+        cat "$log" >&2
+        exit 1
+    fi
+}
+
+# Wait for the server of the run that just ended; its exit status.
+finish_server() {
+    local rc=0
+    wait "$server_pid" || rc=$?
+    server_pid=
+    return $rc
+}
