@@ -200,6 +200,21 @@ typedef struct perf_tag perf_tag_t;
 
 typedef struct perf_seg perf_seg_t;
 
+/* pattern.c: the byte patterns written and checked by every test */
+#define PERF_PATTERN_PERIOD 65536 /* a run's pattern repeats every this many bytes */
+typedef struct perf_pattern {
+    uint8_t *period; /* one period of the pattern of seed */
+    uint64_t seed;
+} perf_pattern_t;
+uint8_t perf_pattern_byte(size_t i);            /* the base pattern */
+int perf_pattern_init(perf_pattern_t *pattern); /* -1: out of memory */
+void perf_pattern_cleanup(perf_pattern_t *pattern);
+/* Fill length bytes with the pattern of seed (0: zeros); count the bytes that differ from it
+ * (*first_p: the first one, UINT64_MAX if none). */
+void perf_pattern_fill(perf_pattern_t *pattern, uint8_t *p, size_t length, uint64_t seed);
+uint64_t perf_pattern_check(perf_pattern_t *pattern, const uint8_t *p, size_t length, uint64_t seed,
+                            uint64_t *first_p);
+
 typedef struct perf_ctx {
     perf_params_t params;
     int tcp_fd;
@@ -238,9 +253,8 @@ typedef struct perf_ctx {
     size_t region_size;
     ferry_rkey_t *rkey; /* the peer's region */
     uint64_t peer_region_size;
-    uint8_t *local;  /* source of puts, destination of gets (region_size bytes) */
-    uint8_t *period; /* one period of the pattern of period_seed */
-    uint64_t period_seed;
+    uint8_t *local;                /* source of puts, destination of gets (region_size bytes) */
+    perf_pattern_t rma_pattern;    /* the patterns of the one-sided runs */
     ferry_completion_t rma_comp;   /* count = one-sided operations in flight */
     ferry_completion_t flush_comp; /* of the last ferry_ep_flush */
     uint64_t next_seed;            /* client: the pattern of the next run */

@@ -7,7 +7,7 @@
  * the TCP connection, and a local buffer of the same size (the source of its puts, the
  * destination of its gets). Every operation addresses offset 0 of the peer's region.
  *
- * Checks: each run has its own pattern (a seed 1..255; byte i is pattern_byte(i) ^ seed, seed
+ * Checks: each run has its own pattern (a seed 1..255; byte i is perf_pattern_byte(i) ^ seed, seed
  * 0 means zeros), and its bytes are checked when the run is over: puts by the server (CHECK),
  * gets by the client against what the server wrote (FILL); counters by both (CHECK_WORD).
  * A path that moves no bytes, the wrong bytes, or loses an atomic fails the run.
@@ -26,7 +26,6 @@
 
 #include "perf.h"
 
-#define RMA_PERIOD 65536 /* the pattern repeats every this many bytes */
 #define RMA_PAGE 4096
 #define RMA_HUGE_PAGE (2u << 20)
 /* Operations at least this large update the progress line every iteration (else every 1024). */
@@ -55,30 +54,9 @@ static const char *const rma_call[] = {
 
 /* ---------------------------------------------------------------- patterns */
 
-static uint8_t rma_byte(uint64_t seed, size_t i)
-{
-    if (seed == 0)
-        return 0;
-    /* tests.c's pattern_byte (period 64 KiB), different in every byte for every seed */
-    return (uint8_t)((uint8_t)(i * 7 + (i >> 8) * 13 + 1) ^ (uint8_t)seed);
-}
-
-/* One period of the pattern of seed. */
-static const uint8_t *rma_period(perf_ctx_t *ctx, uint64_t seed)
-{
-    if (ctx->period_seed != seed) {
-        for (size_t i = 0; i < RMA_PERIOD; i++)
-            ctx->period[i] = rma_byte(seed, i);
-        ctx->period_seed = seed;
-    }
-    return ctx->period;
-}
-
 static void rma_fill(perf_ctx_t *ctx, uint8_t *p, size_t length, uint64_t seed)
 {
-    const uint8_t *period = rma_period(ctx, seed);
-    for (size_t done = 0; done < length; done += RMA_PERIOD)
-        memcpy(p + done, period, length - done < RMA_PERIOD ? length - done : RMA_PERIOD);
+    perf_pattern_fill(&ctx->rma_pattern, p, length, seed);
 }
 
 /* The number of bytes of [0, length) that differ from the pattern of seed, except the last
@@ -86,19 +64,8 @@ static void rma_fill(perf_ctx_t *ctx, uint8_t *p, size_t length, uint64_t seed)
 static uint64_t rma_check(perf_ctx_t *ctx, const uint8_t *p, size_t length, uint64_t seed,
                           uint64_t last, uint64_t *first_p)
 {
-    const uint8_t *period = rma_period(ctx, seed);
     size_t plain = last != PERF_NO_LAST && length > 0 ? length - 1 : length;
-    uint64_t bad = 0, first = UINT64_MAX;
-
-    for (size_t done = 0; done < plain; done += RMA_PERIOD) {
-        size_t n = plain - done < RMA_PERIOD ? plain - done : RMA_PERIOD;
-        if (memcmp(p + done, period, n) == 0)
-            continue;
-        for (size_t i = 0; i < n; i++) {
-            if (p[done + i] != period[i] && bad++ == 0)
-                first = done + i;
-        }
-    }
+    uint64_t first, bad = perf_pattern_check(&ctx->rma_pattern, p, plain, seed, &first);
     if (plain < length && p[plain] != (uint8_t)last && bad++ == 0)
         first = plain;
     *first_p = first;
@@ -140,10 +107,8 @@ int perf_rma_create(perf_ctx_t *ctx)
             size = ctx->params.sizes[i];
     }
     ctx->region_size = size;
-    ctx->period_seed = UINT64_MAX;
-    ctx->period = malloc(RMA_PERIOD);
     ctx->local = perf_buffer_alloc(ctx, size);
-    if (ctx->period == NULL || ctx->local == NULL) {
+    if (perf_pattern_init(&ctx->rma_pattern) != 0 || ctx->local == NULL) {
         fprintf(stderr, "ferry_perf: out of memory for a %zu-byte buffer\n", size);
         goto err_free;
     }
@@ -176,8 +141,8 @@ int perf_rma_create(perf_ctx_t *ctx)
 err_free:
     free(ctx->region_block);
     free(ctx->local);
-    free(ctx->period);
-    ctx->region_block = ctx->local = ctx->period = NULL;
+    perf_pattern_cleanup(&ctx->rma_pattern);
+    ctx->region_block = ctx->local = NULL;
     return -1;
 }
 
@@ -187,10 +152,10 @@ void perf_rma_destroy(perf_ctx_t *ctx)
         ferry_mem_deregister(ctx->mem); /* frees ferry_mem_alloc's memory */
     free(ctx->region_block);
     free(ctx->local);
-    free(ctx->period);
+    perf_pattern_cleanup(&ctx->rma_pattern);
     ctx->mem = NULL;
     ctx->region = NULL;
-    ctx->region_block = ctx->local = ctx->period = NULL;
+    ctx->region_block = ctx->local = NULL;
 }
 
 /* Key message: the region's length (u64, little-endian), then the packed key. */

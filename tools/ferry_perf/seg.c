@@ -34,7 +34,6 @@
 
 #include "perf.h"
 
-#define SEG_PERIOD 65536        /* the pattern repeats every this many bytes */
 #define SEG_MIN_SIZE 64         /* the flag word's cache line at least */
 #define SEG_SPIN_CHECK 0xfffffu /* spins between two looks at the clock and the TCP connection */
 #define SEG_PROGRESS_EVERY_SIZE 65536
@@ -62,53 +61,10 @@ struct perf_seg {
     uint64_t replies;
     uint64_t next_seed;
     /* both */
-    uint8_t *period; /* one period of the pattern of period_seed */
-    uint64_t period_seed;
+    perf_pattern_t pattern; /* the patterns of the runs */
 };
 
 /* ---------------------------------------------------------------- patterns */
-
-static uint8_t seg_byte(uint64_t seed, size_t i)
-{
-    /* rma.c's pattern: period 64 KiB, a different byte for every seed */
-    return (uint8_t)((uint8_t)(i * 7 + (i >> 8) * 13 + 1) ^ (uint8_t)seed);
-}
-
-static const uint8_t *seg_period(perf_seg_t *seg, uint64_t seed)
-{
-    if (seg->period_seed != seed) {
-        for (size_t i = 0; i < SEG_PERIOD; i++)
-            seg->period[i] = seg_byte(seed, i);
-        seg->period_seed = seed;
-    }
-    return seg->period;
-}
-
-static void seg_fill(perf_seg_t *seg, uint8_t *p, size_t length, uint64_t seed)
-{
-    const uint8_t *period = seg_period(seg, seed);
-    for (size_t done = 0; done < length; done += SEG_PERIOD)
-        memcpy(p + done, period, length - done < SEG_PERIOD ? length - done : SEG_PERIOD);
-}
-
-/* The number of bytes of [0, length) that differ from the pattern; *first_p: the first. */
-static uint64_t seg_check(perf_seg_t *seg, const uint8_t *p, size_t length, uint64_t seed,
-                          uint64_t *first_p)
-{
-    const uint8_t *period = seg_period(seg, seed);
-    uint64_t bad = 0, first = UINT64_MAX;
-    for (size_t done = 0; done < length; done += SEG_PERIOD) {
-        size_t n = length - done < SEG_PERIOD ? length - done : SEG_PERIOD;
-        if (memcmp(p + done, period, n) == 0)
-            continue;
-        for (size_t i = 0; i < n; i++) {
-            if (p[done + i] != period[i] && bad++ == 0)
-                first = done + i;
-        }
-    }
-    *first_p = first;
-    return bad;
-}
 
 static uint64_t seg_next_seed(perf_seg_t *seg)
 {
@@ -180,12 +136,11 @@ int perf_seg_create(perf_ctx_t *ctx)
     ferry_status_t status;
     const char *call;
 
-    if (seg == NULL || (seg->period = malloc(SEG_PERIOD)) == NULL) {
+    if (seg == NULL || perf_pattern_init(&seg->pattern) != 0) {
         fprintf(stderr, "ferry_perf: out of memory\n");
         free(seg);
         return -1;
     }
-    seg->period_seed = UINT64_MAX;
     ctx->seg = seg;
     if (!ctx->is_server) {
         if (ctx->params.test == PERF_TEST_SEG_MAP_LAT)
@@ -223,7 +178,7 @@ err_status:
     fprintf(stderr, "ferry_perf: %s (%zu bytes): %s\n", call, seg->size,
             ferry_status_string(status));
 err_free:
-    free(seg->period);
+    perf_pattern_cleanup(&seg->pattern);
     free(seg);
     ctx->seg = NULL;
     return -1;
@@ -377,7 +332,7 @@ void perf_seg_destroy(perf_ctx_t *ctx)
     if (seg == NULL)
         return;
     free(seg->local);
-    free(seg->period);
+    perf_pattern_cleanup(&seg->pattern);
     free(seg);
     ctx->seg = NULL;
 }
@@ -466,10 +421,11 @@ int perf_seg_serve(perf_ctx_t *ctx)
     }
     switch (c.op) {
     case SEG_OP_FILL:
-        seg_fill(seg, seg->memory, (size_t)c.length, c.seed);
+        perf_pattern_fill(&seg->pattern, seg->memory, (size_t)c.length, c.seed);
         break;
     case SEG_OP_CHECK:
-        reply.bad = seg_check(seg, seg->memory, (size_t)c.length, c.seed, &reply.first_bad);
+        reply.bad = perf_pattern_check(&seg->pattern, seg->memory, (size_t)c.length, c.seed,
+                                       &reply.first_bad);
         break;
     case SEG_OP_PINGPONG:
         return seg_serve_pingpong(ctx, &c);
@@ -631,7 +587,7 @@ int perf_seg_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
 
     /* what the transfers move, and what the check expects */
     if (write) {
-        seg_fill(seg, seg->local, size, seed);
+        perf_pattern_fill(&seg->pattern, seg->local, size, seed);
     } else {
         perf_ctrl_t fill = {.op = SEG_OP_FILL, .seed = seed, .length = size};
         if (seg_ctrl(ctx, &fill) != 0)
@@ -656,7 +612,7 @@ int perf_seg_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
             goto out;
         }
     } else {
-        bad = seg_check(seg, seg->local, size, seed, &first);
+        bad = perf_pattern_check(&seg->pattern, seg->local, size, seed, &first);
         if (bad != 0) {
             seg_report_bad(name, size, "the buffer read into", bad, first);
             goto out;

@@ -163,7 +163,7 @@ int perf_tag_create(perf_ctx_t *ctx)
     if (t->period == NULL || t->expect == NULL || t->send_block == NULL || t->recv_block == NULL)
         goto err_free;
     for (size_t i = 0; i < TAG_BLOCK; i++)
-        t->period[i] = (uint8_t)(i * 7 + (i >> 8) * 13 + 1);
+        t->period[i] = perf_pattern_byte(i);
     t->send = t->send_block;
     t->recv = t->recv_block;
     t->sends.status = FERRY_OK;

@@ -29,12 +29,6 @@
 /* Messages at least this large update the progress line every iteration (else every 1024). */
 #define PERF_PROGRESS_EVERY_SIZE 65536
 
-static uint8_t pattern_byte(size_t i)
-{
-    /* position-dependent, and different for bytes 4 KiB apart (a misplaced fragment shows) */
-    return (uint8_t)(i * 7 + (i >> 8) * 13 + 1);
-}
-
 void perf_fail(perf_ctx_t *ctx, ferry_status_t status, const char *what)
 {
     if (ctx->failed == FERRY_OK) {
@@ -337,7 +331,7 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
         goto err_free;
     }
     for (size_t i = 0; i < ctx->pattern_size; i++)
-        ctx->pattern[i] = pattern_byte(i);
+        ctx->pattern[i] = perf_pattern_byte(i);
 
     status = ferry_context_create(NULL, &ctx->context);
     if (status != FERRY_OK) {
