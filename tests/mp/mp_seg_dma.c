@@ -20,8 +20,7 @@
 #include <string.h>
 
 #include "ft.h"
-
-enum { SD_TAG_CHECK = 0x43484b20, SD_TAG_OK = 0x4f4b2020, SD_TAG_EXIT = 0x45584954 };
+#include "ft_seg.h"
 
 #define SD_MIB (1024u * 1024u)
 #define SD_SIZE1 (256u * SD_MIB + 4096u)
@@ -29,57 +28,7 @@ enum { SD_TAG_CHECK = 0x43484b20, SD_TAG_OK = 0x4f4b2020, SD_TAG_EXIT = 0x455849
 #define SD_TIMEOUT_MS 60000
 #define SD_SCATTER 1000u
 
-static uint64_t sd_seed(unsigned who, uint64_t seq, uint64_t len)
-{
-    return ft_pattern_seed(who, seq, len);
-}
-
 /* ------------------------------------------------------------------ owner */
-
-static int sd_owner(int chan, void *arg)
-{
-    (void)arg;
-    ft_ferry_t f;
-    ferry_segment_t *s1, *s2;
-    ferry_mem_t *mem2;
-
-    ft_set_role("owner");
-    ft_ferry_init(&f, NULL, NULL);
-    uint8_t *buf2 = aligned_alloc(4096, SD_SIZE2);
-    FT_CHECK(buf2 != NULL, "malloc");
-    memset(buf2, 0, SD_SIZE2);
-    ferry_iov_t iov = {.buffer = buf2, .length = SD_SIZE2};
-    FT_CHECK_OK(ferry_mem_register(f.context, &iov, 1, FERRY_ACCESS_ALL, 0, &mem2));
-    FT_CHECK_OK(ferry_segment_create(f.worker, 1, SD_SIZE1, 0, NULL, NULL, &s1));
-    FT_CHECK_OK(ferry_segment_create_from_mem(f.worker, 2, mem2, 0, NULL, NULL, &s2));
-    ferry_segment_t *segs[3] = {NULL, s1, s2};
-    for (unsigned i = 1; i <= 2; i++) {
-        FT_CHECK_OK(ferry_segment_prepare(segs[i], 0));
-        FT_CHECK_OK(ferry_segment_set_available(segs[i]));
-    }
-    ft_send_address(chan, f.worker);
-    for (;;) {
-        ft_token_t t;
-        size_t len;
-        ft_progress_once(f.worker);
-        if (!ft_chan_try_recv(chan, &t, sizeof(t), &len))
-            continue;
-        if (t.tag == SD_TAG_EXIT)
-            break;
-        FT_CHECK(t.tag == SD_TAG_CHECK, "tag %x", t.tag);
-        /* v0 segment, v1 offset, v2 length, v3 seq: check the importer's bytes, write ours */
-        uint8_t *p = (uint8_t *)ferry_segment_ptr(segs[t.v[0]]) + t.v[1];
-        ft_pattern_check(p, t.v[2], sd_seed(1, t.v[3], t.v[2]), 0, "importer's write");
-        ft_pattern_fill(p, t.v[2], sd_seed(2, t.v[3], t.v[2]), 0);
-        ft_chan_send_token(chan, SD_TAG_OK, 0, 0, 0, 0);
-    }
-    ferry_segment_release(s1);
-    ferry_segment_release(s2); /* no peer left: drops the segment's reference on mem2 */
-    FT_CHECK_OK(ferry_mem_deregister(mem2));
-    free(buf2);
-    ft_ferry_fini(&f);
-    return 0;
-}
 
 /* ------------------------------------------------------------------ importer */
 
@@ -138,9 +87,7 @@ static void sd_one(sd_t *d, unsigned s, uint64_t offset, size_t length, void *bu
 
 static void sd_owner_check(sd_t *d, unsigned s, uint64_t offset, uint64_t length)
 {
-    ft_token_t t;
-    ft_chan_send_token(d->owner.chan, SD_TAG_CHECK, s, offset, length, d->seq);
-    ft_progress_until_token(d->f.worker, d->owner.chan, SD_TAG_OK, SD_TIMEOUT_MS, &t);
+    ft_seg_owner_check(d->f.worker, d->owner.chan, s, offset, length, d->seq, SD_TIMEOUT_MS);
 }
 
 static void sd_sizes(sd_t *d, unsigned s)
@@ -154,12 +101,13 @@ static void sd_sizes(sd_t *d, unsigned s)
         uint8_t *buf = malloc(length);
         FT_CHECK(buf != NULL, "malloc(%zu)", length);
         d->seq++;
-        ft_pattern_fill(buf, length, sd_seed(1, d->seq, length), 0);
+        ft_pattern_fill(buf, length, ft_pattern_seed(FT_SEG_IMPORTER, d->seq, length), 0);
         sd_one(d, s, offset, length, buf, FERRY_DMA_WRITE, i % 3);
         sd_owner_check(d, s, offset, length);
         memset(buf, 0, length);
         sd_one(d, s, offset, length, buf, FERRY_DMA_READ, (i + 1) % 3);
-        ft_pattern_check(buf, length, sd_seed(2, d->seq, length), 0, "read back");
+        ft_pattern_check(buf, length, ft_pattern_seed(FT_SEG_OWNER, d->seq, length), 0,
+                         "read back");
         free(buf);
     }
 }
@@ -178,7 +126,8 @@ static void sd_scatter(sd_t *d, unsigned s)
                                    .remote_offset = (uint64_t)k * 2000 + (k % 13),
                                    .length = length,
                                    .direction = FERRY_DMA_WRITE};
-        ft_pattern_fill(e[k].local, length, sd_seed(1, 1000000 + k, length), 0);
+        ft_pattern_fill(e[k].local, length, ft_pattern_seed(FT_SEG_IMPORTER, 1000000 + k, length),
+                        0);
     }
     ferry_dma_queue_t *q;
     FT_CHECK_OK(ferry_dma_create(d->rs[s], &q));
@@ -197,7 +146,8 @@ static void sd_scatter(sd_t *d, unsigned s)
     FT_CHECK_STATUS(ferry_dma_start(q, NULL, NULL), FERRY_INPROGRESS);
     FT_CHECK_OK(ferry_dma_wait(q, SD_TIMEOUT_MS));
     for (unsigned k = 0; k < SD_SCATTER; k++)
-        ft_pattern_check(e[k].local, e[k].length, sd_seed(2, 1000000 + k, e[k].length), 0,
+        ft_pattern_check(e[k].local, e[k].length,
+                         ft_pattern_seed(FT_SEG_OWNER, 1000000 + k, e[k].length), 0,
                          "scatter entry read back");
     FT_CHECK_OK(ferry_dma_destroy(q));
     free(bufs);
@@ -258,7 +208,8 @@ int main(void)
 
     ft_set_role("importer");
     ft_watchdog(175);
-    ft_peer_spawn(&d.owner, "owner", sd_owner, NULL);
+    ft_seg_sizes_t sizes = {.size1 = SD_SIZE1, .size2 = SD_SIZE2};
+    ft_peer_spawn(&d.owner, "owner", ft_seg_owner, &sizes);
     ft_ferry_init(&d.f, NULL, NULL);
     size_t len = ft_recv_address(d.owner.chan, address, sizeof(address), SD_TIMEOUT_MS);
     d.ep = ft_ep_create(d.f.worker, address, len, NULL);
@@ -274,7 +225,7 @@ int main(void)
     sd_bad(&d);
     for (unsigned s = 1; s <= 2; s++)
         FT_CHECK_OK(ferry_rsegment_disconnect(d.rs[s]));
-    ft_chan_send_token(d.owner.chan, SD_TAG_EXIT, 0, 0, 0, 0);
+    ft_chan_send_token(d.owner.chan, FT_SEG_EXIT, 0, 0, 0, 0);
     ft_peer_expect_exit(&d.owner, SD_TIMEOUT_MS, 0);
     ferry_ep_destroy(d.ep);
     ft_ferry_fini(&d.f);

@@ -25,8 +25,7 @@
 #include <time.h>
 
 #include "ft.h"
-
-enum { ST_TAG_CHECK = 0x43484b20, ST_TAG_OK = 0x4f4b2020, ST_TAG_EXIT = 0x45584954 };
+#include "ft_seg.h"
 
 #define ST_MIB (1024u * 1024u)
 #define ST_BIG (64u * ST_MIB)
@@ -34,11 +33,6 @@ enum { ST_TAG_CHECK = 0x43484b20, ST_TAG_OK = 0x4f4b2020, ST_TAG_EXIT = 0x455849
 #define ST_SIZE2 (ST_MIB + 4096u)
 #define ST_TIMEOUT_MS 60000
 #define ST_SCATTER 1000u
-
-static uint64_t st_seed(unsigned who, uint64_t seq, uint64_t len)
-{
-    return ft_pattern_seed(who, seq, len);
-}
 
 /* Copy threads of this process (named "ferry-copy"; a sanitizer may add threads of its own). */
 static unsigned st_threads(void)
@@ -71,51 +65,6 @@ static uint64_t st_thread_cpu_ns(void)
 }
 
 /* ------------------------------------------------------------------ owner */
-
-static int st_owner(int chan, void *arg)
-{
-    (void)arg;
-    ft_ferry_t f;
-    ferry_segment_t *s1, *s2;
-    ferry_mem_t *mem2;
-
-    ft_set_role("owner");
-    ft_ferry_init(&f, NULL, NULL);
-    uint8_t *buf2 = aligned_alloc(4096, ST_SIZE2);
-    FT_CHECK(buf2 != NULL, "malloc");
-    memset(buf2, 0, ST_SIZE2);
-    ferry_iov_t iov = {.buffer = buf2, .length = ST_SIZE2};
-    FT_CHECK_OK(ferry_mem_register(f.context, &iov, 1, FERRY_ACCESS_ALL, 0, &mem2));
-    FT_CHECK_OK(ferry_segment_create(f.worker, 1, ST_SIZE1, 0, NULL, NULL, &s1));
-    FT_CHECK_OK(ferry_segment_create_from_mem(f.worker, 2, mem2, 0, NULL, NULL, &s2));
-    ferry_segment_t *segs[3] = {NULL, s1, s2};
-    for (unsigned i = 1; i <= 2; i++) {
-        FT_CHECK_OK(ferry_segment_prepare(segs[i], 0));
-        FT_CHECK_OK(ferry_segment_set_available(segs[i]));
-    }
-    ft_send_address(chan, f.worker);
-    for (;;) {
-        ft_token_t t;
-        size_t len;
-        ft_progress_once(f.worker);
-        if (!ft_chan_try_recv(chan, &t, sizeof(t), &len))
-            continue;
-        if (t.tag == ST_TAG_EXIT)
-            break;
-        FT_CHECK(t.tag == ST_TAG_CHECK, "tag %x", t.tag);
-        /* v0 segment, v1 offset, v2 length, v3 seq: check the importer's bytes, write ours */
-        uint8_t *p = (uint8_t *)ferry_segment_ptr(segs[t.v[0]]) + t.v[1];
-        ft_pattern_check(p, t.v[2], st_seed(1, t.v[3], t.v[2]), 0, "importer's write");
-        ft_pattern_fill(p, t.v[2], st_seed(2, t.v[3], t.v[2]), 0);
-        ft_chan_send_token(chan, ST_TAG_OK, 0, 0, 0, 0);
-    }
-    ferry_segment_release(s1);
-    ferry_segment_release(s2);
-    FT_CHECK_OK(ferry_mem_deregister(mem2));
-    free(buf2);
-    ft_ferry_fini(&f);
-    return 0;
-}
 
 /* ------------------------------------------------------------------ importer */
 
@@ -192,9 +141,7 @@ static void st_run(st_t *d, unsigned s, const ferry_dma_entry_t *e, size_t count
 
 static void st_owner_check(st_t *d, unsigned s, uint64_t offset, uint64_t length, uint64_t seq)
 {
-    ft_token_t t;
-    ft_chan_send_token(d->owner.chan, ST_TAG_CHECK, s, offset, length, seq);
-    ft_progress_until_token(d->f.worker, d->owner.chan, ST_TAG_OK, ST_TIMEOUT_MS, &t);
+    ft_seg_owner_check(d->f.worker, d->owner.chan, s, offset, length, seq, ST_TIMEOUT_MS);
 }
 
 static void st_sizes(st_t *d, unsigned s)
@@ -208,7 +155,7 @@ static void st_sizes(st_t *d, unsigned s)
         uint8_t *buf = malloc(length);
         FT_CHECK(buf != NULL, "malloc(%zu)", length);
         d->seq++;
-        ft_pattern_fill(buf, length, st_seed(1, d->seq, length), 0);
+        ft_pattern_fill(buf, length, ft_pattern_seed(FT_SEG_IMPORTER, d->seq, length), 0);
         ferry_dma_entry_t e = {
             .local = buf, .remote_offset = offset, .length = length, .direction = FERRY_DMA_WRITE};
         st_run(d, s, &e, 1, length == ST_BIG ? 2 : i % 3);
@@ -220,7 +167,8 @@ static void st_sizes(st_t *d, unsigned s)
         memset(buf, 0, length);
         e.direction = FERRY_DMA_READ;
         st_run(d, s, &e, 1, (i + 1) % 3);
-        ft_pattern_check(buf, length, st_seed(2, d->seq, length), 0, "read back");
+        ft_pattern_check(buf, length, ft_pattern_seed(FT_SEG_OWNER, d->seq, length), 0,
+                         "read back");
         free(buf);
     }
 }
@@ -232,7 +180,8 @@ static void st_list(st_t *d, unsigned s, ferry_dma_entry_t *e, size_t count, uin
     for (size_t k = 0; k < count; k++) {
         e[k].direction = FERRY_DMA_WRITE;
         if (e[k].length > 0)
-            ft_pattern_fill(e[k].local, e[k].length, st_seed(1, seq0 + k, e[k].length), 0);
+            ft_pattern_fill(e[k].local, e[k].length,
+                            ft_pattern_seed(FT_SEG_IMPORTER, seq0 + k, e[k].length), 0);
     }
     st_run(d, s, e, count, 2);
     for (size_t k = 0; k < count; k++) {
@@ -247,7 +196,8 @@ static void st_list(st_t *d, unsigned s, ferry_dma_entry_t *e, size_t count, uin
     st_run(d, s, e, count, 0);
     for (size_t k = 0; k < count; k++) {
         if (e[k].length > 0)
-            ft_pattern_check(e[k].local, e[k].length, st_seed(2, seq0 + k, e[k].length), 0,
+            ft_pattern_check(e[k].local, e[k].length,
+                             ft_pattern_seed(FT_SEG_OWNER, seq0 + k, e[k].length), 0,
                              "list entry read back");
     }
 }
@@ -323,7 +273,8 @@ static void st_abort(st_t *d, unsigned direction, int callback)
     /* the queue works again */
     uint8_t small[4096];
     d->seq++;
-    ft_pattern_fill(small, sizeof(small), st_seed(1, d->seq, sizeof(small)), 0);
+    ft_pattern_fill(small, sizeof(small), ft_pattern_seed(FT_SEG_IMPORTER, d->seq, sizeof(small)),
+                    0);
     e = (ferry_dma_entry_t){.local = small,
                             .remote_offset = 8191,
                             .length = sizeof(small),
@@ -345,7 +296,8 @@ int main(void)
     const char *env = getenv("FERRY_SEGMENT_COPY_THREADS");
     d.nthreads = env != NULL ? (unsigned)strtoul(env, NULL, 10) : 0;
     d.self = pthread_self();
-    ft_peer_spawn(&d.owner, "owner", st_owner, NULL);
+    ft_seg_sizes_t sizes = {.size1 = ST_SIZE1, .size2 = ST_SIZE2};
+    ft_peer_spawn(&d.owner, "owner", ft_seg_owner, &sizes);
     ft_ferry_init(&d.f, NULL, NULL);
     size_t len = ft_recv_address(d.owner.chan, address, sizeof(address), ST_TIMEOUT_MS);
     d.ep = ft_ep_create(d.f.worker, address, len, NULL);
@@ -376,7 +328,7 @@ int main(void)
         .local = buf, .remote_offset = 0, .length = ST_BIG, .direction = FERRY_DMA_WRITE};
     FT_CHECK_OK(ferry_dma_post(q, &e, 1));
     FT_CHECK_STATUS(ferry_dma_start(q, NULL, NULL), FERRY_INPROGRESS);
-    ft_chan_send_token(d.owner.chan, ST_TAG_EXIT, 0, 0, 0, 0);
+    ft_chan_send_token(d.owner.chan, FT_SEG_EXIT, 0, 0, 0, 0);
     ft_peer_expect_exit(&d.owner, ST_TIMEOUT_MS, 0);
     ft_ferry_fini(&d.f); /* frees the endpoint, the remote segments and the queue */
     free(buf);

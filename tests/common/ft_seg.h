@@ -1,0 +1,33 @@
+/* The owner of the segment DMA tests, as a forked peer, and the importer's side of its checks.
+ *
+ * The owner publishes segment 1 (size1 bytes of ferry_mem_alloc memory: importers reach it
+ * through the mapping) and segment 2 (size2 bytes of malloc'ed memory it registers: reached by
+ * cross-memory attach, or by the owner's progress with FERRY_SHM_CMA=off), both available, sends
+ * its address, and then, for each FT_SEG_CHECK token, checks the importer's bytes at the range
+ * (pattern seed ft_pattern_seed(FT_SEG_IMPORTER, seq, length)), writes its own there (seed
+ * ft_pattern_seed(FT_SEG_OWNER, seq, length)) and answers FT_SEG_OK; FT_SEG_EXIT ends it. */
+#ifndef FT_SEG_H
+#define FT_SEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ferry/ferry.h>
+
+enum { FT_SEG_CHECK = 0x43484b20, FT_SEG_OK = 0x4f4b2020, FT_SEG_EXIT = 0x45584954 };
+enum { FT_SEG_IMPORTER = 1, FT_SEG_OWNER = 2 }; /* the "who" of the patterns' seeds */
+
+typedef struct ft_seg_sizes {
+    size_t size1; /* segment 1: ferry_mem_alloc memory */
+    size_t size2; /* segment 2: registered malloc'ed memory */
+} ft_seg_sizes_t;
+
+/* The owner's role function for ft_peer_spawn; arg: a ft_seg_sizes_t. */
+int ft_seg_owner(int chan, void *arg);
+
+/* Importer: ask the owner on chan to check [offset, offset + length) of segment s (1 or 2)
+ * against seq and write its own pattern there; progress worker until it answered. */
+void ft_seg_owner_check(ferry_worker_t *worker, int chan, unsigned s, uint64_t offset,
+                        uint64_t length, uint64_t seq, int timeout_ms);
+
+#endif
