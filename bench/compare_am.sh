@@ -92,12 +92,7 @@ run_ucx() {
     # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
     # (UCX's MB is 2^20 bytes; its latency is one-way, half the round trip, like ferry's)
     local line
-    line=$(echo "$out" | grep '^Final:' | tail -1)
-    if [[ -z $line ]]; then
-        echo "compare_am.sh: no 'Final:' line from ucx_perftest:" >&2
-        echo "$out" >&2
-        exit 1
-    fi
+    line=$(ucx_final_line "$out") || exit 1
     echo "$line" | awk -v test="$test" -v size="$size" -v mode="$layout" '{
         if (test == "am_lat")
             printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $4

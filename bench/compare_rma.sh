@@ -157,12 +157,7 @@ run_ucx() {
     # (UCX's MB is 2^20 bytes; put_lat is one way, half the round trip, like ferry's; get and
     # fadd latencies are of one operation, like ferry's get_lat and atomic_lat)
     local line
-    line=$(echo "$out" | grep '^Final:' | tail -1)
-    if [[ -z $line ]]; then
-        echo "compare_rma.sh: no 'Final:' line from ucx_perftest:" >&2
-        echo "$out" >&2
-        exit 1
-    fi
+    line=$(ucx_final_line "$out") || exit 1
     echo "$line" | awk -v test="$name" -v size="$size" -v mode="$mode" '{
         if (test ~ /_lat$/)
             printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $4

@@ -168,12 +168,7 @@ run_ucx() {
     # where avg is over the last report interval and overall over the whole run (UCX's MB is
     # 2^20 bytes; tag_lat's latency is one way, half the round trip, like ferry's)
     local line
-    line=$(echo "$out" | grep '^Final:' | tail -1)
-    if [[ -z $line ]]; then
-        echo "compare_tag.sh: no 'Final:' line from ucx_perftest:" >&2
-        echo "$out" >&2
-        exit 1
-    fi
+    line=$(ucx_final_line "$out") || exit 1
     echo "$line" | awk -v test="$test" -v size="$size" -v mode="$tls" '{
         if (test == "tag_lat")
             printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $5

@@ -58,3 +58,18 @@ finish_server() {
     server_pid=
     return $rc
 }
+
+# The "Final:" line of ucx_perftest's output $1, "Final: iters lat_p50 lat_avg lat_overall
+# MB/s_avg MB/s_overall msg/s_avg msg/s_overall" (avg: the last report interval, overall: the
+# whole run; UCX's MB is 2^20 bytes); fails (status 1) when there is none: call it as
+# line=$(ucx_final_line "$out") || exit 1
+ucx_final_line() {
+    local line
+    line=$(echo "$1" | grep '^Final:' | tail -1)
+    if [[ -z $line ]]; then
+        echo "$bench_name: no 'Final:' line from ucx_perftest:" >&2
+        echo "$1" >&2
+        return 1
+    fi
+    echo "$line"
+}
