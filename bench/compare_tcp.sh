@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# compare_tcp.sh: tagged messages over TCP on loopback, ferry_perf against UCX's ucx_perftest
+# (UCP, UCX_TLS=tcp) and libfabric's fi_pingpong (provider tcp).
+#
+# In one session, alternating run by run (A B C ...), REPEAT times, at 8 B, 4 KiB, 64 KiB,
+# 1 MiB, 16 MiB:
+#   ferry      FERRY_TRANSPORTS=tcp ferry_perf -t tag_lat|tag_bw
+#   ucx-tcp    UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest -t tag_lat|tag_bw
+#   fi-tcp     fi_pingpong -p tcp -e rdm -m tagged (a ping-pong only: its bandwidth column is
+#              the ping-pong's, shown for reference, not a streaming figure)
+# Servers run on core 0, clients on core 1. Every peer talks to 127.0.0.1 only. Prints tables
+# of medians over the REPEAT runs with ratios, and the issue's targets (latency <= UCX's tcp,
+# bandwidth >= UCX's tcp at >= 64 KiB).
+#
+# Usage: bench/compare_tcp.sh [REPEAT]     (default 5; see bench/README.md)
+# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
+# default 27000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+repeat=${1:-5}
+ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
+port=${BENCH_PORT:-27000}
+scale=${BENCH_ITERS_SCALE:-1}
+run_timeout=120 # seconds any one client or server may take
+window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
+sizes="8 4096 65536 1048576 16777216"
+
+if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: $0 [REPEAT]   (REPEAT: runs per configuration, default 5)" >&2
+    exit 2
+fi
+if ! [[ $scale =~ ^[1-9][0-9]*$ ]]; then
+    echo "compare_tcp.sh: BENCH_ITERS_SCALE must be a positive integer" >&2
+    exit 2
+fi
+if [[ ! -x $ferry_perf ]]; then
+    echo "compare_tcp.sh: $ferry_perf not found; build first:" >&2
+    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
+    exit 1
+fi
+
+# apt_install PACKAGE...: Debian packages, refreshing the package lists only when needed.
+apt_install() {
+    echo "compare_tcp.sh: installing $*" >&2
+    if ! apt-get install -y "$@" >/dev/null 2>&1; then
+        apt-get update >/dev/null && apt-get install -y "$@" >/dev/null
+    fi
+}
+command -v ucx_perftest >/dev/null || apt_install ucx-utils
+command -v fi_pingpong >/dev/null || apt_install libfabric-bin
+for tool in ucx_perftest fi_pingpong ss awk timeout; do
+    command -v "$tool" >/dev/null || { echo "compare_tcp.sh: $tool is missing" >&2; exit 1; }
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_tcp.XXXXXX")
+raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
+# servers on fresh ports, cleanup on exit: next_port, start_server, finish_server
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+
+# Iterations per run: enough for a stable median, few enough for a few minutes in all.
+lat_iters() {
+    case $1 in
+    8) echo 20000 ;;
+    4096) echo 10000 ;;
+    65536) echo 2000 ;;
+    1048576) echo 200 ;;
+    16777216) echo 20 ;;
+    esac
+}
+bw_iters() {
+    case $1 in
+    8) echo 100000 ;;
+    4096) echo 50000 ;;
+    65536) echo 5000 ;;
+    1048576) echo 500 ;;
+    16777216) echo 40 ;;
+    esac
+}
+iters_of() { # TEST SIZE
+    local n
+    if [[ $1 == tag_lat ]]; then n=$(lat_iters "$2"); else n=$(bw_iters "$2"); fi
+    echo $((n * scale))
+}
+
+nsizes=$(wc -w <<<"$sizes")
+count=0
+total_runs=$((nsizes * 5 * repeat)) # per size: 2 ferry, 2 UCX, 1 fi_pingpong
+
+progress() { # LIB TEST SIZE
+    count=$((count + 1))
+    printf '[%3d/%d] %-5s %-7s %9s B\n' "$count" "$total_runs" "$1" "$2" "$3" >&2
+}
+
+# run_ferry TEST SIZE
+run_ferry() {
+    local test=$1 size=$2
+    local iters
+    iters=$(iters_of "$test" "$size")
+    # the same environment for both processes: tcp only, nothing inherited picks another path
+    local env=(env -u FERRY_RNDV_MODE -u FERRY_RNDV_THRESH -u FERRY_TCP_IFACE FERRY_TRANSPORTS=tcp)
+    next_port
+    progress ferry "$test" "$size"
+    start_server "$work/server.log" "${env[@]}" "$ferry_perf" -p "$port" -c 0
+    local out
+    if ! out=$("${env[@]}" timeout $run_timeout "$ferry_perf" 127.0.0.1 -p "$port" -c 1 \
+        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) -f csv \
+        2>"$work/client.log"); then
+        echo "compare_tcp.sh: ferry_perf client failed (FERRY_TRANSPORTS=tcp):" >&2
+        cat "$work/client.log" "$work/server.log" >&2
+        exit 1
+    fi
+    finish_server || { echo "compare_tcp.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
+    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+    echo "$out" | awk -F, -v test="$test" '$1 == test {
+        printf "ferry,%s,%s,tcp,%s,%s,%s,%s\n", $1, $2, $4, $5, $6, $7 }' >>"$raw"
+}
+
+# run_ucx TEST SIZE
+run_ucx() {
+    local test=$1 size=$2
+    local iters extra=()
+    iters=$(iters_of "$test" "$size")
+    [[ $test == tag_bw ]] && extra=(-O "$window")
+    local env=(env UCX_TLS=tcp UCX_NET_DEVICES=lo)
+    next_port
+    progress ucx "$test" "$size"
+    start_server "$work/server.log" "${env[@]}" ucx_perftest -p "$port" -c 0
+    local out
+    if ! out=$("${env[@]}" timeout $run_timeout ucx_perftest 127.0.0.1 -p "$port" -c 1 \
+        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) "${extra[@]}" 2>&1); then
+        echo "compare_tcp.sh: ucx_perftest client failed (UCX_TLS=tcp):" >&2
+        echo "$out" "$(cat "$work/server.log")" >&2
+        exit 1
+    fi
+    finish_server || true # ucx_perftest's server status carries no information
+    # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
+    # (UCX's MB is 2^20 bytes; tag_lat's latency is one way, half the round trip, like ferry's)
+    local line
+    line=$(ucx_final_line "$out") || exit 1
+    echo "$line" | awk -v test="$test" -v size="$size" '{
+        if (test == "tag_lat")
+            printf "ucx,%s,%s,tcp,%s,%s,,\n", test, size, $3, $5
+        else
+            printf "ucx,%s,%s,tcp,,,%.4f,%.4f\n", test, size, $7 * 1048576 / 1e9, $9 / 1e6
+    }' >>"$raw"
+}
+
+# run_fi SIZE: fi_pingpong, tagged messages on an RDM endpoint of the tcp provider. It has its
+# own control port (-B on the server, -P on the client). Its line:
+# "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec" where usec/xfer is one way (the
+# run's time over both directions' transfers) and MB/sec is 10^6 B/s over both directions.
+run_fi() {
+    local size=$1
+    local iters
+    iters=$(iters_of tag_lat "$size")
+    next_port
+    progress fi tag_lat "$size"
+    start_server "$work/server.log" taskset -c 0 fi_pingpong -p tcp -e rdm -m tagged -B "$port" \
+        -I "$iters" -S "$size"
+    local out
+    if ! out=$(timeout $run_timeout taskset -c 1 fi_pingpong -p tcp -e rdm -m tagged -P "$port" \
+        -I "$iters" -S "$size" 127.0.0.1 2>&1); then
+        echo "compare_tcp.sh: fi_pingpong client failed:" >&2
+        echo "$out" "$(cat "$work/server.log")" >&2
+        exit 1
+    fi
+    finish_server || true
+    local line
+    line=$(echo "$out" | awk 'NR > 1 && NF == 8 { l = $0 } END { print l }')
+    if [[ -z $line ]]; then
+        echo "compare_tcp.sh: no result line from fi_pingpong:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    echo "$line" | awk -v size="$size" '{
+        printf "fi,tag_lat,%s,tcp,%s,%s,%.4f,%.4f\n", size, $7, $7, $6 / 1e3, $8
+    }' >>"$raw"
+}
+
+# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
+cpu_busy_percent() {
+    local a b
+    read -r -a a < <(grep '^cpu ' /proc/stat)
+    sleep 1
+    read -r -a b < <(grep '^cpu ' /proc/stat)
+    local total=0 idle=$(((b[4] + b[5]) - (a[4] + a[5])))
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    echo $((total > 0 ? 100 * (total - idle) / total : 0))
+}
+
+echo "compare_tcp.sh: $repeat runs per configuration; raw results in $raw" >&2
+busy_before=$(cpu_busy_percent)
+start_time=$SECONDS
+for ((r = 1; r <= repeat; r++)); do
+    for size in $sizes; do
+        for test in tag_lat tag_bw; do
+            run_ferry "$test" "$size"
+            run_ucx "$test" "$size"
+        done
+        run_fi "$size"
+    done
+done
+elapsed=$((SECONDS - start_time))
+echo "compare_tcp.sh: $count runs in $elapsed s" >&2
+
+# ------------------------------------------------------------------ report: medians
+cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+ucx_version=$(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}')
+fi_version=$(fi_info --version 2>/dev/null | awk '/libfabric:/ {print $2; exit}')
+echo
+echo "tagged messages over TCP (loopback): ferry ($ferry_perf, FERRY_TRANSPORTS=tcp) vs UCX $ucx_version (ucx_perftest, UCX_TLS=tcp) vs libfabric ${fi_version:-?} (fi_pingpong -p tcp)"
+echo "servers on core 0, clients on core 1, busy polling, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "host: $cpu, $(nproc) CPUs, $(uname -r); tag_bw window: $window sends / receives in flight"
+echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
+awk -F, -v sizes="$sizes" '
+function median(key,   n, i, j, t, a) {
+    if (vals[key] == "") return ""
+    n = split(vals[key], a, " ")
+    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
+function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
+function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+function human(s) { return s >= 1048576 ? (s / 1048576) "M" : s >= 1024 ? (s / 1024) "K" : s }
+NR > 1 {
+    k = $1 "," $2 "," $3
+    add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7); add(k ",rate", $8)
+}
+END {
+    ns = split(sizes, S, " ")
+    printf "\ntag_lat: ping-pong, one-way latency (us), p50 (fi_pingpong: its mean); ratio = ferry / UCX (< 1: ferry faster)\n"
+    printf "%6s %9s %9s %9s %8s %8s\n", "size", "ferry", "ucx-tcp", "fi-tcp", "ratio", "ferry/fi"
+    for (i = 1; i <= ns; i++) {
+        s = S[i]; f = median("ferry,tag_lat," s ",p50"); u = median("ucx,tag_lat," s ",p50")
+        v = median("fi,tag_lat," s ",p50")
+        printf "%6s %9s %9s %9s %8s %8s\n", human(s), fmt(f, "%.3f"), fmt(u, "%.3f"), fmt(v, "%.3f"), ratio(f, u), ratio(f, v)
+        if (s == 8) { lat8 = f; lat8_ucx = u }
+    }
+
+    printf "\ntag_bw: streaming, GB/s (10^9 B/s); ratio = ferry / UCX (> 1: ferry faster); fi-tcp: ping-pong bandwidth, for reference\n"
+    printf "%6s %9s %9s %9s %8s %12s\n", "size", "ferry", "ucx-tcp", "fi-tcp", "ratio", "ferry_Mmsg/s"
+    for (i = 1; i <= ns; i++) {
+        s = S[i]; f = median("ferry,tag_bw," s ",bw"); u = median("ucx,tag_bw," s ",bw")
+        v = median("fi,tag_lat," s ",bw")
+        printf "%6s %9s %9s %9s %8s %12s\n", human(s), fmt(f, "%.3f"), fmt(u, "%.3f"), fmt(v, "%.3f"), ratio(f, u), fmt(median("ferry,tag_bw," s ",rate"), "%.4f")
+        if (s >= 65536) {
+            big++
+            if (f == "" || u == "" || f + 0 < u + 0) miss = miss sprintf(" %s (%s)", human(s), ratio(f, u))
+        }
+    }
+    printf "\ntargets (issue 5), on these medians:\n"
+    printf "  latency <= UCX tcp at 8 B (ferry %s us, UCX %s us): %s\n", fmt(lat8, "%.3f"), fmt(lat8_ucx, "%.3f"), (lat8 != "" && lat8_ucx != "" && lat8 + 0 <= lat8_ucx + 0) ? "met" : "NOT met"
+    printf "  bandwidth >= UCX tcp at every size >= 64 KiB (%d sizes): %s\n", big, miss == "" ? "met" : "NOT met at" miss
+}' "$raw"
+echo
+echo "raw results (one line per run): $raw"
