@@ -116,11 +116,17 @@ ferry_add_test(NAME mp_bootstrap_tcp_bad SOURCES mp/mp_bootstrap_tcp.c ARGS bad 
 # one rank of a bootstrap job: alone, the single method (and the program mpirun_pmix runs)
 ferry_add_test(NAME mp_bootstrap_job SOURCES mp/mp_bootstrap_job.c LIBS ferry_bootstrap
                TIMEOUT 60)
-# 4 ranks under mpirun.openmpi with the pmix method (skipped without mpirun or PMIx)
+# 4 ranks under mpirun.openmpi with the pmix method, and ferry_perf as 2 ranks (skipped
+# without mpirun or PMIx)
 if(TARGET example_ferry_hello_bootstrap)
+    set(mpirun_pmix_perf -)
+    if(TARGET ferry_perf)
+        set(mpirun_pmix_perf $<TARGET_FILE:ferry_perf>)
+    endif()
     add_test(NAME mpirun_pmix
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/mpirun_pmix.sh $<TARGET_FILE:mp_bootstrap_job>
-                     $<TARGET_FILE:example_ferry_hello_bootstrap> ${FERRY_HAVE_PMIX})
+                     $<TARGET_FILE:example_ferry_hello_bootstrap> ${mpirun_pmix_perf}
+                     ${FERRY_HAVE_PMIX})
     set_tests_properties(mpirun_pmix PROPERTIES
         TIMEOUT 240
         SKIP_RETURN_CODE 77
