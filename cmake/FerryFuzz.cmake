@@ -22,7 +22,8 @@ foreach(source IN LISTS FERRY_FUZZ_SOURCES)
         RUNTIME_OUTPUT_DIRECTORY ${FERRY_FUZZ_DIR})
     target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)
-    target_link_libraries(${target} PRIVATE ferry_internal)
+    # ferry_bootstrap_internal: libferry.a whole and the bootstrap's objects (bootstrap_wire)
+    target_link_libraries(${target} PRIVATE ferry_bootstrap_internal)
 
     add_test(NAME ${target}
         COMMAND ${CMAKE_COMMAND}

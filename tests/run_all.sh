@@ -168,6 +168,8 @@ step_consumer() {
         cmake --build "$tmp/build"
         "$tmp/build/consumer"
         "$tmp/build/consumer_pc"
+        "$tmp/build/consumer_bootstrap"
+        "$tmp/build/consumer_bootstrap_pc"
         echo "--- cc \$(pkg-config --cflags --libs ferry)"
         pcdir=$(dirname "$(find "$tmp/prefix" -name ferry.pc | head -n 1)")
         libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=libdir ferry)
@@ -175,6 +177,12 @@ step_consumer() {
         cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer_cc" tests/consumer/consumer.c \
             $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ferry)
         LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_cc"
+        echo "--- cc \$(pkg-config --cflags --libs ferry-bootstrap)"
+        # shellcheck disable=SC2046 # the flags are words
+        cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer_bootstrap_cc" \
+            tests/consumer/consumer_bootstrap.c \
+            $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ferry-bootstrap)
+        LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_bootstrap_cc"
     ) || rc=1
     rm -rf "$tmp"
     return $rc

@@ -278,23 +278,23 @@ static config_value_t config_get(const ferry_config_var_t *var, ferry_config_typ
     return value;
 }
 
-bool ferry_config_bool(const ferry_config_var_t *var)
+FERRY_EXPORT bool ferry_config_bool(const ferry_config_var_t *var)
 {
     return config_get(var, FERRY_CONFIG_BOOL).b;
 }
 
-int64_t ferry_config_int(const ferry_config_var_t *var)
+FERRY_EXPORT int64_t ferry_config_int(const ferry_config_var_t *var)
 {
     return config_get(var, FERRY_CONFIG_INT).i;
 }
 
-uint64_t ferry_config_size(const ferry_config_var_t *var)
+FERRY_EXPORT uint64_t ferry_config_size(const ferry_config_var_t *var)
 {
     return config_get(var, FERRY_CONFIG_SIZE).u;
 }
 
 /* Never logs: ferry_log_init() reads its own variables with it. */
-const char *ferry_config_string(const ferry_config_var_t *var)
+FERRY_EXPORT const char *ferry_config_string(const ferry_config_var_t *var)
 {
     const char *env = config_env_value(var);
     if (env != NULL)
@@ -304,9 +304,22 @@ const char *ferry_config_string(const ferry_config_var_t *var)
 
 /* ---------------------------------------------------------------- registry */
 
+/* Sections of companion libraries (ferry_config_registry_add). */
+#define CONFIG_MAX_EXTRA 8
+typedef struct config_range {
+    const ferry_config_var_t *const *start;
+    const ferry_config_var_t *const *stop;
+} config_range_t;
+
+static config_range_t config_extra[CONFIG_MAX_EXTRA];
+static size_t config_extra_count;
+/* Snapshots: the current one last. Older ones stay (callers may hold them); never freed. */
+static const ferry_config_var_t **config_snapshots[CONFIG_MAX_EXTRA + 1];
+static size_t config_snapshot_count;
 static const ferry_config_var_t **config_sorted;
 static size_t config_sorted_count;
-static pthread_once_t config_sorted_once = PTHREAD_ONCE_INIT;
+static bool config_sorted_valid;
+static pthread_mutex_t config_sorted_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int config_compare_vars(const void *a, const void *b)
 {
@@ -319,14 +332,28 @@ static int config_compare_vars(const void *a, const void *b)
     return (uintptr_t)va < (uintptr_t)vb ? -1 : (uintptr_t)va > (uintptr_t)vb;
 }
 
-static void config_sort_once(void)
+static size_t config_range_length(const config_range_t *range)
 {
-    const ferry_config_var_t *const *start = __start_ferry_config_registry;
-    const ferry_config_var_t *const *stop = __stop_ferry_config_registry;
+    if (range->start == NULL || range->stop == NULL || range->stop <= range->start)
+        return 0;
+    return (size_t)(range->stop - range->start);
+}
 
-    if (start == NULL || stop == NULL || stop <= start)
+/* Build the sorted snapshot of this library's section and the added ones (lock held). */
+static void config_sort_locked(void)
+{
+    config_range_t ranges[1 + CONFIG_MAX_EXTRA];
+    size_t range_count = 0, count = 0;
+
+    ranges[range_count++] =
+        (config_range_t){__start_ferry_config_registry, __stop_ferry_config_registry};
+    for (size_t i = 0; i < config_extra_count; ++i)
+        ranges[range_count++] = config_extra[i];
+    for (size_t i = 0; i < range_count; ++i)
+        count += config_range_length(&ranges[i]);
+    config_sorted_valid = true;
+    if (count == 0 || config_snapshot_count == FERRY_ARRAY_SIZE(config_snapshots))
         return;
-    size_t count = (size_t)(stop - start);
     const ferry_config_var_t **sorted = malloc(count * sizeof(*sorted));
     if (sorted == NULL) {
         ferry_error("malloc(%zu) for the configuration registry failed: out of memory",
@@ -335,12 +362,17 @@ static void config_sort_once(void)
     }
 
     size_t n = 0;
-    for (size_t i = 0; i < count; ++i) {
-        if (start[i] != NULL && start[i]->name != NULL) /* skip any padding */
-            sorted[n++] = start[i];
+    for (size_t r = 0; r < range_count; ++r) {
+        for (size_t i = 0; i < config_range_length(&ranges[r]); ++i) {
+            const ferry_config_var_t *var = ranges[r].start[i];
+            if (var != NULL && var->name != NULL) /* skip any padding */
+                sorted[n++] = var;
+        }
     }
     qsort(sorted, n, sizeof(*sorted), config_compare_vars);
 
+    /* The same variable twice (a static link merges the sections: an added range may repeat
+     * this one) is kept once; two variables of one name are a bug worth a warning. */
     size_t unique = 0;
     for (size_t i = 0; i < n; ++i) {
         if (unique > 0 && sorted[unique - 1] == sorted[i])
@@ -349,15 +381,34 @@ static void config_sort_once(void)
             ferry_warn("configuration variable %s is declared more than once", sorted[i]->name);
         sorted[unique++] = sorted[i];
     }
+    config_snapshots[config_snapshot_count++] = sorted;
     config_sorted = sorted;
     config_sorted_count = unique;
 }
 
+FERRY_EXPORT void ferry_config_registry_add(const ferry_config_var_t *const *start,
+                                            const ferry_config_var_t *const *stop)
+{
+    pthread_mutex_lock(&config_sorted_lock);
+    if (config_extra_count < CONFIG_MAX_EXTRA) {
+        config_extra[config_extra_count++] = (config_range_t){start, stop};
+        config_sorted_valid = false;
+    } else {
+        ferry_error("ferry_config_registry_add: more than %d registry sections (a bug in ferry)",
+                    CONFIG_MAX_EXTRA);
+    }
+    pthread_mutex_unlock(&config_sorted_lock);
+}
+
 size_t ferry_config_vars(const ferry_config_var_t *const **vars_p)
 {
-    pthread_once(&config_sorted_once, config_sort_once);
+    pthread_mutex_lock(&config_sorted_lock);
+    if (!config_sorted_valid)
+        config_sort_locked();
     *vars_p = (const ferry_config_var_t *const *)config_sorted;
-    return config_sorted_count;
+    size_t count = config_sorted_count;
+    pthread_mutex_unlock(&config_sorted_lock);
+    return count;
 }
 
 /* Is name[0..len) registered (exactly, case-sensitively)? vars is sorted by name. */

@@ -8,7 +8,13 @@
  *
  * The linker collects the "ferry_config_registry" section, which is the registry: ferry_info -c
  * lists it and ferry_config_check_environment() warns about FERRY_* names not in it. Values
- * come from the environment variable of that name, else the default. */
+ * come from the environment variable of that name, else the default.
+ *
+ * Companion libraries (libferry_bootstrap) declare their variables the same way, in their own
+ * section, and hand it to libferry's registry from a constructor with
+ * ferry_config_registry_add(). For them libferry.so exports the typed readers below,
+ * ferry_config_registry_add and the logging functions of log.h: exported for ferry's own
+ * libraries only (declared in src/, not in include/ferry; no API promise). */
 #ifndef FERRY_CORE_CONFIG_H
 #define FERRY_CORE_CONFIG_H
 
@@ -38,8 +44,15 @@ int64_t ferry_config_int(const ferry_config_var_t *var);
 uint64_t ferry_config_size(const ferry_config_var_t *var);
 const char *ferry_config_string(const ferry_config_var_t *var); /* never NULL */
 
+/* Add a companion library's registry section [start, stop) (its own hidden
+ * __start_/__stop_ferry_config_registry). At most 8; a variable seen twice (a static link
+ * merges the sections) is listed once. */
+void ferry_config_registry_add(const ferry_config_var_t *const *start,
+                               const ferry_config_var_t *const *stop);
+
 /* The registry: *vars_p receives the array of registered variables, sorted by name (one
- * snapshot, built on the first call; thread-safe). Returns how many there are.
+ * snapshot, built on the first call and again after ferry_config_registry_add; an older
+ * snapshot stays valid; thread-safe). Returns how many there are.
  * (The section is not named like this function: the assembler would resolve the function's
  * symbol to the section of the same name in a file that both registers and calls.) */
 size_t ferry_config_vars(const ferry_config_var_t *const **vars_p);

@@ -35,7 +35,7 @@ static const ferry_config_var_t log_file_var = {
 static const ferry_config_var_t *const log_file_reg
     __attribute__((used, section("ferry_config_registry"))) = &log_file_var;
 
-ferry_log_level_t ferry_log_level_current = FERRY_LOG_LEVEL_WARN;
+FERRY_EXPORT ferry_log_level_t ferry_log_level_current = FERRY_LOG_LEVEL_WARN;
 
 /* Where lines go: stderr until ferry_log_init() opens FERRY_LOG_FILE. Written once, inside
  * pthread_once, before any line of this process is formatted by log_emit(). */
@@ -165,14 +165,15 @@ static void log_init_once(void)
     errno = saved_errno;
 }
 
-void ferry_log_init(void)
+FERRY_EXPORT void ferry_log_init(void)
 {
     int saved_errno = errno;
     pthread_once(&log_once, log_init_once);
     errno = saved_errno;
 }
 
-void ferry_log_write(ferry_log_level_t level, const char *file, int line, const char *fmt, ...)
+FERRY_EXPORT void ferry_log_write(ferry_log_level_t level, const char *file, int line,
+                                  const char *fmt, ...)
 {
     int saved_errno = errno; /* first: fmt may use %m */
 

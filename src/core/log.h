@@ -1,6 +1,8 @@
 /* Logging: levels error|warn|info|debug|trace from FERRY_LOG_LEVEL (warn by default).
  * The function that detects an error logs it once: the call, its object (path, pid, fd,
- * size), strerror(errno), and the fix when one is known. */
+ * size), strerror(errno), and the fix when one is known.
+ * ferry_log_level_current, ferry_log_init and ferry_log_write are exported by libferry.so for
+ * ferry's companion libraries (libferry_bootstrap): internal, no API promise. */
 #ifndef FERRY_CORE_LOG_H
 #define FERRY_CORE_LOG_H
 

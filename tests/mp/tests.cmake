@@ -106,3 +106,30 @@ ferry_add_test(NAME mp_seg_threads_1 SOURCES mp/mp_seg_threads.c TIMEOUT 180 LAB
 # the late connects come and go), an asynchronous connect with a callback, and the owner
 # SIGKILLed: LOST within 1 s, every later operation fails, the mapped memory stays readable
 ferry_add_test(NAME mp_seg_death SOURCES mp/mp_seg_death.c TIMEOUT 60)
+# the bootstrap (libferry_bootstrap): tcp between 4 forked ranks on 127.0.0.1 and strangers
+# knocking at rank 0; INTERNAL: speaks the wire format by hand
+ferry_add_test(NAME mp_bootstrap_tcp SOURCES mp/mp_bootstrap_tcp.c INTERNAL
+               LIBS ferry_bootstrap_internal TIMEOUT 120)
+# a joined rank that breaks the protocol in a collective: the others fail cleanly
+ferry_add_test(NAME mp_bootstrap_tcp_bad SOURCES mp/mp_bootstrap_tcp.c ARGS bad INTERNAL
+               LIBS ferry_bootstrap_internal TIMEOUT 120 EXPECT_ERRORS)
+# one rank of a bootstrap job: alone, the single method (and the program mpirun_pmix runs)
+ferry_add_test(NAME mp_bootstrap_job SOURCES mp/mp_bootstrap_job.c LIBS ferry_bootstrap
+               TIMEOUT 60)
+# 4 ranks under mpirun.openmpi with the pmix method, and ferry_perf as 2 ranks (skipped
+# without mpirun or PMIx)
+if(TARGET example_ferry_hello_bootstrap)
+    set(mpirun_pmix_perf -)
+    if(TARGET ferry_perf)
+        set(mpirun_pmix_perf $<TARGET_FILE:ferry_perf>)
+    endif()
+    add_test(NAME mpirun_pmix
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/mpirun_pmix.sh $<TARGET_FILE:mp_bootstrap_job>
+                     $<TARGET_FILE:example_ferry_hello_bootstrap> ${mpirun_pmix_perf}
+                     ${FERRY_HAVE_PMIX})
+    set_tests_properties(mpirun_pmix PROPERTIES
+        TIMEOUT 240
+        SKIP_RETURN_CODE 77
+        ENVIRONMENT "FERRY_LOG_LEVEL=warn;LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/mp/lsan_pmix.supp"
+        FAIL_REGULAR_EXPRESSION "${FERRY_TEST_ERROR_REGEX}")
+endif()

@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <ferry/bootstrap.h>
 #include <ferry/ferry.h>
 
 #include "core/config.h"
@@ -180,10 +181,12 @@ int info_show_version(info_t *info)
         info_json_string(&info->json, "library", ferry_version_string());
         info_json_string(&info->json, "headers", header_version);
         info_json_string(&info->json, "build_options", ferry_build_options());
+        info_json_string(&info->json, "bootstrap_methods", ferry_bootstrap_methods_built());
         info_json_object_end(&info->json);
     } else {
         printf("ferry %s (headers %s)\n", ferry_version_string(), header_version);
         printf("build: %s\n", ferry_build_options());
+        printf("bootstrap methods (libferry_bootstrap): %s\n", ferry_bootstrap_methods_built());
     }
     return 0;
 }

@@ -4,6 +4,7 @@
  *   client: ferry_perf HOST -t TEST [-s SIZE[,SIZE...]] [-n ITERS] [-w WARMUP] [-r REPEAT]
  *                       [-f table|csv|json] [--wait] [--mem alloc|register] [-p PORT] [-c CORE]
  *                       [-T SEC]
+ *   launched: mpirun -np 2 ferry_perf -t TEST [client options]: rank 0 serves, rank 1 measures
  *
  * Exit status: 0 success, 1 the run failed, 2 bad options. */
 #define _GNU_SOURCE
@@ -125,9 +126,13 @@ static void usage(FILE *out)
             "\n"
             "  server: ferry_perf [-p PORT] [-c CORE] [-T SEC]\n"
             "  client: ferry_perf HOST -t TEST [-s SIZE[,SIZE...]] [options]\n"
+            "  both:   mpirun -np 2 ferry_perf -t TEST [-s SIZE[,SIZE...]] [options]\n"
             "\n"
             "The server serves one client run and exits. Worker addresses, the test\n"
             "parameters and the remote keys travel over a TCP connection to HOST:PORT.\n"
+            "Without HOST, -t makes a job of two ranks found by ferry's bootstrap (under\n"
+            "mpirun or srun: PMIx; or FERRY_BOOTSTRAP_ROOT/_RANK/_SIZE): rank 0 serves on an\n"
+            "ephemeral port it publishes, rank 1 connects to it and prints the results.\n"
             "\n"
             "  -t TEST      am_lat:  ping-pong; one-way latency = round trip / 2 (p50, avg, p99)\n"
             "               am_bw:   streaming; bandwidth (GB = 10^9 B) and message rate\n"
@@ -403,10 +408,11 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
         opt->host = argv[optind++];
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
-    if (opt->host == NULL && client_option)
-        return usage_error("%s", "-t, -s, -n, -w, -r, -f, --wait, --mem and --no-thp are client "
-                                 "options: give the server's HOST (the server takes only -p, -c, "
-                                 "-T)");
+    if (opt->host == NULL && client_option && opt->params.test == PERF_TEST_NONE)
+        return usage_error("%s", "-s, -n, -w, -r, -f, --wait, --mem and --no-thp are client "
+                                 "options: give the server's HOST and -t TEST (the server takes "
+                                 "only -p, -c, -T; under a launcher give -t TEST without HOST)");
+    opt->launched = opt->host == NULL && client_option;
     if (opt->host != NULL && opt->params.test == PERF_TEST_NONE)
         return usage_error("%s", "missing -t TEST (" PERF_TEST_LIST ")");
     for (unsigned i = 0; i < opt->params.size_count; i++) {
@@ -448,7 +454,8 @@ static int pin_to_core(int core)
 
 /* ---------------------------------------------------------------- server */
 
-static int run_server(const perf_options_t *opt)
+/* Serve one client on listen_fd (closed here). */
+static int serve(const perf_options_t *opt, int listen_fd)
 {
     perf_params_t params;
     perf_ctx_t *ctx = NULL;
@@ -457,9 +464,6 @@ static int run_server(const perf_options_t *opt)
     int result = 1;
     uint8_t verdict;
 
-    int listen_fd = perf_tcp_listen(opt->port);
-    if (listen_fd < 0)
-        return 1;
     fprintf(stderr, "ferry_perf: server on TCP port %u, waiting up to %u s for a client\n",
             opt->port, accept_timeout);
     int fd = perf_tcp_accept(listen_fd, accept_timeout);
@@ -483,6 +487,14 @@ out_destroy:
 out_close:
     close(fd);
     return result;
+}
+
+static int run_server(const perf_options_t *opt)
+{
+    int listen_fd = perf_tcp_listen(opt->port);
+    if (listen_fd < 0)
+        return 1;
+    return serve(opt, listen_fd);
 }
 
 /* ---------------------------------------------------------------- client */
@@ -585,6 +597,18 @@ out_close:
     return result;
 }
 
+/* ---------------------------------------------------------------- under a launcher */
+
+static int run_launched(perf_options_t *opt)
+{
+    perf_launch_t launch;
+    if (perf_launch_init(&launch, opt) != 0)
+        return 1;
+    int result = launch.rank == 0 ? serve(opt, launch.listen_fd) : run_client(opt);
+    perf_launch_fini(&launch);
+    return result;
+}
+
 int main(int argc, char **argv)
 {
     perf_options_t opt;
@@ -593,5 +617,7 @@ int main(int argc, char **argv)
         return rc > 0 ? 0 : EXIT_USAGE;
     if (opt.core >= 0 && pin_to_core(opt.core) != 0)
         return EXIT_USAGE;
+    if (opt.launched)
+        return run_launched(&opt);
     return opt.host == NULL ? run_server(&opt) : run_client(&opt);
 }

@@ -7,6 +7,7 @@
  *   tag.c        tagged messages: the tag_lat and tag_bw tests
  *   seg.c        named segments: seg_map_lat, seg_dma_bw, seg_dma_read_bw
  *   report.c     statistics, table / CSV / JSON output, the progress line
+ *   launch.c     under a launcher (mpirun): rank 0 serves, rank 1 is the client
  * Only the public API (ferry/ferry.h) is used. */
 #ifndef FERRY_PERF_H
 #define FERRY_PERF_H
@@ -15,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ferry/bootstrap.h>
 #include <ferry/ferry.h>
 
 #define PERF_DEFAULT_PORT 13337
@@ -74,7 +76,8 @@ typedef struct perf_params {
 } perf_params_t;
 
 typedef struct perf_options {
-    const char *host; /* NULL: server */
+    const char *host; /* NULL: server (or, with -t, a rank under a launcher) */
+    bool launched;    /* -t without HOST: a rank of a 2-rank job (launch.c) */
     unsigned port;
     int core; /* -1: not pinned */
     unsigned timeout_s;
@@ -137,6 +140,17 @@ int perf_tcp_send_params(int fd, const perf_params_t *params, unsigned timeout_s
 int perf_tcp_recv_params(int fd, perf_params_t *params, unsigned timeout_s);
 /* true when the peer closed the connection or died (never waits) */
 bool perf_tcp_peer_gone(int fd);
+
+/* ---------------------------------------------------------------- launch.c */
+typedef struct perf_launch {
+    ferry_bootstrap_t *bs;
+    unsigned rank; /* 0: server, 1: client */
+    int listen_fd; /* rank 0: listening on an ephemeral port (opt->port) */
+    char host[64]; /* rank 1: where rank 0 listens (opt->host points here) */
+} perf_launch_t;
+/* Join the job (2 ranks); rank 0 listens, rank 1 learns where. 0, or -1 after printing why. */
+int perf_launch_init(perf_launch_t *launch, perf_options_t *opt);
+void perf_launch_fini(perf_launch_t *launch);
 
 /* ---------------------------------------------------------------- tests.c */
 /* Active-message ids (tests.c; the RMA_* ones carry rma.c's control messages). */
