@@ -278,9 +278,9 @@ static const struct {
                   {4096, 4096},
                   {12345, 65537},
                   {1u << 20, (1u << 20) + 7},
-                  {3u << 20, 1u << 20}};
+                  {3u << 20, 512u << 10}};
 #define PUT_COUNT (sizeof(put_ranges) / sizeof(put_ranges[0]))
-#define PUTV_BASE ((7u << 20) / 2)
+#define PUTV_BASE ((7u << 20) / 2) /* after the last put range, 3 MiB + 512 KiB */
 
 static void rma_setup(void)
 {
