@@ -28,6 +28,7 @@
 #define NT_WINDOW 4         /* sends in flight and receives posted per stream */
 #define NT_END_ID 21
 #define NT_BYE_ID 22
+#define NT_HELLO_ID 23
 #define NT_STREAMING_AFTER 8 /* messages each way before "streaming" is printed */
 #define NT_AFTER_FAULT 16    /* survivor messages each way after the fault */
 #define NT_DONE_TIMEOUT_MS 30000
@@ -98,6 +99,16 @@ static ferry_status_t bye_handler(void *arg, const void *header, size_t header_l
     memcpy(&from, header, sizeof(from));
     FT_CHECK(from < job.size, "BYE from rank %llu", (unsigned long long)from);
     streams[from].bye = true;
+    return FERRY_OK;
+}
+
+static uint64_t hellos;
+
+static ferry_status_t hello_handler(void *arg, const void *header, size_t header_length, void *data,
+                                    size_t length, const ferry_am_recv_params_t *params)
+{
+    (void)arg, (void)header, (void)header_length, (void)data, (void)length, (void)params;
+    hellos++;
     return FERRY_OK;
 }
 
@@ -279,6 +290,19 @@ int main(int argc, char **argv)
     }
     FT_CHECK_OK(ferry_am_set_handler(job.worker, NT_END_ID, end_handler, NULL));
     FT_CHECK_OK(ferry_am_set_handler(job.worker, NT_BYE_ID, bye_handler, NULL));
+    FT_CHECK_OK(ferry_am_set_handler(job.worker, NT_HELLO_ID, hello_handler, NULL));
+    nt_job_barrier(&job);
+    /* every endpoint carries a message first, so that every pair has a live connection (also
+     * those that stay idle afterwards: only keep-alive can find their link cut) */
+    for (unsigned p = 0; p < job.size; p++) {
+        if (p == job.rank)
+            continue;
+        ferry_status_t st = nt_am_send(&job, p, NT_HELLO_ID, NULL, 0, NULL, 0, NULL, 10000);
+        FT_CHECK(st == FERRY_OK || st == FERRY_INPROGRESS, "hello to rank %u: %s", p,
+                 ferry_status_name(st));
+    }
+    ft_progress_until_count(job.worker, NT_DONE_TIMEOUT_MS, &hellos, job.size - 1,
+                            "a hello from every rank");
     nt_job_barrier(&job); /* the last collective: after the fault a rank may be gone */
 
     /* 1. stream until every stream runs, then tell run.sh */
