@@ -294,15 +294,19 @@ int main(int argc, char **argv)
     nt_job_barrier(&job);
     /* every endpoint carries a message first, so that every pair has a live connection (also
      * those that stay idle afterwards: only keep-alive can find their link cut) */
+    ferry_completion_t hello_comp = {0};
     for (unsigned p = 0; p < job.size; p++) {
         if (p == job.rank)
             continue;
-        ferry_status_t st = nt_am_send(&job, p, NT_HELLO_ID, NULL, 0, NULL, 0, NULL, 10000);
+        ferry_status_t st = nt_am_send(&job, p, NT_HELLO_ID, NULL, 0, NULL, 0, &hello_comp, 10000);
         FT_CHECK(st == FERRY_OK || st == FERRY_INPROGRESS, "hello to rank %u: %s", p,
                  ferry_status_name(st));
     }
     ft_progress_until_count(job.worker, NT_DONE_TIMEOUT_MS, &hellos, job.size - 1,
                             "a hello from every rank");
+    /* handed to the transport (a send queued until its connection is up moves only with this
+     * process's progress, which stops in the blocking barrier below) */
+    nt_wait_completion(&job, &hello_comp, NT_DONE_TIMEOUT_MS, "the hellos' local completion");
     nt_job_barrier(&job); /* the last collective: after the fault a rank may be gone */
 
     /* 1. stream until every stream runs, then tell run.sh */
