@@ -125,11 +125,14 @@ nt_job_start() {
 nt_job_wait() {
     local seconds=$1 pid st=0 r=0
     shift
+    local rc
     for pid in "${NT_PIDS[@]}"; do
-        nt_wait "$pid" "$seconds" || {
+        nt_wait "$pid" "$seconds"
+        rc=$?
+        if [ "$rc" -ne 0 ]; then
             st=1
-            netns_log "rank $r exited with status $?"
-        }
+            netns_log "rank $r exited with status $rc$([ "$rc" -gt 128 ] && echo " (signal $((rc - 128)))")"
+        fi
         r=$((r + 1))
     done
     return $st
