@@ -322,10 +322,14 @@ int main(int argc, char **argv)
     /* 2. keep streaming until the fault was signalled and every doomed endpoint failed */
     uint64_t survivor_mark[64] = {0};
     bool marked = false;
+    d = ft_deadline_in_ms(NT_DONE_TIMEOUT_MS);
     for (;;) {
         step_all(true);
-        if (!fault_signalled)
+        if (!fault_signalled) {
+            FT_CHECK(!ft_deadline_passed(d), "no fault was signalled (SIGUSR1) within %d ms",
+                     NT_DONE_TIMEOUT_MS);
             continue;
+        }
         if (!marked) {
             for (unsigned p = 0; p < job.size && p < 64; p++)
                 survivor_mark[p] = streams[p].received;

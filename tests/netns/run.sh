@@ -353,6 +353,11 @@ nt_fault_run() {
         pids+=("$(sed -n 's/.*nt_fault: streaming (rank [0-9]*, pid \([0-9]*\)).*/\1/p' \
             "$LOGS/$name.$r.log")")
     done
+    if [ ${#pids[@]} -ne 3 ] || [ -z "${pids[0]}" ] || [ -z "${pids[1]}" ] || [ -z "${pids[2]}" ]; then
+        nt_fail "could not read the ranks' pids from their logs ('${pids[*]}')"
+        nt_kill_jobs
+        return 1
+    fi
     victim_pid=${pids[1]}
     if [ "$mode" = cut ]; then
         netns_link_cut h2 || return 1
