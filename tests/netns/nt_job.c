@@ -1,0 +1,277 @@
+/* The netns suite's job: bootstrap, worker, endpoints to every rank (see nt_job.h). */
+#define _GNU_SOURCE
+#include "nt_job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ft_check.h"
+#include "ft_progress.h"
+
+/* What every rank contributes to the address exchange (one fixed-size record). */
+typedef struct nt_card {
+    uint32_t length;
+    char host[NT_HOST_MAX];
+    uint8_t address[NT_ADDRESS_MAX];
+} nt_card_t;
+
+typedef struct nt_ep_arg {
+    nt_job_t *job;
+    unsigned peer;
+} nt_ep_arg_t;
+
+static char nt_role[128];
+static nt_ep_arg_t *nt_ep_args;
+
+double nt_ms_since(uint64_t start_ns)
+{
+    return (double)(ft_now_ns() - start_ns) / 1e6;
+}
+
+long nt_env_long(const char *name, long def)
+{
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0')
+        return def;
+    char *end;
+    long v = strtol(s, &end, 10);
+    FT_CHECK(*end == '\0', "%s=%s is not a number", name, s);
+    return v;
+}
+
+static void nt_ep_error_cb(void *arg, ferry_ep_t *ep, ferry_status_t status)
+{
+    nt_ep_arg_t *a = arg;
+    nt_peer_t *p = &a->job->peers[a->peer];
+    (void)ep;
+    if (p->error_calls++ == 0) {
+        p->error = status;
+        p->error_ns = ft_now_ns();
+    }
+    ft_note("endpoint to rank %u (%s) failed: %s", a->peer, p->host, ferry_status_name(status));
+}
+
+static void nt_accepted_error_cb(void *arg, ferry_ep_t *ep, ferry_status_t status)
+{
+    nt_job_t *job = arg;
+    (void)ep;
+    job->accepted_errors++;
+    ft_note("an accepted endpoint failed: %s", ferry_status_name(status));
+}
+
+void nt_job_init(nt_job_t *job, const char *name, unsigned deadline_s)
+{
+    memset(job, 0, sizeof(*job));
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    long env_deadline = nt_env_long("NT_DEADLINE_S", 0);
+    if (env_deadline > 0 && (unsigned long)env_deadline < deadline_s)
+        deadline_s = (unsigned)env_deadline;
+    ft_watchdog(deadline_s);
+    gethostname(job->host, sizeof(job->host) - 1);
+    snprintf(nt_role, sizeof(nt_role), "%s ?@%s", name, job->host);
+    ft_set_role(nt_role);
+
+    FT_CHECK_OK(ferry_bootstrap_init(NULL, &job->bs));
+    job->rank = ferry_bootstrap_rank(job->bs);
+    job->size = ferry_bootstrap_size(job->bs);
+    snprintf(nt_role, sizeof(nt_role), "%s r%u@%s", name, job->rank, job->host);
+    ft_note("rank %u of %u, pid %d, bootstrap %s", job->rank, job->size, (int)getpid(),
+            ferry_bootstrap_method_name(ferry_bootstrap_method(job->bs)));
+
+    FT_CHECK_OK(ferry_context_create(NULL, &job->context));
+    ferry_worker_params_t wp = {.accepted_ep_error_cb = nt_accepted_error_cb,
+                                .accepted_ep_error_arg = job};
+    FT_CHECK_OK(ferry_worker_create(job->context, &wp, &job->worker));
+
+    nt_card_t *mine = calloc(1, sizeof(*mine));
+    nt_card_t *all = calloc(job->size, sizeof(*all));
+    job->peers = calloc(job->size, sizeof(*job->peers));
+    nt_ep_args = calloc(job->size, sizeof(*nt_ep_args));
+    FT_CHECK(mine && all && job->peers && nt_ep_args, "out of memory");
+    const void *address;
+    size_t length;
+    FT_CHECK_OK(ferry_worker_address(job->worker, &address, &length));
+    FT_CHECK(length <= NT_ADDRESS_MAX, "worker address of %zu bytes > %d", length, NT_ADDRESS_MAX);
+    mine->length = (uint32_t)length;
+    memcpy(mine->host, job->host, sizeof(mine->host));
+    memcpy(mine->address, address, length);
+    nt_job_allgather(job, mine, sizeof(*mine), all);
+
+    for (unsigned r = 0; r < job->size; r++) {
+        nt_peer_t *p = &job->peers[r];
+        memcpy(p->host, all[r].host, sizeof(p->host));
+        p->host[NT_HOST_MAX - 1] = '\0';
+        p->same_host = strcmp(p->host, job->host) == 0;
+        if (r == job->rank)
+            continue;
+        nt_ep_args[r] = (nt_ep_arg_t){.job = job, .peer = r};
+        ferry_ep_params_t ep_params = {.error_cb = nt_ep_error_cb, .error_arg = &nt_ep_args[r]};
+        FT_CHECK(all[r].length <= NT_ADDRESS_MAX, "rank %u: address length %u", r, all[r].length);
+        FT_CHECK_OK(
+            ferry_ep_create(job->worker, all[r].address, all[r].length, &ep_params, &p->ep));
+    }
+    free(all);
+    free(mine);
+}
+
+void nt_job_check_transports(const nt_job_t *job)
+{
+    const char *forced = getenv("FERRY_TRANSPORTS");
+    bool tcp_only = forced != NULL && strcmp(forced, "tcp") == 0;
+    for (unsigned r = 0; r < job->size; r++) {
+        const nt_peer_t *p = &job->peers[r];
+        if (p->ep == NULL)
+            continue;
+        const char *name = ferry_ep_transport_name(p->ep);
+        const char *want = p->same_host && !tcp_only ? "shm" : "tcp";
+        ft_note("endpoint to rank %u on %s: %s", r, p->host, name);
+        FT_CHECK(strcmp(name, want) == 0, "endpoint to rank %u on %s uses %s, expected %s", r,
+                 p->host, name, want);
+    }
+}
+
+void nt_job_barrier(nt_job_t *job)
+{
+    FT_CHECK_OK(ferry_bootstrap_barrier(job->bs));
+}
+
+void nt_job_allgather(nt_job_t *job, const void *mine, size_t length, void *all)
+{
+    FT_CHECK_OK(ferry_bootstrap_allgather(job->bs, mine, length, all));
+}
+
+static bool nt_peer_failed(void *arg)
+{
+    return ((const nt_peer_t *)arg)->error_calls > 0;
+}
+
+ferry_status_t nt_job_wait_error(nt_job_t *job, unsigned peer, int timeout_ms)
+{
+    nt_peer_t *p = &job->peers[peer];
+    ft_progress_try_until(job->worker, timeout_ms, nt_peer_failed, p);
+    return p->error;
+}
+
+void nt_job_close_all(nt_job_t *job, int timeout_ms)
+{
+    ferry_completion_t comp = {0};
+    for (unsigned r = 0; r < job->size; r++) {
+        nt_peer_t *p = &job->peers[r];
+        if (p->ep == NULL || p->error_calls > 0)
+            continue;
+        comp.count++;
+        ferry_status_t s = ferry_ep_close(p->ep, 0, &comp);
+        FT_CHECK(s == FERRY_OK || s == FERRY_INPROGRESS, "ferry_ep_close (rank %u): %s", r,
+                 ferry_status_name(s));
+        if (s == FERRY_OK)
+            comp.count--;
+    }
+    nt_wait_completion(job, &comp, timeout_ms, "the graceful closes");
+}
+
+void nt_job_fini(nt_job_t *job, bool collective)
+{
+    if (collective) {
+        /* everybody is done sending before anybody closes */
+        nt_job_barrier(job);
+    }
+    for (unsigned r = 0; r < job->size; r++) {
+        if (job->peers[r].ep != NULL)
+            ferry_ep_destroy(job->peers[r].ep);
+    }
+    ferry_worker_destroy(job->worker);
+    ferry_context_destroy(job->context);
+    if (collective)
+        ferry_bootstrap_finalize(job->bs);
+    /* else: leave the bootstrap to process exit (a collective peer may be gone) */
+    for (unsigned r = 0; r < job->size; r++)
+        FT_CHECK(job->peers[r].error_calls <= 1,
+                 "the error callback of the endpoint to rank %u "
+                 "ran %u times",
+                 r, job->peers[r].error_calls);
+    free(job->peers);
+    free(nt_ep_args);
+    ft_note("done");
+}
+
+static ferry_status_t nt_send_retry(nt_job_t *job, ferry_completion_t *comp, int timeout_ms,
+                                    ferry_status_t (*try_send)(void *arg, ferry_completion_t *c),
+                                    void *arg)
+{
+    ft_deadline_t deadline = ft_deadline_in_ms(timeout_ms);
+    for (;;) {
+        ferry_status_t s = try_send(arg, comp);
+        if (s == FERRY_INPROGRESS && comp != NULL)
+            comp->count++;
+        if (s != FERRY_ERR_NO_RESOURCE)
+            return s;
+        ft_progress_once(job->worker);
+        FT_CHECK(!ft_deadline_passed(deadline), "a send found no resource for %d ms", timeout_ms);
+    }
+}
+
+typedef struct nt_send_args {
+    ferry_ep_t *ep;
+    unsigned id;
+    const void *header;
+    size_t header_length;
+    const ferry_iov_t *iov;
+    size_t iovcnt;
+    uint64_t tag;
+} nt_send_args_t;
+
+static ferry_status_t nt_try_tag(void *arg, ferry_completion_t *comp)
+{
+    nt_send_args_t *a = arg;
+    return ferry_tag_send(a->ep, a->iov, a->iovcnt, a->tag, comp);
+}
+
+static ferry_status_t nt_try_am(void *arg, ferry_completion_t *comp)
+{
+    nt_send_args_t *a = arg;
+    return ferry_am_send(a->ep, a->id, a->header, a->header_length, a->iov, a->iovcnt, comp);
+}
+
+ferry_status_t nt_tag_send(nt_job_t *job, unsigned peer, const ferry_iov_t *iov, size_t iovcnt,
+                           uint64_t tag, ferry_completion_t *comp, int timeout_ms)
+{
+    nt_send_args_t a = {.ep = job->peers[peer].ep, .iov = iov, .iovcnt = iovcnt, .tag = tag};
+    return nt_send_retry(job, comp, timeout_ms, nt_try_tag, &a);
+}
+
+ferry_status_t nt_am_send(nt_job_t *job, unsigned peer, unsigned id, const void *header,
+                          size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
+                          ferry_completion_t *comp, int timeout_ms)
+{
+    nt_send_args_t a = {.ep = job->peers[peer].ep,
+                        .id = id,
+                        .header = header,
+                        .header_length = header_length,
+                        .iov = iov,
+                        .iovcnt = iovcnt};
+    return nt_send_retry(job, comp, timeout_ms, nt_try_am, &a);
+}
+
+bool nt_retry(nt_job_t *job, ferry_status_t status, uint64_t *since_ns)
+{
+    if (status != FERRY_ERR_NO_RESOURCE)
+        return false;
+    if (*since_ns == 0)
+        *since_ns = ft_now_ns();
+    FT_CHECK(nt_ms_since(*since_ns) < 60000.0, "an operation found no resource for 60 s");
+    ft_progress_once(job->worker);
+    return true;
+}
+
+static bool nt_completion_done(void *arg)
+{
+    return ((const ferry_completion_t *)arg)->count == 0;
+}
+
+void nt_wait_completion(nt_job_t *job, const ferry_completion_t *comp, int timeout_ms,
+                        const char *what)
+{
+    ft_progress_until(job->worker, timeout_ms, nt_completion_done, (void *)comp, what);
+}
