@@ -571,7 +571,7 @@ static int at_hammer_role(int chan, void *arg)
     ft_ferry_init(&h.f, NULL, NULL);
     size_t len = ft_recv_address(chan, address, sizeof(address), AT_TIMEOUT_MS);
     h.ep = ft_ep_create(h.f.worker, address, len, NULL);
-    FT_CHECK(strcmp(ferry_ep_transport_name(h.ep), "shm") == 0, "the endpoint uses %s",
+    FT_CHECK(strcmp(ferry_ep_transport_name(h.ep), ft_remote_transport()) == 0, "the endpoint uses %s",
              ferry_ep_transport_name(h.ep));
     uint8_t key[AT_KINDS][FT_CHAN_MSG_MAX];
     size_t key_len[AT_KINDS];

@@ -890,9 +890,9 @@ int main(void)
     ft_ferry_init(&in.f, NULL, NULL);
     size_t length = ft_recv_address(in.chan, address, sizeof(address), PG_TIMEOUT_MS);
     in.ep = ft_ep_create(in.f.worker, address, length, NULL);
-    FT_CHECK(strcmp(ferry_ep_transport_name(in.ep), "shm") == 0,
-             "an endpoint to another process uses %s, expected shm",
-             ferry_ep_transport_name(in.ep));
+    FT_CHECK(strcmp(ferry_ep_transport_name(in.ep), ft_remote_transport()) == 0,
+             "an endpoint to another process uses %s, expected %s",
+             ferry_ep_transport_name(in.ep), ft_remote_transport());
 
     uint64_t start = ft_now_ns();
     for (int phase = 0; phase < PG_PHASES; phase++)
