@@ -231,27 +231,41 @@ static bool tcp_iface_selected(const char *spec, const struct ifaddrs *ifa)
     return false;
 }
 
-static void tcp_record_add(tcp_record_t *rec, const struct sockaddr *sa)
+/* Add an address (family AF_INET or AF_INET6, bytes in network order) unless present. */
+static void tcp_record_add(tcp_record_t *rec, int family, const void *bytes)
 {
+    tcp_record_addr_t a;
+    memset(&a, 0, sizeof(a));
     if (rec->count >= TCP_RECORD_MAX_ADDRS)
         return;
-    tcp_record_addr_t *a = &rec->addrs[rec->count];
-    memset(a, 0, sizeof(*a));
-    if (sa->sa_family == AF_INET) {
-        a->family = 4;
-        memcpy(a->bytes, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    if (family == AF_INET) {
+        a.family = 4;
+        memcpy(a.bytes, bytes, 4);
     } else {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr))
+        struct in6_addr in6;
+        memcpy(&in6, bytes, sizeof(in6));
+        if (IN6_IS_ADDR_LINKLOCAL(&in6))
             return; /* needs a scope id that means nothing on another host */
-        a->family = 6;
-        memcpy(a->bytes, &in6->sin6_addr, 16);
+        a.family = 6;
+        memcpy(a.bytes, bytes, 16);
     }
     for (unsigned i = 0; i < rec->count; i++) {
-        if (memcmp(&rec->addrs[i], a, sizeof(*a)) == 0)
+        if (memcmp(&rec->addrs[i], &a, sizeof(a)) == 0)
             return;
     }
-    rec->count++;
+    rec->addrs[rec->count++] = a;
+}
+
+/* An interface address's family and bytes (copied out: no aliasing through sockaddr). */
+static void tcp_record_add_sockaddr(tcp_record_t *rec, const struct sockaddr *sa)
+{
+    struct sockaddr_storage ss;
+    memcpy(&ss, sa,
+           sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+    if (ss.ss_family == AF_INET)
+        tcp_record_add(rec, AF_INET, &((struct sockaddr_in *)&ss)->sin_addr);
+    else
+        tcp_record_add(rec, AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr);
 }
 
 /* Fill the record's addresses: the chosen interfaces' addresses, then 127.0.0.1. */
@@ -282,7 +296,7 @@ static void tcp_choose_addresses(ferry_tl_worker_t *tlw, bool have_ipv6)
             else
                 take = !(ifa->ifa_flags & IFF_LOOPBACK);
             if (take && tlw->record.count < TCP_RECORD_MAX_ADDRS - 1)
-                tcp_record_add(&tlw->record, ifa->ifa_addr);
+                tcp_record_add_sockaddr(&tlw->record, ifa->ifa_addr);
         }
         if (spec[0] != '\0' || tlw->record.count > 0)
             break;
@@ -302,8 +316,8 @@ static void tcp_choose_addresses(ferry_tl_worker_t *tlw, bool have_ipv6)
                    "this host can connect (list them with: ip -brief addr)",
                    spec);
     freeifaddrs(list);
-    struct sockaddr_in lo = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    tcp_record_add(&tlw->record, (struct sockaddr *)&lo);
+    uint32_t lo = htonl(INADDR_LOOPBACK);
+    tcp_record_add(&tlw->record, AF_INET, &lo);
 }
 
 /* Listen on the wildcard address (IPv6 with IPv4 mapped when the host has IPv6, else IPv4):
@@ -324,20 +338,18 @@ static ferry_status_t tcp_listen(ferry_tl_worker_t *tlw, bool *have_ipv6)
     *have_ipv6 = fd >= 0 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) == 0;
     memset(&ss, 0, sizeof(ss));
     if (*have_ipv6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-        in6->sin6_family = AF_INET6;
-        in6->sin6_addr = in6addr_any;
-        in6->sin6_port = htons((uint16_t)port);
-        sl = sizeof(*in6);
+        struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+        in6.sin6_addr = in6addr_any;
+        memcpy(&ss, &in6, sizeof(in6));
+        sl = sizeof(in6);
     } else {
         if (fd >= 0)
             close(fd);
         fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-        in->sin_family = AF_INET;
-        in->sin_addr.s_addr = htonl(INADDR_ANY);
-        in->sin_port = htons((uint16_t)port);
-        sl = sizeof(*in);
+        struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        in.sin_addr.s_addr = htonl(INADDR_ANY);
+        memcpy(&ss, &in, sizeof(in));
+        sl = sizeof(in);
     }
     if (fd < 0) {
         ferry_error("tcp: socket() for the listening socket failed: %s", strerror(errno));

@@ -291,19 +291,18 @@ static int tcp_pick_address(const tcp_peer_t *peer, unsigned from)
 static socklen_t tcp_sockaddr(const tcp_record_addr_t *a, uint16_t port,
                               struct sockaddr_storage *ss)
 {
+    /* built in objects of their own type, then copied: no access through another type */
     memset(ss, 0, sizeof(*ss));
     if (a->family == 4) {
-        struct sockaddr_in *in = (struct sockaddr_in *)ss;
-        in->sin_family = AF_INET;
-        in->sin_port = htons(port);
-        memcpy(&in->sin_addr, a->bytes, 4);
-        return sizeof(*in);
+        struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(port)};
+        memcpy(&in.sin_addr, a->bytes, 4);
+        memcpy(ss, &in, sizeof(in));
+        return sizeof(in);
     }
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(port);
-    memcpy(&in6->sin6_addr, a->bytes, 16);
-    return sizeof(*in6);
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+    memcpy(&in6.sin6_addr, a->bytes, 16);
+    memcpy(ss, &in6, sizeof(in6));
+    return sizeof(in6);
 }
 
 static ferry_status_t tcp_send_hello(tcp_conn_t *conn, uint32_t flags)
@@ -354,6 +353,9 @@ static ferry_status_t tcp_conn_start(tcp_peer_t *peer, unsigned from)
         snprintf(conn->remote_name, sizeof(conn->remote_name), "%s", name);
         conn->peer = peer;
         conn->addr_index = (unsigned)i;
+        ferry_debug("tcp: connecting to %s (pid %u, address %d of %u, %s)", name, peer->pid, i,
+                    peer->record.count,
+                    peer->same_host ? "this host: loopback preferred" : "another host");
         peer->outgoing = conn;
         return FERRY_OK;
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "core/compiler.h"
@@ -187,7 +188,8 @@ static ferry_status_t tcp_queue_write(tcp_peer_t *peer)
         size_t asked = 0;
         for (unsigned i = 0; i < count; i++)
             asked += vec[i].iov_len;
-        ssize_t n = writev(conn->fd.fd, vec, (int)count);
+        struct msghdr msg = {.msg_iov = vec, .msg_iovlen = count};
+        ssize_t n = sendmsg(conn->fd.fd, &msg, MSG_NOSIGNAL); /* writev without SIGPIPE */
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 tcp_conn_set_out(conn, true);
@@ -195,8 +197,12 @@ static ferry_status_t tcp_queue_write(tcp_peer_t *peer)
             }
             if (errno == EINTR)
                 continue;
-            ferry_warn("tcp: writev to %s (pid %u) failed: %s; its endpoints fail",
-                       conn->remote_name, peer->pid, strerror(errno));
+            if (peer->chan_count > 0)
+                ferry_warn("tcp: writev to %s (pid %u) failed: %s; its %u endpoints fail",
+                           conn->remote_name, peer->pid, strerror(errno), peer->chan_count);
+            else /* a peer going away while we had nothing left to say */
+                ferry_debug("tcp: writev to %s (pid %u) failed: %s", conn->remote_name, peer->pid,
+                            strerror(errno));
             tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
             return FERRY_ERR_CONNECTION_RESET;
         }
@@ -333,6 +339,7 @@ ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
     if (queued && small && may_queue_copy && peer->queued_copy + length > tlw->queue_max &&
         peer->conn != NULL && peer->conn->state == TCP_CONN_ESTABLISHED)
         return FERRY_ERR_NO_RESOURCE; /* back-pressure: the peer does not read */
+    (void)small;
 
     tcp_req_t *req = tcp_req_get(tlw);
     if (req == NULL)
@@ -384,25 +391,26 @@ ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
     ferry_status_t status = tcp_req_post(peer, req);
     if (status == FERRY_OK || status == FERRY_ERR_CONNECTION_RESET)
         return status;
-    /* (part of) the message waits in the queue */
+    /* (part of) the message waits in the queue: its bytes count against queue_max */
     if (small || (comp == NULL && queued)) {
-        size_t before = tcp_req_payload_left(req);
         if (!tcp_req_copy_payload(req)) {
-            if (req->left == head + length) { /* nothing written: withdraw it */
+            if (req->left == req->total) { /* nothing written: withdraw it */
                 tcp_req_complete(tlw, req, FERRY_ERR_NO_MEMORY);
                 return FERRY_ERR_NO_MEMORY;
             }
             tcp_conn_fail(peer->conn, FERRY_ERR_NO_MEMORY);
             return FERRY_ERR_NO_MEMORY;
         }
-        if (req->on_list) {
-            req->copied = before;
-            peer->queued_copy += before;
-        }
-        return FERRY_OK;
+        status = FERRY_OK;
+    } else {
+        req->comp = comp;
+        status = FERRY_INPROGRESS;
     }
-    req->comp = comp;
-    return FERRY_INPROGRESS;
+    if (req->on_list) {
+        req->copied = req->left;
+        peer->queued_copy += req->left;
+    }
+    return status;
 }
 
 /* Complete every queued request with status (the connection is gone). */
@@ -680,7 +688,7 @@ void tcp_io_recv(tcp_conn_t *conn)
 
 ferry_status_t tcp_io_write_now(tcp_conn_t *conn, const void *bytes, size_t length)
 {
-    ssize_t n = write(conn->fd.fd, bytes, length);
+    ssize_t n = send(conn->fd.fd, bytes, length, MSG_NOSIGNAL);
     if (n == (ssize_t)length) {
         conn->last_tx_ns = ferry_time_coarse_ns();
         return FERRY_OK;
