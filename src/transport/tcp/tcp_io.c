@@ -570,8 +570,19 @@ static bool tcp_rx_parse(tcp_conn_t *conn)
         size_t avail = conn->rx_end - conn->rx_start;
         const uint8_t *p = conn->rxbuf + conn->rx_start;
         tcp_frame_t frame;
-        if (avail < TCP_FRAME_HEADER_SIZE)
+        if (avail < TCP_FRAME_HEADER_SIZE) {
+            /* the magic alone already tells a program that is not ferry (nc sending text) */
+            uint8_t head[TCP_FRAME_HEADER_SIZE] = {0};
+            memcpy(head, p, avail);
+            head[4] = TCP_FRAME_VERSION;
+            head[5] = TCP_FRAME_PING;
+            if (avail >= 4 &&
+                tcp_frame_decode(head, tlw->max_frame, &frame) == TCP_FRAME_BAD_MAGIC) {
+                tcp_rx_bad_frame(conn, TCP_FRAME_BAD_MAGIC, p);
+                return false;
+            }
             break;
+        }
         tcp_frame_verdict_t verdict = tcp_frame_decode(p, tlw->max_frame, &frame);
         if (verdict != TCP_FRAME_OK) {
             tcp_rx_bad_frame(conn, verdict, p);
