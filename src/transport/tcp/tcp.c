@@ -76,8 +76,8 @@ static const ferry_config_var_t tcp_queue_max_var = {
     .name = "FERRY_TCP_QUEUE_MAX",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "4M",
-    .description = "bytes of small messages copied into a tcp peer's send queue while the "
-                   "socket is full, before sends return FERRY_ERR_NO_RESOURCE"};
+    .description = "bytes waiting in a tcp peer's send queue (the socket full) beyond which "
+                   "small sends return FERRY_ERR_NO_RESOURCE"};
 static const ferry_config_var_t *const tcp_queue_max_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_queue_max_var;
 

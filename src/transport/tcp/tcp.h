@@ -64,7 +64,7 @@ typedef struct tcp_req {
     size_t index;  /* first piece not fully written */
     size_t left;   /* bytes not written yet */
     size_t total;  /* bytes of the frame */
-    size_t copied; /* payload bytes copied (counted in peer->queued_copy) */
+    size_t copied; /* bytes counted in peer->queued_copy */
     void *heap;    /* malloc'ed copy of the payload (or NULL) */
     struct iovec iov_inline[1 + TCP_REQ_IOV_INLINE];
     uint8_t head[TCP_REQ_INLINE];
@@ -145,7 +145,7 @@ struct tcp_peer {
     unsigned chan_count;
     uint32_t next_chan_id;
     ferry_list_t queue; /* tcp_req_t in send order */
-    size_t queued_copy; /* bytes copied into queued requests (bounded) */
+    size_t queued_copy; /* bytes waiting in queued requests (bounded by queue_max) */
 };
 
 struct ferry_tl_worker {

@@ -579,6 +579,36 @@ static void tcp_on_idle(tcp_conn_t *conn)
     }
 }
 
+/* Deliver an AM frame parsed out of the receive buffer. Frames are packed back to back there,
+ * so the header and payload may sit at any address: handlers may read them as structs, so a
+ * misaligned header (and a misaligned payload of up to 4 KiB) is copied to aligned memory
+ * first; a larger misaligned payload is moved within the buffer. */
+static void tcp_deliver_aligned(tcp_conn_t *conn, ferry_tl_ep_t *chan, const tcp_frame_t *frame,
+                                const uint8_t *body)
+{
+    _Alignas(16) uint8_t header[FERRY_AM_HEADER_MAX];
+    _Alignas(16) uint8_t small[4096];
+    const uint8_t *h = body;
+    uint8_t *data = frame->length ? (uint8_t *)(body + frame->header_length) : NULL;
+    bool move = data != NULL && ((uintptr_t)data & 7) != 0 && frame->length > sizeof(small);
+    if ((((uintptr_t)h & 7) != 0 || move) && frame->header_length > 0) {
+        memcpy(header, body, frame->header_length); /* before the payload moves over it */
+        h = header;
+    }
+    if (data != NULL && ((uintptr_t)data & 7) != 0) {
+        if (frame->length <= sizeof(small)) {
+            memcpy(small, data, (size_t)frame->length);
+            data = small;
+        } else {
+            uint8_t *aligned = (uint8_t *)((uintptr_t)data & ~(uintptr_t)7);
+            memmove(aligned, data, (size_t)frame->length); /* its bytes are consumed */
+            data = aligned;
+        }
+    }
+    ferry_am_deliver(conn->tlw->worker, chan->ep, frame->am_id, h, frame->header_length, data,
+                     (size_t)frame->length, 0);
+}
+
 void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t *body)
 {
     if (frame->type == TCP_FRAME_HELLO) {
@@ -599,9 +629,7 @@ void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t
                         conn->remote_name);
             return;
         }
-        ferry_am_deliver(conn->tlw->worker, chan->ep, frame->am_id, body, frame->header_length,
-                         frame->length ? (void *)(body + frame->header_length) : NULL,
-                         (size_t)frame->length, 0);
+        tcp_deliver_aligned(conn, chan, frame, body);
         return;
     case TCP_FRAME_OPEN:
         tcp_on_open(conn, frame);
