@@ -31,8 +31,13 @@ struct ferry_deferred {
     ferry_deferred_cb_t cb;
 };
 
+/* An internal handler's placement (proto/am.h: ferry_am_set_internal_place). */
+typedef void *(*ferry_am_place_cb_t)(void *arg, ferry_ep_t *ep, const void *header,
+                                     size_t header_length, size_t length);
+
 typedef struct ferry_am_handler {
     ferry_am_handler_cb_t cb;
+    ferry_am_place_cb_t place; /* NULL: no placement */
     void *arg;
     unsigned warned; /* dropped-message warnings already printed for this id */
 } ferry_am_handler_t;

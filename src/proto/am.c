@@ -25,9 +25,28 @@ FERRY_EXPORT ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigne
     if (worker == NULL || id >= FERRY_AM_ID_MAX)
         return FERRY_ERR_INVALID_PARAM;
     worker->am[id].cb = cb;
+    worker->am[id].place = NULL;
     worker->am[id].arg = arg;
     worker->am[id].warned = 0;
     return FERRY_OK;
+}
+
+ferry_status_t ferry_am_set_internal_place(ferry_worker_t *worker, unsigned id,
+                                           ferry_am_place_cb_t place)
+{
+    if (worker == NULL || id < FERRY_AM_ID_MAX || id >= FERRY_AM_ID_ALL)
+        return FERRY_ERR_INVALID_PARAM;
+    worker->am[id].place = place;
+    return FERRY_OK;
+}
+
+void *ferry_am_place(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const void *header,
+                     size_t header_length, size_t length)
+{
+    ferry_am_handler_t *handler = &worker->am[id & (FERRY_AM_ID_ALL - 1)];
+    if (handler->place == NULL || handler->cb == NULL)
+        return NULL;
+    return handler->place(handler->arg, ep, header, header_length, length);
 }
 
 ferry_status_t ferry_am_set_internal_handler(ferry_worker_t *worker, unsigned id,

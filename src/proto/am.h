@@ -7,6 +7,8 @@
 
 #include <ferry/ferry.h>
 
+#include "progress/worker.h"
+
 /* Deliver one received message to its handler (called by transports from progress).
  * flags: FERRY_AM_RECV_KEEPABLE when data may be kept. Returns FERRY_OK (data may be reused
  * now) or FERRY_INPROGRESS (the handler kept data; it will call ferry_am_data_release). An
@@ -33,5 +35,23 @@ ferry_status_t ferry_am_set_internal_handler(ferry_worker_t *worker, unsigned id
 ferry_status_t ferry_am_send_internal(ferry_ep_t *ep, unsigned id, const void *header,
                                       size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
                                       ferry_completion_t *comp);
+
+/* Placement: a transport that receives a large payload in pieces (tcp) may ask the handler of
+ * its id, before the payload arrives, where it should go — e.g. straight into the buffer of a
+ * matched tagged receive, with no copy. An internal handler opts in with
+ * ferry_am_set_internal_place. place returns the destination (length bytes, contiguous) or
+ * NULL (the transport uses a buffer of its own). The transport then reads the payload there
+ * and delivers the message with data == that destination and flags FERRY_AM_RECV_PLACED (the
+ * handler must not copy it again). The destination must stay valid while the endpoint is
+ * open: the transport stops writing into it when the endpoint fails, is closed or destroyed
+ * (the message is then not delivered). */
+#define FERRY_AM_RECV_PLACED 0x100u
+
+ferry_status_t ferry_am_set_internal_place(ferry_worker_t *worker, unsigned id,
+                                           ferry_am_place_cb_t place);
+
+/* The destination for a payload of length bytes of message id, or NULL (no placement). */
+void *ferry_am_place(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const void *header,
+                     size_t header_length, size_t length);
 
 #endif

@@ -1037,7 +1037,8 @@ ferry_status_t ferry_tag_init(ferry_worker_t *worker)
         if (status != FERRY_OK)
             return status;
     }
-    return FERRY_OK;
+    /* rendezvous DATA may be received straight into the matched receive's buffer */
+    return ferry_am_set_internal_place(worker, FERRY_AM_ID_TAG_DATA, tag_rndv_place_data);
 }
 
 /* Worker destruction: complete what still waits for its completion, release the rest. */

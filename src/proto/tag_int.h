@@ -249,6 +249,9 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
 
 /* Handlers of CTS, DATA, DONE, COOKIE (decoded). ep: where it came from. */
 void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_t *cts);
+/* Placement of DATA payloads (tag_rndv.c; registered with ferry_am_set_internal_place). */
+void *tag_rndv_place_data(void *arg, ferry_ep_t *ep, const void *header, size_t header_length,
+                          size_t length);
 void tag_rndv_on_data(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_data_t *data,
                       const void *payload, size_t length);
 void tag_rndv_on_done(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_done_t *done);

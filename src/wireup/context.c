@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "wireup/context.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +14,7 @@ static const ferry_config_var_t context_transports_var = {
     .name = "FERRY_TRANSPORTS",
     .type = FERRY_CONFIG_STRING,
     .default_value = "all",
-    .description = "comma-separated transports an endpoint may use (self, shm), or all"};
+    .description = "comma-separated transports an endpoint may use (self, shm, tcp), or all"};
 static const ferry_config_var_t *const context_transports_reg
     __attribute__((used, section("ferry_config_registry"))) = &context_transports_var;
 
@@ -45,8 +46,14 @@ static void context_parse_transports(const char *list, bool allowed[FERRY_TL_MAX
             continue;
         }
         const char *closest = ferry_closest_name(tok, names, ferry_transports_count);
-        ferry_warn("FERRY_TRANSPORTS names an unknown transport '%s'%s%s%s (known: self, shm)", tok,
-                   closest ? "; did you mean '" : "", closest ? closest : "", closest ? "'?" : "");
+        char known[FERRY_TL_MAX * 16] = "";
+        size_t used = 0;
+        for (size_t k = 0; k < ferry_transports_count && used < sizeof(known); k++)
+            used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s", k ? ", " : "",
+                                     names[k]);
+        ferry_warn("FERRY_TRANSPORTS names an unknown transport '%s'%s%s%s (known: %s)", tok,
+                   closest ? "; did you mean '" : "", closest ? closest : "", closest ? "'?" : "",
+                   known);
     }
     free(copy);
 }

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "ft_ferry.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ft_chan.h"
@@ -91,4 +92,10 @@ void ft_am_send_ok(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const vo
     FT_CHECK(status == FERRY_OK || status == FERRY_INPROGRESS,
              "ferry_am_send(id %u, %zu + %zu bytes) returned %s (%s)", id, header_length, length,
              ferry_status_name(status), ferry_status_string(status));
+}
+
+const char *ft_remote_transport(void)
+{
+    const char *list = getenv("FERRY_TRANSPORTS");
+    return list != NULL && strcmp(list, "tcp") == 0 ? "tcp" : "shm";
 }

@@ -18,6 +18,10 @@ typedef struct ft_ferry {
 void ft_ferry_init(ft_ferry_t *f, const char *transports, const ferry_worker_params_t *wparams);
 void ft_ferry_fini(ft_ferry_t *f);
 
+/* The transport an endpoint to another process on this host is expected to use: "tcp" when
+ * FERRY_TRANSPORTS is exactly "tcp" (the suites' _tcp variants), else "shm". */
+const char *ft_remote_transport(void);
+
 /* Send this worker's address over the channel / receive a peer's (returns its length). */
 void ft_send_address(int chan, ferry_worker_t *worker);
 size_t ft_recv_address(int chan, void *buf, size_t cap, int timeout_ms);

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "ft_rma.h"
 
+#include "ft_ferry.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +300,8 @@ bool ft_cma_forced_off(void)
 {
     static const char *const no[] = {"n", "no", "off", "0", "false"};
     const char *v = getenv("FERRY_SHM_CMA");
+    if (strcmp(ft_remote_transport(), "tcp") == 0)
+        return true; /* no direct path over tcp: every access goes through the target */
     if (v == NULL)
         return false;
     for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {

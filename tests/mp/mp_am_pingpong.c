@@ -352,9 +352,9 @@ static int pp_server_role(int chan, void *arg)
     for (size_t i = 0; i < a->nsteps; i++) {
         pp_server_step(f.worker, &server, &a->steps[i]);
         if (i == 0) {
-            FT_CHECK(strcmp(ferry_ep_transport_name(server.reply_ep), "shm") == 0,
-                     "the accepted endpoint uses %s, expected shm",
-                     ferry_ep_transport_name(server.reply_ep));
+            FT_CHECK(strcmp(ferry_ep_transport_name(server.reply_ep), ft_remote_transport()) == 0,
+                     "the accepted endpoint uses %s, expected %s",
+                     ferry_ep_transport_name(server.reply_ep), ft_remote_transport());
             ft_files_check_self();
         }
     }
@@ -408,8 +408,8 @@ static void pp_run_two_processes(const pp_step_t *steps, size_t nsteps)
     FT_CHECK_OK(ferry_am_set_handler(f.worker, PP_ID_PONG, pp_handler, &client));
     size_t length = ft_recv_address(server.chan, address, sizeof(address), 30000);
     ferry_ep_t *ep = ft_ep_create(f.worker, address, length, NULL);
-    FT_CHECK(strcmp(ferry_ep_transport_name(ep), "shm") == 0,
-             "an endpoint to another process uses %s, expected shm", ferry_ep_transport_name(ep));
+    FT_CHECK(strcmp(ferry_ep_transport_name(ep), ft_remote_transport()) == 0,
+             "an endpoint to another process uses %s, expected %s", ferry_ep_transport_name(ep), ft_remote_transport());
     uint64_t start = ft_now_ns();
     pp_shape_t shape = PP_SHAPES;
     for (size_t i = 0; i < nsteps; i++) {

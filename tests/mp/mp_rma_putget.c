@@ -754,7 +754,9 @@ static void pg_initiator_step(pg_initiator_t *in, const pg_step_t *st)
     }
 
     if (st->hold) {
-        pg_hold_step(in, st, local, st->phase == PG_ALLOC || in->direct_reg);
+        pg_hold_step(in, st, local,
+                     (st->phase == PG_ALLOC && strcmp(ft_remote_transport(), "tcp") != 0) ||
+                         in->direct_reg); /* tcp maps nothing: every access needs the target */
     } else {
         ft_rma_op_t put = pg_op(st, local, true), get = pg_op(st, local, false);
         if (st->seq % 4 == 3) {
@@ -851,7 +853,8 @@ static void pg_run_phase(pg_initiator_t *in, const pg_schedule_t *s, pg_phase_t 
         steps++;
     }
     if (phase == PG_ALLOC)
-        pg_ptr_checks(in);
+        if (strcmp(ft_remote_transport(), "tcp") != 0) /* another host's memory: no pointer */
+            pg_ptr_checks(in);
     ferry_rkey_release(in->rkey);
     in->rkey = NULL;
     pg_command(in, PG_CMD_PHASE_END, 0);
@@ -890,9 +893,9 @@ int main(void)
     ft_ferry_init(&in.f, NULL, NULL);
     size_t length = ft_recv_address(in.chan, address, sizeof(address), PG_TIMEOUT_MS);
     in.ep = ft_ep_create(in.f.worker, address, length, NULL);
-    FT_CHECK(strcmp(ferry_ep_transport_name(in.ep), "shm") == 0,
-             "an endpoint to another process uses %s, expected shm",
-             ferry_ep_transport_name(in.ep));
+    FT_CHECK(strcmp(ferry_ep_transport_name(in.ep), ft_remote_transport()) == 0,
+             "an endpoint to another process uses %s, expected %s", ferry_ep_transport_name(in.ep),
+             ft_remote_transport());
 
     uint64_t start = ft_now_ns();
     for (int phase = 0; phase < PG_PHASES; phase++)

@@ -4,9 +4,11 @@
  * yes); the checks printed beside it spell out what reachable() compares: the worker (self), the
  * host identity field by field (boot id, net/pid/user namespaces) and the uid (shm). */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "info.h"
 #include "progress/worker.h"
 #include "transport/shm/shm.h"
+#include "transport/tcp/tcp_frame.h"
 #include "transport/transport.h"
 #include "wireup/address.h"
 #include "wireup/context.h"
@@ -179,6 +182,58 @@ static void info_check_host(info_tl_verdict_t *v, const ferry_host_id_t *address
     info_check_u64(v, "user_ns", "user namespace", address->user_ns, here->user_ns);
 }
 
+/* The tcp record in text: "port P: a.b.c.d, x::y". */
+static void info_tcp_record_text(const ferry_address_record_t *r, char *buffer, size_t length)
+{
+    tcp_record_t rec;
+    if (!tcp_record_decode(r->data, r->length, &rec)) {
+        snprintf(buffer, length, "malformed record");
+        return;
+    }
+    size_t used = (size_t)snprintf(buffer, length, "port %u:", rec.port);
+    for (unsigned i = 0; i < rec.count && used < length; i++) {
+        char text[INET6_ADDRSTRLEN];
+        inet_ntop(rec.addrs[i].family == 4 ? AF_INET : AF_INET6, rec.addrs[i].bytes, text,
+                  sizeof(text));
+        used += (size_t)snprintf(buffer + used, length - used, " %s", text);
+    }
+}
+
+/* tcp: the record parses; a peer on this host (same boot id and network namespace) is reached
+ * over loopback, another host only through a non-loopback address. */
+static void info_tcp_checks(info_tl_verdict_t *v, const ferry_address_t *peer,
+                            const ferry_host_id_t *here)
+{
+    tcp_record_t rec;
+    bool valid = tcp_record_decode(v->record->data, v->record->length, &rec);
+    info_check_t *check = info_check_add(v, "record", "record", valid);
+    if (check != NULL) {
+        info_tcp_record_text(v->record, check->address, sizeof(check->address));
+        snprintf(check->here, sizeof(check->here), "version %u, 1..%u addresses",
+                 TCP_RECORD_VERSION, TCP_RECORD_MAX_ADDRS);
+    }
+    if (!valid)
+        return;
+    bool same = ferry_host_id_equal(&peer->host, here);
+    unsigned remote = 0;
+    for (unsigned i = 0; i < rec.count; i++) {
+        const tcp_record_addr_t *a = &rec.addrs[i];
+        bool loopback = a->family == 4 ? a->bytes[0] == 127
+                                       : memcmp(a->bytes, in6addr_loopback.s6_addr, 16) == 0;
+        remote += !loopback;
+    }
+    check = info_check_add(v, "route",
+                           same ? "same host: loopback"
+                                : "another host: routable "
+                                  "address",
+                           same || remote > 0);
+    if (check != NULL) {
+        snprintf(check->address, sizeof(check->address), "%u non-loopback addresses", remote);
+        snprintf(check->here, sizeof(check->here), "%s",
+                 same ? "same boot id and namespaces" : "another host (never loopback)");
+    }
+}
+
 static void info_verdict(ferry_worker_t *worker, unsigned t, const ferry_address_t *peer,
                          const ferry_address_t *own, info_tl_verdict_t *v)
 {
@@ -217,6 +272,9 @@ static void info_verdict(ferry_worker_t *worker, unsigned t, const ferry_address
             info_check_u64(v, "uid", "uid", peer_rec.uid, here_uid);
         }
     }
+
+    if (strcmp(ops->name, "tcp") == 0)
+        info_tcp_checks(v, peer, &worker->context->host);
 
     bool all_ok = true;
     for (unsigned i = 0; i < v->check_count; i++)
@@ -289,6 +347,11 @@ static void info_address_text(const char *path, size_t length, const ferry_addre
             char name[sizeof(rec.name) + 1];
             info_shm_name_text(&rec, name, sizeof(name));
             printf(": uid %" PRIu32 ", socket @%s", rec.uid, name);
+        }
+        if (ops != NULL && strcmp(ops->name, "tcp") == 0) {
+            char text[200];
+            info_tcp_record_text(r, text, sizeof(text));
+            printf(": %s", text);
         }
         printf(")");
     }

@@ -1,0 +1,733 @@
+/* The tcp transport's connections: connect with a timeout, accept, the HELLO exchange and the
+ * simultaneous-connect rule, channels (one per ferry endpoint, many per connection), the idle
+ * close, the silence timer, and failure.
+ *
+ * At most one connection per pair of workers. Either side may connect at any time; both may
+ * at once. The initiator sends HELLO, the acceptor answers HELLO(ACCEPT) or HELLO(REJECT).
+ * The acceptor rejects a connection when it has its own attempt to that peer under way and
+ * its uuid is the larger one: both sides apply the same rule (keep the connection initiated
+ * by the larger uuid), so both keep the same socket. Nothing but HELLO is sent on a socket
+ * before its handshake completed — queued frames wait in the peer's queue, which moves to
+ * whichever socket wins — so nothing is lost. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/compiler.h"
+#include "core/log.h"
+#include "core/time.h"
+#include "proto/am.h"
+#include "transport/tcp/tcp.h"
+#include "wireup/ep.h"
+
+static void tcp_conn_fd_cb(void *arg, uint32_t events);
+
+/* ------------------------------------------------------------------ peers */
+
+tcp_peer_t *tcp_peer_get(ferry_tl_worker_t *tlw, uint64_t uuid)
+{
+    for (ferry_list_link_t *l = ferry_list_first(&tlw->peers); l != ferry_list_end(&tlw->peers);
+         l = l->next) {
+        tcp_peer_t *peer = ferry_list_entry(l, tcp_peer_t, link);
+        if (peer->in_table && peer->uuid == uuid)
+            return peer;
+    }
+    return NULL;
+}
+
+static tcp_peer_t *tcp_peer_new(ferry_tl_worker_t *tlw, uint64_t uuid, bool in_table)
+{
+    tcp_peer_t *peer = calloc(1, sizeof(*peer));
+    if (peer == NULL) {
+        ferry_error("tcp: calloc(%zu) for a peer failed", sizeof(*peer));
+        return NULL;
+    }
+    peer->tlw = tlw;
+    peer->uuid = uuid;
+    peer->in_table = in_table;
+    ferry_list_init(&peer->chans);
+    ferry_list_init(&peer->queue);
+    ferry_list_push_tail(&tlw->peers, &peer->link);
+    return peer;
+}
+
+static void tcp_peer_set_identity(tcp_peer_t *peer, const ferry_address_t *address)
+{
+    peer->uuid = address->worker_uuid;
+    peer->pid = address->pid;
+    peer->host = address->host;
+    peer->same_host = ferry_host_id_equal(&address->host, &peer->tlw->worker->context->host);
+}
+
+/* Free the peer when nothing refers to it any more. */
+void tcp_peer_maybe_free(tcp_peer_t *peer)
+{
+    if (peer->chan_count > 0 || peer->conn != NULL || peer->outgoing != NULL)
+        return;
+    tcp_io_drop_queue(peer, FERRY_ERR_CANCELED);
+    ferry_list_remove(&peer->link);
+    free(peer);
+}
+
+/* Every channel fails with status (the connection broke or could not be made). */
+static void tcp_peer_fail(tcp_peer_t *peer, ferry_status_t status)
+{
+    peer->failed = true;
+    peer->in_table = false; /* new endpoints to that worker make a new connection */
+    peer->wait_deadline_ns = 0;
+    tcp_io_drop_queue(peer, status);
+    for (ferry_list_link_t *l = ferry_list_first(&peer->chans); l != ferry_list_end(&peer->chans);
+         l = l->next) {
+        ferry_tl_ep_t *chan = ferry_list_entry(l, ferry_tl_ep_t, link);
+        if (chan->state == TCP_CHAN_GONE)
+            continue;
+        chan->state = TCP_CHAN_GONE;
+        tcp_io_drop_chan(chan);
+        ferry_ep_fail(chan->ep, status);
+    }
+}
+
+ferry_tl_ep_t *tcp_chan_find(tcp_peer_t *peer, uint32_t id, bool mine)
+{
+    for (ferry_list_link_t *l = ferry_list_first(&peer->chans); l != ferry_list_end(&peer->chans);
+         l = l->next) {
+        ferry_tl_ep_t *chan = ferry_list_entry(l, ferry_tl_ep_t, link);
+        if (chan->id == id && chan->mine == mine)
+            return chan;
+    }
+    return NULL;
+}
+
+/* A channel was destroyed: when it was the last one, say IDLE (we open nothing more on this
+ * connection), or drop a connection that never came up. */
+void tcp_peer_chan_removed(tcp_peer_t *peer)
+{
+    peer->chan_count--;
+    if (peer->chan_count > 0)
+        return;
+    if (peer->conn != NULL && peer->conn->state == TCP_CONN_ESTABLISHED && !peer->failed) {
+        peer->in_table = false;
+        if (!peer->idle_sent) {
+            peer->idle_sent = true;
+            tcp_send_control(peer, NULL, TCP_FRAME_IDLE, NULL, 0, false);
+        }
+        return;
+    }
+    if (peer->outgoing != NULL) {
+        tcp_conn_t *conn = peer->outgoing;
+        peer->outgoing = NULL;
+        conn->peer = NULL;
+        tcp_conn_fail(conn, FERRY_ERR_CANCELED);
+    }
+    tcp_peer_maybe_free(peer);
+}
+
+/* ------------------------------------------------------------------ connections */
+
+static void tcp_sock_name(const struct sockaddr_storage *ss, char *buffer, size_t length)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+            inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], host, sizeof(host));
+    }
+    snprintf(buffer, length, "%s:%u", host, port);
+}
+
+/* Socket options of every connection: no Nagle, kernel keep-alive and a user timeout from
+ * FERRY_TCP_TIMEOUT_MS (unacknowledged data or unanswered probes for that long: reset). */
+static void tcp_sock_setup(ferry_tl_worker_t *tlw, int fd)
+{
+    int one = 1;
+    unsigned timeout_ms = (unsigned)(tlw->timeout_ns / 1000000u);
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
+        ferry_debug("tcp: setsockopt(TCP_NODELAY, fd %d): %s", fd, strerror(errno));
+    if (timeout_ms == 0)
+        return;
+    int idle = (int)(timeout_ms / 3000u) > 0 ? (int)(timeout_ms / 3000u) : 1;
+    int count = 3;
+    int interval = idle;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout_ms, sizeof(timeout_ms));
+}
+
+static tcp_conn_t *tcp_conn_new(ferry_tl_worker_t *tlw, int fd, bool initiator,
+                                tcp_conn_state_t state, uint32_t events)
+{
+    tcp_conn_t *conn = calloc(1, sizeof(*conn));
+    if (conn == NULL) {
+        ferry_error("tcp: calloc(%zu) for a connection failed", sizeof(*conn));
+        return NULL;
+    }
+    conn->rxbuf = malloc(TCP_RXBUF_SIZE);
+    if (conn->rxbuf == NULL) {
+        ferry_error("tcp: malloc(%u) for a receive buffer failed", TCP_RXBUF_SIZE);
+        free(conn);
+        return NULL;
+    }
+    conn->tlw = tlw;
+    conn->fd.fd = fd;
+    conn->fd.cb = tcp_conn_fd_cb;
+    conn->fd.arg = conn;
+    conn->initiator = initiator;
+    conn->state = state;
+    conn->want_out = (events & EPOLLOUT) != 0;
+    uint64_t now = ferry_time_coarse_ns();
+    conn->deadline_ns = now + tlw->connect_timeout_ns;
+    conn->last_rx_ns = now;
+    conn->last_tx_ns = now;
+    struct epoll_event ev = {.events = events, .data.ptr = &conn->fd};
+    if (epoll_ctl(tlw->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        ferry_error("tcp: epoll_ctl(ADD, fd %d) failed: %s", fd, strerror(errno));
+        free(conn->rxbuf);
+        free(conn);
+        return NULL;
+    }
+    tcp_sock_setup(tlw, fd);
+    ferry_list_push_tail(&tlw->conns, &conn->link);
+    tlw->conn_count++;
+    tcp_timer_update(tlw);
+    tcp_poll_skip_update(tlw);
+    return conn;
+}
+
+/* Close the socket; the struct is freed by tcp_conn_reap outside of any callback. */
+static void tcp_conn_close(tcp_conn_t *conn)
+{
+    ferry_tl_worker_t *tlw = conn->tlw;
+    if (conn->state == TCP_CONN_DEAD)
+        return;
+    epoll_ctl(tlw->epfd, EPOLL_CTL_DEL, conn->fd.fd, NULL);
+    close(conn->fd.fd);
+    conn->fd.fd = -1;
+    conn->state = TCP_CONN_DEAD;
+    if (conn->rx_dest != NULL && !conn->rx_placed)
+        ferry_am_buffer_free(conn->rx_dest);
+    conn->rx_dest = NULL;
+    conn->rx_chan = NULL;
+    tlw->conn_count--;
+    tlw->dead_count++;
+    tcp_timer_update(tlw);
+    tcp_poll_skip_update(tlw);
+}
+
+void tcp_conn_fail(tcp_conn_t *conn, ferry_status_t status)
+{
+    if (conn == NULL || conn->state == TCP_CONN_DEAD)
+        return;
+    tcp_peer_t *peer = conn->peer;
+    tcp_conn_close(conn);
+    conn->peer = NULL;
+    if (peer == NULL)
+        return;
+    if (peer->conn == conn) {
+        peer->conn = NULL;
+        if (peer->chan_count > 0)
+            tcp_peer_fail(peer, status);
+    } else if (peer->outgoing == conn) {
+        peer->outgoing = NULL;
+        if (peer->chan_count > 0 && peer->conn == NULL && status != FERRY_ERR_CANCELED)
+            tcp_peer_fail(peer, status);
+    }
+    tcp_peer_maybe_free(peer);
+}
+
+void tcp_conn_reap(ferry_tl_worker_t *tlw)
+{
+    ferry_list_link_t *next;
+    if (tlw->dead_count == 0)
+        return;
+    for (ferry_list_link_t *l = ferry_list_first(&tlw->conns); l != ferry_list_end(&tlw->conns);
+         l = next) {
+        next = l->next;
+        tcp_conn_t *conn = ferry_list_entry(l, tcp_conn_t, link);
+        if (conn->state != TCP_CONN_DEAD)
+            continue;
+        ferry_list_remove(&conn->link);
+        free(conn->rxbuf);
+        free(conn);
+        tlw->dead_count--;
+    }
+    tcp_poll_skip_update(tlw);
+}
+
+/* The record address to try: the loopback one for a peer on this host (same boot and network
+ * namespace), else the first usable non-loopback one from index on. Returns -1 when none. */
+static int tcp_pick_address(const tcp_peer_t *peer, unsigned from)
+{
+    const tcp_record_t *rec = &peer->record;
+    for (unsigned i = from; i < rec->count; i++) {
+        const tcp_record_addr_t *a = &rec->addrs[i];
+        bool loopback = a->family == 4 ? a->bytes[0] == 127
+                                       : (memcmp(a->bytes, in6addr_loopback.s6_addr, 16) == 0);
+        if (peer->same_host ? loopback : !loopback)
+            return (int)i;
+    }
+    if (peer->same_host) /* no loopback entry: any address of this host will do */
+        return from < rec->count ? (int)from : -1;
+    return -1;
+}
+
+static socklen_t tcp_sockaddr(const tcp_record_addr_t *a, uint16_t port,
+                              struct sockaddr_storage *ss)
+{
+    /* built in objects of their own type, then copied: no access through another type */
+    memset(ss, 0, sizeof(*ss));
+    if (a->family == 4) {
+        struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(port)};
+        memcpy(&in.sin_addr, a->bytes, 4);
+        memcpy(ss, &in, sizeof(in));
+        return sizeof(in);
+    }
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+    memcpy(&in6.sin6_addr, a->bytes, 16);
+    memcpy(ss, &in6, sizeof(in6));
+    return sizeof(in6);
+}
+
+static ferry_status_t tcp_send_hello(tcp_conn_t *conn, uint32_t flags)
+{
+    ferry_worker_t *worker = conn->tlw->worker;
+    uint8_t bytes[TCP_FRAME_HEADER_SIZE + TCP_HELLO_MAX];
+    size_t length = tcp_hello_encode(flags, worker->address, (uint32_t)worker->address_length,
+                                     bytes + TCP_FRAME_HEADER_SIZE);
+    tcp_frame_t frame = {.type = TCP_FRAME_HELLO, .length = length};
+    tcp_frame_encode(&frame, bytes);
+    /* the first bytes on a fresh socket: its send buffer is empty */
+    if (tcp_io_write_now(conn, bytes, TCP_FRAME_HEADER_SIZE + length) != FERRY_OK) {
+        ferry_warn("tcp: sending HELLO to %s failed: %s", conn->remote_name, strerror(errno));
+        return FERRY_ERR_CONNECTION_RESET;
+    }
+    return FERRY_OK;
+}
+
+/* Start (or continue, from address index from) connecting to the peer. */
+static ferry_status_t tcp_conn_start(tcp_peer_t *peer, unsigned from)
+{
+    ferry_tl_worker_t *tlw = peer->tlw;
+    for (int i = tcp_pick_address(peer, from); i >= 0;
+         i = tcp_pick_address(peer, (unsigned)i + 1)) {
+        struct sockaddr_storage ss;
+        socklen_t sl = tcp_sockaddr(&peer->record.addrs[i], peer->record.port, &ss);
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        char name[64];
+        tcp_sock_name(&ss, name, sizeof(name));
+        if (fd < 0) {
+            ferry_warn("tcp: socket(%s) for %s failed: %s",
+                       ss.ss_family == AF_INET ? "AF_INET" : "AF_INET6", name, strerror(errno));
+            continue;
+        }
+        bool done = connect(fd, (struct sockaddr *)&ss, sl) == 0;
+        if (!done && errno != EINPROGRESS) {
+            ferry_info("tcp: connect(%s) failed: %s", name, strerror(errno));
+            close(fd);
+            continue;
+        }
+        tcp_conn_t *conn = tcp_conn_new(tlw, fd, true, TCP_CONN_CONNECTING, EPOLLIN | EPOLLOUT);
+        if (conn == NULL) {
+            close(fd);
+            return FERRY_ERR_NO_MEMORY;
+        }
+        conn->remote = ss;
+        conn->remote_length = sl;
+        snprintf(conn->remote_name, sizeof(conn->remote_name), "%s", name);
+        conn->peer = peer;
+        conn->addr_index = (unsigned)i;
+        ferry_debug("tcp: connecting to %s (pid %u, address %d of %u, %s)", name, peer->pid, i,
+                    peer->record.count,
+                    peer->same_host ? "this host: loopback preferred" : "another host");
+        peer->outgoing = conn;
+        return FERRY_OK;
+    }
+    ferry_warn("tcp: could not connect to the worker of pid %u at any of the %u addresses of "
+               "its record (port %u): is it running, and does a firewall let the port through?",
+               peer->pid, peer->record.count, peer->record.port);
+    return FERRY_ERR_CONNECTION_REFUSED;
+}
+
+ferry_status_t tcp_conn_connect_peer(tcp_peer_t *peer)
+{
+    return tcp_conn_start(peer, 0);
+}
+
+/* The initiator's socket connected (or failed to). */
+static void tcp_conn_connected(tcp_conn_t *conn)
+{
+    int err = 0;
+    socklen_t len = sizeof(err);
+    tcp_peer_t *peer = conn->peer;
+    if (getsockopt(conn->fd.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
+    if (err != 0) {
+        ferry_info("tcp: connecting to %s failed: %s", conn->remote_name, strerror(err));
+        unsigned next = conn->addr_index + 1;
+        conn->peer = NULL;
+        if (peer != NULL && peer->outgoing == conn) {
+            peer->outgoing = NULL;
+            tcp_conn_close(conn);
+            if (tcp_conn_start(peer, next) != FERRY_OK) {
+                tcp_peer_fail(peer, FERRY_ERR_CONNECTION_REFUSED);
+                tcp_peer_maybe_free(peer);
+            }
+            return;
+        }
+        tcp_conn_close(conn);
+        return;
+    }
+    conn->state = TCP_CONN_HELLO_SENT;
+    tcp_conn_set_out(conn, false);
+    if (tcp_send_hello(conn, 0) != FERRY_OK)
+        tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
+}
+
+void tcp_conn_accept(ferry_tl_worker_t *tlw)
+{
+    for (int i = 0; i < 16; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(tlw->listen.fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+                ferry_warn("tcp: accept(fd %d) failed: %s (check the open-files limit, ulimit "
+                           "-n)",
+                           tlw->listen.fd, strerror(errno));
+            return;
+        }
+        tcp_conn_t *conn = tcp_conn_new(tlw, fd, false, TCP_CONN_ACCEPTING, EPOLLIN);
+        if (conn == NULL) {
+            close(fd);
+            return;
+        }
+        conn->remote = ss;
+        conn->remote_length = sl;
+        tcp_sock_name(&ss, conn->remote_name, sizeof(conn->remote_name));
+        ferry_debug("tcp: accepted a connection from %s", conn->remote_name);
+    }
+}
+
+/* The handshake is over on conn: it carries the peer's traffic from now on. */
+static void tcp_conn_establish(tcp_conn_t *conn, tcp_peer_t *peer)
+{
+    conn->peer = peer;
+    conn->state = TCP_CONN_ESTABLISHED;
+    conn->deadline_ns = 0;
+    peer->conn = conn;
+    if (peer->outgoing == conn)
+        peer->outgoing = NULL;
+    peer->wait_deadline_ns = 0;
+    ferry_debug("tcp: connection with %s (pid %u) established (%s)", conn->remote_name, peer->pid,
+                conn->initiator ? "we connected" : "it connected");
+    tcp_io_flush(peer);
+}
+
+static void tcp_protocol_error(tcp_conn_t *conn, const char *what)
+{
+    ferry_warn("tcp: closing the connection with %s%s: %s (a ferry worker of another version, "
+               "or not a ferry worker)",
+               conn->remote_name, conn->peer != NULL ? "" : " (before its HELLO)", what);
+    tcp_conn_fail(conn, FERRY_ERR_PROTOCOL);
+}
+
+static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
+{
+    ferry_tl_worker_t *tlw = conn->tlw;
+    tcp_hello_t hello;
+    ferry_address_t address;
+    if (!tcp_hello_decode(body, length, &hello)) {
+        tcp_protocol_error(conn, "malformed HELLO");
+        return;
+    }
+    if (ferry_address_parse(hello.address, hello.address_length, &address) != FERRY_OK) {
+        tcp_protocol_error(conn, "HELLO carries a malformed worker address");
+        return;
+    }
+    if (conn->state == TCP_CONN_HELLO_SENT) {
+        tcp_peer_t *peer = conn->peer;
+        if (hello.flags == 0 || peer == NULL || address.worker_uuid != peer->uuid) {
+            tcp_protocol_error(conn, peer != NULL && address.worker_uuid != peer->uuid
+                                         ? "another worker answers at this address (a stale "
+                                           "address?)"
+                                         : "unexpected HELLO");
+            return;
+        }
+        tcp_peer_set_identity(peer, &address);
+        if (hello.flags & TCP_HELLO_REJECT) {
+            /* the peer keeps the connection it initiated to us: wait for it */
+            ferry_debug("tcp: %s rejected our connection (simultaneous connect): waiting for "
+                        "its own",
+                        conn->remote_name);
+            conn->peer = NULL;
+            if (peer->outgoing == conn)
+                peer->outgoing = NULL;
+            tcp_conn_close(conn);
+            if (peer->conn == NULL)
+                peer->wait_deadline_ns = ferry_time_coarse_ns() + tlw->connect_timeout_ns;
+            tcp_timer_update(tlw);
+            return;
+        }
+        tcp_conn_establish(conn, peer);
+        return;
+    }
+    if (conn->state != TCP_CONN_ACCEPTING || hello.flags != 0) {
+        tcp_protocol_error(conn, "unexpected HELLO");
+        return;
+    }
+    tcp_peer_t *peer = NULL;
+    if (address.worker_uuid != tlw->worker->uuid) /* a connection to ourselves pairs with no one */
+        peer = tcp_peer_get(tlw, address.worker_uuid);
+    if (peer != NULL && peer->conn != NULL) {
+        /* it thinks there is no connection (it saw ours end): a fresh start */
+        peer->in_table = false;
+        peer = NULL;
+    }
+    if (peer != NULL && peer->outgoing != NULL && tlw->worker->uuid > address.worker_uuid) {
+        /* both connected at once and ours was initiated by the larger uuid: ours stays */
+        ferry_debug("tcp: rejecting the connection from %s: ours to it wins (simultaneous "
+                    "connect)",
+                    conn->remote_name);
+        tcp_send_hello(conn, TCP_HELLO_REJECT);
+        tcp_conn_close(conn);
+        return;
+    }
+    if (peer != NULL && peer->outgoing != NULL) {
+        tcp_conn_t *ours = peer->outgoing;
+        peer->outgoing = NULL;
+        ours->peer = NULL;
+        tcp_conn_close(ours); /* theirs wins */
+    }
+    if (peer == NULL) {
+        peer = tcp_peer_new(tlw, address.worker_uuid, address.worker_uuid != tlw->worker->uuid);
+        if (peer == NULL) {
+            tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY);
+            return;
+        }
+    }
+    tcp_peer_set_identity(peer, &address);
+    if (tcp_send_hello(conn, TCP_HELLO_ACCEPT) != FERRY_OK) {
+        tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
+        tcp_peer_maybe_free(peer);
+        return;
+    }
+    tcp_conn_establish(conn, peer);
+}
+
+static void tcp_on_open(tcp_conn_t *conn, const tcp_frame_t *frame)
+{
+    tcp_peer_t *peer = conn->peer;
+    if (!(frame->flags & TCP_FRAME_FLAG_SENDER_OPENED) ||
+        tcp_chan_find(peer, frame->channel, false) != NULL) {
+        tcp_protocol_error(conn, "OPEN of a channel that exists");
+        return;
+    }
+    ferry_tl_ep_t *chan = calloc(1, sizeof(*chan));
+    if (chan == NULL) {
+        ferry_error("tcp: calloc(%zu) for an accepted channel failed", sizeof(*chan));
+        tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY);
+        return;
+    }
+    chan->peer = peer;
+    chan->id = frame->channel;
+    chan->mine = false;
+    chan->state = TCP_CHAN_OPEN;
+    if (ferry_ep_create_accepted(conn->tlw->worker, &ferry_tl_tcp_ops, chan, &chan->ep) !=
+        FERRY_OK) {
+        free(chan);
+        tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY);
+        return;
+    }
+    chan->ep->peer_host = peer->host;
+    chan->ep->peer_pid = peer->pid;
+    ferry_list_push_tail(&peer->chans, &chan->link);
+    peer->chan_count++;
+    peer->idle_sent = false;
+}
+
+static void tcp_on_idle(tcp_conn_t *conn)
+{
+    tcp_peer_t *peer = conn->peer;
+    peer->in_table = false; /* it opens nothing more here: new endpoints connect anew */
+    if (peer->chan_count > 0)
+        return; /* our channels keep it; we say IDLE when the last one goes */
+    if (!peer->idle_sent) {
+        peer->idle_sent = true;
+        tcp_send_control(peer, NULL, TCP_FRAME_IDLE, NULL, 0, false);
+    }
+    if (ferry_list_is_empty(&peer->queue)) {
+        ferry_debug("tcp: connection with %s (pid %u) idle on both sides: closed",
+                    conn->remote_name, peer->pid);
+        tcp_conn_fail(conn, FERRY_ERR_CANCELED); /* no channel: nobody is told */
+    }
+}
+
+/* Deliver an AM frame parsed out of the receive buffer. Frames are packed back to back there,
+ * so the header and payload may sit at any address: handlers may read them as structs, so a
+ * misaligned header (and a misaligned payload of up to 4 KiB) is copied to aligned memory
+ * first; a larger misaligned payload is moved within the buffer. */
+static void tcp_deliver_aligned(tcp_conn_t *conn, ferry_tl_ep_t *chan, const tcp_frame_t *frame,
+                                const uint8_t *body)
+{
+    _Alignas(16) uint8_t header[FERRY_AM_HEADER_MAX];
+    _Alignas(16) uint8_t small[4096];
+    const uint8_t *h = body;
+    uint8_t *data = frame->length ? (uint8_t *)(body + frame->header_length) : NULL;
+    bool move = data != NULL && ((uintptr_t)data & 7) != 0 && frame->length > sizeof(small);
+    if ((((uintptr_t)h & 7) != 0 || move) && frame->header_length > 0) {
+        memcpy(header, body, frame->header_length); /* before the payload moves over it */
+        h = header;
+    }
+    if (data != NULL && ((uintptr_t)data & 7) != 0) {
+        if (frame->length <= sizeof(small)) {
+            memcpy(small, data, (size_t)frame->length);
+            data = small;
+        } else {
+            uint8_t *aligned = (uint8_t *)((uintptr_t)data & ~(uintptr_t)7);
+            memmove(aligned, data, (size_t)frame->length); /* its bytes are consumed */
+            data = aligned;
+        }
+    }
+    ferry_am_deliver(conn->tlw->worker, chan->ep, frame->am_id, h, frame->header_length, data,
+                     (size_t)frame->length, 0);
+}
+
+void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t *body)
+{
+    if (frame->type == TCP_FRAME_HELLO) {
+        tcp_on_hello(conn, body, (size_t)frame->length);
+        return;
+    }
+    if (conn->state != TCP_CONN_ESTABLISHED || conn->peer == NULL) {
+        tcp_protocol_error(conn, "a frame before the HELLO exchange");
+        return;
+    }
+    tcp_peer_t *peer = conn->peer;
+    ferry_tl_ep_t *chan;
+    switch (frame->type) {
+    case TCP_FRAME_AM:
+        chan = tcp_chan_find(peer, frame->channel, !(frame->flags & TCP_FRAME_FLAG_SENDER_OPENED));
+        if (chan == NULL || chan->state == TCP_CHAN_GONE) {
+            ferry_debug("tcp: dropping a message for closed channel %u from %s", frame->channel,
+                        conn->remote_name);
+            return;
+        }
+        tcp_deliver_aligned(conn, chan, frame, body);
+        return;
+    case TCP_FRAME_OPEN:
+        tcp_on_open(conn, frame);
+        return;
+    case TCP_FRAME_CLOSE:
+        chan = tcp_chan_find(peer, frame->channel, !(frame->flags & TCP_FRAME_FLAG_SENDER_OPENED));
+        if (chan == NULL || chan->state == TCP_CHAN_GONE)
+            return;
+        chan->state = TCP_CHAN_GONE;
+        tcp_io_drop_chan(chan);
+        ferry_ep_fail(chan->ep, FERRY_ERR_ENDPOINT_CLOSED);
+        return;
+    case TCP_FRAME_PING:
+        return; /* reading it was the point */
+    case TCP_FRAME_IDLE:
+        tcp_on_idle(conn);
+        return;
+    }
+}
+
+static void tcp_conn_fd_cb(void *arg, uint32_t events)
+{
+    tcp_conn_t *conn = arg;
+    if (conn->state == TCP_CONN_DEAD)
+        return;
+    if (conn->state == TCP_CONN_CONNECTING) {
+        if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+            tcp_conn_connected(conn);
+        return;
+    }
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+        tcp_io_recv(conn);
+    if (conn->state != TCP_CONN_DEAD && (events & EPOLLOUT) && conn->peer != NULL &&
+        conn->peer->conn == conn)
+        tcp_io_flush(conn->peer);
+}
+
+/* ------------------------------------------------------------------ timers */
+
+void tcp_conn_tick(ferry_tl_worker_t *tlw, uint64_t now)
+{
+    ferry_list_link_t *next;
+    for (ferry_list_link_t *l = ferry_list_first(&tlw->conns); l != ferry_list_end(&tlw->conns);
+         l = next) {
+        next = l->next;
+        tcp_conn_t *conn = ferry_list_entry(l, tcp_conn_t, link);
+        if (conn->state == TCP_CONN_DEAD)
+            continue;
+        if (conn->state != TCP_CONN_ESTABLISHED) {
+            if (tlw->connect_timeout_ns == 0 || now < conn->deadline_ns)
+                continue;
+            if (conn->state == TCP_CONN_ACCEPTING)
+                ferry_warn(
+                    "tcp: closing the connection from %s: no HELLO within "
+                    "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms)%s",
+                    conn->remote_name, (unsigned long long)(tlw->connect_timeout_ns / 1000000u),
+                    conn->rx_end > conn->rx_start ? " (it stalled in the middle of a frame)" : "");
+            else
+                ferry_warn("tcp: connecting to %s (pid %u) timed out after "
+                           "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms): is the host up and the port "
+                           "reachable?",
+                           conn->remote_name, conn->peer != NULL ? conn->peer->pid : 0,
+                           (unsigned long long)(tlw->connect_timeout_ns / 1000000u));
+            tcp_conn_fail(conn, FERRY_ERR_ENDPOINT_TIMEOUT);
+            continue;
+        }
+        if (tlw->timeout_ns == 0)
+            continue;
+        if (now - conn->last_rx_ns > tlw->timeout_ns) {
+            tcp_peer_t *peer = conn->peer;
+            ferry_warn("tcp: %s (pid %u) sent nothing for %llu ms (FERRY_TCP_TIMEOUT_MS)%s: "
+                       "closing the connection and failing its %u endpoints (is the process "
+                       "stopped, or the link cut? a program that computes longer without "
+                       "calling progress needs a larger FERRY_TCP_TIMEOUT_MS)",
+                       conn->remote_name, peer != NULL ? peer->pid : 0,
+                       (unsigned long long)((now - conn->last_rx_ns) / 1000000u),
+                       conn->rx_state == TCP_RX_PAYLOAD || conn->rx_end > conn->rx_start
+                           ? ", stalled in the middle of a frame"
+                           : "",
+                       peer != NULL ? peer->chan_count : 0);
+            tcp_conn_fail(conn, FERRY_ERR_ENDPOINT_TIMEOUT);
+            continue;
+        }
+        if (now - conn->last_tx_ns >= tlw->timeout_ns / 3 && conn->peer != NULL &&
+            ferry_list_is_empty(&conn->peer->queue))
+            tcp_send_control(conn->peer, NULL, TCP_FRAME_PING, NULL, 0, false);
+    }
+
+    for (ferry_list_link_t *l = ferry_list_first(&tlw->peers); l != ferry_list_end(&tlw->peers);
+         l = next) {
+        next = l->next;
+        tcp_peer_t *peer = ferry_list_entry(l, tcp_peer_t, link);
+        if (peer->wait_deadline_ns != 0 && now >= peer->wait_deadline_ns && peer->conn == NULL) {
+            ferry_warn("tcp: the worker of pid %u rejected our connection as a duplicate but its "
+                       "own did not arrive within FERRY_TCP_CONNECT_TIMEOUT_MS",
+                       peer->pid);
+            tcp_peer_fail(peer, FERRY_ERR_ENDPOINT_TIMEOUT);
+            tcp_peer_maybe_free(peer);
+        }
+    }
+}

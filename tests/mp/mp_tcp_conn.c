@@ -1,0 +1,242 @@
+/* tcp connections (run with FERRY_TRANSPORTS=tcp):
+ *
+ *   simultaneous  two workers create endpoints to each other at the same moment (both connect
+ *                 at once), 30 rounds: each time exactly one TCP connection results (the
+ *                 established TCP sockets of the process, from /proc/net/tcp{,6} and
+ *                 /proc/self/fd), 200 messages flow each way, every byte checked, in order;
+ *                 then both close their endpoints and the connection goes away (IDLE both
+ *                 ways) before the next round;
+ *   stopped       a peer that stops responding (SIGSTOP) fails the endpoint with
+ *                 FERRY_ERR_ENDPOINT_TIMEOUT within FERRY_TCP_TIMEOUT_MS (1500 ms here) plus
+ *                 slack, although the kernel still acknowledges everything;
+ *   killed        SIGKILL of the peer: the error callback runs with FERRY_ERR_CONNECTION_RESET
+ *                 within 1 s. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ft.h"
+
+enum { TC_ID_MSG = 7 };
+enum { TC_ROUNDS = 30, TC_MESSAGES = 200 };
+enum { TC_TOKEN_GO = 0x474f2020, TC_TOKEN_DONE = 0x444f4e45, TC_TOKEN_CLOSED = 0x434c4f53 };
+#define TC_TIMEOUT_MS 1500u
+
+/* ------------------------------------------------------------------ counting sockets */
+
+/* Inodes of established TCP sockets (state 01) in /proc/net/tcp and tcp6. */
+static size_t tc_established_inodes(unsigned long *inodes, size_t max)
+{
+    static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    size_t n = 0;
+    for (size_t f = 0; f < 2; f++) {
+        FILE *fp = fopen(files[f], "r");
+        char line[512];
+        if (fp == NULL)
+            continue;
+        while (fgets(line, sizeof(line), fp) != NULL) {
+            char local[64], remote[64];
+            unsigned state;
+            unsigned long inode;
+            if (sscanf(line, " %*d: %63s %63s %x %*s %*s %*s %*s %*s %lu", local, remote, &state,
+                       &inode) == 4 &&
+                state == 1 && n < max)
+                inodes[n++] = inode;
+        }
+        fclose(fp);
+    }
+    return n;
+}
+
+/* Established TCP connections of this process. */
+static unsigned tc_count_connections(void)
+{
+    unsigned long inodes[4096];
+    size_t count = tc_established_inodes(inodes, 4096);
+    unsigned mine = 0;
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *e;
+    FT_CHECK(dir != NULL, "opendir(/proc/self/fd)");
+    while ((e = readdir(dir)) != NULL) {
+        char path[300], target[128];
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, target, sizeof(target) - 1);
+        unsigned long inode;
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        if (sscanf(target, "socket:[%lu]", &inode) != 1)
+            continue;
+        for (size_t i = 0; i < count; i++) {
+            if (inodes[i] == inode) {
+                mine++;
+                break;
+            }
+        }
+    }
+    closedir(dir);
+    return mine;
+}
+
+/* ------------------------------------------------------------------ simultaneous connects */
+
+typedef struct tc_rx {
+    uint32_t sender;
+    uint64_t received;
+    uint32_t round;
+} tc_rx_t;
+
+static ferry_status_t tc_handler(void *arg, const void *header, size_t header_length, void *data,
+                                 size_t length, const ferry_am_recv_params_t *params)
+{
+    tc_rx_t *rx = arg;
+    uint32_t h[2];
+    (void)params;
+    FT_CHECK(header_length == sizeof(h), "a %zu-byte header", header_length);
+    memcpy(h, header, sizeof(h));
+    FT_CHECK(h[0] == rx->round && h[1] == rx->received,
+             "message (round %u, seq %u) where (round %u, seq %llu) was expected", h[0], h[1],
+             rx->round, (unsigned long long)rx->received);
+    ft_pattern_check(data, length, ft_pattern_seed(rx->sender, h[0] * 1000u + h[1], length), 0,
+                     "a simultaneous-connect message");
+    rx->received++;
+    return FERRY_OK;
+}
+
+typedef struct tc_zero {
+    unsigned want;
+} tc_zero_t;
+
+static bool tc_connections_are(void *arg)
+{
+    return tc_count_connections() == ((tc_zero_t *)arg)->want;
+}
+
+static int tc_simul_role(int chan, void *arg)
+{
+    uint32_t me = (uint32_t)(uintptr_t)arg;
+    uint8_t address[FT_CHAN_MSG_MAX];
+    ft_ferry_t f;
+    tc_rx_t rx = {.sender = 1 - me};
+    uint8_t payload[3000];
+
+    ft_ferry_init(&f, "tcp", NULL);
+    FT_CHECK_OK(ferry_am_set_handler(f.worker, TC_ID_MSG, tc_handler, &rx));
+    ft_send_address(chan, f.worker);
+    size_t length = ft_recv_address(chan, address, sizeof(address), 30000);
+    for (uint32_t round = 0; round < TC_ROUNDS; round++) {
+        ft_progress_until_token(f.worker, chan, TC_TOKEN_GO, 30000, NULL);
+        rx.round = round;
+        rx.received = 0;
+        ferry_ep_t *ep = ft_ep_create(f.worker, address, length, NULL); /* both at once */
+        for (uint32_t i = 0; i < TC_MESSAGES; i++) {
+            uint32_t h[2] = {round, i};
+            size_t size = (i * 37u) % sizeof(payload);
+            ft_pattern_fill(payload, size, ft_pattern_seed(me, round * 1000u + i, size), 0);
+            ft_am_send_ok(f.worker, ep, TC_ID_MSG, h, sizeof(h), payload, size, NULL, 30000);
+        }
+        ft_progress_until_count(f.worker, 30000, &rx.received, TC_MESSAGES,
+                                "the other worker's messages");
+        unsigned n = tc_count_connections();
+        FT_CHECK(n == 1, "round %u: %u TCP connections between the two workers, expected 1", round,
+                 n);
+        ft_chan_send_token(chan, TC_TOKEN_DONE, round, 0, 0, 0);
+        ft_progress_until_token(f.worker, chan, TC_TOKEN_CLOSED, 30000, NULL);
+        ferry_completion_t comp = {.cb = NULL, .count = 1, .status = FERRY_OK};
+        ferry_status_t status = ferry_ep_close(ep, 0, &comp);
+        if (status == FERRY_INPROGRESS)
+            ft_progress_until_completion(f.worker, 30000, &comp, "the graceful close");
+        ferry_ep_destroy(ep);
+        tc_zero_t zero = {.want = 0};
+        ft_progress_until(f.worker, 30000, tc_connections_are, &zero,
+                          "the connection to go away once both sides closed");
+        ft_chan_send_token(chan, TC_TOKEN_DONE, round, 1, 0, 0);
+    }
+    ft_chan_expect_eof(chan, 30000);
+    ft_ferry_fini(&f);
+    return 0;
+}
+
+static void tc_simultaneous(void)
+{
+    ft_peer_t peers[2];
+    uint8_t address[2][FT_CHAN_MSG_MAX];
+    size_t length[2];
+    ft_peer_spawn(&peers[0], "a", tc_simul_role, (void *)(uintptr_t)0);
+    ft_peer_spawn(&peers[1], "b", tc_simul_role, (void *)(uintptr_t)1);
+    for (int i = 0; i < 2; i++)
+        length[i] = ft_chan_recv(peers[i].chan, address[i], sizeof(address[i]), 30000);
+    for (int i = 0; i < 2; i++)
+        ft_chan_send(peers[i].chan, address[1 - i], length[1 - i]);
+    uint64_t start = ft_now_ns();
+    for (uint32_t round = 0; round < TC_ROUNDS; round++) {
+        for (int i = 0; i < 2; i++)
+            ft_chan_send_token(peers[i].chan, TC_TOKEN_GO, round, 0, 0, 0);
+        for (int i = 0; i < 2; i++)
+            ft_chan_expect_token(peers[i].chan, TC_TOKEN_DONE, 30000);
+        for (int i = 0; i < 2; i++)
+            ft_chan_send_token(peers[i].chan, TC_TOKEN_CLOSED, round, 0, 0, 0);
+        for (int i = 0; i < 2; i++)
+            ft_chan_expect_token(peers[i].chan, TC_TOKEN_DONE, 30000);
+    }
+    for (int i = 0; i < 2; i++) {
+        close(peers[i].chan);
+        ft_peer_expect_exit(&peers[i], 30000, 0);
+    }
+    ft_note("simultaneous connects: %u rounds, one connection each, %u messages each way, "
+            "closed between rounds, %.2f s",
+            TC_ROUNDS, TC_MESSAGES, (double)(ft_now_ns() - start) / 1e9);
+}
+
+/* ------------------------------------------------------------------ stopped, killed */
+
+static bool tc_failed(void *arg)
+{
+    return ((ft_echo_client_t *)arg)->errors > 0;
+}
+
+static void tc_peer_gone(int sig, ferry_status_t expected, unsigned limit_ms)
+{
+    ft_peer_t echo_peer;
+    ft_echo_client_t echo;
+    ft_ferry_t f;
+    ft_peer_spawn(&echo_peer, sig == SIGSTOP ? "stopped" : "killed", ft_echo_role, NULL);
+    ft_ferry_init(&f, "tcp", NULL);
+    ft_echo_connect(&echo, f.worker, &echo_peer);
+    ft_echo_pingpong(&echo, 20, 1000);
+    uint64_t start = ft_now_ns();
+    FT_CHECK(kill(echo_peer.pid, sig) == 0, "kill(%d)", sig);
+    ft_progress_until(f.worker, (int)limit_ms + 5000, tc_failed, &echo,
+                      "the endpoint to fail after the peer was signalled");
+    double ms = (double)(ft_now_ns() - start) / 1e6;
+    FT_CHECK(echo.error == expected, "the endpoint failed with %s, expected %s",
+             ferry_status_name(echo.error), ferry_status_name(expected));
+    FT_CHECK(ms <= limit_ms, "the endpoint failed %.0f ms after the signal, limit %u ms", ms,
+             limit_ms);
+    ft_note("%s peer: endpoint failed with %s after %.0f ms (limit %u ms)",
+            sig == SIGSTOP ? "stopped (SIGSTOP)" : "killed (SIGKILL)",
+            ferry_status_name(echo.error), ms, limit_ms);
+    ferry_ep_destroy(echo.ep);
+    ft_ferry_fini(&f);
+    if (sig == SIGSTOP)
+        ft_peer_kill(&echo_peer);
+    else
+        ft_peer_wait(&echo_peer, 10000);
+}
+
+int main(void)
+{
+    ft_set_role("main");
+    ft_watchdog(85);
+    tc_simultaneous();
+    /* silence detection: the timeout plus one timer tick and scheduling slack */
+    tc_peer_gone(SIGSTOP, FERRY_ERR_ENDPOINT_TIMEOUT, TC_TIMEOUT_MS + 1000);
+    tc_peer_gone(SIGKILL, FERRY_ERR_CONNECTION_RESET, 1000);
+    ft_files_check_self();
+    ft_note("passed");
+    return 0;
+}
