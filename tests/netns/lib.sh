@@ -344,8 +344,11 @@ netns_mpirun() {
     done
     # oob/tcp and btl/tcp only on the test network (never lo or anything else); no tree spawn
     # (every daemon is started from the launch host, where the agent finds the holders); the
-    # session directories of each host under its own name in the shared /tmp.
+    # session directories of each host under its own name in the shared /tmp. No binding: every
+    # "host" sees the same CPUs, and binding to cores would put rank 0 of each host on core 0,
+    # two busy-polling processes sharing one core (6 ms ping-pongs).
     host_exec "$launch" env \
+        OMPI_MCA_hwloc_base_binding_policy=none \
         OMPI_MCA_plm_rsh_agent="$NETNS_LIB_DIR/rsh_agent.sh" \
         OMPI_MCA_plm_rsh_no_tree_spawn=1 \
         OMPI_MCA_oob_tcp_if_include="${NETNS_NET}.0/24" \

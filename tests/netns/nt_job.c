@@ -61,6 +61,10 @@ static void nt_accepted_error_cb(void *arg, ferry_ep_t *ep, ferry_status_t statu
     ft_note("an accepted endpoint failed: %s", ferry_status_name(status));
 }
 
+static ferry_status_t nt_barrier_cb(void *arg, const void *header, size_t header_length,
+                                    void *data, size_t length,
+                                    const ferry_am_recv_params_t *params);
+
 void nt_job_init(nt_job_t *job, const char *name, unsigned deadline_s)
 {
     memset(job, 0, sizeof(*job));
@@ -84,6 +88,7 @@ void nt_job_init(nt_job_t *job, const char *name, unsigned deadline_s)
     ferry_worker_params_t wp = {.accepted_ep_error_cb = nt_accepted_error_cb,
                                 .accepted_ep_error_arg = job};
     FT_CHECK_OK(ferry_worker_create(job->context, &wp, &job->worker));
+    FT_CHECK_OK(ferry_am_set_handler(job->worker, NT_BARRIER_AM_ID, nt_barrier_cb, job));
 
     nt_card_t *mine = calloc(1, sizeof(*mine));
     nt_card_t *all = calloc(job->size, sizeof(*all));
@@ -132,8 +137,66 @@ void nt_job_check_transports(const nt_job_t *job)
     }
 }
 
+/* A barrier message of epoch e arrives: count it under e's parity (a peer can be at most one
+ * barrier ahead: it cannot leave barrier e+1 before this rank entered it). */
+static ferry_status_t nt_barrier_cb(void *arg, const void *header, size_t header_length,
+                                    void *data, size_t length,
+                                    const ferry_am_recv_params_t *params)
+{
+    nt_job_t *job = arg;
+    uint64_t epoch;
+    (void)data;
+    (void)length;
+    (void)params;
+    FT_CHECK(header_length == sizeof(epoch), "barrier message with a %zu-byte header",
+             header_length);
+    memcpy(&epoch, header, sizeof(epoch));
+    FT_CHECK(epoch == job->barrier_epoch || epoch == job->barrier_epoch + 1,
+             "barrier message of epoch %llu in epoch %llu", (unsigned long long)epoch,
+             (unsigned long long)job->barrier_epoch);
+    job->barrier_arrived[epoch & 1]++;
+    return FERRY_OK;
+}
+
+typedef struct nt_barrier_wait {
+    const nt_job_t *job;
+    const ferry_completion_t *sends;
+    unsigned expected;
+    unsigned parity;
+} nt_barrier_wait_t;
+
+static bool nt_barrier_done(void *arg)
+{
+    const nt_barrier_wait_t *w = arg;
+    return w->sends->count == 0 && w->job->barrier_arrived[w->parity] >= w->expected;
+}
+
+/* Two steps: (1) over ferry, progressing all the while, so that a peer whose one-sided
+ * operations need this rank's progress (the target-executed protocol over tcp) can finish
+ * them: every rank tells every peer it arrived and waits for all of them; (2) the bootstrap's
+ * barrier, which makes no ferry progress, but by then nobody needs any: every rank has
+ * received every barrier message, so none is still in flight when a rank moves on (and, say,
+ * destroys its endpoints). */
 void nt_job_barrier(nt_job_t *job)
 {
+    uint64_t epoch = job->barrier_epoch;
+    ferry_completion_t sends = {0};
+    unsigned expected = 0;
+    for (unsigned r = 0; r < job->size; r++) {
+        if (job->peers[r].ep == NULL)
+            continue;
+        ferry_status_t s = nt_am_send(job, r, NT_BARRIER_AM_ID, &epoch, sizeof(epoch), NULL, 0,
+                                      &sends, 60000);
+        FT_CHECK(s == FERRY_OK || s == FERRY_INPROGRESS, "barrier message to rank %u: %s", r,
+                 ferry_status_name(s));
+        expected++;
+    }
+    nt_barrier_wait_t w = {
+        .job = job, .sends = &sends, .expected = expected, .parity = (unsigned)(epoch & 1)};
+    ft_progress_until(job->worker, 60000, nt_barrier_done, &w, "the ranks' barrier messages");
+    FT_CHECK_OK(sends.status);
+    job->barrier_arrived[epoch & 1] = 0;
+    job->barrier_epoch = epoch + 1;
     FT_CHECK_OK(ferry_bootstrap_barrier(job->bs));
 }
 

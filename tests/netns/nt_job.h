@@ -36,7 +36,12 @@ typedef struct nt_job {
     ferry_worker_t *worker;
     nt_peer_t *peers;         /**< size entries, indexed by rank */
     unsigned accepted_errors; /**< error callbacks of endpoints the worker accepted */
+    uint64_t barrier_epoch;   /**< barriers this rank has entered */
+    unsigned barrier_arrived[2]; /**< barrier messages received, by epoch parity */
 } nt_job_t;
+
+/* The active message id of nt_job_barrier (the programs use other ids). */
+#define NT_BARRIER_AM_ID 120
 
 /* Join the job and connect to every rank. name: the program's name in messages; deadline_s:
  * the watchdog (also NT_DEADLINE_S in the environment, when it is smaller). */
