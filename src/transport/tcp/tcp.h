@@ -91,6 +91,8 @@ struct tcp_conn {
     tcp_conn_state_t state;
     bool initiator;
     bool want_out; /* EPOLLOUT registered */
+    bool tx_gone;  /* a write found the peer gone: nothing more is written; the reader reads
+                      what the peer sent before (its CLOSEs) and then fails the connection */
     struct sockaddr_storage remote;
     socklen_t remote_length;
     char remote_name[64]; /* "address:port" for log lines */

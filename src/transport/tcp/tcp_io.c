@@ -174,6 +174,8 @@ static void tcp_req_written(tcp_peer_t *peer, tcp_req_t *req)
 static ferry_status_t tcp_queue_write(tcp_peer_t *peer)
 {
     tcp_conn_t *conn = peer->conn;
+    if (conn->tx_gone)
+        return FERRY_OK; /* stays queued until the reader fails the connection */
     while (!ferry_list_is_empty(&peer->queue)) {
         struct iovec vec[TCP_WRITEV_MAX];
         unsigned count = 0;
@@ -197,6 +199,19 @@ static ferry_status_t tcp_queue_write(tcp_peer_t *peer)
             }
             if (errno == EINTR)
                 continue;
+            if (errno == EPIPE || errno == ECONNRESET) {
+                /* The peer closed or reset the connection. What it sent before (the CLOSE of
+                 * each of its endpoints, when it went away in order) may still wait in our
+                 * receive buffer: the reader (epoll reports the socket readable now) handles
+                 * that and then the end of the stream, and only endpoints still open then
+                 * fail, with one log line. Judging here would fail endpoints the peer closed. */
+                ferry_debug("tcp: write to %s (pid %u) failed: %s; the reader finishes the "
+                            "connection",
+                            conn->remote_name, peer->pid, strerror(errno));
+                conn->tx_gone = true;
+                tcp_conn_set_out(conn, false);
+                return FERRY_OK;
+            }
             if (peer->chan_count > 0)
                 ferry_warn("tcp: writev to %s (pid %u) failed: %s; its %u endpoints fail",
                            conn->remote_name, peer->pid, strerror(errno), peer->chan_count);
