@@ -447,8 +447,8 @@ static void ab_finished_send(void)
              "m's RTS: tag 0x%llx, "
              "%llu bytes",
              (unsigned long long)rts.u.rts.tag, (unsigned long long)rts.u.rts.length);
-    if (rts.u.rts.mode == TAG_RNDV_GET) {
-        m = ab_done(TAG_DONE_TO_SEND, send_id, 1, 0, rts.u.rts.length, 0);
+    if (rts.u.rts.mode == TAG_RNDV_GET || rts.u.rts.mode == TAG_RNDV_SPLIT) {
+        m = ab_done(TAG_DONE_TO_SEND, send_id, 1, 0, rts.u.rts.length, 0); /* as if all read */
     } else {
         m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_CTS};
         m.u.cts.version = TAG_WIRE_VERSION;
