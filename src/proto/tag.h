@@ -22,10 +22,10 @@
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
  * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
  * by default tag_rndv_choose, the one place the choice is made, picks SPLIT for messages of
- * FERRY_RNDV_SPLIT_MIN bytes or more and GET for shorter ones when the endpoint's transport
- * has FERRY_TL_CAP_RMA and cross-memory attach to the peer works, else COOP (measurements:
- * docs/ARCHITECTURE.md); whether it works is probed once per endpoint with a 1-byte
- * process_vm_readv of the peer's address 0: EFAULT means the kernel allowed the access):
+ * FERRY_RNDV_SPLIT_MIN bytes or more when the endpoint's transport has FERRY_TL_CAP_RMA and
+ * cross-memory attach to the peer works, else COOP (measurements: docs/ARCHITECTURE.md);
+ * whether it works is probed once per endpoint with a 1-byte process_vm_readv of the peer's
+ * address 0: EFAULT means the kernel allowed the access):
  *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
  *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
  *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is

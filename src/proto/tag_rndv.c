@@ -47,9 +47,9 @@ static const ferry_config_var_t rndv_mode_var = {
     .description = "rendezvous mode of tagged messages: get (the receiver reads), put (the "
                    "sender writes), coop (both copy through shared buffers), null (fragments "
                    "over the send path), split (the receiver reads the first half while the "
-                   "sender writes the second), auto (where the transport reads the peer's "
-                   "memory itself and cross-memory attach works: split from "
-                   "FERRY_RNDV_SPLIT_MIN bytes, get below; else coop)"};
+                   "sender writes the second), auto (split from FERRY_RNDV_SPLIT_MIN bytes where "
+                   "the transport reads the peer's memory itself and cross-memory attach "
+                   "works; coop otherwise and below that)"};
 static const ferry_config_var_t *const rndv_mode_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_mode_var;
 
@@ -66,10 +66,11 @@ static const ferry_config_var_t *const rndv_section_reg
 static const ferry_config_var_t rndv_split_min_var = {
     .name = "FERRY_RNDV_SPLIT_MIN",
     .type = FERRY_CONFIG_SIZE,
-    .default_value = "64k",
+    .default_value = "72k",
     .description = "automatic rendezvous mode: messages of at least this many bytes use split "
-                   "(both processes copy one half each by cross-memory attach), shorter ones get; "
-                   "a receiver splits only an accepted length of at least this"};
+                   "(both processes copy one half each by cross-memory attach), shorter ones "
+                   "coop (measured here: coop faster at 64 KiB, split at 72 KiB); a receiver "
+                   "splits only an accepted length of at least this"};
 static const ferry_config_var_t *const rndv_split_min_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_split_min_var;
 
@@ -222,15 +223,19 @@ static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
 }
 
 /* The one place the rendezvous mode is chosen, from measurements (docs/ARCHITECTURE.md,
- * "Tagged messages"): where cross-memory attach works, SPLIT (two kernel copies at once, one
- * per process) from FERRY_RNDV_SPLIT_MIN bytes, GET (one) below; else COOP. */
+ * "Tagged messages"): SPLIT (two kernel copies at once, one per process) from
+ * FERRY_RNDV_SPLIT_MIN bytes where cross-memory attach works; below that, and where it does
+ * not, COOP (no system call per message; both processes copy every byte). GET, one kernel
+ * copy, was slower than one of them at every size measured. */
 tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
 {
     if (worker->tag.mode_forced != 0)
         return (tag_rndv_mode_t)worker->tag.mode_forced;
+    if (length < worker->tag.split_min)
+        return TAG_RNDV_COOP;
     const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
     if (caps != NULL && (caps->flags & FERRY_TL_CAP_RMA) && tag_cma_works(worker, ep))
-        return length >= worker->tag.split_min ? TAG_RNDV_SPLIT : TAG_RNDV_GET;
+        return TAG_RNDV_SPLIT;
     return TAG_RNDV_COOP;
 }
 
