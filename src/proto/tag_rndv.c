@@ -174,7 +174,7 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
         tw->null_chunk = 1u << 30;
 }
 
-static const ferry_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep)
+const ferry_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep)
 {
     for (size_t t = 0; t < ferry_transports_count && t < FERRY_TL_MAX; t++) {
         if (ferry_transports[t] == ep->tl)
@@ -188,12 +188,17 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     size_t max_bcopy = ep->max_bcopy != 0 ? ep->max_bcopy : TAG_EAGER_CAP;
     size_t eager = max_bcopy < TAG_EAGER_CAP ? max_bcopy : TAG_EAGER_CAP;
     size_t coop = max_bcopy < TAG_COOP_CHUNK_CAP ? max_bcopy : TAG_COOP_CHUNK_CAP;
+    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+    /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
+     * chunks on shm, 4 KiB-aligned in the user's buffers */
+    size_t data_header =
+        caps != NULL && caps->header_apart >= sizeof(tag_wire_data_t) ? 0 : sizeof(tag_wire_data_t);
 
     ep->tag.eager_max =
         worker->tag.thresh_forced != SIZE_MAX
             ? worker->tag.thresh_forced
             : (eager > sizeof(tag_wire_eager_t) ? eager - sizeof(tag_wire_eager_t) : 0);
-    ep->tag.chunk = coop > sizeof(tag_wire_data_t) + 1024 ? coop - sizeof(tag_wire_data_t) : 1024;
+    ep->tag.chunk = coop > data_header + 1024 ? coop - data_header : 1024;
     ep->tag.ready = 1;
 }
 
