@@ -907,6 +907,13 @@ static void tag_recv_get_section(tag_recv_t *recv, uint64_t offset, uint64_t len
     recv->rkey = rkey;
     recv->section_end = offset + length;
     recv->state = TAG_RECV_GET;
+    if (recv->split && offset == 0) {
+        /* SPLIT: read from progress, after this poll's other messages: the CTS of every RTS
+         * that arrived with this one goes out before we spend a system call on our half, so
+         * the sender always has a tail to write while we read */
+        tag_list_add(worker, &worker->tag.retry, &recv->obj, &recv->in_retry);
+        return;
+    }
     tag_recv_get_issue(recv);
 }
 
