@@ -29,7 +29,7 @@ run_timeout=120 # seconds any one client, server or mpirun may take
 window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
 sizes="8 4096 65536 1048576 16777216 67108864"
 mode_sizes="1048576 16777216"
-modes="get put coop null"
+modes="get put coop null split"
 
 if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
     echo "usage: $0 [REPEAT]   (REPEAT: runs per configuration, default 5)" >&2

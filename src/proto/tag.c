@@ -667,7 +667,12 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
     } else {
         /* a private buffer of the transport (larger than what it copies through a shared
          * buffer) is kept as it is; a shared one is copied out so that it returns at once */
-        if ((flags & FERRY_AM_RECV_KEEPABLE) && length + sizeof(tag_wire_eager_t) > ep->max_bcopy) {
+        const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+        size_t apart = caps != NULL && caps->header_apart >= sizeof(tag_wire_eager_t)
+                           ? sizeof(tag_wire_eager_t)
+                           : 0; /* the header travelled beside the shared buffer */
+        if ((flags & FERRY_AM_RECV_KEEPABLE) &&
+            length + sizeof(tag_wire_eager_t) > ep->max_bcopy + apart) {
             u->data_kind = TAG_DATA_AM;
             u->data = data;
             result = FERRY_INPROGRESS;

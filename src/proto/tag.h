@@ -20,11 +20,12 @@
  * at most what the transport had in flight).
  *
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
- * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null forces one; by
- * default tag_rndv_choose, the one place the choice is made, picks GET when the endpoint's
- * transport has FERRY_TL_CAP_RMA and cross-memory attach to the peer works, else COOP; whether
- * it works is probed once per endpoint with a 1-byte process_vm_readv of the peer's address 0:
- * EFAULT means the kernel allowed the access):
+ * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
+ * by default tag_rndv_choose, the one place the choice is made, picks SPLIT for messages of
+ * FERRY_RNDV_SPLIT_MIN bytes or more when the endpoint's transport has FERRY_TL_CAP_RMA and
+ * cross-memory attach to the peer works, else COOP (measurements: docs/ARCHITECTURE.md);
+ * whether it works is probed once per endpoint with a 1-byte process_vm_readv of the peer's
+ * address 0: EFAULT means the kernel allowed the access):
  *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
  *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
  *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is
@@ -43,6 +44,17 @@
  *         copies the data into shared buffers as DATA {recv id, offset} messages of at most
  *         the transport's max_bcopy (capped at 64 KiB), which the receiver copies straight into
  *         the posted buffer as they arrive (both processes copy at once: a pipeline).
+ *   SPLIT GET and PUT at once, so that both processes copy (each one half, by cross-memory
+ *         attach on shm): RTS as for GET (mode SPLIT, section, key). On match the receiver
+ *         picks a split point s (half the accepted length, 4 KiB-aligned), registers its bytes
+ *         [s, accepted) (single use, write) and sends CTS {mode SPLIT, accepted length, key of
+ *         those bytes}: s = length - the key's length. Then it reads [0, s) like GET (in
+ *         sections, with DONE(not final)/COOKIE) while the sender writes [s, accepted) with one
+ *         ferry_putv, flushes and sends DONE(to recv, final, done = accepted). The receiver
+ *         completes when it has read its part and that DONE arrived, and only then sends
+ *         DONE(to send, final): the sender's registration stays until the reads are over.
+ *         A receiver that does not split (too short to pay off, cannot register, cannot read
+ *         the sender) sends no CTS and reads everything as GET.
  *   NULL  like COOP, but DATA messages are FERRY_RNDV_NULL_CHUNK bytes (64 KiB) sent as
  *         ordinary active messages that the transport fragments over its send path, at most
  *         TAG_NULL_WINDOW in flight: the mode for transports without RMA and shared buffers.
@@ -93,6 +105,7 @@ typedef enum tag_rndv_mode {
     TAG_RNDV_PUT = 2,
     TAG_RNDV_COOP = 3,
     TAG_RNDV_NULL = 4,
+    TAG_RNDV_SPLIT = 5,
 } tag_rndv_mode_t;
 
 /* DONE.target: which table DONE.id indexes. */
@@ -248,6 +261,7 @@ typedef struct ferry_tag_worker {
     unsigned mode_forced;      /* FERRY_RNDV_MODE, or 0 (automatic) */
     uint64_t section;          /* FERRY_RNDV_SECTION */
     uint64_t null_chunk;       /* FERRY_RNDV_NULL_CHUNK */
+    uint64_t split_min;        /* FERRY_RNDV_SPLIT_MIN */
     unsigned need_progress;    /* ctl + retry + pump entries: ferry_tag_progress has work */
     uint32_t ctl_pass;         /* passes over the control queue */
     unsigned warned[8];        /* warnings already given, per kind (tag_warn_kind_t) */

@@ -69,7 +69,7 @@ typedef enum tag_recv_state {
     TAG_RECV_POSTED = 1,  /* in worker->tag.posted */
     TAG_RECV_GET,         /* GET: reading a section (inner busy, or waiting in retry) */
     TAG_RECV_WAIT_COOKIE, /* GET: DONE(not final) sent, the next key is due */
-    TAG_RECV_WAIT_DONE,   /* PUT: CTS sent, the sender writes */
+    TAG_RECV_WAIT_DONE,   /* PUT: CTS sent, the sender writes (SPLIT: our part is read) */
     TAG_RECV_DATA,        /* COOP/NULL: CTS sent, DATA arrives */
     TAG_RECV_FINISHED,    /* completed (the user's completion may still be deferred) */
 } tag_recv_state_t;
@@ -94,20 +94,23 @@ typedef struct tag_recv {
     uint64_t accepted;    /* min(length, buf.length) */
     uint64_t received;    /* bytes in place (GET: read sections) */
     uint64_t section_end; /* GET: end of the section being read */
+    uint64_t get_end;     /* GET: where reading stops (accepted; SPLIT: the split point) */
     tag_cursor_t cursor;  /* where the next bytes go */
     ferry_rkey_t *rkey;   /* GET: key of the section being read */
-    ferry_mem_t *mem;     /* PUT: registration of the accepted bytes */
+    ferry_mem_t *mem;     /* PUT: registration of the accepted bytes (SPLIT: of the tail) */
     ferry_completion_t inner;
     bool inner_busy;
     bool in_retry;
     bool user_waits_inner; /* finished while inner was busy: complete the user from inner_cb */
+    bool split;            /* SPLIT: the sender writes [get_end, accepted) */
+    bool peer_done;        /* SPLIT: its DONE (the tail is written) arrived */
 } tag_recv_t;
 
 typedef enum tag_send_state {
-    TAG_SEND_WAIT_DONE = 1, /* GET: RTS/COOKIE sent, the receiver reads */
+    TAG_SEND_WAIT_DONE = 1, /* GET/SPLIT: RTS/COOKIE sent, the receiver reads */
     TAG_SEND_WAIT_CTS,      /* PUT/COOP/NULL: RTS sent */
-    TAG_SEND_PUT,           /* PUT: writing (inner busy, or waiting in retry) */
-    TAG_SEND_FLUSH,         /* PUT: flushing (inner busy, or waiting in retry) */
+    TAG_SEND_PUT,           /* PUT/SPLIT: writing (inner busy, or waiting in retry) */
+    TAG_SEND_FLUSH,         /* PUT/SPLIT: flushing (inner busy, or waiting in retry) */
     TAG_SEND_PUMP,          /* COOP/NULL: DATA to hand over (in pump, or inner busy) */
     TAG_SEND_FINISHED,
 } tag_send_state_t;
@@ -132,7 +135,8 @@ typedef struct tag_send {
     ferry_mem_t *mem;     /* GET: registration of the current section */
     uint64_t section_off; /* GET: the current section */
     uint64_t section_len;
-    ferry_rkey_t *rkey; /* PUT: the receiver's key */
+    ferry_rkey_t *rkey; /* PUT/SPLIT: the receiver's key */
+    uint64_t put_off;   /* PUT: 0; SPLIT: where the bytes the sender writes start */
     ferry_completion_t inner;
     bool inner_busy;
     bool in_list;          /* on pump or retry */
@@ -233,6 +237,9 @@ void tag_rndv_config(ferry_tag_worker_t *tw);
 
 /* The endpoint's eager threshold and COOP chunk (sets ep->tag.ready). */
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep);
+
+/* The capabilities of ep's transport (NULL: not found). */
+const ferry_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep);
 
 /* The mode of a rendezvous of length bytes on ep. */
 tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length);

@@ -6,10 +6,14 @@
  *           PUT   RTS .. CTS(key) -> putv, flush -> DONE(final)
  *           COOP  RTS .. CTS -> DATA, DATA, ... (max_bcopy each, through shared buffers)
  *           NULL  RTS .. CTS -> DATA, DATA, ... (FERRY_RNDV_NULL_CHUNK each, fragmented)
+ *           SPLIT RTS(key) .. CTS(key of the tail) -> putv(tail), flush -> DONE(to recv) ..
+ *                 [DONE(section) -> COOKIE ..] DONE(final)
  * Receiver: GET   on match: getv(section) -> DONE(section) .. COOKIE -> getv -> DONE(final)
  *                 (automatic mode, cross-memory attach to the sender denied: CTS(COOP))
  *           PUT   on match: register -> CTS(key) .. DONE(final)
  *           COOP/NULL on match: CTS .. DATA in order until the accepted length
+ *           SPLIT on match: register the tail -> CTS(key), getv(head) as GET; when the head is
+ *                 read and the sender's DONE arrived: DONE(final)
  * Every step that waits (a one-sided operation, a flush, DATA the transport queued) holds the
  * transfer's `inner` completion; one that finds no room waits on the worker's retry or pump
  * list for ferry_tag_progress. */
@@ -42,8 +46,10 @@ static const ferry_config_var_t rndv_mode_var = {
     .default_value = "auto",
     .description = "rendezvous mode of tagged messages: get (the receiver reads), put (the "
                    "sender writes), coop (both copy through shared buffers), null (fragments "
-                   "over the send path), auto (get where the transport reads the peer's memory "
-                   "itself and cross-memory attach works, else coop)"};
+                   "over the send path), split (the receiver reads the first half while the "
+                   "sender writes the second), auto (split from FERRY_RNDV_SPLIT_MIN bytes where "
+                   "the transport reads the peer's memory itself and cross-memory attach "
+                   "works; coop otherwise and below that)"};
 static const ferry_config_var_t *const rndv_mode_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_mode_var;
 
@@ -56,6 +62,18 @@ static const ferry_config_var_t rndv_section_var = {
                    "at least 4k"};
 static const ferry_config_var_t *const rndv_section_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_section_var;
+
+static const ferry_config_var_t rndv_split_min_var = {
+    .name = "FERRY_RNDV_SPLIT_MIN",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "64k",
+    .description = "automatic rendezvous mode: messages of at least this many bytes use split "
+                   "(both processes copy one half each by cross-memory attach), shorter ones "
+                   "coop (measured here: coop faster at 48 KiB; at 64 KiB the same bandwidth, "
+                   "split with a lower latency); a receiver splits only an accepted length of at "
+                   "least this"};
+static const ferry_config_var_t *const rndv_split_min_reg
+    __attribute__((used, section("ferry_config_registry"))) = &rndv_split_min_var;
 
 static const ferry_config_var_t rndv_null_chunk_var = {
     .name = "FERRY_RNDV_NULL_CHUNK",
@@ -78,6 +96,7 @@ static const ferry_config_var_t *const rndv_null_chunk_reg
 static unsigned tag_send_pump(tag_send_t *send);
 static bool tag_send_put_issue(tag_send_t *send);
 static bool tag_send_flush_issue(tag_send_t *send);
+static void tag_send_put_done(tag_send_t *send);
 static bool tag_recv_get_issue(tag_recv_t *recv);
 
 /* ------------------------------------------------------------------ configuration, choice */
@@ -134,7 +153,7 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
                        "using auto",
                        thresh);
     }
-    static const char *const names[] = {"auto", "get", "put", "coop", "null"};
+    static const char *const names[] = {"auto", "get", "put", "coop", "null", "split"};
     tw->mode_forced = 0;
     for (unsigned i = 0; i < FERRY_ARRAY_SIZE(names); i++) {
         if (strcasecmp(mode, names[i]) == 0) {
@@ -142,13 +161,14 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
             break;
         }
         if (i + 1 == FERRY_ARRAY_SIZE(names) && atomic_exchange(&warned_mode, 1) == 0)
-            ferry_warn("invalid FERRY_RNDV_MODE=\"%s\": expected get, put, coop, null or auto; "
-                       "using auto",
+            ferry_warn("invalid FERRY_RNDV_MODE=\"%s\": expected get, put, coop, null, split or "
+                       "auto; using auto",
                        mode);
     }
     tw->section = ferry_config_size(&rndv_section_var);
     if (tw->section < 4096)
         tw->section = 4096;
+    tw->split_min = ferry_config_size(&rndv_split_min_var);
     tw->null_chunk = ferry_config_size(&rndv_null_chunk_var);
     if (tw->null_chunk < 4096)
         tw->null_chunk = 4096;
@@ -156,7 +176,7 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
         tw->null_chunk = 1u << 30;
 }
 
-static const ferry_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep)
+const ferry_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep)
 {
     for (size_t t = 0; t < ferry_transports_count && t < FERRY_TL_MAX; t++) {
         if (ferry_transports[t] == ep->tl)
@@ -170,12 +190,17 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     size_t max_bcopy = ep->max_bcopy != 0 ? ep->max_bcopy : TAG_EAGER_CAP;
     size_t eager = max_bcopy < TAG_EAGER_CAP ? max_bcopy : TAG_EAGER_CAP;
     size_t coop = max_bcopy < TAG_COOP_CHUNK_CAP ? max_bcopy : TAG_COOP_CHUNK_CAP;
+    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+    /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
+     * chunks on shm, 4 KiB-aligned in the user's buffers */
+    size_t data_header =
+        caps != NULL && caps->header_apart >= sizeof(tag_wire_data_t) ? 0 : sizeof(tag_wire_data_t);
 
     ep->tag.eager_max =
         worker->tag.thresh_forced != SIZE_MAX
             ? worker->tag.thresh_forced
             : (eager > sizeof(tag_wire_eager_t) ? eager - sizeof(tag_wire_eager_t) : 0);
-    ep->tag.chunk = coop > sizeof(tag_wire_data_t) + 1024 ? coop - sizeof(tag_wire_data_t) : 1024;
+    ep->tag.chunk = coop > data_header + 1024 ? coop - data_header : 1024;
     ep->tag.ready = 1;
 }
 
@@ -204,11 +229,14 @@ static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
     return ep->tag.cma > 0;
 }
 
-/* The one place the rendezvous mode is chosen (to follow measurements later: the size is an
- * argument for that). */
+/* The one place the rendezvous mode is chosen, from measurements (docs/ARCHITECTURE.md,
+ * "Tagged messages"): NULL over a transport with neither one-sided access nor shared buffers
+ * (tcp); otherwise SPLIT (two kernel copies at once, one per process) from
+ * FERRY_RNDV_SPLIT_MIN bytes where cross-memory attach works; below that, and where it does
+ * not, COOP (no system call per message; both processes copy every byte). GET, one kernel
+ * copy, was slower than one of them at every size measured. */
 tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
 {
-    (void)length;
     const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
     /* neither one-sided access nor shared buffers (tcp): the data streams in DATA messages */
     bool streams_only =
@@ -228,9 +256,16 @@ tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t
     }
     if (streams_only)
         return TAG_RNDV_NULL;
+    if (length < worker->tag.split_min)
+        return TAG_RNDV_COOP;
     if (caps != NULL && (caps->flags & FERRY_TL_CAP_RMA) && tag_cma_works(worker, ep))
-        return TAG_RNDV_GET;
+        return TAG_RNDV_SPLIT;
     return TAG_RNDV_COOP;
+}
+
+static bool tag_mode_reads(tag_rndv_mode_t mode)
+{
+    return mode == TAG_RNDV_GET || mode == TAG_RNDV_SPLIT;
 }
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -431,11 +466,12 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
     send->comp = comp;
     send->tag = tag;
     send->mode = tag_rndv_choose(worker, ep, length);
+    send->put_off = 0;
     msg.u.rts.version = TAG_WIRE_VERSION;
     msg.u.rts.tag = tag;
     msg.u.rts.length = length;
     msg.u.rts.send_id = send->id;
-    if (send->mode == TAG_RNDV_GET && length > 0) {
+    if (tag_mode_reads(send->mode) && length > 0) {
         status = tag_send_register_section(send, msg.u.rts.rkey);
         if (status == FERRY_OK) {
             msg.u.rts.section = send->section_len;
@@ -451,7 +487,7 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
                 "section %llu",
                 (unsigned long long)length, (unsigned long long)tag, (void *)ep, send->mode,
                 (unsigned long long)msg.u.rts.section);
-    send->state = send->mode == TAG_RNDV_GET ? TAG_SEND_WAIT_DONE : TAG_SEND_WAIT_CTS;
+    send->state = tag_mode_reads(send->mode) ? TAG_SEND_WAIT_DONE : TAG_SEND_WAIT_CTS;
     tag_wire_encode(&msg, header);
     status = ferry_am_send_internal(ep, FERRY_AM_ID_TAG_RTS, header, sizeof(tag_wire_rts_t), NULL,
                                     0, NULL);
@@ -498,12 +534,7 @@ static void tag_send_inner_cb(ferry_completion_t *comp)
             tag_send_abort(send, status);
             return;
         }
-        ferry_rkey_release(send->rkey);
-        send->rkey = NULL;
-        send->sent = send->accepted;
-        tag_send_done_msg(send->worker, send->ep, TAG_DONE_TO_RECV, send->recv_id, true, FERRY_OK,
-                          send->accepted, 0);
-        tag_send_finish(send, FERRY_OK);
+        tag_send_put_done(send);
         return;
     case TAG_SEND_PUMP:
         if (status != FERRY_OK) {
@@ -516,6 +547,22 @@ static void tag_send_inner_cb(ferry_completion_t *comp)
     default:
         return;
     }
+}
+
+/* PUT/SPLIT: the bytes are written and flushed. Tell the receiver; PUT is over, SPLIT waits for
+ * the receiver's final DONE (it may still be reading our registration). */
+static void tag_send_put_done(tag_send_t *send)
+{
+    ferry_rkey_release(send->rkey);
+    send->rkey = NULL;
+    tag_send_done_msg(send->worker, send->ep, TAG_DONE_TO_RECV, send->recv_id, true, FERRY_OK,
+                      send->accepted, 0);
+    if (send->mode == TAG_RNDV_SPLIT) {
+        send->state = TAG_SEND_WAIT_DONE;
+        return;
+    }
+    send->sent = send->accepted;
+    tag_send_finish(send, FERRY_OK);
 }
 
 /* Start an internal operation on inner: returns with inner armed for one completion. */
@@ -536,13 +583,14 @@ static bool tag_send_put_issue(tag_send_t *send)
 {
     ferry_iov_t stack[TAG_IOV_STACK], *pieces;
     tag_cursor_t start = {0, 0, 0};
-    uint64_t bytes;
-    size_t count = tag_pieces(&send->buf, &start, send->accepted, stack, SIZE_MAX, &pieces, &bytes);
+    uint64_t bytes, n = send->accepted - send->put_off;
+    tag_cursor_advance(&send->buf, &start, send->put_off);
+    size_t count = tag_pieces(&send->buf, &start, n, stack, SIZE_MAX, &pieces, &bytes);
     if (count == SIZE_MAX) {
         tag_send_abort(send, FERRY_ERR_NO_MEMORY);
         return true;
     }
-    ferry_remote_iov_t remote = {.offset = 0, .length = (size_t)send->accepted};
+    ferry_remote_iov_t remote = {.offset = 0, .length = (size_t)n};
     tag_send_inner_arm(send, 1);
     ferry_status_t status =
         ferry_putv(send->ep, pieces, count, &remote, 1, send->rkey, &send->inner);
@@ -581,12 +629,7 @@ static bool tag_send_flush_issue(tag_send_t *send)
         tag_send_abort(send, status);
         return true;
     }
-    ferry_rkey_release(send->rkey);
-    send->rkey = NULL;
-    send->sent = send->accepted;
-    tag_send_done_msg(send->worker, send->ep, TAG_DONE_TO_RECV, send->recv_id, true, FERRY_OK,
-                      send->accepted, 0);
-    tag_send_finish(send, FERRY_OK);
+    tag_send_put_done(send);
     return true;
 }
 
@@ -655,8 +698,10 @@ void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_
     bool ok = false;
     switch (send->mode) {
     case TAG_RNDV_GET:
+    case TAG_RNDV_SPLIT:
         ok = send->state == TAG_SEND_WAIT_DONE && send->section_off == 0 &&
-             (cts->mode == TAG_RNDV_COOP || cts->mode == TAG_RNDV_NULL);
+             (cts->mode == TAG_RNDV_COOP || cts->mode == TAG_RNDV_NULL ||
+              (cts->mode == TAG_RNDV_SPLIT && send->mode == TAG_RNDV_SPLIT));
         break;
     case TAG_RNDV_PUT:
         ok = send->state == TAG_SEND_WAIT_CTS;
@@ -682,14 +727,15 @@ void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_
         return;
     }
     send->accepted = cts->length;
-    if (send->mode == TAG_RNDV_GET) { /* the first section's key goes unused */
-        ferry_mem_deregister(send->mem);
+    if (send->mode == TAG_RNDV_GET ||
+        (send->mode == TAG_RNDV_SPLIT && cts->mode != TAG_RNDV_SPLIT)) {
+        ferry_mem_deregister(send->mem); /* the first section's key goes unused */
         send->mem = NULL;
         send->cursor = (tag_cursor_t){0, 0, 0};
     }
     send->mode = (tag_rndv_mode_t)cts->mode;
-    if (send->mode == TAG_RNDV_PUT) {
-        if (send->accepted == 0) {
+    if (send->mode == TAG_RNDV_PUT || send->mode == TAG_RNDV_SPLIT) {
+        if (send->accepted == 0) { /* PUT only: the decoder refuses a SPLIT of nothing */
             tag_send_done_msg(worker, ep, TAG_DONE_TO_RECV, send->recv_id, true, FERRY_OK, 0, 0);
             tag_send_finish(send, FERRY_OK);
             return;
@@ -699,12 +745,18 @@ void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_
             tag_send_abort(send, FERRY_ERR_PROTOCOL);
             return;
         }
-        if (send->rkey->key.length != send->accepted ||
+        /* SPLIT: the key covers the tail [accepted - key length, accepted), not all of it */
+        uint64_t covered = send->rkey->key.length;
+        if (send->mode == TAG_RNDV_SPLIT && covered > 0 && covered < send->accepted)
+            send->put_off = send->accepted - covered;
+        if (covered != send->accepted - send->put_off ||
+            (send->mode == TAG_RNDV_SPLIT && send->put_off == 0) ||
             !(send->rkey->key.access & FERRY_ACCESS_REMOTE_WRITE)) {
             tag_warn(worker, TAG_WARN_BAD_TRANSFER,
-                     "the key in a CTS from endpoint %p covers %llu bytes with access 0x%x, not "
-                     "the %llu accepted bytes writable",
-                     (void *)ep, (unsigned long long)send->rkey->key.length, send->rkey->key.access,
+                     "the key in a CTS (mode %u) from endpoint %p covers %llu bytes with access "
+                     "0x%x, not %s of the %llu accepted bytes writable",
+                     cts->mode, (void *)ep, (unsigned long long)covered, send->rkey->key.access,
+                     send->mode == TAG_RNDV_SPLIT ? "a tail" : "all",
                      (unsigned long long)send->accepted);
             ferry_rkey_release(send->rkey);
             send->rkey = NULL;
@@ -738,55 +790,73 @@ static void tag_recv_send_cts(tag_recv_t *recv, tag_rndv_mode_t mode, const uint
     if (key != NULL)
         memcpy(msg.u.cts.rkey, key, RKEY_PACKED_SIZE);
     recv->mode = mode;
-    recv->state = mode == TAG_RNDV_PUT ? TAG_RECV_WAIT_DONE : TAG_RECV_DATA;
+    recv->state = mode == TAG_RNDV_PUT     ? TAG_RECV_WAIT_DONE
+                  : mode == TAG_RNDV_SPLIT ? TAG_RECV_GET
+                                           : TAG_RECV_DATA;
     ferry_status_t status = tag_ctl_send(recv->worker, recv->ep, &msg);
     if (status != FERRY_OK) {
         tag_recv_finish(recv, status);
         return;
     }
-    if (mode != TAG_RNDV_PUT && recv->accepted == 0)
+    if (mode != TAG_RNDV_PUT && mode != TAG_RNDV_SPLIT && recv->accepted == 0)
         tag_recv_finish(recv, tag_recv_final_status(recv));
+}
+
+/* PUT/SPLIT: register the accepted bytes from offset on for the sender to write (recv->mem)
+ * and pack their key. Returns FERRY_OK, FERRY_ERR_NO_MEMORY (logged: abort), or why it could
+ * not register (*pieces_p: how many pieces the bytes are). */
+static ferry_status_t tag_recv_register(tag_recv_t *recv, uint64_t offset,
+                                        uint8_t key[RKEY_PACKED_SIZE], size_t *pieces_p)
+{
+    ferry_iov_t stack[TAG_IOV_STACK], *pieces;
+    tag_cursor_t at = recv->cursor;
+    uint64_t bytes;
+    void *packed;
+    size_t packed_length;
+
+    tag_cursor_advance(&recv->buf, &at, offset);
+    size_t count = tag_pieces(&recv->buf, &at, recv->accepted - offset, stack,
+                              FERRY_MEM_IOV_MAX + 1, &pieces, &bytes);
+    *pieces_p = count;
+    if (count == SIZE_MAX)
+        return FERRY_ERR_NO_MEMORY;
+    ferry_status_t status = FERRY_ERR_LIMIT;
+    if (count <= FERRY_MEM_IOV_MAX)
+        status = ferry_mem_register(recv->worker->context, pieces, count, FERRY_ACCESS_REMOTE_WRITE,
+                                    FERRY_MEM_SINGLE_USE, &recv->mem);
+    if (pieces != stack)
+        free(pieces);
+    if (status != FERRY_OK)
+        return status;
+    status = ferry_rkey_pack(recv->mem, &packed, &packed_length);
+    if (status == FERRY_OK) {
+        if (packed_length == RKEY_PACKED_SIZE)
+            memcpy(key, packed, RKEY_PACKED_SIZE);
+        else
+            status = FERRY_ERR_INVALID_PARAM;
+        ferry_rkey_buffer_release(packed);
+    }
+    if (status != FERRY_OK) {
+        ferry_mem_deregister(recv->mem);
+        recv->mem = NULL;
+    }
+    return status;
 }
 
 /* PUT: register the accepted bytes for the sender to write; COOP where that is not possible. */
 static void tag_recv_put_start(tag_recv_t *recv)
 {
-    ferry_worker_t *worker = recv->worker;
-    ferry_iov_t stack[TAG_IOV_STACK], *pieces;
-    uint64_t bytes;
-    void *packed;
-    size_t packed_length;
     uint8_t key[RKEY_PACKED_SIZE];
+    size_t count;
 
     if (recv->accepted == 0) {
         tag_recv_send_cts(recv, TAG_RNDV_PUT, NULL);
         return;
     }
-    size_t count = tag_pieces(&recv->buf, &recv->cursor, recv->accepted, stack,
-                              FERRY_MEM_IOV_MAX + 1, &pieces, &bytes);
-    if (count == SIZE_MAX) {
-        tag_recv_abort(recv, FERRY_ERR_NO_MEMORY);
+    ferry_status_t status = tag_recv_register(recv, 0, key, &count);
+    if (status == FERRY_ERR_NO_MEMORY) {
+        tag_recv_abort(recv, status);
         return;
-    }
-    ferry_status_t status = FERRY_ERR_LIMIT;
-    if (count <= FERRY_MEM_IOV_MAX)
-        status = ferry_mem_register(worker->context, pieces, count, FERRY_ACCESS_REMOTE_WRITE,
-                                    FERRY_MEM_SINGLE_USE, &recv->mem);
-    if (pieces != stack)
-        free(pieces);
-    if (status == FERRY_OK) {
-        status = ferry_rkey_pack(recv->mem, &packed, &packed_length);
-        if (status == FERRY_OK) {
-            if (packed_length == RKEY_PACKED_SIZE)
-                memcpy(key, packed, RKEY_PACKED_SIZE);
-            else
-                status = FERRY_ERR_INVALID_PARAM;
-            ferry_rkey_buffer_release(packed);
-        }
-        if (status != FERRY_OK) {
-            ferry_mem_deregister(recv->mem);
-            recv->mem = NULL;
-        }
     }
     if (status != FERRY_OK) {
         ferry_info("tagged messages: a PUT rendezvous could not register the %llu-byte receive "
@@ -796,6 +866,37 @@ static void tag_recv_put_start(tag_recv_t *recv)
         return;
     }
     tag_recv_send_cts(recv, TAG_RNDV_PUT, key);
+}
+
+/* SPLIT offered: register the second half (from a 4 KiB-aligned split point) for the sender to
+ * write and send its key in CTS; we read the first half. Without a split (too short, cannot
+ * register) we read it all as GET. Returns false when the receive ended (CTS not sent). */
+static bool tag_recv_split_start(tag_recv_t *recv)
+{
+    ferry_tag_worker_t *tw = &recv->worker->tag;
+    uint64_t split = (recv->accepted / 2) & ~(uint64_t)4095;
+    uint8_t key[RKEY_PACKED_SIZE];
+    size_t count;
+
+    recv->mode = TAG_RNDV_GET;
+    if (split == 0 || (tw->mode_forced != TAG_RNDV_SPLIT && recv->accepted < tw->split_min))
+        return true;
+    ferry_status_t status = tag_recv_register(recv, split, key, &count);
+    if (status == FERRY_ERR_NO_MEMORY) {
+        tag_recv_abort(recv, status);
+        return false;
+    }
+    if (status != FERRY_OK) {
+        ferry_debug("tagged messages: a SPLIT rendezvous could not register the last %llu bytes "
+                    "of the receive buffer (%zu pieces: %s); it reads all as GET",
+                    (unsigned long long)(recv->accepted - split), count,
+                    ferry_status_string(status));
+        return true;
+    }
+    recv->split = true;
+    recv->get_end = split;
+    tag_recv_send_cts(recv, TAG_RNDV_SPLIT, key);
+    return recv->state != TAG_RECV_FINISHED;
 }
 
 /* GET: check and take the key of the section [offset, offset + length), then read it. */
@@ -833,7 +934,23 @@ static void tag_recv_get_section(tag_recv_t *recv, uint64_t offset, uint64_t len
     recv->rkey = rkey;
     recv->section_end = offset + length;
     recv->state = TAG_RECV_GET;
+    if (recv->split && offset == 0) {
+        /* SPLIT: read from progress, after this poll's other messages: the CTS of every RTS
+         * that arrived with this one goes out before we spend a system call on our half, so
+         * the sender always has a tail to write while we read */
+        tag_list_add(worker, &worker->tag.retry, &recv->obj, &recv->in_retry);
+        return;
+    }
     tag_recv_get_issue(recv);
+}
+
+/* GET, SPLIT: every accepted byte is in place: DONE(final) lets the sender go. */
+static void tag_recv_split_finish(tag_recv_t *recv)
+{
+    recv->received = recv->accepted;
+    tag_send_done_msg(recv->worker, recv->ep, TAG_DONE_TO_SEND, recv->send_id, true, FERRY_OK,
+                      recv->received, 0);
+    tag_recv_finish(recv, tag_recv_final_status(recv));
 }
 
 /* A section was read (or failed): release its key, then DONE (final or for the next key). */
@@ -845,13 +962,15 @@ static void tag_recv_get_done(tag_recv_t *recv, ferry_status_t status)
         tag_recv_abort(recv, status);
         return;
     }
-    uint64_t end = recv->section_end < recv->accepted ? recv->section_end : recv->accepted;
+    uint64_t end = recv->section_end < recv->get_end ? recv->section_end : recv->get_end;
     tag_cursor_advance(&recv->buf, &recv->cursor, end - recv->received);
     recv->received = end;
-    if (recv->received == recv->accepted) {
-        tag_send_done_msg(recv->worker, recv->ep, TAG_DONE_TO_SEND, recv->send_id, true, FERRY_OK,
-                          recv->received, 0);
-        tag_recv_finish(recv, tag_recv_final_status(recv));
+    if (recv->received == recv->get_end) {
+        if (recv->split && !recv->peer_done) {
+            recv->state = TAG_RECV_WAIT_DONE; /* the sender still writes its part */
+            return;
+        }
+        tag_recv_split_finish(recv);
         return;
     }
     recv->state = TAG_RECV_WAIT_COOKIE;
@@ -862,7 +981,7 @@ static void tag_recv_get_done(tag_recv_t *recv, ferry_status_t status)
 static bool tag_recv_get_issue(tag_recv_t *recv)
 {
     ferry_iov_t stack[TAG_IOV_STACK], *pieces;
-    uint64_t end = recv->section_end < recv->accepted ? recv->section_end : recv->accepted;
+    uint64_t end = recv->section_end < recv->get_end ? recv->section_end : recv->get_end;
     uint64_t n = end - recv->received, bytes;
     size_t count = tag_pieces(&recv->buf, &recv->cursor, n, stack, SIZE_MAX, &pieces, &bytes);
     if (count == SIZE_MAX) {
@@ -923,6 +1042,9 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
     recv->length = rts->length;
     recv->accepted = rts->length < recv->buf.length ? rts->length : recv->buf.length;
     recv->received = 0;
+    recv->get_end = recv->accepted;
+    recv->split = false;
+    recv->peer_done = false;
     recv->cursor = (tag_cursor_t){0, 0, 0};
     if (ep->state != FERRY_EP_OPEN) {
         tag_recv_finish(recv, ep->error);
@@ -935,6 +1057,7 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
     }
     switch (recv->mode) {
     case TAG_RNDV_GET:
+    case TAG_RNDV_SPLIT:
         if (recv->accepted == 0) {
             tag_send_done_msg(worker, ep, TAG_DONE_TO_SEND, recv->send_id, true, FERRY_OK, 0, 0);
             tag_recv_finish(recv, tag_recv_final_status(recv));
@@ -944,6 +1067,8 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
             tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
             return;
         }
+        if (recv->mode == TAG_RNDV_SPLIT && !tag_recv_split_start(recv))
+            return;
         tag_recv_get_section(recv, 0, rts->section, rts->rkey);
         return;
     case TAG_RNDV_PUT:
@@ -1030,6 +1155,28 @@ static void tag_rndv_on_done_recv(ferry_worker_t *worker, ferry_ep_t *ep,
         tag_recv_finish(recv, (ferry_status_t)done->status);
         return;
     }
+    if (recv->split) { /* the sender wrote its part; ours may still be read */
+        if (recv->peer_done || !done->final ||
+            (recv->state != TAG_RECV_GET && recv->state != TAG_RECV_WAIT_COOKIE &&
+             recv->state != TAG_RECV_WAIT_DONE)) {
+            tag_warn(worker, TAG_WARN_WRONG_STATE,
+                     "DONE from endpoint %p for SPLIT recv id 0x%llx, which does not expect one",
+                     (void *)ep, (unsigned long long)done->id);
+            return;
+        }
+        if (done->done != recv->accepted) {
+            tag_warn(worker, TAG_WARN_BAD_TRANSFER,
+                     "DONE from endpoint %p says %llu bytes were written, %llu were accepted",
+                     (void *)ep, (unsigned long long)done->done,
+                     (unsigned long long)recv->accepted);
+            tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
+            return;
+        }
+        recv->peer_done = true;
+        if (recv->state == TAG_RECV_WAIT_DONE)
+            tag_recv_split_finish(recv);
+        return;
+    }
     if (recv->state != TAG_RECV_WAIT_DONE) {
         tag_warn(worker, TAG_WARN_WRONG_STATE,
                  "DONE from endpoint %p for recv id 0x%llx (mode %u), which does not expect one",
@@ -1063,7 +1210,10 @@ static void tag_rndv_on_done_send(ferry_worker_t *worker, ferry_ep_t *ep,
         tag_send_finish(send, (ferry_status_t)done->status);
         return;
     }
-    if (send->mode != TAG_RNDV_GET || send->state != TAG_SEND_WAIT_DONE) {
+    /* SPLIT: the receiver may finish a section of its part while we still write ours */
+    bool writing = send->mode == TAG_RNDV_SPLIT && !done->final &&
+                   (send->state == TAG_SEND_PUT || send->state == TAG_SEND_FLUSH);
+    if (!tag_mode_reads(send->mode) || (send->state != TAG_SEND_WAIT_DONE && !writing)) {
         tag_warn(worker, TAG_WARN_WRONG_STATE,
                  "DONE from endpoint %p for send id 0x%llx (mode %u), which does not expect one",
                  (void *)ep, (unsigned long long)done->id, send->mode);

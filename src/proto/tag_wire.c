@@ -85,11 +85,11 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         r->length = le64toh(r->length);
         r->send_id = le64toh(r->send_id);
         r->section = le64toh(r->section);
-        if (r->mode < TAG_RNDV_GET || r->mode > TAG_RNDV_NULL)
+        if (r->mode < TAG_RNDV_GET || r->mode > TAG_RNDV_SPLIT)
             return tag_wire_fail(why, "unknown rendezvous mode");
         if (r->send_id == 0)
             return tag_wire_fail(why, "send id 0");
-        if (r->mode == TAG_RNDV_GET && r->length > 0) {
+        if ((r->mode == TAG_RNDV_GET || r->mode == TAG_RNDV_SPLIT) && r->length > 0) {
             if (r->section == 0 || r->section > r->length)
                 return tag_wire_fail(why, "GET section empty or longer than the message");
             if (!tag_wire_has_key(r->rkey))
@@ -109,11 +109,14 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         c->send_id = le64toh(c->send_id);
         c->recv_id = le64toh(c->recv_id);
         c->length = le64toh(c->length);
-        if (c->mode != TAG_RNDV_PUT && c->mode != TAG_RNDV_COOP && c->mode != TAG_RNDV_NULL)
-            return tag_wire_fail(why, "CTS mode is not PUT, COOP or NULL");
+        if (c->mode != TAG_RNDV_PUT && c->mode != TAG_RNDV_COOP && c->mode != TAG_RNDV_NULL &&
+            c->mode != TAG_RNDV_SPLIT)
+            return tag_wire_fail(why, "CTS mode is not PUT, COOP, NULL or SPLIT");
         if (c->send_id == 0 || c->recv_id == 0)
             return tag_wire_fail(why, "id 0");
-        if (c->mode == TAG_RNDV_PUT && c->length > 0) {
+        if (c->mode == TAG_RNDV_SPLIT && c->length == 0)
+            return tag_wire_fail(why, "SPLIT of nothing");
+        if ((c->mode == TAG_RNDV_PUT || c->mode == TAG_RNDV_SPLIT) && c->length > 0) {
             if (!tag_wire_has_key(c->rkey))
                 return tag_wire_fail(why, "PUT without a key");
         } else if (tag_wire_has_key(c->rkey)) {

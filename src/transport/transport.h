@@ -35,6 +35,9 @@ typedef struct ferry_tl_caps {
     unsigned flags;
     size_t max_short;     /* largest header + payload sent inline (one cell, no buffer) */
     size_t max_bcopy;     /* largest header + payload copied through one buffer */
+    size_t header_apart;  /* a header of up to this many bytes travels beside the buffer (shm:
+                           * in the ring cell): then max_bcopy bytes of payload fit one buffer,
+                           * at its start; 0: the header takes room in the buffer */
     size_t max_iov;       /* largest iovcnt accepted by sendv */
     double latency_ns;    /* one-way latency estimate of a small message */
     double bandwidth_Bps; /* large-message bandwidth estimate */

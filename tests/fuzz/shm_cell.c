@@ -76,14 +76,18 @@ static void fuzz_consume(const uint8_t *p, size_t length)
     fuzz_sink = x;
 }
 
-/* The buffer-index checks shared by MEDIUM and FRAG cells (free_bits: of the cell's pool). */
+/* The buffer-index checks shared by MEDIUM and FRAG cells (free_bits: of the cell's pool);
+ * with SHM_CELL_HEAD the header is in the cell and only the payload in the buffer. */
 static void fuzz_require_buffer(const shm_cell_t *cell, const fuzz_rx_t *rx, uint64_t free_bits)
 {
     bool bulk = (cell->flags & SHM_CELL_BULK) != 0;
+    bool head = cell->type == SHM_CELL_MEDIUM && (cell->flags & SHM_CELL_HEAD) != 0;
     FUZZ_REQUIRE(cell->buf < (bulk ? SHM_BULK_COUNT : SHM_BUF_COUNT));
     FUZZ_REQUIRE((free_bits & (1ull << cell->buf)) == 0); /* reserved by the sender */
-    FUZZ_REQUIRE(cell->length <= (bulk ? SHM_BULK_SIZE : SHM_BUF_SIZE));
     FUZZ_REQUIRE(cell->header_length <= cell->length);
+    FUZZ_REQUIRE(!head || cell->header_length <= SHM_CELL_DATA);
+    FUZZ_REQUIRE(cell->length - (head ? cell->header_length : 0u) <=
+                 (bulk ? SHM_BULK_SIZE : SHM_BUF_SIZE));
 }
 
 /* Use one accepted cell as shm_rx_cell() does. Returns false when the receiver stops. */
@@ -110,8 +114,13 @@ static bool fuzz_use_cell(fuzz_rx_t *rx, const shm_cell_t *cell, uint64_t free_b
         FUZZ_REQUIRE(!frag->active);
         fuzz_require_buffer(cell, rx, free_bits);
         FUZZ_REQUIRE(cell->header_length <= FERRY_AM_HEADER_MAX);
-        fuzz_consume(buffer, cell->header_length);
-        fuzz_consume(buffer + cell->header_length, cell->length - cell->header_length);
+        if (cell->flags & SHM_CELL_HEAD) { /* header in the cell, payload from byte 0 */
+            fuzz_consume(cell->data, cell->header_length);
+            fuzz_consume(buffer, cell->length - cell->header_length);
+        } else {
+            fuzz_consume(buffer, cell->header_length);
+            fuzz_consume(buffer + cell->header_length, cell->length - cell->header_length);
+        }
         return true;
     case SHM_CELL_FRAG: {
         fuzz_require_buffer(cell, rx, free_bits);

@@ -68,11 +68,11 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
     case FERRY_AM_ID_TAG_RTS: {
         const tag_wire_rts_t *r = &m->u.rts;
         int key = !fuzz_zero(r->rkey, sizeof(r->rkey));
-        if (r->version != TAG_WIRE_VERSION || r->mode < TAG_RNDV_GET || r->mode > TAG_RNDV_NULL)
+        if (r->version != TAG_WIRE_VERSION || r->mode < TAG_RNDV_GET || r->mode > TAG_RNDV_SPLIT)
             fuzz_fail("RTS version or mode");
         if (r->send_id == 0)
             fuzz_fail("RTS send id 0");
-        if (r->mode == TAG_RNDV_GET && r->length > 0) {
+        if ((r->mode == TAG_RNDV_GET || r->mode == TAG_RNDV_SPLIT) && r->length > 0) {
             if (r->section == 0 || r->section > r->length || !key)
                 fuzz_fail("GET RTS section or key");
         } else if (r->section != 0 || key) {
@@ -84,11 +84,12 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
         const tag_wire_cts_t *c = &m->u.cts;
         int key = !fuzz_zero(c->rkey, sizeof(c->rkey));
         if (c->version != TAG_WIRE_VERSION ||
-            (c->mode != TAG_RNDV_PUT && c->mode != TAG_RNDV_COOP && c->mode != TAG_RNDV_NULL))
+            (c->mode != TAG_RNDV_PUT && c->mode != TAG_RNDV_COOP && c->mode != TAG_RNDV_NULL &&
+             c->mode != TAG_RNDV_SPLIT))
             fuzz_fail("CTS version or mode");
-        if (c->send_id == 0 || c->recv_id == 0)
-            fuzz_fail("CTS id 0");
-        if (key != (c->mode == TAG_RNDV_PUT && c->length > 0))
+        if (c->send_id == 0 || c->recv_id == 0 || (c->mode == TAG_RNDV_SPLIT && c->length == 0))
+            fuzz_fail("CTS id 0 or empty SPLIT");
+        if (key != ((c->mode == TAG_RNDV_PUT || c->mode == TAG_RNDV_SPLIT) && c->length > 0))
             fuzz_fail("CTS key presence");
         break;
     }

@@ -40,6 +40,12 @@
  *      the transport; then a aborts with DONE(error): m's send completes with that error, and
  *      from then on m must not read the send buffer (the test overwrites it at once; a checks
  *      the DATA it then gets)
+ *   18 a answers m's SPLIT rendezvous with CTS (SPLIT) whose key covers all the accepted bytes
+ *      instead of a tail: m's send ends with FERRY_ERR_PROTOCOL (a is told), nothing written
+ *   19 RTS (SPLIT): m reads the first half and registers the second; a writes the second half,
+ *      then sends a DONE that says one byte less: the receive ends with FERRY_ERR_PROTOCOL and
+ *      a's send is told; m's registration of the tail is released     (18, 19: cross-memory
+ *                                                                       attach needed)
  * For each case m checks how many messages each warning kind counted (worker->tag.warned), and
  * at the end that each kind printed exactly one warning. g exchanges rendezvous messages with m
  * between the cases; no endpoint of m fails. */
@@ -73,8 +79,9 @@ enum {
     TB_TOKEN_EXIT = 0x45584954,
 };
 
-#define TB_NCASES 17
+#define TB_NCASES 19
 #define TB_FAKE_RECV_17 0x0000000100000077ull
+#define TB_FAKE_RECV_18 0x0000000100000078ull
 #define TB_REUSE_BYTE 0x5a
 #define TB_BIG17 ((size_t)4 << 20)
 #define TB_TAG(k) (0x6200000000000000ull | ((uint64_t)(k) << 8))
@@ -447,8 +454,8 @@ static void ab_finished_send(void)
              "m's RTS: tag 0x%llx, "
              "%llu bytes",
              (unsigned long long)rts.u.rts.tag, (unsigned long long)rts.u.rts.length);
-    if (rts.u.rts.mode == TAG_RNDV_GET) {
-        m = ab_done(TAG_DONE_TO_SEND, send_id, 1, 0, rts.u.rts.length, 0);
+    if (rts.u.rts.mode == TAG_RNDV_GET || rts.u.rts.mode == TAG_RNDV_SPLIT) {
+        m = ab_done(TAG_DONE_TO_SEND, send_id, 1, 0, rts.u.rts.length, 0); /* as if all read */
     } else {
         m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_CTS};
         m.u.cts.version = TAG_WIRE_VERSION;
@@ -665,6 +672,60 @@ static void ab_case(unsigned k)
         ft_progress_until_token(ab_w, ab_chan, TB_TOKEN_COUNT, FT_TAG_TIMEOUT, &t);
         ft_progress_until_count(ab_w, FT_TAG_TIMEOUT, &ab_data17_bytes, t.v[0],
                                 "the DATA m handed to its transport");
+        break;
+    }
+    case 18: {
+        tag_wire_msg_t rts = ab_take(FERRY_AM_ID_TAG_RTS, "m's RTS");
+        FT_CHECK(rts.u.rts.mode == TAG_RNDV_SPLIT && rts.u.rts.length == 100000,
+                 "m's RTS: mode %u, %llu bytes", rts.u.rts.mode,
+                 (unsigned long long)rts.u.rts.length);
+        buf = calloc(1, 100000);
+        FT_CHECK(buf != NULL, "calloc");
+        ab_register(&region, buf, 100000, FERRY_ACCESS_REMOTE_WRITE);
+        m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_CTS};
+        m.u.cts.version = TAG_WIRE_VERSION;
+        m.u.cts.mode = TAG_RNDV_SPLIT;
+        m.u.cts.send_id = rts.u.rts.send_id;
+        m.u.cts.recv_id = TB_FAKE_RECV_18;
+        m.u.cts.length = 100000;
+        memcpy(m.u.cts.rkey, region.key, RKEY_PACKED_SIZE); /* all of it, not a tail */
+        ab_send(&m, 0, NULL, 0);
+        m = ab_take(FERRY_AM_ID_TAG_DONE, "m's DONE");
+        FT_CHECK(m.u.done.target == TAG_DONE_TO_RECV && m.u.done.id == TB_FAKE_RECV_18 &&
+                     m.u.done.status == FERRY_ERR_PROTOCOL && m.u.done.final == 1,
+                 "m's DONE: target %u, id 0x%llx, status %d, final %u", m.u.done.target,
+                 (unsigned long long)m.u.done.id, m.u.done.status, m.u.done.final);
+        size_t written = 0;
+        for (size_t i = 0; i < 100000; i++)
+            written += buf[i] != 0;
+        FT_CHECK(written == 0, "case 18: m wrote %zu bytes with a key it refused", written);
+        ab_release(&region);
+        free(buf);
+        break;
+    }
+    case 19: {
+        buf = malloc(100000);
+        FT_CHECK(buf != NULL, "malloc");
+        ft_pattern_fill(buf, 100000, ft_tag_seed(TB_A, TB_TAG(k), 100000), 0);
+        ab_register(&region, buf, 100000, FERRY_ACCESS_REMOTE_READ);
+        m = ab_rts(TB_TAG(k), TAG_RNDV_SPLIT, 100000, TB_SEND_ID(k));
+        m.u.rts.section = 100000;
+        memcpy(m.u.rts.rkey, region.key, RKEY_PACKED_SIZE);
+        ab_send(&m, 0, NULL, 0);
+        cts = ab_expect_cts(TB_SEND_ID(k), TAG_RNDV_SPLIT, 100000);
+        ferry_rkey_t *rkey = NULL;
+        FT_CHECK_OK(ferry_rkey_unpack(ab_ep, cts.rkey, RKEY_PACKED_SIZE, &rkey));
+        size_t tail = (size_t)rkey->key.length;
+        FT_CHECK(tail > 0 && tail < 100000, "m's SPLIT key covers %zu of 100000 bytes", tail);
+        ft_rma_op_t put = ft_rma_put(buf + 100000 - tail, tail, 0);
+        ft_rma_expect(ab_w, ab_ep, rkey, &put, FERRY_OK, "the put of the second half");
+        ft_rma_flush_ep(ab_w, ab_ep, FT_TAG_TIMEOUT);
+        m = ab_done(TAG_DONE_TO_RECV, cts.recv_id, 1, 0, 99999, 0);
+        ab_send(&m, 0, NULL, 0);
+        ab_expect_done(TB_SEND_ID(k), FERRY_ERR_PROTOCOL, 1);
+        ferry_rkey_release(rkey);
+        ab_release(&region);
+        free(buf);
         break;
     }
     default:
@@ -957,6 +1018,10 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
         ft_note("case %u skipped: cross-memory attach to a does not work here", k);
         return;
     }
+    if (k >= 18 && (!cma || ft_cma_forced_off())) {
+        ft_note("case %u skipped: m uses SPLIT only with cross-memory attach", k);
+        return;
+    }
     if (k == 16 && !ft_cma_forced_off()) {
         ft_note("case 16 skipped: m reads with cross-memory attach (run with FERRY_SHM_CMA=off)");
         return;
@@ -974,7 +1039,12 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
         ft_tag_recv_post(w, &eager_target, TB_TAG(1), UINT64_MAX);
         break;
     case 3:
-        ft_tag_send_start(w, tb_a_ep, &s, TB_M, TB_TAG(3), 100000, FT_SHAPE_UNEVEN3);
+    case 18: /* 100 000 bytes: SPLIT in automatic mode where a's memory can be read */
+        ft_tag_send_start(w, tb_a_ep, &s, TB_M, TB_TAG(k), 100000, FT_SHAPE_UNEVEN3);
+        break;
+    case 19:
+        cap = 100000;
+        shape = FT_SHAPE_SEVEN;
         break;
     case 4:
         cap = 50000;
@@ -1046,6 +1116,8 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
         ft_progress_until_token(w, tb_a.chan, TB_TOKEN_RECVID, FT_TAG_TIMEOUT, &t);
         ft_chan_send_token(tb_a.chan, TB_TOKEN_GO, 0, 0, 0, 0);
     }
+    if (k == 18)
+        ft_tag_send_wait(w, &s, FERRY_ERR_PROTOCOL); /* a made it end */
     if (k == 14) {
         ft_token_t t;
         ft_progress_until_token(w, tb_a.chan, TB_TOKEN_RECVID, FT_TAG_TIMEOUT, &t);
@@ -1155,6 +1227,12 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
                  ferry_status_name(r.status));
         ft_tbuf_check_prefix(&r.buf, ft_tag_seed(TB_A, TB_TAG(k), 30000), 30000, what);
         break;
+    case 19: /* both halves arrived (m read one, a wrote the other); only the DONE lied */
+        ft_tag_recv_wait(w, &r);
+        FT_CHECK(r.status == FERRY_ERR_PROTOCOL, "%s: the receive completed with %s", what,
+                 ferry_status_name(r.status));
+        ft_tbuf_check_prefix(&r.buf, ft_tag_seed(TB_A, TB_TAG(k), 100000), 100000, what);
+        break;
     }
     if (k == 16) {
         /* every reply to m's read has come back */
@@ -1218,6 +1296,8 @@ int main(void)
         [15] = {{0, 0, 0, 1}},
         [16] = {{0, 0, 0, 0}},
         [17] = {{0, 0, 0, 0}},
+        [18] = {{0, 0, 0, 1}},
+        [19] = {{0, 0, 0, 1}},
     };
 
     ft_set_role("m");

@@ -34,7 +34,7 @@ ferry_add_test(NAME mp_rma_atomic SOURCES mp/mp_rma_atomic.c TIMEOUT 60)
 # threshold up to 64 MiB, posted and unexpected, truncation, cancel, probe + message_recv, iov
 # shapes; then the same under each forced rendezvous mode
 ferry_add_test(NAME mp_tag_basic SOURCES mp/mp_tag_basic.c TIMEOUT 120)
-foreach(mode get put coop null)
+foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_basic_${mode} SOURCES mp/mp_tag_basic.c TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})
 endforeach()
@@ -44,7 +44,7 @@ endforeach()
 ferry_add_test(NAME mp_rma_bad SOURCES mp/mp_rma_bad.c TIMEOUT 60)
 ferry_add_test(NAME mp_rma_bad_nocma SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERRY_SHM_CMA=off)
 # Tagged-message suite (mp_tag_*): every test once per forced rendezvous mode (suffix _get, _put,
-# _coop, _null), with a few variants.
+# _coop, _null, _split), with a few variants.
 #   sizes       0 B .. 256 MiB both ways, both sides of the eager threshold, posted / unexpected /
 #               probed, iov shapes that differ on the two sides; _thresh0: every message of a
 #               byte or more is a rendezvous (without the 256 MiB steps)
@@ -58,7 +58,7 @@ ferry_add_test(NAME mp_rma_bad_nocma SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERR
 #               and of peers holding / owning an unexpected RTS: endpoint errors within 1 s, no
 #               registration left (INTERNAL: reads the context's registration slots), the
 #               survivor keeps working with another peer
-foreach(mode get put coop null)
+foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_sizes_${mode} SOURCES mp/mp_tag_sizes.c TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})
     ferry_add_test(NAME mp_tag_sizes_thresh0_${mode} SOURCES mp/mp_tag_sizes.c ARGS quick
@@ -78,6 +78,13 @@ ferry_add_test(NAME mp_tag_sizes_thresh64k SOURCES mp/mp_tag_sizes.c ARGS quick 
                ENV FERRY_RNDV_THRESH=65536)
 ferry_add_test(NAME mp_tag_sizes_get_sections SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 60
                ENV FERRY_RNDV_MODE=get FERRY_RNDV_SECTION=5000)
+# SPLIT whose first half spans many sections, with cross-memory attach (the writes complete at
+# once) and without (target-executed: the receiver's sections and COOKIEs interleave with the
+# sender's writes still in progress)
+ferry_add_test(NAME mp_tag_sizes_split_sections SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 60
+               ENV FERRY_RNDV_MODE=split FERRY_RNDV_SECTION=5000)
+ferry_add_test(NAME mp_tag_sizes_split_nocma SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 120
+               ENV FERRY_RNDV_MODE=split FERRY_SHM_CMA=off FERRY_RNDV_SECTION=300k)
 # bad input: hand-made tag-protocol messages (INTERNAL: ferry_am_send_internal) from a peer that
 # speaks the protocol by hand: each dropped with one warning per kind, or ending only its
 # transfer; _nocma: the target reads through the peer's progress (target-executed one-sided

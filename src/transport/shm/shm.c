@@ -112,13 +112,22 @@ static ferry_status_t shm_post_inline(ferry_tl_ep_t *tlep, uint8_t id, size_t he
     return FERRY_OK;
 }
 
-/* The pool a message of total bytes (header + payload) needs; larger than SHM_BULK_SIZE:
- * fragments in bulk buffers. */
-static inline unsigned shm_pool_for(size_t total)
+/* The bytes a message takes in a pool buffer: its payload, and its header too unless the
+ * header fits the cell (SHM_CELL_HEAD). Keeping the header out leaves the payload at the
+ * buffer's first byte, cache-line aligned, and lets a 32 KiB payload (COOP's chunk) take one
+ * bulk buffer instead of a buffer and 24 bytes of another. */
+static inline size_t shm_buffer_bytes(size_t header_length, size_t length)
 {
-    if (total <= SHM_INLINE_MAX)
+    return header_length <= SHM_CELL_DATA ? length : header_length + length;
+}
+
+/* The pool a message needs; more than SHM_BULK_SIZE buffer bytes: fragments in bulk buffers. */
+static inline unsigned shm_pool_for(size_t header_length, size_t length)
+{
+    if (header_length + length <= SHM_INLINE_MAX)
         return SHM_POOL_NONE;
-    return total <= SHM_BUF_SIZE ? SHM_POOL_MEDIUM : SHM_POOL_BULK;
+    return shm_buffer_bytes(header_length, length) <= SHM_BUF_SIZE ? SHM_POOL_MEDIUM
+                                                                   : SHM_POOL_BULK;
 }
 
 static inline _Atomic uint64_t *shm_pool_bits(shm_region_t *region, unsigned pool)
@@ -268,8 +277,10 @@ static ferry_status_t shm_req_post(ferry_tl_ep_t *tlep, shm_req_t *req)
             return status;
         /* ring too small for the continuation cells: use a buffer */
     }
-    if (!req->first_posted && total <= SHM_BULK_SIZE) {
-        unsigned pool = total <= SHM_BUF_SIZE ? SHM_POOL_MEDIUM : SHM_POOL_BULK;
+    size_t bytes = shm_buffer_bytes(req->header_length, req->length);
+    if (!req->first_posted && bytes <= SHM_BULK_SIZE) {
+        unsigned pool = bytes <= SHM_BUF_SIZE ? SHM_POOL_MEDIUM : SHM_POOL_BULK;
+        bool head = bytes == req->length; /* the header travels in the cell */
         shm_cell_t *cell = shm_tx_cell(tlep);
         if (cell == NULL)
             return FERRY_ERR_NO_RESOURCE;
@@ -277,14 +288,16 @@ static ferry_status_t shm_req_post(ferry_tl_ep_t *tlep, shm_req_t *req)
         if (buf < 0)
             return FERRY_ERR_NO_RESOURCE;
         uint8_t *data = shm_buf_data(tlep->peer_region, pool, (unsigned)buf);
-        memcpy(data, req->header, req->header_length);
-        shm_req_gather_to(req, data + req->header_length, req->length, pool == SHM_POOL_BULK);
+        memcpy(head ? cell->data : data, req->header, req->header_length);
+        shm_req_gather_to(req, head ? data : data + req->header_length, req->length,
+                          pool == SHM_POOL_BULK);
         cell->type = SHM_CELL_MEDIUM;
         cell->am_id = req->id;
         cell->header_length = req->header_length;
         cell->length = (uint32_t)total;
         cell->buf = (uint8_t)buf;
-        cell->flags = pool == SHM_POOL_BULK ? SHM_CELL_BULK : 0;
+        cell->flags =
+            (uint8_t)((pool == SHM_POOL_BULK ? SHM_CELL_BULK : 0) | (head ? SHM_CELL_HEAD : 0));
         shm_tx_post(tlep, cell);
         req->first_posted = true;
         req->sent = req->length;
@@ -415,7 +428,7 @@ static bool shm_ep_has_room(ferry_tl_ep_t *tlep)
     unsigned pool = tlep->blocked_pool;
     if (!ferry_list_is_empty(&tlep->pending)) {
         shm_req_t *req = ferry_list_entry(ferry_list_first(&tlep->pending), shm_req_t, link);
-        pool = req->first_posted ? SHM_POOL_BULK : shm_pool_for(req->header_length + req->length);
+        pool = req->first_posted ? SHM_POOL_BULK : shm_pool_for(req->header_length, req->length);
     }
     if (shm_tx_cell(tlep) == NULL)
         return false;
@@ -527,7 +540,8 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
         return FERRY_ERR_ENDPOINT_CLOSED;
     for (size_t i = 0; i < iovcnt; i++)
         length += iov[i].length;
-    bool small = header_length + length <= SHM_BULK_SIZE; /* one buffer: posted whole or not */
+    /* one buffer: posted whole or not */
+    bool small = shm_buffer_bytes(header_length, length) <= SHM_BULK_SIZE;
     bool connected = tlep->state == SHM_CONN_CONNECTED;
 
     if (connected && !ferry_list_is_empty(&tlep->pending) && small)
@@ -551,7 +565,7 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
             shm_signal_peer(tlep);
         } else {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
-            tlep->blocked_pool = shm_pool_for(header_length + length);
+            tlep->blocked_pool = shm_pool_for(header_length, length);
         }
         return status;
     }
@@ -626,8 +640,10 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
         return true;
     case SHM_CELL_MEDIUM: {
         uint8_t *data = shm_buf_data(region, shm_cell_pool(cell), cell->buf);
-        if (ferry_am_deliver(tlw->worker, ep, cell->am_id, data, cell->header_length,
-                             data + cell->header_length, cell->length - cell->header_length,
+        bool head = (cell->flags & SHM_CELL_HEAD) != 0;
+        if (ferry_am_deliver(tlw->worker, ep, cell->am_id, head ? cell->data : data,
+                             cell->header_length, head ? data : data + cell->header_length,
+                             cell->length - cell->header_length,
                              FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS)
             shm_buf_release(region, shm_cell_pool(cell), cell->buf);
         return true;
@@ -1020,6 +1036,7 @@ static ferry_status_t shm_query(ferry_tl_caps_t *caps, char *why, size_t why_len
         caps->flags |= FERRY_TL_CAP_RMA;
     caps->max_short = SHM_INLINE_MAX;
     caps->max_bcopy = SHM_BULK_SIZE;
+    caps->header_apart = SHM_CELL_DATA;
     caps->max_iov = SIZE_MAX;
     caps->latency_ns = 100;
     caps->bandwidth_Bps = 5e9;

@@ -22,14 +22,15 @@ const char *shm_cell_verdict_string(shm_cell_verdict_t verdict)
     return shm_cell_verdicts[verdict];
 }
 
+/* The cell's buffer: in range, reserved, and large enough for the bytes it holds. */
 static shm_cell_verdict_t shm_cell_check_buffer(const shm_cell_t *cell, uint64_t free_bits,
-                                                uint64_t free_bulk)
+                                                uint64_t free_bulk, uint64_t bytes)
 {
     bool bulk = (cell->flags & SHM_CELL_BULK) != 0;
     if (cell->buf >= (bulk ? SHM_BULK_COUNT : SHM_BUF_COUNT) ||
         ((bulk ? free_bulk : free_bits) & (1ull << cell->buf)) != 0)
         return SHM_CELL_BAD_BUFFER;
-    if (cell->length > (bulk ? SHM_BULK_SIZE : SHM_BUF_SIZE))
+    if (bytes > (bulk ? SHM_BULK_SIZE : SHM_BUF_SIZE))
         return SHM_CELL_BAD_LENGTH;
     return SHM_CELL_OK;
 }
@@ -49,22 +50,23 @@ shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits, ui
         if (cell->header_length > cell->length)
             return SHM_CELL_BAD_HEADER;
         return SHM_CELL_OK;
-    case SHM_CELL_MEDIUM:
+    case SHM_CELL_MEDIUM: {
         if (frag->active)
             return SHM_CELL_BAD_FRAGMENT;
-        if ((cell->flags & ~SHM_CELL_BULK) != 0)
+        if ((cell->flags & ~(SHM_CELL_BULK | SHM_CELL_HEAD)) != 0)
             return SHM_CELL_BAD_BUFFER;
-        verdict = shm_cell_check_buffer(cell, free_bits, free_bulk);
-        if (verdict != SHM_CELL_OK)
-            return verdict;
-        if (cell->header_length > cell->length || cell->header_length > FERRY_AM_HEADER_MAX)
+        bool head = (cell->flags & SHM_CELL_HEAD) != 0;
+        if (cell->header_length > cell->length || cell->header_length > FERRY_AM_HEADER_MAX ||
+            (head && cell->header_length > SHM_CELL_DATA))
             return SHM_CELL_BAD_HEADER;
-        return SHM_CELL_OK;
+        return shm_cell_check_buffer(cell, free_bits, free_bulk,
+                                     head ? cell->length - cell->header_length : cell->length);
+    }
     case SHM_CELL_FRAG: {
         if (!(cell->flags & SHM_CELL_BULK) ||
             (cell->flags & ~(SHM_CELL_BULK | SHM_FRAG_FIRST | SHM_FRAG_LAST)) != 0)
             return SHM_CELL_BAD_BUFFER;
-        verdict = shm_cell_check_buffer(cell, free_bits, free_bulk);
+        verdict = shm_cell_check_buffer(cell, free_bits, free_bulk, cell->length);
         if (verdict != SHM_CELL_OK)
             return verdict;
         if (cell->flags & SHM_FRAG_FIRST) {

@@ -22,7 +22,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define SHM_LAYOUT_VERSION 3u
+#define SHM_LAYOUT_VERSION 4u
 #define SHM_REGION_MAGIC 0x4e4f494745524d53ull /* "SMREGION" */
 #define SHM_RING_MAGIC 0x474e4952444d4853ull   /* "SHMDRING" */
 
@@ -81,7 +81,9 @@ enum shm_cell_type {
                           * (bytes 8..63 of each; their seq is left to the consumer, which
                           * frees the cells of a message in position order) */
     SHM_CELL_MEDIUM = 2, /* header + payload in buffer buf of the receiver's medium pool, or
-                          * of its bulk pool (flags SHM_CELL_BULK) */
+                          * of its bulk pool (flags SHM_CELL_BULK); with SHM_CELL_HEAD the
+                          * header (<= SHM_CELL_DATA bytes) is in data[] and the buffer holds
+                          * only the payload, from its first byte */
     SHM_CELL_FRAG = 3,   /* one fragment of a large message, in bulk buffer buf */
     SHM_CELL_CLOSE = 4,  /* the sender closed the connection gracefully: nothing follows */
 };
@@ -89,6 +91,7 @@ enum shm_cell_type {
 #define SHM_FRAG_FIRST 0x1u /* data[0..7]: payload length of the whole message (u64) */
 #define SHM_FRAG_LAST 0x2u
 #define SHM_CELL_BULK 0x80u /* MEDIUM or FRAG: buf indexes the bulk pool */
+#define SHM_CELL_HEAD 0x40u /* MEDIUM: the header is in data[], the payload alone in the buffer */
 
 typedef struct shm_cell {
     _Atomic uint64_t seq;
