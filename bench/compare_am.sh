@@ -12,6 +12,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 root=$(cd "$here/.." && pwd)
 repeat=${1:-5}
 ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
@@ -28,12 +31,7 @@ if [[ ! -x $ferry_perf ]]; then
     echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
     exit 1
 fi
-if ! command -v ucx_perftest >/dev/null; then
-    echo "compare_am.sh: installing ucx-utils (ucx_perftest)" >&2
-    if ! apt-get install -y ucx-utils >/dev/null 2>&1; then
-        apt-get update >/dev/null && apt-get install -y ucx-utils >/dev/null
-    fi
-fi
+command -v ucx_perftest >/dev/null || apt_install ucx-utils
 for tool in ucx_perftest ss awk timeout; do
     command -v $tool >/dev/null || { echo "compare_am.sh: $tool is missing" >&2; exit 1; }
 done
@@ -41,9 +39,6 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_am.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
 echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
-# servers on fresh ports, cleanup on exit: next_port, start_server, finish_server
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 
 count=0
 total_runs() { echo $((19 * repeat)); } # per round: 12 side by side, 7 ferry alone
@@ -119,17 +114,6 @@ large_iters() { # long enough that first-touch page faults and malloc warm-up do
     esac
 }
 
-# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
-cpu_busy_percent() {
-    local a b
-    read -r -a a < <(grep '^cpu ' /proc/stat)
-    sleep 1
-    read -r -a b < <(grep '^cpu ' /proc/stat)
-    local total=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
-    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
-    echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
-}
-
 echo "compare_am.sh: $repeat runs per configuration; raw results in $raw" >&2
 busy_before=$(cpu_busy_percent)
 start_time=$SECONDS
@@ -157,16 +141,7 @@ echo "ferry ($ferry_perf) vs UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {pri
 echo "shared memory, server on core 0, client on core 1, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "host: $cpu, $(nproc) CPUs, $(uname -r)"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
-awk -F, '
-function median(key,   n, i, j, t, a) {
-    n = split(vals[key], a, " ")
-    if (n == 0 || vals[key] == "") return ""
-    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
-function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
-function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
-function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+awk -F, -f "$here/lib.awk" -f <(printf '%s\n' '
 NR > 1 {
     k = $1 "," $2 "," $3 "," $4
     add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7); add(k ",rate", $8)
@@ -200,6 +175,6 @@ END {
     printf "%9s %11s %11s\n", "mode", "p50(us)", "avg(us)"
     printf "%9s %11s %11s\n", "busy", fmt(median("ferry,am_lat,8,busy,p50"), "%.3f"), fmt(median("ferry,am_lat,8,busy,avg"), "%.3f")
     printf "%9s %11s %11s\n", "--wait", fmt(median("ferry,am_lat,8,wait,p50"), "%.3f"), fmt(median("ferry,am_lat,8,wait,avg"), "%.3f")
-}' "$raw"
+}') "$raw"
 echo
 echo "raw results (one line per run): $raw"

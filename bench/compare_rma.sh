@@ -21,6 +21,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 root=$(cd "$here/.." && pwd)
 repeat=${1:-5}
 ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
@@ -64,9 +67,6 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_rma.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
 echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
-# servers on fresh ports, cleanup on exit: next_port, start_server, finish_server
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 
 # Iterations per run: enough for a stable median, few enough for a ~6 minute default session.
 lat_iters() {
@@ -166,17 +166,6 @@ run_ucx() {
     }' >>"$raw"
 }
 
-# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
-cpu_busy_percent() {
-    local a b
-    read -r -a a < <(grep '^cpu ' /proc/stat)
-    sleep 1
-    read -r -a b < <(grep '^cpu ' /proc/stat)
-    local total=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
-    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
-    echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
-}
-
 echo "compare_rma.sh: $repeat runs per configuration; raw results in $raw" >&2
 busy_before=$(cpu_busy_percent)
 start_time=$SECONDS
@@ -216,17 +205,7 @@ echo "ferry ($ferry_perf) vs UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {pri
 echo "one-sided operations over shared memory, server on core 0, client on core 1, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "host: $cpu, $(nproc) CPUs, $(uname -r); ferry: ${cma_line:-ferry_info -d says nothing about cross-memory attach}"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
-awk -F, -v sizes="$sizes" -v fsizes="$fallback_sizes" '
-function median(key,   n, i, j, t, a) {
-    if (vals[key] == "") return ""
-    n = split(vals[key], a, " ")
-    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
-function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
-function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
-function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
-function human(s) { return s >= 1048576 ? (s / 1048576) "M" : s >= 1024 ? (s / 1024) "K" : s }
+awk -F, -v sizes="$sizes" -v fsizes="$fallback_sizes" -f "$here/lib.awk" -f <(printf '%s\n' '
 NR > 1 {
     k = $1 "," $2 "," $3 "," $4
     add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7); add(k ",rate", $8)
@@ -280,6 +259,6 @@ END {
     printf "    ferry --mem register: %s\n", miss_reg == "" ? "met" : "NOT met at" miss_reg
     printf "  8 B put latency <= UCX (p50 %s vs %s us): %s\n", fmt(lat8_f, "%.3f"), fmt(lat8_u, "%.3f"), (lat8_f != "" && lat8_u != "" && lat8_f <= lat8_u) ? "met" : "NOT met"
     printf "  fetch-add latency <= UCX (p50 %s vs %s us): %s\n", fmt(af, "%.3f"), fmt(au, "%.3f"), (af != "" && au != "" && af <= au) ? "met" : "NOT met"
-}' "$raw"
+}') "$raw"
 echo
 echo "raw results (one line per run): $raw"

@@ -22,6 +22,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 root=$(cd "$here/.." && pwd)
 repeat=${1:-3}
 ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
@@ -48,9 +51,6 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_seg.XXXXXX")
 raw=$work/raw.csv # src,test,size,mode,p50_ns,avg_ns,bw_GBps
 echo "src,test,size,mode,p50_ns,avg_ns,bw_GBps" >"$raw"
-# servers on fresh ports, cleanup on exit: next_port, start_server, finish_server
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 
 physical=$work/physical_limits
 if ! "$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$physical" "$here/physical_limits.c"; then
@@ -114,17 +114,6 @@ run_ferry() {
         printf "ferry,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, p50, avg, $6 }' >>"$raw"
 }
 
-# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
-cpu_busy_percent() {
-    local a b
-    read -r -a a < <(grep '^cpu ' /proc/stat)
-    sleep 1
-    read -r -a b < <(grep '^cpu ' /proc/stat)
-    local total=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
-    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
-    echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
-}
-
 echo "compare_seg.sh: $repeat rounds; raw results in $raw" >&2
 busy_before=$(cpu_busy_percent)
 start_time=$SECONDS
@@ -149,18 +138,8 @@ echo "ferry named segments ($ferry_perf) beside the physical limits of this host
 echo "server / responder on core 0, client / measurer on core 1, medians of $repeat rounds, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "host: $cpu, $(nproc) CPUs, $(uname -r); shmem THP: $shmem_thp"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
-awk -F, -v sizes="$sizes" '
-function median(key,   n, i, j, t, a) {
-    if (vals[key] == "") return ""
-    n = split(vals[key], a, " ")
-    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
-function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
-function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
-function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+awk -F, -v sizes="$sizes" -f "$here/lib.awk" -f <(printf '%s\n' '
 function max3(a, b, c,   m) { m = a; if (b != "" && (m == "" || b + 0 > m + 0)) m = b; if (c != "" && (m == "" || c + 0 > m + 0)) m = c; return m }
-function human(s) { return s >= 1048576 ? (s / 1048576) "M" : s >= 1024 ? (s / 1024) "K" : s }
 NR > 1 {
     k = $1 "," $2 "," $3 "," $4
     add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7)
@@ -191,6 +170,6 @@ END {
             printf "%7s %8s %8s %9s %9s %9s %9s %9s %10s\n", human(s), fmt(m, "%.2f"), fmt(mf, "%.2f"), fmt(t0, "%.2f"), fmt(t1, "%.2f"), fmt(t2, "%.2f"), fmt(p, "%.2f"), ratio(t2, t1), ratio(best, mf)
         }
     }
-}' "$raw"
+}') "$raw"
 echo
 echo "raw results (one line per size and run): $raw"

@@ -19,6 +19,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 root=$(cd "$here/.." && pwd)
 repeat=${1:-5}
 ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
@@ -45,13 +48,6 @@ if [[ ! -x $ferry_perf ]]; then
     exit 1
 fi
 
-# apt_install PACKAGE...: Debian packages, refreshing the package lists only when needed.
-apt_install() {
-    echo "compare_tag.sh: installing $*" >&2
-    if ! apt-get install -y "$@" >/dev/null 2>&1; then
-        apt-get update >/dev/null && apt-get install -y "$@" >/dev/null
-    fi
-}
 command -v ucx_perftest >/dev/null || apt_install ucx-utils
 if ! command -v "$mpicc" >/dev/null || ! command -v mpirun.openmpi >/dev/null; then
     apt_install openmpi-bin libopenmpi-dev
@@ -70,9 +66,6 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_tag.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
 echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
-# servers on fresh ports, cleanup on exit: next_port, start_server, finish_server
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 
 # The MPI program: built here, with Open MPI's compiler wrapper (not a CMake dependency).
 mpi_prog=$work/mpi_pingpong
@@ -197,17 +190,6 @@ run_mpi() {
         printf "mpi,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
 }
 
-# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
-cpu_busy_percent() {
-    local a b
-    read -r -a a < <(grep '^cpu ' /proc/stat)
-    sleep 1
-    read -r -a b < <(grep '^cpu ' /proc/stat)
-    local total=0 idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
-    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
-    echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
-}
-
 echo "compare_tag.sh: $repeat runs per configuration; raw results in $raw" >&2
 busy_before=$(cpu_busy_percent)
 start_time=$SECONDS
@@ -243,17 +225,7 @@ echo "host: $cpu, $(nproc) CPUs, $(uname -r); tag_bw window: $window sends / rec
 echo "peers: ucx-sm = UCX_TLS=sm,self; ucx-posix = UCX_TLS=posix,self (no CMA); mpi = ob1/vader, single copy '${single_copy:-?}' (default);"
 echo "       mpi-nocma = vader with btl_vader_single_copy_mechanism none"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
-awk -F, -v sizes="$sizes" -v msizes="$mode_sizes" -v modes="$modes" '
-function median(key,   n, i, j, t, a) {
-    if (vals[key] == "") return ""
-    n = split(vals[key], a, " ")
-    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
-function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
-function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
-function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
-function human(s) { return s >= 1048576 ? (s / 1048576) "M" : s >= 1024 ? (s / 1024) "K" : s }
+awk -F, -v sizes="$sizes" -v msizes="$mode_sizes" -v modes="$modes" -f "$here/lib.awk" -f <(printf '%s\n' '
 # The best peer of test at size for figure f (p50: lowest; bw: highest): sets best, best_name.
 function best_peer(test, s, f,   p, v) {
     best = ""; best_name = "-"
@@ -319,6 +291,6 @@ END {
     printf "  must: bandwidth >= best peer at every size >= 64 KiB (%d sizes): %s\n", big, miss == "" ? "met" : "NOT met at" miss
     s = 16777216
     printf "  aim:  bandwidth >= 1.3 x best peer at 16 MiB (ferry %s GB/s, %s %s GB/s, x%s): %s\n", fmt(bw_f[s], "%.3f"), bw_name[s], fmt(bw_best[s], "%.3f"), ratio(bw_f[s], bw_best[s]), (bw_f[s] != "" && bw_best[s] != "" && bw_f[s] + 0 >= 1.3 * bw_best[s]) ? "met" : "not met"
-}' "$raw"
+}') "$raw"
 echo
 echo "raw results (one line per run): $raw"

@@ -18,6 +18,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 root=$(cd "$here/.." && pwd)
 repeat=${1:-5}
 ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
@@ -41,13 +44,6 @@ if [[ ! -x $ferry_perf ]]; then
     exit 1
 fi
 
-# apt_install PACKAGE...: Debian packages, refreshing the package lists only when needed.
-apt_install() {
-    echo "compare_tcp.sh: installing $*" >&2
-    if ! apt-get install -y "$@" >/dev/null 2>&1; then
-        apt-get update >/dev/null && apt-get install -y "$@" >/dev/null
-    fi
-}
 command -v ucx_perftest >/dev/null || apt_install ucx-utils
 command -v fi_pingpong >/dev/null || apt_install libfabric-bin
 for tool in ucx_perftest fi_pingpong ss awk timeout; do
@@ -57,9 +53,6 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_tcp.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
 echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
-# servers on fresh ports, cleanup on exit: next_port, start_server, finish_server
-# shellcheck source=bench/lib.sh
-source "$here/lib.sh"
 
 # Iterations per run: enough for a stable median, few enough for a few minutes in all.
 lat_iters() {
@@ -181,17 +174,6 @@ run_fi() {
     }' >>"$raw"
 }
 
-# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
-cpu_busy_percent() {
-    local a b
-    read -r -a a < <(grep '^cpu ' /proc/stat)
-    sleep 1
-    read -r -a b < <(grep '^cpu ' /proc/stat)
-    local total=0 idle=$(((b[4] + b[5]) - (a[4] + a[5])))
-    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
-    echo $((total > 0 ? 100 * (total - idle) / total : 0))
-}
-
 echo "compare_tcp.sh: $repeat runs per configuration; raw results in $raw" >&2
 busy_before=$(cpu_busy_percent)
 start_time=$SECONDS
@@ -216,17 +198,7 @@ echo "tagged messages over TCP (loopback): ferry ($ferry_perf, FERRY_TRANSPORTS=
 echo "servers on core 0, clients on core 1, busy polling, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "host: $cpu, $(nproc) CPUs, $(uname -r); tag_bw window: $window sends / receives in flight"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
-awk -F, -v sizes="$sizes" '
-function median(key,   n, i, j, t, a) {
-    if (vals[key] == "") return ""
-    n = split(vals[key], a, " ")
-    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
-function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
-function fmt(v, f) { return v == "" ? "-" : sprintf(f, v) }
-function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2f", a / b) }
-function human(s) { return s >= 1048576 ? (s / 1048576) "M" : s >= 1024 ? (s / 1024) "K" : s }
+awk -F, -v sizes="$sizes" -f "$here/lib.awk" -f <(printf '%s\n' '
 NR > 1 {
     k = $1 "," $2 "," $3
     add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7); add(k ",rate", $8)
@@ -256,6 +228,6 @@ END {
     printf "\ntargets (issue 5), on these medians:\n"
     printf "  latency <= UCX tcp at 8 B (ferry %s us, UCX %s us): %s\n", fmt(lat8, "%.3f"), fmt(lat8_ucx, "%.3f"), (lat8 != "" && lat8_ucx != "" && lat8 + 0 <= lat8_ucx + 0) ? "met" : "NOT met"
     printf "  bandwidth >= UCX tcp at every size >= 64 KiB (%d sizes): %s\n", big, miss == "" ? "met" : "NOT met at" miss
-}' "$raw"
+}') "$raw"
 echo
 echo "raw results (one line per run): $raw"

@@ -73,3 +73,22 @@ ucx_final_line() {
     fi
     echo "$line"
 }
+
+# apt_install PACKAGE...: Debian packages, refreshing the package lists only when needed.
+apt_install() {
+    echo "$bench_name: installing $*" >&2
+    if ! apt-get install -y "$@" >/dev/null 2>&1; then
+        apt-get update >/dev/null && apt-get install -y "$@" >/dev/null
+    fi
+}
+
+# Percentage of CPU time (all CPUs) spent busy during one second: other work on the machine.
+cpu_busy_percent() {
+    local a b
+    read -r -a a < <(grep '^cpu ' /proc/stat)
+    sleep 1
+    read -r -a b < <(grep '^cpu ' /proc/stat)
+    local total=0 idle=$(((b[4] + b[5]) - (a[4] + a[5])))
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    echo $((total > 0 ? 100 * (total - idle) / total : 0))
+}
