@@ -30,7 +30,7 @@
 #define NT_BYE_ID 22
 #define NT_HELLO_ID 23
 #define NT_STREAMING_AFTER 8 /* messages each way before "streaming" is printed */
-#define NT_AFTER_FAULT 16    /* survivor messages each way after the fault */
+#define NT_AFTER_FAULT 16    /* survivor messages each way after the fault (sends completed) */
 #define NT_DONE_TIMEOUT_MS 30000
 
 static nt_job_t job;
@@ -332,7 +332,7 @@ int main(int argc, char **argv)
         }
         if (!marked) {
             for (unsigned p = 0; p < job.size && p < 64; p++)
-                survivor_mark[p] = streams[p].received;
+                survivor_mark[p] = streams[p].send_done;
             marked = true;
         }
         bool waiting = false;
@@ -364,13 +364,16 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    /* 3. survivors: go on until NT_AFTER_FAULT more messages each way, then END, then BYE */
+    /* 3. survivors: go on until NT_AFTER_FAULT more sends to each survivor completed (a
+     * rendezvous send completes once the peer received it), then END, then BYE. The condition
+     * is on this rank's own sends: one on what it received would wait for a peer that met its
+     * own condition earlier and stopped sending. */
     d = ft_deadline_in_ms(NT_DONE_TIMEOUT_MS);
     for (;;) {
         bool more = false;
         for (unsigned p = 0; p < job.size && p < 64; p++)
             more |= streams[p].active && !doomed(p) &&
-                    streams[p].received < survivor_mark[p] + NT_AFTER_FAULT;
+                    streams[p].send_done < survivor_mark[p] + NT_AFTER_FAULT;
         if (!more)
             break;
         FT_CHECK(!ft_deadline_passed(d), "survivor streams stalled after the fault");
