@@ -139,7 +139,7 @@ if(TARGET example_ferry_hello_bootstrap)
     set_tests_properties(mpirun_pmix PROPERTIES
         TIMEOUT 240
         SKIP_RETURN_CODE 77
-        ENVIRONMENT "FERRY_LOG_LEVEL=warn;LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/mp/lsan_pmix.supp"
+        ENVIRONMENT "FERRY_LOG_LEVEL=warn;LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/mp/lsan_pmix.supp:print_suppressions=0"
         FAIL_REGULAR_EXPRESSION "${FERRY_TEST_ERROR_REGEX}")
 endif()
 

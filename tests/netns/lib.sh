@@ -349,7 +349,7 @@ netns_mpirun() {
     # two busy-polling processes sharing one core (6 ms ping-pongs).
     # LeakSanitizer (asan builds): libpmix keeps a few bytes past PMIx_Finalize (not ours); -x
     # hands the setting to the ranks on every host.
-    local lsan="suppressions=$NETNS_LIB_DIR/../mp/lsan_pmix.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+    local lsan="suppressions=$NETNS_LIB_DIR/../mp/lsan_pmix.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
     host_exec "$launch" env \
         LSAN_OPTIONS="$lsan" \
         OMPI_MCA_hwloc_base_binding_policy=none \

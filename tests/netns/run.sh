@@ -395,14 +395,12 @@ test_perf() {
     [ $st -eq 0 ] || nt_fail "ferry_perf across h1 and h2" || return 1
     sed 's/^/netns:   /' "$LOGS/perf.client.log"
 
-    # under mpirun: only when this ferry_perf knows how to start there
-    if ! "$TOOLS/ferry_perf" --help 2>&1 | grep -qi 'mpirun\|pmix\|bootstrap'; then
-        echo "netns:   ferry_perf under mpirun: skipped (this ferry_perf has no launcher support)"
-        return 0
-    fi
+    # under mpirun: two ranks found through PMIx, one per host (ferry_perf -t without a host)
     netns_mpirun h1 h1:1,h2:1 -np 2 "$TOOLS/ferry_perf" -t am_lat -s 8,4K -n 1000 \
         >"$LOGS/perf.mpirun.log" 2>&1 &
     nt_wait $! 60 || nt_fail "ferry_perf under mpirun across h1 and h2" || return 1
+    [ "$(grep -c '^am_lat ' "$LOGS/perf.mpirun.log")" -eq 2 ] ||
+        nt_fail "ferry_perf under mpirun printed no am_lat results" || return 1
     sed 's/^/netns:   /' "$LOGS/perf.mpirun.log"
 }
 
