@@ -3,44 +3,7 @@
 
 #include <string.h>
 
-static void wire_put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void wire_put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void wire_put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t wire_get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t wire_get32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t wire_get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
+#include "core/wire.h"
 
 const char *bootstrap_wire_type_name(unsigned type)
 {
@@ -66,28 +29,28 @@ const char *bootstrap_wire_type_name(unsigned type)
 void bootstrap_wire_encode(const bootstrap_wire_header_t *header,
                            uint8_t out[BOOTSTRAP_WIRE_HEADER_SIZE])
 {
-    wire_put32(out + 0, header->magic);
-    wire_put16(out + 4, header->version);
-    wire_put16(out + 6, header->type);
-    wire_put32(out + 8, header->rank);
-    wire_put32(out + 12, header->size);
-    wire_put32(out + 16, header->seq);
-    wire_put32(out + 20, header->flags);
-    wire_put64(out + 24, header->length);
+    ferry_le_put32(out + 0, header->magic);
+    ferry_le_put16(out + 4, header->version);
+    ferry_le_put16(out + 6, header->type);
+    ferry_le_put32(out + 8, header->rank);
+    ferry_le_put32(out + 12, header->size);
+    ferry_le_put32(out + 16, header->seq);
+    ferry_le_put32(out + 20, header->flags);
+    ferry_le_put64(out + 24, header->length);
 }
 
 ferry_status_t bootstrap_wire_decode(const uint8_t in[BOOTSTRAP_WIRE_HEADER_SIZE],
                                      uint64_t max_length, bootstrap_wire_header_t *header,
                                      const char **reason_p)
 {
-    header->magic = wire_get32(in + 0);
-    header->version = wire_get16(in + 4);
-    header->type = wire_get16(in + 6);
-    header->rank = wire_get32(in + 8);
-    header->size = wire_get32(in + 12);
-    header->seq = wire_get32(in + 16);
-    header->flags = wire_get32(in + 20);
-    header->length = wire_get64(in + 24);
+    header->magic = ferry_le_get32(in + 0);
+    header->version = ferry_le_get16(in + 4);
+    header->type = ferry_le_get16(in + 6);
+    header->rank = ferry_le_get32(in + 8);
+    header->size = ferry_le_get32(in + 12);
+    header->seq = ferry_le_get32(in + 16);
+    header->flags = ferry_le_get32(in + 20);
+    header->length = ferry_le_get64(in + 24);
 
     if (header->magic != BOOTSTRAP_WIRE_MAGIC) {
         *reason_p = "bad magic: not a ferry bootstrap peer";
@@ -139,7 +102,7 @@ size_t bootstrap_wire_reason_encode(ferry_status_t status, const char *text,
     size_t length = strlen(text);
     if (length > BOOTSTRAP_WIRE_REASON_MAX)
         length = BOOTSTRAP_WIRE_REASON_MAX;
-    wire_put32(out, (uint32_t)(int32_t)status);
+    ferry_le_put32(out, (uint32_t)(int32_t)status);
     memcpy(out + 4, text, length);
     return 4 + length;
 }
@@ -147,7 +110,7 @@ size_t bootstrap_wire_reason_encode(ferry_status_t status, const char *text,
 void bootstrap_wire_reason_decode(const uint8_t *in, size_t length, ferry_status_t *status_p,
                                   char text[BOOTSTRAP_WIRE_REASON_MAX + 1])
 {
-    int32_t status = (int32_t)wire_get32(in);
+    int32_t status = (int32_t)ferry_le_get32(in);
     size_t n = length - 4;
 
     if (n > BOOTSTRAP_WIRE_REASON_MAX)

@@ -8,6 +8,7 @@
 
 #include "core/compiler.h"
 #include "core/log.h"
+#include "core/wire.h"
 #include "mem/mem.h"
 #include "wireup/context.h"
 #include "wireup/ep.h"
@@ -17,48 +18,24 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 #define RKEY_KNOWN_FLAGS (FERRY_MEM_SINGLE_USE | MEM_FLAG_ALLOC)
 
-static void rkey_put32(uint8_t *p, uint32_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
-
-static void rkey_put64(uint8_t *p, uint64_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
-
-static uint32_t rkey_get32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint64_t rkey_get64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
 void rkey_encode(const rkey_packed_t *in, void *buffer)
 {
     uint8_t *p = buffer;
     memset(p, 0, RKEY_PACKED_SIZE);
-    rkey_put32(p + 0, RKEY_MAGIC);
+    ferry_le_put32(p + 0, RKEY_MAGIC);
     p[4] = RKEY_VERSION & 0xff;
     p[5] = RKEY_VERSION >> 8;
     p[6] = RKEY_PACKED_SIZE & 0xff;
     p[7] = RKEY_PACKED_SIZE >> 8;
     memcpy(p + 8, in->boot_id, 16);
-    rkey_put32(p + 24, in->pid);
-    rkey_put32(p + 28, in->index);
-    rkey_put32(p + 32, in->generation);
-    rkey_put32(p + 36, in->access);
-    rkey_put32(p + 40, in->flags);
-    rkey_put32(p + 44, in->alloc_fd);
-    rkey_put64(p + 48, in->length);
-    rkey_put64(p + 56, in->alloc_inode);
+    ferry_le_put32(p + 24, in->pid);
+    ferry_le_put32(p + 28, in->index);
+    ferry_le_put32(p + 32, in->generation);
+    ferry_le_put32(p + 36, in->access);
+    ferry_le_put32(p + 40, in->flags);
+    ferry_le_put32(p + 44, in->alloc_fd);
+    ferry_le_put64(p + 48, in->length);
+    ferry_le_put64(p + 56, in->alloc_inode);
 }
 
 ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out)
@@ -71,8 +48,8 @@ ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out
                    RKEY_PACKED_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (rkey_get32(p) != RKEY_MAGIC) {
-        ferry_warn("invalid remote key: wrong magic 0x%08x (not a ferry key)", rkey_get32(p));
+    if (ferry_le_get32(p) != RKEY_MAGIC) {
+        ferry_warn("invalid remote key: wrong magic 0x%08x (not a ferry key)", ferry_le_get32(p));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     unsigned version = p[4] | (unsigned)p[5] << 8;
@@ -83,14 +60,14 @@ ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out
         return FERRY_ERR_INVALID_ADDRESS;
     }
     memcpy(key.boot_id, p + 8, 16);
-    key.pid = rkey_get32(p + 24);
-    key.index = rkey_get32(p + 28);
-    key.generation = rkey_get32(p + 32);
-    key.access = rkey_get32(p + 36);
-    key.flags = rkey_get32(p + 40);
-    key.alloc_fd = rkey_get32(p + 44);
-    key.length = rkey_get64(p + 48);
-    key.alloc_inode = rkey_get64(p + 56);
+    key.pid = ferry_le_get32(p + 24);
+    key.index = ferry_le_get32(p + 28);
+    key.generation = ferry_le_get32(p + 32);
+    key.access = ferry_le_get32(p + 36);
+    key.flags = ferry_le_get32(p + 40);
+    key.alloc_fd = ferry_le_get32(p + 44);
+    key.length = ferry_le_get64(p + 48);
+    key.alloc_inode = ferry_le_get64(p + 56);
     if (key.generation == 0 || (key.access & ~(unsigned)FERRY_ACCESS_ALL) != 0 ||
         (key.flags & ~(unsigned)RKEY_KNOWN_FLAGS) != 0 ||
         (!(key.flags & MEM_FLAG_ALLOC) && (key.alloc_fd != 0 || key.alloc_inode != 0))) {

@@ -45,6 +45,7 @@
 #include "core/compiler.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/wire.h"
 #include "mem/atomic.h"
 #include "mem/mem.h"
 #include "progress/worker.h"
@@ -161,46 +162,20 @@ typedef struct rma_am_request {
 
 /* ------------------------------------------------------------------ encoding */
 
-static void am_put32(uint8_t *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static void am_put64(uint8_t *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static uint32_t am_get32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof(v));
-    return le32toh(v);
-}
-
-static uint64_t am_get64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return le64toh(v);
-}
-
 static void am_request_encode(const rma_am_request_t *r, uint8_t *p)
 {
     p[0] = RMA_AM_VERSION;
     p[1] = (uint8_t)r->op;
     p[2] = (uint8_t)r->atomic_op;
     p[3] = (uint8_t)r->atomic_size;
-    am_put32(p + 4, r->index);
-    am_put32(p + 8, r->generation);
-    am_put32(p + 12, r->flags);
-    am_put64(p + 16, r->offset);
-    am_put64(p + 24, r->length);
-    am_put64(p + 32, r->id);
-    am_put64(p + 40, r->value);
-    am_put64(p + 48, r->compare);
+    ferry_le_put32(p + 4, r->index);
+    ferry_le_put32(p + 8, r->generation);
+    ferry_le_put32(p + 12, r->flags);
+    ferry_le_put64(p + 16, r->offset);
+    ferry_le_put64(p + 24, r->length);
+    ferry_le_put64(p + 32, r->id);
+    ferry_le_put64(p + 40, r->value);
+    ferry_le_put64(p + 48, r->compare);
 }
 
 static void am_request_decode(const uint8_t *p, rma_am_request_t *r)
@@ -209,23 +184,23 @@ static void am_request_decode(const uint8_t *p, rma_am_request_t *r)
     r->op = p[1];
     r->atomic_op = p[2];
     r->atomic_size = p[3];
-    r->index = am_get32(p + 4);
-    r->generation = am_get32(p + 8);
-    r->flags = am_get32(p + 12);
-    r->offset = am_get64(p + 16);
-    r->length = am_get64(p + 24);
-    r->id = am_get64(p + 32);
-    r->value = am_get64(p + 40);
-    r->compare = am_get64(p + 48);
+    r->index = ferry_le_get32(p + 4);
+    r->generation = ferry_le_get32(p + 8);
+    r->flags = ferry_le_get32(p + 12);
+    r->offset = ferry_le_get64(p + 16);
+    r->length = ferry_le_get64(p + 24);
+    r->id = ferry_le_get64(p + 32);
+    r->value = ferry_le_get64(p + 40);
+    r->compare = ferry_le_get64(p + 48);
 }
 
 static void am_reply_encode(uint8_t *p, uint64_t id, ferry_status_t status, uint64_t result)
 {
     p[0] = RMA_AM_VERSION;
     p[1] = p[2] = p[3] = 0;
-    am_put32(p + 4, (uint32_t)(int32_t)status);
-    am_put64(p + 8, id);
-    am_put64(p + 16, result);
+    ferry_le_put32(p + 4, (uint32_t)(int32_t)status);
+    ferry_le_put64(p + 8, id);
+    ferry_le_put64(p + 16, result);
 }
 
 /* A malformed message from a peer: one warning per worker and kind, then debug lines. */
@@ -660,9 +635,9 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
                 RMA_AM_REPLY_SIZE, RMA_AM_VERSION);
         return FERRY_OK;
     }
-    ferry_status_t status = (ferry_status_t)(int32_t)am_get32(h + 4);
-    uint64_t id = am_get64(h + 8);
-    uint64_t result = am_get64(h + 16);
+    ferry_status_t status = (ferry_status_t)(int32_t)ferry_le_get32(h + 4);
+    uint64_t id = ferry_le_get64(h + 8);
+    uint64_t result = ferry_le_get64(h + 16);
     uint32_t slot = (uint32_t)id;
     if (slot >= am->capacity || (piece = am->slots[slot]) == NULL ||
         am->generations[slot] != (uint32_t)(id >> 32) || piece->ep != params->reply_ep) {

@@ -10,45 +10,10 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/wire.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "ferry addresses are little-endian; big-endian hosts need byte swaps here");
-
-static uint16_t address_get16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint32_t address_get32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint64_t address_get64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static void address_put16(uint8_t *p, uint16_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
-
-static void address_put32(uint8_t *p, uint32_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
-
-static void address_put64(uint8_t *p, uint64_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
 
 static int address_hexval(char c)
 {
@@ -130,20 +95,20 @@ void ferry_address_write_header(void *buffer, uint64_t worker_uuid, const ferry_
 {
     uint8_t *p = buffer;
     memset(p, 0, FERRY_ADDRESS_HEADER_SIZE);
-    address_put32(p + 0, FERRY_ADDRESS_MAGIC);
-    address_put16(p + 4, FERRY_ADDRESS_VERSION);
-    address_put64(p + 8, worker_uuid);
+    ferry_le_put32(p + 0, FERRY_ADDRESS_MAGIC);
+    ferry_le_put16(p + 4, FERRY_ADDRESS_VERSION);
+    ferry_le_put64(p + 8, worker_uuid);
     memcpy(p + 16, host->boot_id, 16);
-    address_put64(p + 32, host->net_ns);
-    address_put64(p + 40, host->pid_ns);
-    address_put64(p + 48, host->user_ns);
-    address_put32(p + 56, pid);
-    address_put16(p + 60, record_count);
+    ferry_le_put64(p + 32, host->net_ns);
+    ferry_le_put64(p + 40, host->pid_ns);
+    ferry_le_put64(p + 48, host->user_ns);
+    ferry_le_put32(p + 56, pid);
+    ferry_le_put16(p + 60, record_count);
 }
 
 void ferry_address_finish(void *buffer, uint16_t total_length)
 {
-    address_put16((uint8_t *)buffer + 6, total_length);
+    ferry_le_put16((uint8_t *)buffer + 6, total_length);
 }
 
 ferry_status_t ferry_address_parse(const void *blob, size_t length, ferry_address_t *address)
@@ -158,40 +123,40 @@ ferry_status_t ferry_address_parse(const void *blob, size_t length, ferry_addres
                    length, FERRY_ADDRESS_HEADER_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (address_get32(p) != FERRY_ADDRESS_MAGIC) {
+    if (ferry_le_get32(p) != FERRY_ADDRESS_MAGIC) {
         ferry_warn("invalid worker address: wrong magic 0x%08x (not a ferry address)",
-                   address_get32(p));
+                   ferry_le_get32(p));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     memset(&parsed, 0, sizeof(parsed));
-    parsed.version = address_get16(p + 4);
+    parsed.version = ferry_le_get16(p + 4);
     if (parsed.version != FERRY_ADDRESS_VERSION) {
         ferry_warn("invalid worker address: version %u, this ferry reads version %u "
                    "(peers must run compatible ferry versions)",
                    parsed.version, FERRY_ADDRESS_VERSION);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (address_get16(p + 6) != length) {
+    if (ferry_le_get16(p + 6) != length) {
         ferry_warn("invalid worker address: header says %u bytes, %zu given (truncated or "
                    "padded)",
-                   address_get16(p + 6), length);
+                   ferry_le_get16(p + 6), length);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    parsed.worker_uuid = address_get64(p + 8);
+    parsed.worker_uuid = ferry_le_get64(p + 8);
     memcpy(parsed.host.boot_id, p + 16, 16);
-    parsed.host.net_ns = address_get64(p + 32);
-    parsed.host.pid_ns = address_get64(p + 40);
-    parsed.host.user_ns = address_get64(p + 48);
-    parsed.pid = address_get32(p + 56);
-    parsed.record_count = address_get16(p + 60);
+    parsed.host.net_ns = ferry_le_get64(p + 32);
+    parsed.host.pid_ns = ferry_le_get64(p + 40);
+    parsed.host.user_ns = ferry_le_get64(p + 48);
+    parsed.pid = ferry_le_get32(p + 56);
+    parsed.record_count = ferry_le_get16(p + 60);
     if (parsed.record_count > FERRY_ADDRESS_MAX_RECORDS) {
         ferry_warn("invalid worker address: %u transport records (at most %u)", parsed.record_count,
                    FERRY_ADDRESS_MAX_RECORDS);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (address_get16(p + 62) != 0) {
+    if (ferry_le_get16(p + 62) != 0) {
         ferry_warn("invalid worker address: reserved header bytes 62-63 are 0x%04x, not 0",
-                   address_get16(p + 62));
+                   ferry_le_get16(p + 62));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     offset = FERRY_ADDRESS_HEADER_SIZE;
@@ -201,7 +166,7 @@ ferry_status_t ferry_address_parse(const void *blob, size_t length, ferry_addres
             return FERRY_ERR_INVALID_ADDRESS;
         }
         parsed.records[i].transport_id = p[offset];
-        parsed.records[i].length = address_get16(p + offset + 2);
+        parsed.records[i].length = ferry_le_get16(p + offset + 2);
         if (p[offset + 1] != 0) {
             ferry_warn("invalid worker address: record %u reserved byte is 0x%02x, not 0", i,
                        p[offset + 1]);
