@@ -639,6 +639,9 @@ static ferry_status_t tcp_sendv(ferry_tl_ep_t *chan, uint8_t id, const void *hea
 static ferry_status_t tcp_send_short(ferry_tl_ep_t *chan, uint8_t id, const void *header,
                                      size_t header_length, const void *payload, size_t length)
 {
+    ferry_status_t status = tcp_send_short_now(chan, id, header, header_length, payload, length);
+    if (ferry_likely(status != FERRY_ERR_UNSUPPORTED))
+        return status;
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
     return tcp_send_am(chan, id, header, header_length, &iov, length ? 1 : 0, NULL, true);
 }

@@ -198,6 +198,8 @@ ferry_status_t tcp_send_control(tcp_peer_t *peer, ferry_tl_ep_t *chan, uint8_t t
 /* A frame for channel id (mine: we opened it) not tied to a channel object. */
 ferry_status_t tcp_send_frame(tcp_peer_t *peer, ferry_tl_ep_t *chan, uint32_t id, bool mine,
                               uint8_t type, const void *body, size_t body_length);
+ferry_status_t tcp_send_short_now(ferry_tl_ep_t *chan, uint8_t id, const void *header,
+                                  size_t header_length, const void *payload, size_t length);
 ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
                            size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
                            ferry_completion_t *comp, bool may_queue_copy);

@@ -273,7 +273,8 @@ static ferry_status_t tcp_req_post(tcp_peer_t *peer, tcp_req_t *req)
     ferry_list_push_tail(&peer->queue, &req->link);
     req->on_list = true;
     req->peer = peer;
-    req->total = req->left;
+    if (req->total == 0) /* else: the rest of a frame partly sent already */
+        req->total = req->left;
     if (req->chan != NULL)
         req->chan->queued++;
     if (!was_empty || peer->conn == NULL || peer->conn->state != TCP_CONN_ESTABLISHED)
@@ -331,6 +332,61 @@ static ferry_status_t tcp_req_post_frame(tcp_peer_t *peer, tcp_req_t *req, const
     req->iovcnt = 1;
     req->left = req->iov[0].iov_len;
     return tcp_req_post(peer, req);
+}
+
+/* The fast path of a small message (header + payload within TCP_REQ_INLINE): when nothing is
+ * queued, the frame is built on the stack and handed to the kernel with one send(), as one
+ * contiguous buffer, with no request. Returns FERRY_OK (all of it went, or the rest is queued
+ * from a copy) or FERRY_ERR_UNSUPPORTED (not on the fast path now, nothing written: use
+ * tcp_send_am). */
+ferry_status_t tcp_send_short_now(ferry_tl_ep_t *chan, uint8_t id, const void *header,
+                                  size_t header_length, const void *payload, size_t length)
+{
+    tcp_peer_t *peer = chan->peer;
+    tcp_conn_t *conn = peer->conn;
+    uint8_t bytes[TCP_REQ_INLINE];
+    size_t total = TCP_FRAME_HEADER_SIZE + header_length + length;
+
+    if (ferry_unlikely(chan->state != TCP_CHAN_OPEN || peer->failed || conn == NULL ||
+                       conn->state != TCP_CONN_ESTABLISHED || conn->tx_gone ||
+                       !ferry_list_is_empty(&peer->queue) || total > sizeof(bytes)))
+        return FERRY_ERR_UNSUPPORTED;
+    tcp_frame_t frame = {.type = TCP_FRAME_AM,
+                         .am_id = id,
+                         .flags = chan->mine ? TCP_FRAME_FLAG_SENDER_OPENED : 0,
+                         .header_length = (uint16_t)header_length,
+                         .channel = chan->id,
+                         .length = length};
+    tcp_frame_encode(&frame, bytes);
+    if (header_length > 0)
+        memcpy(bytes + TCP_FRAME_HEADER_SIZE, header, header_length);
+    if (length > 0)
+        memcpy(bytes + TCP_FRAME_HEADER_SIZE + header_length, payload, length);
+    ssize_t n = send(conn->fd.fd, bytes, total, MSG_NOSIGNAL);
+    if (ferry_likely(n == (ssize_t)total)) {
+        conn->last_tx_ns = ferry_time_coarse_ns();
+        return FERRY_OK;
+    }
+    if (n <= 0)
+        return FERRY_ERR_UNSUPPORTED; /* full (or failed): the queued path takes it and sees */
+    /* part of the frame is on the wire: the rest goes first in the queue, from a copy */
+    conn->last_tx_ns = ferry_time_coarse_ns();
+    tcp_req_t *req = tcp_req_get(peer->tlw);
+    if (req == NULL) {
+        tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY); /* a frame cut short cannot be withdrawn */
+        return FERRY_ERR_CONNECTION_RESET;
+    }
+    size_t rest = total - (size_t)n;
+    memcpy(req->head, bytes + n, rest);
+    req->kind = TCP_REQ_AM;
+    req->chan = chan;
+    req->iov[0].iov_base = req->head;
+    req->iov[0].iov_len = rest;
+    req->iovcnt = 1;
+    req->left = rest;
+    req->total = total; /* started: tcp_io_drop_chan lets it finish */
+    ferry_status_t status = tcp_req_post(peer, req);
+    return status == FERRY_INPROGRESS ? FERRY_OK : status;
 }
 
 ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
