@@ -198,8 +198,9 @@ typedef struct tag_wire_msg {
 /* Check a tag protocol header received as active message id (its exact size for that id, the
  * version, known mode, reserved bytes zero, payload only where allowed, lengths and offsets
  * consistent and not overflowing, keys present exactly where the mode needs one) and copy it
- * into out in host byte order. Returns FERRY_OK or FERRY_ERR_PROTOCOL with a static reason in
- * *why. Pure: no logging, no state (the caller logs). */
+ * into out in host byte order (for EAGER, the fast path's message, only out->id and
+ * out->u.eager). Returns FERRY_OK or FERRY_ERR_PROTOCOL with a static reason in *why. Pure: no
+ * logging, no state (the caller logs). */
 ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_length,
                                size_t payload_length, tag_wire_msg_t *out, const char **why);
 

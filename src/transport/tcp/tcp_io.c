@@ -744,14 +744,16 @@ void tcp_io_recv(tcp_conn_t *conn)
                 continue;
             }
         } else {
-            got = read(conn->fd.fd, conn->rxbuf + conn->rx_end, TCP_RXBUF_SIZE - conn->rx_end);
+            size_t room = TCP_RXBUF_SIZE - conn->rx_end;
+            got = read(conn->fd.fd, conn->rxbuf + conn->rx_end, room);
             if (got > 0) {
                 conn->last_rx_ns = ferry_time_coarse_ns();
                 conn->rx_end += (size_t)got;
                 if (!tcp_rx_parse(conn))
                     return;
-                if ((size_t)got < 4096 && conn->rx_state == TCP_RX_HEADER)
-                    return; /* drained, most likely: epoll says when there is more */
+                if ((size_t)got < room && conn->rx_state == TCP_RX_HEADER)
+                    return; /* less than asked for: drained (epoll, level-triggered, says when
+                               there is more); another read would only find EAGAIN */
                 continue;
             }
         }
