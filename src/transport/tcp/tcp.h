@@ -32,6 +32,9 @@
 #define TCP_REQ_IOV_INLINE 4u
 /* Receive buffer of a connection: small frames are parsed out of it in batches. */
 #define TCP_RXBUF_SIZE 65536u
+/* A worker with one connection reads it directly while spinning, and asks epoll every this
+ * many polls (a power of two) for the rest: writability, connects, the timer. */
+#define TCP_POLL_EPOLL_EVERY 16u
 /* Payloads at least this large are received straight into their destination (placement, or
  * a buffer of their own) rather than through the receive buffer. */
 #define TCP_RX_DIRECT_MIN 8192u
@@ -173,6 +176,7 @@ struct ferry_tl_worker {
     uint64_t connect_timeout_ns;
     size_t queue_max;
     unsigned in_poll; /* nesting depth: conns are freed only outside */
+    unsigned poll_count; /* polls; every TCP_POLL_EPOLL_EVERY-th asks epoll (tcp_poll) */
 };
 
 /* tcp_conn.c */
@@ -206,7 +210,7 @@ ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
 void tcp_io_flush(tcp_peer_t *peer);
 void tcp_io_drop_queue(tcp_peer_t *peer, ferry_status_t status);
 void tcp_io_drop_chan(ferry_tl_ep_t *chan);
-void tcp_io_recv(tcp_conn_t *conn);
+bool tcp_io_recv(tcp_conn_t *conn);
 ferry_status_t tcp_io_write_now(tcp_conn_t *conn, const void *bytes, size_t length);
 void tcp_conn_set_out(tcp_conn_t *conn, bool want);
 

@@ -732,42 +732,48 @@ static void tcp_rx_eof(tcp_conn_t *conn, int err)
     tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
 }
 
-void tcp_io_recv(tcp_conn_t *conn)
+/* Read and handle what the socket has (at most TCP_READS_PER_EVENT reads). Returns true when
+ * something was read or the connection ended (an event), false when the socket had nothing. */
+bool tcp_io_recv(tcp_conn_t *conn)
 {
+    bool got_any = false;
     for (unsigned reads = 0; reads < TCP_READS_PER_EVENT; reads++) {
         ssize_t got;
         if (conn->rx_state == TCP_RX_PAYLOAD) {
             got = tcp_rx_payload(conn);
             if (got > 0) {
+                got_any = true;
                 if (conn->rx_state == TCP_RX_HEADER && !tcp_rx_parse(conn))
-                    return;
+                    return true;
                 continue;
             }
         } else {
             size_t room = TCP_RXBUF_SIZE - conn->rx_end;
             got = read(conn->fd.fd, conn->rxbuf + conn->rx_end, room);
             if (got > 0) {
+                got_any = true;
                 conn->last_rx_ns = ferry_time_coarse_ns();
                 conn->rx_end += (size_t)got;
                 if (!tcp_rx_parse(conn))
-                    return;
+                    return true;
                 if ((size_t)got < room && conn->rx_state == TCP_RX_HEADER)
-                    return; /* less than asked for: drained (epoll, level-triggered, says when
-                               there is more); another read would only find EAGAIN */
+                    return true; /* less than asked for: drained (epoll, level-triggered, says
+                                    when there is more); another read would find EAGAIN */
                 continue;
             }
         }
         if (got == 0) {
             tcp_rx_eof(conn, 0);
-            return;
+            return true;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return;
+            return got_any;
         if (errno == EINTR)
             continue;
         tcp_rx_eof(conn, errno);
-        return;
+        return true;
     }
+    return got_any;
 }
 
 ferry_status_t tcp_io_write_now(tcp_conn_t *conn, const void *bytes, size_t length)
