@@ -239,7 +239,7 @@ typedef struct ferry_tag_ep {
     uint8_t ready;               /* eager_max and chunk are set */
     uint8_t eager_off;           /* the peer sent EAGER_OFF and not EAGER_ON yet */
     uint8_t told_off;            /* we sent EAGER_OFF to the peer and not EAGER_ON yet */
-    int8_t cma; /* cross-memory attach to the peer: 0 not probed, 1 works, -1 not */
+    int8_t cma;                 /* cross-memory attach to the peer: 0 not probed, 1 works, -1 not */
     uint8_t coop_fallback_said; /* forced COOP fell back to NULL here: said once */
 } ferry_tag_ep_t;
 

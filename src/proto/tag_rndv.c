@@ -79,9 +79,10 @@ static const ferry_config_var_t rndv_null_chunk_var = {
     .name = "FERRY_RNDV_NULL_CHUNK",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "1m",
-    .description = "NULL rendezvous: bytes of one DATA message (fragmented by the transport; tcp: 1m "
-                   "measured 3.8 -> 6.0 GB/s at 1 MiB over loopback against 64k); "
-                   "4k .. 1g"};
+    .description =
+        "NULL rendezvous: bytes of one DATA message (fragmented by the transport; tcp: 1m "
+        "measured 3.8 -> 6.0 GB/s at 1 MiB over loopback against 64k); "
+        "4k .. 1g"};
 static const ferry_config_var_t *const rndv_null_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_null_chunk_var;
 

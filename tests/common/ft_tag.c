@@ -344,8 +344,8 @@ void ft_tag_recv_check(const ft_tag_recv_t *r, uint32_t sender, uint64_t tag, si
     FT_CHECK(r->info.length == size, "%s: info.length %zu, expected %zu", what, r->info.length,
              size);
     FT_CHECK(r->info.sender != NULL, "%s: info.sender is NULL", what);
-    FT_CHECK(strcmp(ferry_ep_transport_name(r->info.sender), ft_remote_transport()) == 0, "%s: info.sender uses %s",
-             what, ferry_ep_transport_name(r->info.sender));
+    FT_CHECK(strcmp(ferry_ep_transport_name(r->info.sender), ft_remote_transport()) == 0,
+             "%s: info.sender uses %s", what, ferry_ep_transport_name(r->info.sender));
     ft_tbuf_check(&r->buf, sender, tag, size, what);
 }
 

@@ -409,7 +409,8 @@ static void pp_run_two_processes(const pp_step_t *steps, size_t nsteps)
     size_t length = ft_recv_address(server.chan, address, sizeof(address), 30000);
     ferry_ep_t *ep = ft_ep_create(f.worker, address, length, NULL);
     FT_CHECK(strcmp(ferry_ep_transport_name(ep), ft_remote_transport()) == 0,
-             "an endpoint to another process uses %s, expected %s", ferry_ep_transport_name(ep), ft_remote_transport());
+             "an endpoint to another process uses %s, expected %s", ferry_ep_transport_name(ep),
+             ft_remote_transport());
     uint64_t start = ft_now_ns();
     pp_shape_t shape = PP_SHAPES;
     for (size_t i = 0; i < nsteps; i++) {

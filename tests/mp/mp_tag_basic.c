@@ -334,8 +334,8 @@ static void tb_recv_check(tb_recv_t *r, uint32_t sender, uint64_t tag, size_t si
     FT_CHECK(r->info.length == size, "%s: info.length %zu, expected %zu", what, r->info.length,
              size);
     FT_CHECK(r->info.sender != NULL, "%s: info.sender is NULL", what);
-    FT_CHECK(strcmp(ferry_ep_transport_name(r->info.sender), ft_remote_transport()) == 0, "%s: info.sender uses %s",
-             what, ferry_ep_transport_name(r->info.sender));
+    FT_CHECK(strcmp(ferry_ep_transport_name(r->info.sender), ft_remote_transport()) == 0,
+             "%s: info.sender uses %s", what, ferry_ep_transport_name(r->info.sender));
     tb_buf_check(&r->buf, sender, tag, size, what);
 }
 
@@ -580,7 +580,8 @@ int main(void)
     size_t length = ft_recv_address(server.chan, address, sizeof(address), TB_TIMEOUT);
     ferry_ep_t *ep = ft_ep_create(f.worker, address, length, NULL);
     FT_CHECK(strcmp(ferry_ep_transport_name(ep), ft_remote_transport()) == 0,
-             "an endpoint to another process uses %s, expected %s", ferry_ep_transport_name(ep), ft_remote_transport());
+             "an endpoint to another process uses %s, expected %s", ferry_ep_transport_name(ep),
+             ft_remote_transport());
     uint64_t start = ft_now_ns();
     for (size_t i = 0; i < TB_NSTEPS; i++) {
         uint64_t t0 = ft_now_ns();

@@ -245,7 +245,8 @@ int main(int argc, char **argv)
     ts_proc_t p = {.self = TS_A, .worker = f.worker, .chan = b.chan};
     p.ep = ft_ep_create(f.worker, address, length, NULL);
     FT_CHECK(strcmp(ferry_ep_transport_name(p.ep), ft_remote_transport()) == 0,
-             "an endpoint to another process uses %s, expected %s", ferry_ep_transport_name(p.ep), ft_remote_transport());
+             "an endpoint to another process uses %s, expected %s", ferry_ep_transport_name(p.ep),
+             ft_remote_transport());
     ts_run(&p, true);
     ft_files_check_self();
     ft_chan_send_token(b.chan, TS_TOKEN_DONE, 0, 0, 0, 0);

@@ -61,9 +61,8 @@ static void nt_accepted_error_cb(void *arg, ferry_ep_t *ep, ferry_status_t statu
     ft_note("an accepted endpoint failed: %s", ferry_status_name(status));
 }
 
-static ferry_status_t nt_barrier_cb(void *arg, const void *header, size_t header_length,
-                                    void *data, size_t length,
-                                    const ferry_am_recv_params_t *params);
+static ferry_status_t nt_barrier_cb(void *arg, const void *header, size_t header_length, void *data,
+                                    size_t length, const ferry_am_recv_params_t *params);
 
 void nt_job_init(nt_job_t *job, const char *name, unsigned deadline_s)
 {
@@ -139,9 +138,8 @@ void nt_job_check_transports(const nt_job_t *job)
 
 /* A barrier message of epoch e arrives: count it under e's parity (a peer can be at most one
  * barrier ahead: it cannot leave barrier e+1 before this rank entered it). */
-static ferry_status_t nt_barrier_cb(void *arg, const void *header, size_t header_length,
-                                    void *data, size_t length,
-                                    const ferry_am_recv_params_t *params)
+static ferry_status_t nt_barrier_cb(void *arg, const void *header, size_t header_length, void *data,
+                                    size_t length, const ferry_am_recv_params_t *params)
 {
     nt_job_t *job = arg;
     uint64_t epoch;
@@ -185,8 +183,8 @@ void nt_job_barrier(nt_job_t *job)
     for (unsigned r = 0; r < job->size; r++) {
         if (job->peers[r].ep == NULL)
             continue;
-        ferry_status_t s = nt_am_send(job, r, NT_BARRIER_AM_ID, &epoch, sizeof(epoch), NULL, 0,
-                                      &sends, 60000);
+        ferry_status_t s =
+            nt_am_send(job, r, NT_BARRIER_AM_ID, &epoch, sizeof(epoch), NULL, 0, &sends, 60000);
         FT_CHECK(s == FERRY_OK || s == FERRY_INPROGRESS, "barrier message to rank %u: %s", r,
                  ferry_status_name(s));
         expected++;

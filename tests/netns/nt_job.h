@@ -34,9 +34,9 @@ typedef struct nt_job {
     char host[NT_HOST_MAX];
     ferry_context_t *context;
     ferry_worker_t *worker;
-    nt_peer_t *peers;         /**< size entries, indexed by rank */
-    unsigned accepted_errors; /**< error callbacks of endpoints the worker accepted */
-    uint64_t barrier_epoch;   /**< barriers this rank has entered */
+    nt_peer_t *peers;            /**< size entries, indexed by rank */
+    unsigned accepted_errors;    /**< error callbacks of endpoints the worker accepted */
+    uint64_t barrier_epoch;      /**< barriers this rank has entered */
     unsigned barrier_arrived[2]; /**< barrier messages received, by epoch parity */
 } nt_job_t;
 

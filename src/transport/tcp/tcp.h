@@ -175,7 +175,7 @@ struct ferry_tl_worker {
     uint64_t timeout_ns;
     uint64_t connect_timeout_ns;
     size_t queue_max;
-    unsigned in_poll; /* nesting depth: conns are freed only outside */
+    unsigned in_poll;    /* nesting depth: conns are freed only outside */
     unsigned poll_count; /* polls; every TCP_POLL_EPOLL_EVERY-th asks epoll (tcp_poll) */
 };
 
