@@ -11,7 +11,7 @@
 #   fuzz      build-fuzz/  clang + libFuzzer; each fuzz target for FERRY_FUZZ_SECONDS (20)
 #   consumer  install build/ to a temporary prefix; build tests/consumer with find_package and
 #             with pkg-config, and run both
-#   format    clang-format --dry-run over the sources: warns, never fails (for now)
+#   format    clang-format --dry-run over the sources: fails on any unformatted file
 # The last line is the summary: "N passed, N failed, N skipped".
 #
 # Environment: JOBS (default: nproc), FERRY_FUZZ_SECONDS (default 20),
@@ -199,12 +199,11 @@ step_format() {
     done < <(find include src tools examples tests -type f \( -name '*.c' -o -name '*.h' \) -print0 |
         sort -z)
     if [ ${#bad[@]} -gt 0 ]; then
-        echo "run_all: WARNING: ${#bad[@]} file(s) not clang-formatted (not an error for now;" \
-            "fix with clang-format -i):"
+        echo "run_all: ${#bad[@]} file(s) not clang-formatted (fix with clang-format -i):"
         printf '  %s\n' "${bad[@]}"
-    else
-        echo "run_all: all sources are clang-formatted"
+        return 1
     fi
+    echo "run_all: all sources are clang-formatted"
     return 0
 }
 
