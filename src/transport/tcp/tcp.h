@@ -38,6 +38,8 @@
 /* Payloads at least this large are received straight into their destination (placement, or
  * a buffer of their own) rather than through the receive buffer. */
 #define TCP_RX_DIRECT_MIN 8192u
+/* The read after a payload read straight into its destination asks for this much only. */
+#define TCP_RX_SHORT_READ 512u
 
 extern const ferry_tl_ops_t ferry_tl_tcp_ops;
 
@@ -112,6 +114,7 @@ struct tcp_conn {
     ferry_tl_ep_t *rx_chan; /* its channel (NULL: discard) */
     uint8_t *rx_dest;       /* where its payload goes (NULL: discard) */
     bool rx_placed;         /* rx_dest is the handler's placement, not our buffer */
+    bool rx_read_short;     /* the next read into rxbuf asks for TCP_RX_SHORT_READ only */
     uint64_t rx_done;       /* payload bytes read */
 };
 

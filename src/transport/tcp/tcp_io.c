@@ -602,6 +602,7 @@ static void tcp_rx_finish_direct(tcp_conn_t *conn)
     conn->rx_chan = NULL;
     conn->rx_dest = NULL;
     conn->rx_placed = false;
+    conn->rx_read_short = true; /* another large frame may come next: see tcp_io_recv */
     if (chan == NULL) {
         if (dest != NULL && !placed)
             ferry_am_buffer_free(dest);
@@ -749,6 +750,15 @@ bool tcp_io_recv(tcp_conn_t *conn)
             }
         } else {
             size_t room = TCP_RXBUF_SIZE - conn->rx_end;
+            if (conn->rx_read_short) {
+                /* After a payload read straight into its destination, the next frame is often
+                 * another large one: a full-sized read would pull up to 64 KiB of its payload
+                 * through the receive buffer (one copy more); a short one takes its header and
+                 * the small frames before it, and the payload then goes straight through. */
+                conn->rx_read_short = false;
+                if (room > TCP_RX_SHORT_READ)
+                    room = TCP_RX_SHORT_READ;
+            }
             got = read(conn->fd.fd, conn->rxbuf + conn->rx_end, room);
             if (got > 0) {
                 got_any = true;
