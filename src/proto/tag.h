@@ -55,7 +55,8 @@
  *         DONE(to send, final): the sender's registration stays until the reads are over.
  *         A receiver that does not split (too short to pay off, cannot register, cannot read
  *         the sender) sends no CTS and reads everything as GET.
- *   NULL  like COOP, but DATA messages are FERRY_RNDV_NULL_CHUNK bytes (64 KiB) sent as
+ *   NULL  like COOP, but DATA messages are FERRY_RNDV_NULL_CHUNK bytes (auto: one transport
+ *         buffer on shared memory, 1 MiB on tcp) sent as
  *         ordinary active messages that the transport fragments over its send path, at most
  *         TAG_NULL_WINDOW in flight: the mode for transports without RMA and shared buffers.
  * DATA must arrive in order (offset == bytes received so far) and end exactly at the accepted
@@ -261,7 +262,7 @@ typedef struct ferry_tag_worker {
     size_t thresh_forced;      /* FERRY_RNDV_THRESH, or SIZE_MAX (automatic) */
     unsigned mode_forced;      /* FERRY_RNDV_MODE, or 0 (automatic) */
     uint64_t section;          /* FERRY_RNDV_SECTION */
-    uint64_t null_chunk;       /* FERRY_RNDV_NULL_CHUNK */
+    uint64_t null_chunk;       /* FERRY_RNDV_NULL_CHUNK (0: automatic, tag_null_chunk) */
     uint64_t split_min;        /* FERRY_RNDV_SPLIT_MIN */
     unsigned need_progress;    /* ctl + retry + pump entries: ferry_tag_progress has work */
     uint32_t ctl_pass;         /* passes over the control queue */

@@ -78,11 +78,12 @@ static const ferry_config_var_t *const rndv_split_min_reg
 static const ferry_config_var_t rndv_null_chunk_var = {
     .name = "FERRY_RNDV_NULL_CHUNK",
     .type = FERRY_CONFIG_SIZE,
-    .default_value = "1m",
+    .default_value = "0",
     .description =
-        "NULL rendezvous: bytes of one DATA message (fragmented by the transport; tcp: 1m "
-        "measured 3.8 -> 6.0 GB/s at 1 MiB over loopback against 64k); "
-        "4k .. 1g"};
+        "NULL rendezvous: bytes of one DATA message, 4k .. 1g; 0 (auto): one transport buffer on "
+        "shared memory (larger DATA would be fragmented and reassembled in a malloc'ed buffer: "
+        "3 GB/s at 1m against 9), 1m on a stream transport (tcp reads DATA straight into the "
+        "receive buffer: 6.0 GB/s at 1 MiB over loopback against 3.8 with 64k)"};
 static const ferry_config_var_t *const rndv_null_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_null_chunk_var;
 
@@ -170,8 +171,8 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
     if (tw->section < 4096)
         tw->section = 4096;
     tw->split_min = ferry_config_size(&rndv_split_min_var);
-    tw->null_chunk = ferry_config_size(&rndv_null_chunk_var);
-    if (tw->null_chunk < 4096)
+    tw->null_chunk = ferry_config_size(&rndv_null_chunk_var); /* 0: auto (tag_null_chunk) */
+    if (tw->null_chunk != 0 && tw->null_chunk < 4096)
         tw->null_chunk = 4096;
     if (tw->null_chunk > (1u << 30))
         tw->null_chunk = 1u << 30;
@@ -634,13 +635,24 @@ static bool tag_send_flush_issue(tag_send_t *send)
     return true;
 }
 
+/* NULL: bytes per DATA message to ep (FERRY_RNDV_NULL_CHUNK, or its automatic value). */
+static uint64_t tag_null_chunk(ferry_worker_t *worker, ferry_ep_t *ep)
+{
+    if (worker->tag.null_chunk != 0)
+        return worker->tag.null_chunk;
+    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+    if (caps != NULL && (caps->flags & (FERRY_TL_CAP_SAME_HOST | FERRY_TL_CAP_SAME_WORKER)))
+        return ep->tag.chunk; /* one buffer of the transport: never fragmented */
+    return 1u << 20;          /* a stream: the transport places DATA in the receive buffer */
+}
+
 /* COOP/NULL: hand DATA to the transport until done, out of room, or the window is full. */
 static unsigned tag_send_pump(tag_send_t *send)
 {
     ferry_worker_t *worker = send->worker;
     unsigned handed = 0;
     ferry_ep_t *ep = send->ep;
-    uint64_t chunk = send->mode == TAG_RNDV_NULL ? worker->tag.null_chunk : ep->tag.chunk;
+    uint64_t chunk = send->mode == TAG_RNDV_NULL ? tag_null_chunk(worker, ep) : ep->tag.chunk;
     int64_t window = send->mode == TAG_RNDV_NULL ? TAG_NULL_WINDOW : TAG_COOP_WINDOW;
 
     tag_list_del(worker, &send->obj, &send->in_list);
