@@ -37,9 +37,9 @@
  *      that error, and from then on nothing may write into its buffer (the test reuses it at
  *      once); m's read still in flight at that moment is a bug
  *   17 a answers m's 4 MiB rendezvous with CTS (NULL) and stops reading, so that m's DATA wait in
- *      the transport; then a aborts with DONE(error): m's send completes with that error, and
- *      from then on m must not read the send buffer (the test overwrites it at once; a checks
- *      the DATA it then gets)
+ *      the transport (1 MiB DATA: FERRY_RNDV_NULL_CHUNK=1m in tests.cmake); then a aborts with
+ *      DONE(error): m's send completes with that error, and from then on m must not read the
+ *      send buffer (the test overwrites it at once; a checks the DATA it then gets)
  *   18 a answers m's SPLIT rendezvous with CTS (SPLIT) whose key covers all the accepted bytes
  *      instead of a tail: m's send ends with FERRY_ERR_PROTOCOL (a is told), nothing written
  *   19 RTS (SPLIT): m reads the first half and registers the second; a writes the second half,
