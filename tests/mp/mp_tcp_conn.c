@@ -129,9 +129,9 @@ static int tc_simul_role(int chan, void *arg)
     ft_send_address(chan, f.worker);
     size_t length = ft_recv_address(chan, address, sizeof(address), 30000);
     for (uint32_t round = 0; round < TC_ROUNDS; round++) {
+        /* rx already expects this round: the other worker may get its GO first and send
+         * while this one still waits for GO here (progressing, so receiving) */
         ft_progress_until_token(f.worker, chan, TC_TOKEN_GO, 30000, NULL);
-        rx.round = round;
-        rx.received = 0;
         ferry_ep_t *ep = ft_ep_create(f.worker, address, length, NULL); /* both at once */
         for (uint32_t i = 0; i < TC_MESSAGES; i++) {
             uint32_t h[2] = {round, i};
@@ -154,6 +154,8 @@ static int tc_simul_role(int chan, void *arg)
         tc_zero_t zero = {.want = 0};
         ft_progress_until(f.worker, 30000, tc_connections_are, &zero,
                           "the connection to go away once both sides closed");
+        rx.round = round + 1; /* every message of this round arrived: the next may start */
+        rx.received = 0;
         ft_chan_send_token(chan, TC_TOKEN_DONE, round, 1, 0, 0);
     }
     ft_chan_expect_eof(chan, 30000);

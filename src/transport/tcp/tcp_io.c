@@ -334,6 +334,23 @@ static ferry_status_t tcp_req_post_frame(tcp_peer_t *peer, tcp_req_t *req, const
     return tcp_req_post(peer, req);
 }
 
+/* Write the frame header of an active message of chan, and its am header behind it, into out
+ * (room for TCP_FRAME_HEADER_SIZE + header_length bytes). Returns the bytes written. */
+static size_t tcp_am_head_encode(const ferry_tl_ep_t *chan, uint8_t id, const void *header,
+                                 size_t header_length, uint64_t length, uint8_t *out)
+{
+    tcp_frame_t frame = {.type = TCP_FRAME_AM,
+                         .am_id = id,
+                         .flags = chan->mine ? TCP_FRAME_FLAG_SENDER_OPENED : 0,
+                         .header_length = (uint16_t)header_length,
+                         .channel = chan->id,
+                         .length = length};
+    tcp_frame_encode(&frame, out);
+    if (header_length > 0)
+        memcpy(out + TCP_FRAME_HEADER_SIZE, header, header_length);
+    return TCP_FRAME_HEADER_SIZE + header_length;
+}
+
 /* The fast path of a small message (header + payload within TCP_REQ_INLINE): when nothing is
  * queued, the frame is built on the stack and handed to the kernel with one send(), as one
  * contiguous buffer, with no request. Returns FERRY_OK (all of it went, or the rest is queued
@@ -351,17 +368,9 @@ ferry_status_t tcp_send_short_now(ferry_tl_ep_t *chan, uint8_t id, const void *h
                        conn->state != TCP_CONN_ESTABLISHED || conn->tx_gone ||
                        !ferry_list_is_empty(&peer->queue) || total > sizeof(bytes)))
         return FERRY_ERR_UNSUPPORTED;
-    tcp_frame_t frame = {.type = TCP_FRAME_AM,
-                         .am_id = id,
-                         .flags = chan->mine ? TCP_FRAME_FLAG_SENDER_OPENED : 0,
-                         .header_length = (uint16_t)header_length,
-                         .channel = chan->id,
-                         .length = length};
-    tcp_frame_encode(&frame, bytes);
-    if (header_length > 0)
-        memcpy(bytes + TCP_FRAME_HEADER_SIZE, header, header_length);
+    size_t head = tcp_am_head_encode(chan, id, header, header_length, length, bytes);
     if (length > 0)
-        memcpy(bytes + TCP_FRAME_HEADER_SIZE + header_length, payload, length);
+        memcpy(bytes + head, payload, length);
     ssize_t n = send(conn->fd.fd, bytes, total, MSG_NOSIGNAL);
     if (ferry_likely(n == (ssize_t)total)) {
         conn->last_tx_ns = ferry_time_coarse_ns();
@@ -415,16 +424,7 @@ ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
     tcp_req_t *req = tcp_req_get(tlw);
     if (req == NULL)
         return FERRY_ERR_NO_MEMORY;
-    tcp_frame_t frame = {.type = TCP_FRAME_AM,
-                         .am_id = id,
-                         .flags = chan->mine ? TCP_FRAME_FLAG_SENDER_OPENED : 0,
-                         .header_length = (uint16_t)header_length,
-                         .channel = chan->id,
-                         .length = length};
-    tcp_frame_encode(&frame, req->head);
-    size_t head = TCP_FRAME_HEADER_SIZE + header_length;
-    if (header_length > 0)
-        memcpy(req->head + TCP_FRAME_HEADER_SIZE, header, header_length);
+    size_t head = tcp_am_head_encode(chan, id, header, header_length, length, req->head);
     req->kind = TCP_REQ_AM;
     req->chan = chan;
     if (iovcnt > TCP_REQ_IOV_INLINE) {
