@@ -22,15 +22,7 @@ port=${BENCH_PORT:-23000}
 scale=${BENCH_ITERS_SCALE:-1}
 run_timeout=120 # seconds any one client or server may take
 
-if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
-    echo "usage: $0 [REPEAT]   (REPEAT: runs per configuration, default 5)" >&2
-    exit 2
-fi
-if [[ ! -x $ferry_perf ]]; then
-    echo "compare_am.sh: $ferry_perf not found; build first:" >&2
-    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
-    exit 1
-fi
+check_args "runs per configuration, default 5"
 command -v ucx_perftest >/dev/null || apt_install ucx-utils
 for tool in ucx_perftest ss awk timeout; do
     command -v $tool >/dev/null || { echo "compare_am.sh: $tool is missing" >&2; exit 1; }

@@ -34,19 +34,7 @@ run_timeout=120 # seconds any one client or server may take
 sizes="8 4096 65536 1048576 16777216 67108864"
 fallback_sizes="65536 1048576 16777216"
 
-if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
-    echo "usage: $0 [REPEAT]   (REPEAT: runs per configuration, default 5)" >&2
-    exit 2
-fi
-if ! [[ $scale =~ ^[1-9][0-9]*$ ]]; then
-    echo "compare_rma.sh: BENCH_ITERS_SCALE must be a positive integer" >&2
-    exit 2
-fi
-if [[ ! -x $ferry_perf ]]; then
-    echo "compare_rma.sh: $ferry_perf not found; build first:" >&2
-    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
-    exit 1
-fi
+check_args "runs per configuration, default 5"
 if ! command -v ucx_perftest >/dev/null; then
     echo "compare_rma.sh: installing ucx-utils (ucx_perftest)" >&2
     if ! apt-get install -y ucx-utils >/dev/null 2>&1; then

@@ -35,15 +35,7 @@ sizes="65536 1048576 16777216 268435456"
 size_list=64K,1M,16M,256M
 lat_iters=200000
 
-if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
-    echo "usage: $0 [REPEAT]   (REPEAT: rounds, default 3)" >&2
-    exit 2
-fi
-if [[ ! -x $ferry_perf ]]; then
-    echo "compare_seg.sh: $ferry_perf not found; build first:" >&2
-    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
-    exit 1
-fi
+check_args "rounds, default 3"
 for tool in "$cc" ss awk timeout; do
     command -v "$tool" >/dev/null || { echo "compare_seg.sh: $tool is missing" >&2; exit 1; }
 done

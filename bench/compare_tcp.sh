@@ -30,19 +30,7 @@ run_timeout=120 # seconds any one client or server may take
 window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
 sizes="8 4096 65536 1048576 16777216"
 
-if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
-    echo "usage: $0 [REPEAT]   (REPEAT: runs per configuration, default 5)" >&2
-    exit 2
-fi
-if ! [[ $scale =~ ^[1-9][0-9]*$ ]]; then
-    echo "compare_tcp.sh: BENCH_ITERS_SCALE must be a positive integer" >&2
-    exit 2
-fi
-if [[ ! -x $ferry_perf ]]; then
-    echo "compare_tcp.sh: $ferry_perf not found; build first:" >&2
-    echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
-    exit 1
-fi
+check_args "runs per configuration, default 5"
 
 command -v ucx_perftest >/dev/null || apt_install ucx-utils
 command -v fi_pingpong >/dev/null || apt_install libfabric-bin

@@ -92,3 +92,22 @@ cpu_busy_percent() {
     for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
     echo $((total > 0 ? 100 * (total - idle) / total : 0))
 }
+
+# check_args REPEAT_NOTE: the sourcing script's $repeat (a positive integer), its $scale when it
+# has one (BENCH_ITERS_SCALE), and $ferry_perf (built); exits with a usage message otherwise.
+# shellcheck disable=SC2154 # repeat, ferry_perf and root belong to the sourcing script
+check_args() {
+    if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
+        echo "usage: $0 [REPEAT]   (REPEAT: $1)" >&2
+        exit 2
+    fi
+    if [[ -n ${scale:-} ]] && ! [[ $scale =~ ^[1-9][0-9]*$ ]]; then
+        echo "$bench_name: BENCH_ITERS_SCALE must be a positive integer" >&2
+        exit 2
+    fi
+    if [[ ! -x $ferry_perf ]]; then
+        echo "$bench_name: $ferry_perf not found; build first:" >&2
+        echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
+        exit 1
+    fi
+}
