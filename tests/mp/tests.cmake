@@ -174,8 +174,10 @@ ferry_add_test(NAME mp_tag_sizes_coop_tcp SOURCES mp/mp_tag_sizes.c ARGS quick T
                ENV FERRY_TRANSPORTS=tcp FERRY_RNDV_MODE=coop)
 ferry_add_test(NAME mp_tag_match_tcp SOURCES mp/mp_tag_match.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
+# (tcp sends up to 1 MiB eagerly: the threshold of shm keeps these 64 KiB .. 1 MiB messages
+# rendezvous, the test's premise)
 ferry_add_test(NAME mp_tag_concurrent_tcp SOURCES mp/mp_tag_concurrent.c TIMEOUT 60
-               ENV FERRY_TRANSPORTS=tcp)
+               ENV FERRY_TRANSPORTS=tcp FERRY_RNDV_THRESH=8k)
 ferry_add_test(NAME mp_tag_death_tcp SOURCES mp/mp_tag_death.c INTERNAL TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
 # bad input on a worker's tcp port from a client that is not ferry: each closes only its

@@ -343,8 +343,10 @@ test_loss() {
 # nt_fault_run MODE: 3 ranks on h1 h2 h3, the victim rank 1 on h2.
 nt_fault_run() {
     local mode=$1 name=$1 r pids=() victim_pid st=0
+    # FERRY_RNDV_THRESH: nt_fault's 256 KiB messages stay rendezvous (tcp sends up to 1 MiB
+    # eagerly), so that the fault also hits transfers in the middle of their handshake
     nt_job_start "$name" "h1 h2 h3" env "${NT_ENV[@]}" FERRY_TCP_TIMEOUT_MS=2000 \
-        NT_FAULT_SLACK_MS=3000 "$BIN/nt_fault" --fault "$mode" --victim 1
+        FERRY_RNDV_THRESH=64k NT_FAULT_SLACK_MS=3000 "$BIN/nt_fault" --fault "$mode" --victim 1
     for r in 0 1 2; do
         netns_wait_file "$LOGS/$name.$r.log" 'nt_fault: streaming' 60 || {
             nt_kill_jobs
