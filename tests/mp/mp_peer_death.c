@@ -8,7 +8,7 @@
  *                process (its replies need the survivor's buffer pool: buffers the dead
  *                client held must have been reclaimed);
  *   kill_server  the survivor's endpoint to a server that stopped polling has a 1 MiB send
- *                queued; the server is killed: the endpoint's error callback reports
+ *                (64 MiB over tcp) queued; the server is killed: the error callback reports
  *                FERRY_ERR_CONNECTION_RESET within 1 s, the queued send completes with an
  *                error, a new send fails; the endpoint to a third process keeps working;
  *   kill_asleep  the same while the survivor sleeps in ferry_worker_wait: the hang-up wakes
@@ -31,6 +31,13 @@
 #define PD_MAGIC 0x48544544u /* "DETH" */
 #define PD_DETECT_MS 1000
 #define PD_BIG (1u << 20)
+
+/* A send that stays queued at a peer that stopped polling: 1 MiB fills shm's buffers; a tcp
+ * socket on loopback takes several MiB at once, so over tcp it is 64 MiB. */
+static size_t pd_stall_size(void)
+{
+    return strcmp(ft_remote_transport(), "tcp") == 0 ? (size_t)64 << 20 : PD_BIG;
+}
 #define PD_SMALL 4000
 
 enum { PD_ID_PING = 10, PD_ID_PONG = 11, PD_ID_HELLO = 12, PD_ID_BIG = 13 };
@@ -346,19 +353,20 @@ static int pd_kill_server(int chan, void *arg)
     }
     FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PONG, pd_handler, &third.rx));
 
-    /* the server stops polling; a 1 MiB send to it stays queued */
+    /* the server stops polling; a large send to it stays queued */
     ft_chan_send_token(server.chan, PD_TOKEN_STOP, 0, 0, 0, 0);
     ft_progress_until_token(f.worker, server.chan, PD_TOKEN_STOPPED, 30000, NULL);
-    uint8_t *big = malloc(PD_BIG);
+    size_t stall = pd_stall_size();
+    uint8_t *big = malloc(stall);
     FT_CHECK(big != NULL, "out of memory");
-    ft_pattern_fill(big, PD_BIG, ft_pattern_seed(PD_SURVIVOR, 20, PD_BIG), 0);
-    pd_hdr_t h = {.magic = PD_MAGIC, .seq = 20, .size = PD_BIG};
-    ferry_iov_t iov = {.buffer = big, .length = PD_BIG};
+    ft_pattern_fill(big, stall, ft_pattern_seed(PD_SURVIVOR, 20, stall), 0);
+    pd_hdr_t h = {.magic = PD_MAGIC, .seq = 20, .size = stall};
+    ferry_iov_t iov = {.buffer = big, .length = stall};
     ferry_completion_t queued = {.cb = pd_queued_done, .count = 1, .status = FERRY_OK};
     FT_CHECK_STATUS(ferry_am_send(ep, PD_ID_PING, &h, sizeof(h), &iov, 1, &queued),
                     FERRY_INPROGRESS);
     ft_progress_for_ms(f.worker, 20);
-    FT_CHECK(queued.count == 1, "a 1 MiB send to a server that does not poll completed");
+    FT_CHECK(queued.count == 1, "a %zu-byte send to a server that does not poll completed", stall);
 
     uint64_t killed = ft_peer_kill(&server);
     double ms = pd_detect(f.worker, &errors, killed, "the endpoint's error callback");
