@@ -166,7 +166,10 @@ typedef struct ferry_ep_params {
 ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address, size_t length,
                                const ferry_ep_params_t *params, ferry_ep_t **ep_p);
 
-/** ferry_ep_close() flag: drop pending operations (they complete with FERRY_ERR_CANCELED). */
+/** ferry_ep_close() flag: drop pending operations (they complete with FERRY_ERR_CANCELED). On a
+ * stream transport (tcp) a message already partly written cannot be cut: it is finished from a
+ * private copy and reaches the peer if the connection lives on, though its send completes with
+ * FERRY_ERR_CANCELED too (the caller's buffers are free either way). */
 #define FERRY_EP_CLOSE_FORCE 1u
 
 /**
