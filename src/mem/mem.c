@@ -16,6 +16,7 @@
 #include "core/compiler.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "mem/memfd.h"
 #include "wireup/context.h"
 
 static const ferry_config_var_t mem_max_regions_var = {
@@ -27,42 +28,14 @@ static const ferry_config_var_t mem_max_regions_var = {
 static const ferry_config_var_t *const mem_max_regions_reg
     __attribute__((used, section("ferry_config_registry"))) = &mem_max_regions_var;
 
-#define MEM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 #define MEM_ACCESS_ALL FERRY_ACCESS_ALL
 #define MEM_PUBLIC_FLAGS FERRY_MEM_SINGLE_USE
 
 static ferry_status_t mem_memfd(const char *what, size_t size, int *fd_p, void **map_p)
 {
     char name[48];
-    void *map;
-    int fd;
-
     snprintf(name, sizeof(name), "ferry-%s-%d", what, (int)getpid());
-    fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) {
-        ferry_error("memfd_create(%s) failed: %s", name, strerror(errno));
-        return FERRY_ERR_SHMEM;
-    }
-    if (ftruncate(fd, (off_t)size) != 0) {
-        ferry_error("ftruncate(memfd %s, %zu bytes) failed: %s", name, size, strerror(errno));
-        goto err_close;
-    }
-    if (fcntl(fd, F_ADD_SEALS, MEM_SEALS) != 0) {
-        ferry_error("fcntl(memfd %s, F_ADD_SEALS) failed: %s", name, strerror(errno));
-        goto err_close;
-    }
-    map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) {
-        ferry_error("mmap(memfd %s, %zu bytes) failed: %s", name, size, strerror(errno));
-        goto err_close;
-    }
-    *fd_p = fd;
-    *map_p = map;
-    return FERRY_OK;
-
-err_close:
-    close(fd);
-    return FERRY_ERR_SHMEM;
+    return ferry_memfd_create(name, size, fd_p, map_p);
 }
 
 ferry_status_t mem_context_init(mem_context_t *mc)

@@ -17,42 +17,10 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "mem/memfd.h"
 #include "proto/am.h"
 #include "transport/shm/shm.h"
 #include "wireup/ep.h"
-
-#define SHM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-
-/* A sealed memfd of size bytes, mapped read-write. */
-static ferry_status_t shm_memfd_create(const char *name, size_t size, int *fd_p, void **map_p)
-{
-    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    void *map;
-    if (fd < 0) {
-        ferry_error("memfd_create(%s) failed: %s", name, strerror(errno));
-        return FERRY_ERR_SHMEM;
-    }
-    if (ftruncate(fd, (off_t)size) != 0) {
-        ferry_error("ftruncate(memfd %s, %zu bytes) failed: %s", name, size, strerror(errno));
-        goto err_close;
-    }
-    if (fcntl(fd, F_ADD_SEALS, SHM_SEALS) != 0) {
-        ferry_error("fcntl(memfd %s, F_ADD_SEALS) failed: %s", name, strerror(errno));
-        goto err_close;
-    }
-    map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) {
-        ferry_error("mmap(memfd %s, %zu bytes) failed: %s", name, size, strerror(errno));
-        goto err_close;
-    }
-    *fd_p = fd;
-    *map_p = map;
-    return FERRY_OK;
-
-err_close:
-    close(fd);
-    return FERRY_ERR_SHMEM;
-}
 
 /* Map a memfd a peer sent: it must be sealed against shrinking (else the peer could make us
  * fault) and at least size bytes. */
@@ -85,7 +53,7 @@ ferry_status_t shm_region_create(ferry_tl_worker_t *tlw)
     void *map;
     char name[48];
     snprintf(name, sizeof(name), "ferry-region-%d", (int)getpid());
-    ferry_status_t status = shm_memfd_create(name, SHM_REGION_SIZE, &tlw->region_fd, &map);
+    ferry_status_t status = ferry_memfd_create(name, SHM_REGION_SIZE, &tlw->region_fd, &map);
     if (status != FERRY_OK)
         return status;
     tlw->region = map;
@@ -132,7 +100,7 @@ static ferry_status_t shm_rx_ring_create(ferry_tl_worker_t *tlw, ferry_tl_ep_t *
     char name[48];
     size_t size = shm_ring_size(tlw->ring_cells);
     snprintf(name, sizeof(name), "ferry-ring-%d", (int)getpid());
-    ferry_status_t status = shm_memfd_create(name, size, fd_p, &map);
+    ferry_status_t status = ferry_memfd_create(name, size, fd_p, &map);
     if (status != FERRY_OK)
         return status;
     tlep->rx_ring = map;
