@@ -34,7 +34,6 @@
 
 #define TAG_BLOCK 65536u /* the pattern's base period */
 #define TAG_ALIGN 4096u
-#define TAG_HUGE_PAGE (2u << 20)
 #define TAG_PROGRESS_EVERY_SIZE 65536
 
 #define TAG_BASE 0x6665727279000000ull /* "ferry\0\0\0": seed << 8 | kind below */
@@ -61,10 +60,9 @@ struct perf_tag {
     size_t max_size, stride;
     unsigned recv_count;
     void *send_block, *recv_block; /* to free */
-    size_t send_alloc, recv_alloc;
-    uint8_t *period;          /* TAG_BLOCK bytes: the base period */
-    uint8_t *expect;          /* TAG_BLOCK bytes: one block of the pattern being checked */
-    ferry_completion_t sends; /* count = tagged sends in flight */
+    uint8_t *period;               /* TAG_BLOCK bytes: the base period */
+    uint8_t *expect;               /* TAG_BLOCK bytes: one block of the pattern being checked */
+    ferry_completion_t sends;      /* count = tagged sends in flight */
     tag_slot_t slots[PERF_TAG_WINDOW];
     uint64_t next_seed;
 };
@@ -123,23 +121,6 @@ static uint64_t tag_of(uint64_t seed, unsigned kind)
 
 /* ---------------------------------------------------------------- buffers */
 
-/* A buffer whose pages are there; 2 MiB-aligned on transparent huge pages from 2 MiB on
- * (unless --no-thp), like rma.c's and ucx_perftest's. */
-static void *tag_buffer_alloc(const perf_ctx_t *ctx, size_t size, size_t *alloc_p)
-{
-    bool huge = !ctx->params.no_thp && size >= TAG_HUGE_PAGE;
-    size_t align = huge ? TAG_HUGE_PAGE : TAG_ALIGN;
-    size_t alloc = (size + align - 1) / align * align;
-    void *p = aligned_alloc(align, alloc ? alloc : align);
-    if (p == NULL)
-        return NULL;
-    if (huge)
-        madvise(p, alloc, MADV_HUGEPAGE); /* a hint: may fail */
-    memset(p, 0, alloc);
-    *alloc_p = alloc;
-    return p;
-}
-
 int perf_tag_create(perf_ctx_t *ctx)
 {
     perf_tag_t *t = calloc(1, sizeof(*t));
@@ -158,8 +139,8 @@ int perf_tag_create(perf_ctx_t *ctx)
     recv_bytes = (uint64_t)t->stride * t->recv_count;
     t->period = malloc(TAG_BLOCK);
     t->expect = malloc(TAG_BLOCK);
-    t->send_block = tag_buffer_alloc(ctx, t->max_size, &t->send_alloc);
-    t->recv_block = tag_buffer_alloc(ctx, (size_t)recv_bytes, &t->recv_alloc);
+    t->send_block = perf_buffer_alloc(ctx, t->max_size);
+    t->recv_block = perf_buffer_alloc(ctx, (size_t)recv_bytes);
     if (t->period == NULL || t->expect == NULL || t->send_block == NULL || t->recv_block == NULL)
         goto err_free;
     for (size_t i = 0; i < TAG_BLOCK; i++)
