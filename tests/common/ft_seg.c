@@ -61,3 +61,15 @@ void ft_seg_owner_check(ferry_worker_t *worker, int chan, unsigned s, uint64_t o
     ft_chan_send_token(chan, FT_SEG_CHECK, s, offset, length, seq);
     ft_progress_until_token(worker, chan, FT_SEG_OK, timeout_ms, &t);
 }
+
+void ft_seg_dma_poll_done(ferry_worker_t *worker, const ferry_dma_queue_t *q, int timeout_ms)
+{
+    ft_deadline_t dl = ft_deadline_in_ms(timeout_ms);
+    ferry_status_t st;
+    while (ferry_dma_state(q, &st) == FERRY_DMA_RUNNING) {
+        FT_CHECK(st == FERRY_INPROGRESS, "running state's status");
+        FT_CHECK(!ft_deadline_passed(dl), "DMA never finished");
+        ft_progress_once(worker);
+    }
+    FT_CHECK(ferry_dma_state(q, &st) == FERRY_DMA_DONE && st == FERRY_OK, "state");
+}

@@ -30,4 +30,9 @@ int ft_seg_owner(int chan, void *arg);
 void ft_seg_owner_check(ferry_worker_t *worker, int chan, unsigned s, uint64_t offset,
                         uint64_t length, uint64_t seq, int timeout_ms);
 
+/* Poll q by ferry_dma_state, progressing worker, until it leaves FERRY_DMA_RUNNING (status
+ * FERRY_INPROGRESS meanwhile); it must end FERRY_DMA_DONE with FERRY_OK. Fails the test after
+ * timeout_ms. */
+void ft_seg_dma_poll_done(ferry_worker_t *worker, const ferry_dma_queue_t *q, int timeout_ms);
+
 #endif

@@ -71,14 +71,7 @@ static void sd_one(sd_t *d, unsigned s, uint64_t offset, size_t length, void *bu
         }
         FT_CHECK_OK(d->cb_status);
     } else if (how == 1) {
-        ft_deadline_t dl = ft_deadline_in_ms(SD_TIMEOUT_MS);
-        ferry_status_t st;
-        while (ferry_dma_state(q, &st) == FERRY_DMA_RUNNING) {
-            FT_CHECK(st == FERRY_INPROGRESS, "running state's status");
-            FT_CHECK(!ft_deadline_passed(dl), "DMA never finished");
-            ft_progress_once(d->f.worker);
-        }
-        FT_CHECK(ferry_dma_state(q, &st) == FERRY_DMA_DONE && st == FERRY_OK, "state");
+        ft_seg_dma_poll_done(d->f.worker, q, SD_TIMEOUT_MS);
     } else {
         FT_CHECK_OK(ferry_dma_wait(q, SD_TIMEOUT_MS));
     }

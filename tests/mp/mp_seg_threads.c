@@ -114,14 +114,7 @@ static void st_run(st_t *d, unsigned s, const ferry_dma_entry_t *e, size_t count
         st_wait_cb(d, calls);
         FT_CHECK_OK(d->cb_status);
     } else if (how == 1) {
-        ft_deadline_t dl = ft_deadline_in_ms(ST_TIMEOUT_MS);
-        ferry_status_t st;
-        while (ferry_dma_state(q, &st) == FERRY_DMA_RUNNING) {
-            FT_CHECK(st == FERRY_INPROGRESS, "running state's status");
-            FT_CHECK(!ft_deadline_passed(dl), "DMA never finished");
-            ft_progress_once(d->f.worker);
-        }
-        FT_CHECK(ferry_dma_state(q, &st) == FERRY_DMA_DONE && st == FERRY_OK, "state");
+        ft_seg_dma_poll_done(d->f.worker, q, ST_TIMEOUT_MS);
     } else {
         FT_CHECK_OK(ferry_dma_wait(q, ST_TIMEOUT_MS));
         uint64_t wall = ft_now_ns() - t0, cpu = st_thread_cpu_ns() - cpu0;
