@@ -315,17 +315,6 @@ ferry_status_t nt_am_send(nt_job_t *job, unsigned peer, unsigned id, const void 
     return nt_send_retry(job, comp, timeout_ms, nt_try_am, &a);
 }
 
-bool nt_retry(nt_job_t *job, ferry_status_t status, uint64_t *since_ns)
-{
-    if (status != FERRY_ERR_NO_RESOURCE)
-        return false;
-    if (*since_ns == 0)
-        *since_ns = ft_now_ns();
-    FT_CHECK(nt_ms_since(*since_ns) < 60000.0, "an operation found no resource for 60 s");
-    ft_progress_once(job->worker);
-    return true;
-}
-
 static bool nt_completion_done(void *arg)
 {
     return ((const ferry_completion_t *)arg)->count == 0;

@@ -81,11 +81,6 @@ ferry_status_t nt_am_send(nt_job_t *job, unsigned peer, unsigned id, const void 
                           size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
                           ferry_completion_t *comp, int timeout_ms);
 
-/* For retry loops: false unless status is FERRY_ERR_NO_RESOURCE; then one progress call and
- * true, failing the test once the retries took longer than a minute (*since_ns: 0 at the start
- * of the loop, the time of the first retry afterwards). */
-bool nt_retry(nt_job_t *job, ferry_status_t status, uint64_t *since_ns);
-
 /* Progress until comp->count == 0 (fails after timeout_ms, naming what). */
 void nt_wait_completion(nt_job_t *job, const ferry_completion_t *comp, int timeout_ms,
                         const char *what);

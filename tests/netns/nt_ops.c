@@ -16,6 +16,7 @@
 #include "ft_check.h"
 #include "ft_pattern.h"
 #include "ft_progress.h"
+#include "ft_rma.h"
 #include "nt_job.h"
 
 #define NT_TIMEOUT_MS 60000
@@ -326,83 +327,13 @@ static void flush_ep(const char *what)
     FT_CHECK_OK(c.status);
 }
 
-/* The one-sided calls, retried (with progress) while they find no resource. */
-static ferry_status_t op_put(ferry_ep_t *ep, const void *buffer, size_t length, uint64_t offset,
-                             ferry_rkey_t *rkey, ferry_completion_t *comp)
+/* Start a one-sided operation on peer_rkey: retried (with progress) while it finds no
+ * resource (ft_rma_start); it must start, and c counts it while it is in flight. */
+static void started(ferry_ep_t *ep, ferry_rkey_t *rkey, ft_rma_op_t op, ferry_completion_t *c,
+                    const char *what)
 {
-    ferry_status_t s;
-    uint64_t since = 0;
-    do
-        s = ferry_put(ep, buffer, length, offset, rkey, comp);
-    while (nt_retry(&job, s, &since));
-    return s;
-}
-
-static ferry_status_t op_get(ferry_ep_t *ep, void *buffer, size_t length, uint64_t offset,
-                             ferry_rkey_t *rkey, ferry_completion_t *comp)
-{
-    ferry_status_t s;
-    uint64_t since = 0;
-    do
-        s = ferry_get(ep, buffer, length, offset, rkey, comp);
-    while (nt_retry(&job, s, &since));
-    return s;
-}
-
-static ferry_status_t op_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                              const ferry_remote_iov_t *remote, size_t remote_count,
-                              ferry_rkey_t *rkey, ferry_completion_t *comp)
-{
-    ferry_status_t s;
-    uint64_t since = 0;
-    do
-        s = ferry_putv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
-    while (nt_retry(&job, s, &since));
-    return s;
-}
-
-static ferry_status_t op_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                              const ferry_remote_iov_t *remote, size_t remote_count,
-                              ferry_rkey_t *rkey, ferry_completion_t *comp)
-{
-    ferry_status_t s;
-    uint64_t since = 0;
-    do
-        s = ferry_getv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
-    while (nt_retry(&job, s, &since));
-    return s;
-}
-
-static ferry_status_t op_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
-                                     size_t size, uint64_t offset, ferry_rkey_t *rkey,
-                                     ferry_completion_t *comp)
-{
-    ferry_status_t s;
-    uint64_t since = 0;
-    do
-        s = ferry_atomic_post(ep, op, value, size, offset, rkey, comp);
-    while (nt_retry(&job, s, &since));
-    return s;
-}
-
-static ferry_status_t op_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
-                                      uint64_t compare, size_t size, uint64_t offset,
-                                      ferry_rkey_t *rkey, uint64_t *result,
-                                      ferry_completion_t *comp)
-{
-    ferry_status_t s;
-    uint64_t since = 0;
-    do
-        s = ferry_atomic_fetch(ep, op, value, compare, size, offset, rkey, result, comp);
-    while (nt_retry(&job, s, &since));
-    return s;
-}
-
-static void started(ferry_status_t s, ferry_completion_t *c, const char *what)
-{
+    ferry_status_t s = ft_rma_start(job.worker, ep, rkey, &op, c, NT_TIMEOUT_MS);
     FT_CHECK(s == FERRY_OK || s == FERRY_INPROGRESS, "%s: %s", what, ferry_status_name(s));
-    if (s == FERRY_INPROGRESS)
-        c->count++;
 }
 
 static void test_put_get(void)
@@ -415,7 +346,7 @@ static void test_put_get(void)
         src[i] = malloc(put_ranges[i].length);
         ft_pattern_fill(src[i], put_ranges[i].length,
                         ft_pattern_seed(job.rank, 300 + i, put_ranges[i].length), 0);
-        started(op_put(ep, src[i], put_ranges[i].length, put_ranges[i].offset, peer_region, &c), &c,
+        started(ep, peer_region, ft_rma_put(src[i], put_ranges[i].length, put_ranges[i].offset), &c,
                 "ferry_put");
     }
     /* putv: 4 local pieces onto 2 remote ranges */
@@ -425,7 +356,7 @@ static void test_put_get(void)
     ferry_iov_t liov[4] = {
         {vsrc, pl[0]}, {vsrc + 1000, pl[1]}, {vsrc + 1007, pl[2]}, {vsrc + 71007, pl[3]}};
     ferry_remote_iov_t riov[2] = {{PUTV_BASE, 20000}, {PUTV_BASE + 40000, 54007}};
-    started(op_putv(ep, liov, 4, riov, 2, peer_region, &c), &c, "ferry_putv");
+    started(ep, peer_region, ft_rma_putv(liov, 4, riov, 2), &c, "ferry_putv");
     nt_wait_completion(&job, &c, NT_TIMEOUT_MS, "local completion of the puts");
     FT_CHECK_OK(c.status);
     flush_ep("ferry_ep_flush after the puts");
@@ -447,12 +378,12 @@ static void test_put_get(void)
     /* read it all back with get and getv */
     for (unsigned i = 0; i < PUT_COUNT; i++) {
         memset(src[i], 0, put_ranges[i].length);
-        started(op_get(ep, src[i], put_ranges[i].length, put_ranges[i].offset, peer_region, &c), &c,
+        started(ep, peer_region, ft_rma_get(src[i], put_ranges[i].length, put_ranges[i].offset), &c,
                 "ferry_get");
     }
     memset(vsrc, 0, 74007);
     ferry_iov_t giov[3] = {{vsrc, 5}, {vsrc + 5, 60000}, {vsrc + 60005, 14002}};
-    started(op_getv(ep, giov, 3, riov, 2, peer_region, &c), &c, "ferry_getv");
+    started(ep, peer_region, ft_rma_getv(giov, 3, riov, 2), &c, "ferry_getv");
     nt_wait_completion(&job, &c, NT_TIMEOUT_MS, "the gets");
     FT_CHECK_OK(c.status);
     for (unsigned i = 0; i < PUT_COUNT; i++) {
@@ -467,9 +398,9 @@ static void test_put_get(void)
     /* outside the region: refused (at once or at completion), nothing written, ep usable */
     uint64_t word = 0x1122334455667788ull;
     ferry_completion_t bad = {0};
-    ferry_status_t s = op_put(ep, &word, 8, NT_REGION - 4, peer_region, &bad);
+    ft_rma_op_t past = ft_rma_put(&word, 8, NT_REGION - 4);
+    ferry_status_t s = ft_rma_start(job.worker, ep, peer_region, &past, &bad, NT_TIMEOUT_MS);
     if (s == FERRY_INPROGRESS) {
-        bad.count++;
         nt_wait_completion(&job, &bad, NT_TIMEOUT_MS, "the refused put");
         s = bad.status;
     }
@@ -498,9 +429,8 @@ static uint64_t fetch(ferry_atomic_op_t op, uint64_t value, uint64_t compare, si
 {
     uint64_t result = ~0ull;
     ferry_completion_t c = {0};
-    started(op_atomic_fetch(job.peers[peer].ep, op, value, compare, size, offset, peer_atomic,
-                            &result, &c),
-            &c, "ferry_atomic_fetch");
+    started(job.peers[peer].ep, peer_atomic,
+            ft_rma_fetch(op, value, compare, size, offset, &result), &c, "ferry_atomic_fetch");
     nt_wait_completion(&job, &c, NT_TIMEOUT_MS, "an atomic fetch");
     FT_CHECK_OK(c.status);
     return result;
@@ -509,7 +439,7 @@ static uint64_t fetch(ferry_atomic_op_t op, uint64_t value, uint64_t compare, si
 static void post(ferry_atomic_op_t op, uint64_t value, size_t size, uint64_t offset,
                  ferry_completion_t *c)
 {
-    started(op_atomic_post(job.peers[peer].ep, op, value, size, offset, peer_atomic, c), c,
+    started(job.peers[peer].ep, peer_atomic, ft_rma_post(op, value, size, offset), c,
             "ferry_atomic_post");
 }
 
@@ -522,9 +452,8 @@ static void test_atomics(void)
     /* many fetch-adds in flight: the old values are exactly 0 .. N-1 */
     uint64_t *results = malloc(NT_FETCH_ADDS * sizeof(*results));
     for (unsigned i = 0; i < NT_FETCH_ADDS; i++)
-        started(
-            op_atomic_fetch(ep, FERRY_ATOMIC_ADD, 1, 0, 8, OFF_FADD, peer_atomic, &results[i], &c),
-            &c, "fetch-add");
+        started(ep, peer_atomic, ft_rma_fetch(FERRY_ATOMIC_ADD, 1, 0, 8, OFF_FADD, &results[i]), &c,
+                "fetch-add");
     for (unsigned i = 0; i < NT_FETCH_ADDS; i++)
         post(FERRY_ATOMIC_ADD, 3, 4, OFF_ADD32, &c);
     nt_wait_completion(&job, &c, NT_TIMEOUT_MS, "the fetch-adds and adds");
@@ -558,11 +487,11 @@ static void test_atomics(void)
     uint64_t values[100];
     for (unsigned i = 0; i < 100; i++) {
         values[i] = 0xf00d000000000000ull + i;
-        started(op_put(ep, &values[i], 8, OFF_FENCE, peer_atomic, &c), &c, "put");
+        started(ep, peer_atomic, ft_rma_put(&values[i], 8, OFF_FENCE), &c, "put");
         FT_CHECK_OK(ferry_ep_fence(ep));
     }
     uint64_t thousand = 1000;
-    started(op_put(ep, &thousand, 8, OFF_PUTADD, peer_atomic, &c), &c, "put");
+    started(ep, peer_atomic, ft_rma_put(&thousand, 8, OFF_PUTADD), &c, "put");
     FT_CHECK_OK(ferry_ep_fence(ep));
     FT_CHECK(fetch(FERRY_ATOMIC_ADD, 1, 0, 8, OFF_PUTADD) == 1000,
              "a fetch-add fenced after a put did not see the put");
