@@ -265,11 +265,18 @@ netns_link_cut() {
     esac
 }
 
+# netns_link_restore NAME: the cable back. Every host also forgets its neighbours: an ARP entry
+# that failed while the cable was cut (FAILED) makes a new connect() fail at once with
+# EHOSTUNREACH instead of resolving the address again (seen as the next test's ranks failing
+# to connect right after a cut).
 netns_link_restore() {
-    local name=$1
+    local name=$1 h
     ip -n "$(netns_ns sw)" link set "p${name#h}" up &&
         ip -n "$(netns_ns "$name")" link set eth0 up &&
-        ip -n "$(netns_ns "$name")" addr replace "$(netns_addr "$name")/24" dev eth0
+        ip -n "$(netns_ns "$name")" addr replace "$(netns_addr "$name")/24" dev eth0 || return 1
+    for h in "${NETNS_HOSTS[@]}"; do
+        ip -n "$(netns_ns "$h")" neigh flush dev eth0 2>/dev/null || true
+    done
 }
 
 # netns_loss NAME PERCENT [in|out|both]: drop PERCENT % of host NAME's IP packets at random
