@@ -16,7 +16,7 @@
  *                 read and the sender's DONE arrived: DONE(final)
  * Every step that waits (a one-sided operation, a flush, DATA the transport queued) holds the
  * transfer's `inner` completion; one that finds no room waits on the worker's retry or pump
- * list for ferry_tag_progress. */
+ * list for fy_tag_progress. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdatomic.h>
@@ -30,17 +30,17 @@
 #include "proto/tag_int.h"
 #include "wireup/ep.h"
 
-static const ferry_config_var_t rndv_thresh_var = {
+static const fy_config_var_t rndv_thresh_var = {
     .name = "FERRY_RNDV_THRESH",
     .type = FERRY_CONFIG_STRING,
     .default_value = "auto",
     .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
                    "optional k/m/g suffix); auto: the transport's max_bcopy minus the 16-byte "
                    "header (shm: 32 KiB - 16 B), at most 8 KiB - 16"};
-static const ferry_config_var_t *const rndv_thresh_reg
+static const fy_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
 
-static const ferry_config_var_t rndv_mode_var = {
+static const fy_config_var_t rndv_mode_var = {
     .name = "FERRY_RNDV_MODE",
     .type = FERRY_CONFIG_STRING,
     .default_value = "auto",
@@ -50,20 +50,20 @@ static const ferry_config_var_t rndv_mode_var = {
                    "sender writes the second), auto (split from FERRY_RNDV_SPLIT_MIN bytes where "
                    "the transport reads the peer's memory itself and cross-memory attach "
                    "works; coop otherwise and below that)"};
-static const ferry_config_var_t *const rndv_mode_reg
+static const fy_config_var_t *const rndv_mode_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_mode_var;
 
-static const ferry_config_var_t rndv_section_var = {
+static const fy_config_var_t rndv_section_var = {
     .name = "FERRY_RNDV_SECTION",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "32M",
     .description = "GET rendezvous: a sender registers its buffer this many bytes at a time "
                    "(the receiver asks for the next key with DONE, the sender answers COOKIE); "
                    "at least 4k"};
-static const ferry_config_var_t *const rndv_section_reg
+static const fy_config_var_t *const rndv_section_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_section_var;
 
-static const ferry_config_var_t rndv_split_min_var = {
+static const fy_config_var_t rndv_split_min_var = {
     .name = "FERRY_RNDV_SPLIT_MIN",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "64k",
@@ -72,10 +72,10 @@ static const ferry_config_var_t rndv_split_min_var = {
                    "coop (measured here: coop faster at 48 KiB; at 64 KiB the same bandwidth, "
                    "split with a lower latency); a receiver splits only an accepted length of at "
                    "least this"};
-static const ferry_config_var_t *const rndv_split_min_reg
+static const fy_config_var_t *const rndv_split_min_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_split_min_var;
 
-static const ferry_config_var_t rndv_null_chunk_var = {
+static const fy_config_var_t rndv_null_chunk_var = {
     .name = "FERRY_RNDV_NULL_CHUNK",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "0",
@@ -84,7 +84,7 @@ static const ferry_config_var_t rndv_null_chunk_var = {
         "shared memory (larger DATA would be fragmented and reassembled in a malloc'ed buffer: "
         "3 GB/s at 1m against 9), 1m on a stream transport (tcp reads DATA straight into the "
         "receive buffer: 6.0 GB/s at 1 MiB over loopback against 3.8 with 64k)"};
-static const ferry_config_var_t *const rndv_null_chunk_reg
+static const fy_config_var_t *const rndv_null_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_null_chunk_var;
 
 /* The eager threshold where the transport copies any size through one buffer (self). */
@@ -143,7 +143,7 @@ static bool tag_parse_size(const char *s, uint64_t *value)
     return true;
 }
 
-void tag_rndv_config(ferry_tag_worker_t *tw)
+void tag_rndv_config(fy_tag_worker_t *tw)
 {
     static atomic_int warned_thresh, warned_mode;
     const char *thresh = ferry_config_string(&rndv_thresh_var);
@@ -155,9 +155,9 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
         if (tag_parse_size(thresh, &value) && value < SIZE_MAX)
             tw->thresh_forced = (size_t)value;
         else if (atomic_exchange(&warned_thresh, 1) == 0)
-            ferry_warn("invalid FERRY_RNDV_THRESH=\"%s\": expected a size (65536, 64k) or auto; "
-                       "using auto",
-                       thresh);
+            fy_warn("invalid FERRY_RNDV_THRESH=\"%s\": expected a size (65536, 64k) or auto; "
+                    "using auto",
+                    thresh);
     }
     static const char *const names[] = {"auto", "get", "put", "coop", "null", "split"};
     tw->mode_forced = 0;
@@ -167,9 +167,9 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
             break;
         }
         if (i + 1 == FERRY_ARRAY_SIZE(names) && atomic_exchange(&warned_mode, 1) == 0)
-            ferry_warn("invalid FERRY_RNDV_MODE=\"%s\": expected get, put, coop, null, split or "
-                       "auto; using auto",
-                       mode);
+            fy_warn("invalid FERRY_RNDV_MODE=\"%s\": expected get, put, coop, null, split or "
+                    "auto; using auto",
+                    mode);
     }
     tw->section = ferry_config_size(&rndv_section_var);
     if (tw->section < 4096)
@@ -182,10 +182,10 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
         tw->null_chunk = 1u << 30;
 }
 
-const ferry_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep)
+const fy_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    for (size_t t = 0; t < ferry_transports_count && t < FERRY_TL_MAX; t++) {
-        if (ferry_transports[t] == ep->tl)
+    for (size_t t = 0; t < fy_transports_count && t < FERRY_TL_MAX; t++) {
+        if (fy_transports[t] == ep->tl)
             return &worker->context->caps[t];
     }
     return NULL;
@@ -196,7 +196,7 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     size_t max_bcopy = ep->max_bcopy != 0 ? ep->max_bcopy : TAG_EAGER_CAP;
     size_t eager = max_bcopy < TAG_EAGER_CAP ? max_bcopy : TAG_EAGER_CAP;
     size_t coop = max_bcopy < TAG_COOP_CHUNK_CAP ? max_bcopy : TAG_COOP_CHUNK_CAP;
-    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+    const fy_tl_caps_t *caps = tag_ep_caps(worker, ep);
     /* a stream (tcp): up to 1 MiB eager, without the RTS/CTS round trip, which the data queued
      * ahead of each RTS delays (the stream carries any size in one frame; an unexpected one is
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
@@ -222,7 +222,7 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
 static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
 {
     if (ep->tag.cma == 0) {
-        const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+        const fy_tl_caps_t *caps = tag_ep_caps(worker, ep);
         ep->tag.cma = -1;
         if (caps != NULL && (caps->flags & FERRY_TL_CAP_SAME_HOST) && ep->peer_pid != 0) {
             uint8_t byte;
@@ -233,9 +233,9 @@ static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
             if (n >= 0 || err == EFAULT)
                 ep->tag.cma = 1;
             else
-                ferry_info("tagged messages: cross-memory attach to pid %u is not possible "
-                           "(%s): rendezvous with it copies through shared buffers (coop)",
-                           ep->peer_pid, strerror(err));
+                fy_info("tagged messages: cross-memory attach to pid %u is not possible "
+                        "(%s): rendezvous with it copies through shared buffers (coop)",
+                        ep->peer_pid, strerror(err));
         }
     }
     return ep->tag.cma > 0;
@@ -249,7 +249,7 @@ static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
  * copy, was slower than one of them at every size measured. */
 tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
 {
-    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+    const fy_tl_caps_t *caps = tag_ep_caps(worker, ep);
     /* neither one-sided access nor shared buffers (tcp): the data streams in DATA messages */
     bool streams_only =
         caps != NULL &&
@@ -258,9 +258,9 @@ tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t
         if (worker->tag.mode_forced == TAG_RNDV_COOP && streams_only) {
             if (!ep->tag.coop_fallback_said) {
                 ep->tag.coop_fallback_said = 1;
-                ferry_info("tagged messages: FERRY_RNDV_MODE=coop needs shared buffers, which "
-                           "transport %s does not have: rendezvous with endpoint %p use null",
-                           ep->tl->name, (void *)ep);
+                fy_info("tagged messages: FERRY_RNDV_MODE=coop needs shared buffers, which "
+                        "transport %s does not have: rendezvous with endpoint %p use null",
+                        ep->tl->name, (void *)ep);
             }
             return TAG_RNDV_NULL;
         }
@@ -282,12 +282,12 @@ static bool tag_mode_reads(tag_rndv_mode_t mode)
 
 /* ------------------------------------------------------------------ shared helpers */
 
-static void tag_list_add(ferry_worker_t *worker, ferry_list_t *list, tag_obj_t *obj, bool *flag)
+static void tag_list_add(ferry_worker_t *worker, fy_list_t *list, tag_obj_t *obj, bool *flag)
 {
     if (*flag)
         return;
     *flag = true;
-    ferry_list_push_tail(list, &obj->link);
+    fy_list_push_tail(list, &obj->link);
     tag_need_progress(worker, 1);
 }
 
@@ -296,7 +296,7 @@ static void tag_list_del(ferry_worker_t *worker, tag_obj_t *obj, bool *flag)
     if (!*flag)
         return;
     *flag = false;
-    ferry_list_remove(&obj->link);
+    fy_list_remove(&obj->link);
     tag_need_progress(worker, -1);
 }
 
@@ -311,8 +311,8 @@ static size_t tag_pieces(const tag_iovs_t *iovs, const tag_cursor_t *cur, uint64
     if (count > TAG_IOV_STACK) {
         pieces = malloc(count * sizeof(*pieces));
         if (pieces == NULL) {
-            ferry_error("malloc(%zu) for %zu pieces of a tagged message failed",
-                        count * sizeof(*pieces), count);
+            fy_error("malloc(%zu) for %zu pieces of a tagged message failed",
+                     count * sizeof(*pieces), count);
             return SIZE_MAX;
         }
     }
@@ -333,7 +333,7 @@ static void *tag_cursor_at(const tag_iovs_t *iovs, const tag_cursor_t *cur)
 static void tag_send_done_msg(ferry_worker_t *worker, ferry_ep_t *ep, unsigned target, uint64_t id,
                               bool final, ferry_status_t status, uint64_t done, uint64_t reply_id)
 {
-    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_DONE};
+    tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_DONE};
     msg.u.done.version = TAG_WIRE_VERSION;
     msg.u.done.target = (uint8_t)target;
     msg.u.done.final = final ? 1 : 0;
@@ -343,8 +343,8 @@ static void tag_send_done_msg(ferry_worker_t *worker, ferry_ep_t *ep, unsigned t
     msg.u.done.reply_id = reply_id;
     ferry_status_t sent = tag_ctl_send(worker, ep, &msg);
     if (sent != FERRY_OK)
-        ferry_debug("tagged messages: DONE to endpoint %p not sent: %s", (void *)ep,
-                    ferry_status_string(sent));
+        fy_debug("tagged messages: DONE to endpoint %p not sent: %s", (void *)ep,
+                 ferry_status_string(sent));
 }
 
 static ferry_status_t tag_recv_final_status(const tag_recv_t *recv)
@@ -376,7 +376,7 @@ static void tag_send_abort(tag_send_t *send, ferry_status_t status)
 
 void tag_rndv_send_release(tag_send_t *send)
 {
-    ferry_tag_worker_t *tw = &send->worker->tag;
+    fy_tag_worker_t *tw = &send->worker->tag;
     tag_list_del(send->worker, &send->obj, &send->in_list);
     if (send->mem != NULL) {
         ferry_mem_deregister(send->mem);
@@ -394,7 +394,7 @@ void tag_rndv_send_release(tag_send_t *send)
 
 void tag_rndv_recv_release(tag_recv_t *recv)
 {
-    ferry_tag_worker_t *tw = &recv->worker->tag;
+    fy_tag_worker_t *tw = &recv->worker->tag;
     tag_list_del(recv->worker, &recv->obj, &recv->in_retry);
     if (recv->mem != NULL) {
         ferry_mem_deregister(recv->mem);
@@ -434,9 +434,9 @@ static ferry_status_t tag_send_register_section(tag_send_t *send,
     if (pieces != stack)
         free(pieces);
     if (status != FERRY_OK) {
-        ferry_debug("tagged messages: registering %llu bytes (%zu pieces) for a GET rendezvous "
-                    "failed: %s",
-                    (unsigned long long)bytes, count, ferry_status_string(status));
+        fy_debug("tagged messages: registering %llu bytes (%zu pieces) for a GET rendezvous "
+                 "failed: %s",
+                 (unsigned long long)bytes, count, ferry_status_string(status));
         return status;
     }
     status = ferry_rkey_pack(mem, &packed, &packed_length);
@@ -458,8 +458,8 @@ static ferry_status_t tag_send_register_section(tag_send_t *send,
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
                              size_t iovcnt, uint64_t length, uint64_t tag, ferry_completion_t *comp)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
-    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_RTS};
+    fy_tag_worker_t *tw = &worker->tag;
+    tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_RTS};
     uint8_t header[sizeof(tag_wire_rts_t)];
     ferry_status_t status;
     tag_send_t *send = tag_send_alloc(worker);
@@ -488,21 +488,21 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
         if (status == FERRY_OK) {
             msg.u.rts.section = send->section_len;
         } else {
-            ferry_info("tagged messages: the GET rendezvous of %llu bytes could not register its "
-                       "buffer (%s); it uses COOP",
-                       (unsigned long long)length, ferry_status_string(status));
+            fy_info("tagged messages: the GET rendezvous of %llu bytes could not register its "
+                    "buffer (%s); it uses COOP",
+                    (unsigned long long)length, ferry_status_string(status));
             send->mode = TAG_RNDV_COOP;
         }
     }
     msg.u.rts.mode = (uint8_t)send->mode;
-    ferry_trace("tagged messages: RTS for %llu bytes (tag 0x%llx) to endpoint %p, mode %u, first "
-                "section %llu",
-                (unsigned long long)length, (unsigned long long)tag, (void *)ep, send->mode,
-                (unsigned long long)msg.u.rts.section);
+    fy_trace("tagged messages: RTS for %llu bytes (tag 0x%llx) to endpoint %p, mode %u, first "
+             "section %llu",
+             (unsigned long long)length, (unsigned long long)tag, (void *)ep, send->mode,
+             (unsigned long long)msg.u.rts.section);
     send->state = tag_mode_reads(send->mode) ? TAG_SEND_WAIT_DONE : TAG_SEND_WAIT_CTS;
     tag_wire_encode(&msg, header);
-    status = ferry_am_send_internal(ep, FERRY_AM_ID_TAG_RTS, header, sizeof(tag_wire_rts_t), NULL,
-                                    0, NULL);
+    status =
+        fy_am_send_internal(ep, FY_AM_ID_TAG_RTS, header, sizeof(tag_wire_rts_t), NULL, 0, NULL);
     if (status != FERRY_OK && status != FERRY_INPROGRESS)
         goto err_release;
     return FERRY_INPROGRESS;
@@ -517,7 +517,7 @@ err_put:
 
 static void tag_send_inner_cb(ferry_completion_t *comp)
 {
-    tag_send_t *send = ferry_container_of(comp, tag_send_t, inner);
+    tag_send_t *send = fy_container_of(comp, tag_send_t, inner);
     ferry_status_t status = comp->status;
 
     send->inner_busy = false;
@@ -650,7 +650,7 @@ static uint64_t tag_null_chunk(ferry_worker_t *worker, ferry_ep_t *ep)
 {
     if (worker->tag.null_chunk != 0)
         return worker->tag.null_chunk;
-    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+    const fy_tl_caps_t *caps = tag_ep_caps(worker, ep);
     if (caps != NULL && (caps->flags & (FERRY_TL_CAP_SAME_HOST | FERRY_TL_CAP_SAME_WORKER)))
         return ep->tag.chunk; /* one buffer of the transport: never fragmented */
     return 1u << 20;          /* a stream: the transport places DATA in the receive buffer */
@@ -671,15 +671,15 @@ static unsigned tag_send_pump(tag_send_t *send)
         uint64_t left = send->accepted - send->sent, bytes;
         size_t count = tag_cursor_pieces(&send->buf, &send->cursor, left < chunk ? left : chunk,
                                          pieces, TAG_IOV_STACK, &bytes);
-        tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_DATA};
+        tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_DATA};
         uint8_t header[sizeof(tag_wire_data_t)];
         msg.u.data.version = TAG_WIRE_VERSION;
         msg.u.data.recv_id = send->recv_id;
         msg.u.data.offset = send->sent;
         tag_wire_encode(&msg, header);
         send->inner.count++;
-        ferry_status_t status = ferry_am_send_internal(ep, FERRY_AM_ID_TAG_DATA, header,
-                                                       sizeof(header), pieces, count, &send->inner);
+        ferry_status_t status = fy_am_send_internal(ep, FY_AM_ID_TAG_DATA, header,
+                                                    sizeof(header), pieces, count, &send->inner);
         if (status != FERRY_INPROGRESS)
             send->inner.count--;
         if (status == FERRY_ERR_NO_RESOURCE) {
@@ -802,14 +802,14 @@ static void tag_recv_inner_cb(ferry_completion_t *comp);
 
 static void tag_recv_send_cts(tag_recv_t *recv, tag_rndv_mode_t mode, const uint8_t *key)
 {
-    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_CTS};
+    tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_CTS};
     msg.u.cts.version = TAG_WIRE_VERSION;
     msg.u.cts.mode = (uint8_t)mode;
     msg.u.cts.send_id = recv->send_id;
     msg.u.cts.recv_id = recv->id;
     msg.u.cts.length = recv->accepted;
-    ferry_trace("tagged messages: CTS mode %u (RTS mode %u) for %llu of %llu bytes", mode,
-                recv->mode, (unsigned long long)recv->accepted, (unsigned long long)recv->length);
+    fy_trace("tagged messages: CTS mode %u (RTS mode %u) for %llu of %llu bytes", mode, recv->mode,
+             (unsigned long long)recv->accepted, (unsigned long long)recv->length);
     if (key != NULL)
         memcpy(msg.u.cts.rkey, key, RKEY_PACKED_SIZE);
     recv->mode = mode;
@@ -882,9 +882,9 @@ static void tag_recv_put_start(tag_recv_t *recv)
         return;
     }
     if (status != FERRY_OK) {
-        ferry_info("tagged messages: a PUT rendezvous could not register the %llu-byte receive "
-                   "buffer (%zu pieces: %s); it uses COOP",
-                   (unsigned long long)recv->accepted, count, ferry_status_string(status));
+        fy_info("tagged messages: a PUT rendezvous could not register the %llu-byte receive "
+                "buffer (%zu pieces: %s); it uses COOP",
+                (unsigned long long)recv->accepted, count, ferry_status_string(status));
         tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL);
         return;
     }
@@ -896,7 +896,7 @@ static void tag_recv_put_start(tag_recv_t *recv)
  * register) we read it all as GET. Returns false when the receive ended (CTS not sent). */
 static bool tag_recv_split_start(tag_recv_t *recv)
 {
-    ferry_tag_worker_t *tw = &recv->worker->tag;
+    fy_tag_worker_t *tw = &recv->worker->tag;
     uint64_t split = (recv->accepted / 2) & ~(uint64_t)4095;
     uint8_t key[RKEY_PACKED_SIZE];
     size_t count;
@@ -910,10 +910,9 @@ static bool tag_recv_split_start(tag_recv_t *recv)
         return false;
     }
     if (status != FERRY_OK) {
-        ferry_debug("tagged messages: a SPLIT rendezvous could not register the last %llu bytes "
-                    "of the receive buffer (%zu pieces: %s); it reads all as GET",
-                    (unsigned long long)(recv->accepted - split), count,
-                    ferry_status_string(status));
+        fy_debug("tagged messages: a SPLIT rendezvous could not register the last %llu bytes "
+                 "of the receive buffer (%zu pieces: %s); it reads all as GET",
+                 (unsigned long long)(recv->accepted - split), count, ferry_status_string(status));
         return true;
     }
     recv->split = true;
@@ -1032,7 +1031,7 @@ static bool tag_recv_get_issue(tag_recv_t *recv)
 
 static void tag_recv_inner_cb(ferry_completion_t *comp)
 {
-    tag_recv_t *recv = ferry_container_of(comp, tag_recv_t, inner);
+    tag_recv_t *recv = fy_container_of(comp, tag_recv_t, inner);
     recv->inner_busy = false;
     if (recv->state == TAG_RECV_FINISHED) {
         if (recv->rkey != NULL) {
@@ -1150,7 +1149,7 @@ void *tag_rndv_place_data(void *arg, ferry_ep_t *ep, const void *header, size_t 
     ferry_worker_t *worker = arg;
     tag_wire_msg_t msg;
     const char *why;
-    if (tag_wire_decode(FERRY_AM_ID_TAG_DATA, header, header_length, length, &msg, &why) !=
+    if (tag_wire_decode(FY_AM_ID_TAG_DATA, header, header_length, length, &msg, &why) !=
         FERRY_OK)
         return NULL; /* refused again, and warned about, when delivered */
     tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, msg.u.data.recv_id);
@@ -1261,7 +1260,7 @@ static void tag_rndv_on_done_send(ferry_worker_t *worker, ferry_ep_t *ep,
     ferry_mem_deregister(send->mem);
     send->mem = NULL;
     send->sent = done->done;
-    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_COOKIE};
+    tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_COOKIE};
     ferry_status_t status = tag_send_register_section(send, msg.u.cookie.rkey);
     if (status != FERRY_OK) {
         tag_send_abort(send, status);
@@ -1271,9 +1270,9 @@ static void tag_rndv_on_done_send(ferry_worker_t *worker, ferry_ep_t *ep,
     msg.u.cookie.recv_id = send->recv_id;
     msg.u.cookie.offset = send->section_off;
     msg.u.cookie.length = send->section_len;
-    ferry_trace("tagged messages: COOKIE for [%llu, +%llu) of send id 0x%llx",
-                (unsigned long long)send->section_off, (unsigned long long)send->section_len,
-                (unsigned long long)send->id);
+    fy_trace("tagged messages: COOKIE for [%llu, +%llu) of send id 0x%llx",
+             (unsigned long long)send->section_off, (unsigned long long)send->section_len,
+             (unsigned long long)send->id);
     status = tag_ctl_send(worker, ep, &msg);
     if (status != FERRY_OK)
         tag_send_finish(send, status);
@@ -1311,16 +1310,16 @@ void tag_rndv_on_cookie(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_c
 
 unsigned tag_rndv_progress(ferry_worker_t *worker)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
-    ferry_list_link_t *link;
-    ferry_list_t again;
+    fy_tag_worker_t *tw = &worker->tag;
+    fy_list_link_t *link;
+    fy_list_t again;
     unsigned count = 0;
 
-    if (!ferry_list_is_empty(&tw->retry)) {
-        ferry_list_init(&again);
-        ferry_list_splice_tail(&again, &tw->retry);
-        while ((link = ferry_list_pop_head(&again)) != NULL) {
-            tag_obj_t *obj = ferry_container_of(link, tag_obj_t, link);
+    if (!fy_list_is_empty(&tw->retry)) {
+        fy_list_init(&again);
+        fy_list_splice_tail(&again, &tw->retry);
+        while ((link = fy_list_pop_head(&again)) != NULL) {
+            tag_obj_t *obj = fy_container_of(link, tag_obj_t, link);
             tag_need_progress(worker, -1);
             if (obj->magic == TAG_MAGIC_RECV) {
                 tag_recv_t *recv = (tag_recv_t *)obj;
@@ -1336,11 +1335,11 @@ unsigned tag_rndv_progress(ferry_worker_t *worker)
             }
         }
     }
-    if (!ferry_list_is_empty(&tw->pump)) {
-        ferry_list_init(&again);
-        ferry_list_splice_tail(&again, &tw->pump);
-        while ((link = ferry_list_pop_head(&again)) != NULL) {
-            tag_send_t *send = (tag_send_t *)ferry_container_of(link, tag_obj_t, link);
+    if (!fy_list_is_empty(&tw->pump)) {
+        fy_list_init(&again);
+        fy_list_splice_tail(&again, &tw->pump);
+        while ((link = fy_list_pop_head(&again)) != NULL) {
+            tag_send_t *send = (tag_send_t *)fy_container_of(link, tag_obj_t, link);
             send->in_list = false;
             tag_need_progress(worker, -1);
             count += tag_send_pump(send);
@@ -1351,7 +1350,7 @@ unsigned tag_rndv_progress(ferry_worker_t *worker)
 
 void tag_rndv_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t status)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = &worker->tag;
     for (uint32_t i = 0; i < tw->send_table.capacity; i++) {
         tag_send_t *send = tw->send_table.slots[i];
         if (send != NULL && send->ep == ep)

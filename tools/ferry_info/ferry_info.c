@@ -92,10 +92,10 @@ static void info_cleanup(info_t *info)
 
 /* ---------------------------------------------------------------- helpers */
 
-static const ferry_config_var_t *info_config_find(const char *name)
+static const fy_config_var_t *info_config_find(const char *name)
 {
-    const ferry_config_var_t *const *vars;
-    size_t count = ferry_config_vars(&vars);
+    const fy_config_var_t *const *vars;
+    size_t count = fy_config_vars(&vars);
     for (size_t i = 0; i < count; i++) {
         if (strcmp(vars[i]->name, name) == 0)
             return vars[i];
@@ -105,7 +105,7 @@ static const ferry_config_var_t *info_config_find(const char *name)
 
 const char *info_transports_setting(void)
 {
-    const ferry_config_var_t *var = info_config_find("FERRY_TRANSPORTS");
+    const fy_config_var_t *var = info_config_find("FERRY_TRANSPORTS");
     if (var != NULL)
         return ferry_config_string(var);
     const char *value = getenv("FERRY_TRANSPORTS");
@@ -193,7 +193,7 @@ int info_show_version(info_t *info)
 
 /* ---------------------------------------------------------------- -c */
 
-static const char *info_config_type_name(ferry_config_type_t type)
+static const char *info_config_type_name(fy_config_type_t type)
 {
     switch (type) {
     case FERRY_CONFIG_BOOL:
@@ -209,7 +209,7 @@ static const char *info_config_type_name(ferry_config_type_t type)
 }
 
 /* The value in effect, as text (bool: yes/no). */
-static void info_config_value_text(const ferry_config_var_t *var, char *buffer, size_t length)
+static void info_config_value_text(const fy_config_var_t *var, char *buffer, size_t length)
 {
     switch (var->type) {
     case FERRY_CONFIG_BOOL:
@@ -228,7 +228,7 @@ static void info_config_value_text(const ferry_config_var_t *var, char *buffer, 
     snprintf(buffer, length, "?");
 }
 
-static void info_config_value_json(info_t *info, const ferry_config_var_t *var)
+static void info_config_value_json(info_t *info, const fy_config_var_t *var)
 {
     switch (var->type) {
     case FERRY_CONFIG_BOOL:
@@ -248,7 +248,7 @@ static void info_config_value_json(info_t *info, const ferry_config_var_t *var)
 }
 
 /* FERRY_* environment variables that are not registered (the library warns about them too). */
-static void info_config_unknown(info_t *info, const ferry_config_var_t *const *vars, size_t count)
+static void info_config_unknown(info_t *info, const fy_config_var_t *const *vars, size_t count)
 {
     static const char prefix[] = "FERRY_";
     const char **names = malloc((count ? count : 1) * sizeof(*names));
@@ -272,7 +272,7 @@ static void info_config_unknown(info_t *info, const ferry_config_var_t *const *v
         char *name = strndup(entry, len);
         if (name == NULL)
             continue;
-        const char *closest = names != NULL ? ferry_closest_name(name, names, count) : NULL;
+        const char *closest = names != NULL ? fy_closest_name(name, names, count) : NULL;
         if (info->json_mode) {
             info_json_object_begin(&info->json, NULL);
             info_json_string(&info->json, "name", name);
@@ -294,8 +294,8 @@ static void info_config_unknown(info_t *info, const ferry_config_var_t *const *v
 
 int info_show_config(info_t *info)
 {
-    const ferry_config_var_t *const *vars;
-    size_t count = ferry_config_vars(&vars);
+    const fy_config_var_t *const *vars;
+    size_t count = fy_config_vars(&vars);
 
     if (info->json_mode) {
         info_json_object_begin(&info->json, "config");
@@ -306,7 +306,7 @@ int info_show_config(info_t *info)
                count);
     }
     for (size_t i = 0; i < count; i++) {
-        const ferry_config_var_t *var = vars[i];
+        const fy_config_var_t *var = vars[i];
         const char *env = getenv(var->name);
         bool from_env = env != NULL && env[0] != '\0';
         if (info->json_mode) {

@@ -38,9 +38,9 @@ typedef struct info_check {
 } info_check_t;
 
 typedef struct info_tl_verdict {
-    const ferry_tl_ops_t *ops;
-    const ferry_address_record_t *record; /* the address's record for it, or NULL */
-    bool reachable;                       /* what reachable() says */
+    const fy_tl_ops_t *ops;
+    const fy_address_record_t *record; /* the address's record for it, or NULL */
+    bool reachable;                    /* what reachable() says */
     unsigned check_count;
     info_check_t checks[INFO_CHECKS_MAX];
     char note[256]; /* a remark ("" when none) */
@@ -104,25 +104,25 @@ static void info_boot_id_text(const uint8_t boot_id[16], char *buffer, size_t le
              hex + 20);
 }
 
-static const ferry_tl_ops_t *info_transport_by_id(uint8_t id, size_t *index_p)
+static const fy_tl_ops_t *info_transport_by_id(uint8_t id, size_t *index_p)
 {
-    for (size_t i = 0; i < ferry_transports_count; i++) {
-        if (ferry_transports[i]->id == id) {
+    for (size_t i = 0; i < fy_transports_count; i++) {
+        if (fy_transports[i]->id == id) {
             if (index_p != NULL)
                 *index_p = i;
-            return ferry_transports[i];
+            return fy_transports[i];
         }
     }
     return NULL;
 }
 
-static bool info_is_shm(const ferry_tl_ops_t *ops)
+static bool info_is_shm(const fy_tl_ops_t *ops)
 {
     return strcmp(ops->name, "shm") == 0;
 }
 
 /* The shm record in a parsed address, if it has the right size. */
-static bool info_shm_record(const ferry_address_record_t *record, shm_record_t *rec)
+static bool info_shm_record(const fy_address_record_t *record, shm_record_t *rec)
 {
     if (record == NULL || record->length != sizeof(*rec))
         return false;
@@ -167,8 +167,8 @@ static void info_check_u64(info_tl_verdict_t *v, const char *key, const char *wh
     snprintf(check->here, sizeof(check->here), "%" PRIu64, here);
 }
 
-static void info_check_host(info_tl_verdict_t *v, const ferry_host_id_t *address,
-                            const ferry_host_id_t *here)
+static void info_check_host(info_tl_verdict_t *v, const fy_host_id_t *address,
+                            const fy_host_id_t *here)
 {
     info_check_t *check =
         info_check_add(v, "boot_id", "boot id",
@@ -183,7 +183,7 @@ static void info_check_host(info_tl_verdict_t *v, const ferry_host_id_t *address
 }
 
 /* The tcp record in text: "port P: a.b.c.d, x::y". */
-static void info_tcp_record_text(const ferry_address_record_t *r, char *buffer, size_t length)
+static void info_tcp_record_text(const fy_address_record_t *r, char *buffer, size_t length)
 {
     tcp_record_t rec;
     if (!tcp_record_decode(r->data, r->length, &rec)) {
@@ -201,8 +201,8 @@ static void info_tcp_record_text(const ferry_address_record_t *r, char *buffer, 
 
 /* tcp: the record parses; a peer on this host (same boot id and network namespace) is reached
  * over loopback, another host only through a non-loopback address. */
-static void info_tcp_checks(info_tl_verdict_t *v, const ferry_address_t *peer,
-                            const ferry_host_id_t *here)
+static void info_tcp_checks(info_tl_verdict_t *v, const fy_address_t *peer,
+                            const fy_host_id_t *here)
 {
     tcp_record_t rec;
     bool valid = tcp_record_decode(v->record->data, v->record->length, &rec);
@@ -214,7 +214,7 @@ static void info_tcp_checks(info_tl_verdict_t *v, const ferry_address_t *peer,
     }
     if (!valid)
         return;
-    bool same = ferry_host_id_equal(&peer->host, here);
+    bool same = fy_host_id_equal(&peer->host, here);
     unsigned remote = 0;
     for (unsigned i = 0; i < rec.count; i++) {
         const tcp_record_addr_t *a = &rec.addrs[i];
@@ -234,15 +234,15 @@ static void info_tcp_checks(info_tl_verdict_t *v, const ferry_address_t *peer,
     }
 }
 
-static void info_verdict(ferry_worker_t *worker, unsigned t, const ferry_address_t *peer,
-                         const ferry_address_t *own, info_tl_verdict_t *v)
+static void info_verdict(ferry_worker_t *worker, unsigned t, const fy_address_t *peer,
+                         const fy_address_t *own, info_tl_verdict_t *v)
 {
-    const ferry_tl_ops_t *ops = ferry_transports[t];
+    const fy_tl_ops_t *ops = fy_transports[t];
     unsigned flags = worker->context->caps[t].flags;
 
     memset(v, 0, sizeof(*v));
     v->ops = ops;
-    v->record = ferry_address_find(peer, ops->id);
+    v->record = fy_address_find(peer, ops->id);
     if (v->record == NULL)
         return;
     v->reachable = ops->reachable(worker->tl[t], peer, v->record->data, v->record->length);
@@ -266,7 +266,7 @@ static void info_verdict(ferry_worker_t *worker, unsigned t, const ferry_address
             snprintf(check->here, sizeof(check->here), "%zu", sizeof(shm_record_t));
         }
         if (info_shm_record(v->record, &peer_rec)) {
-            uint32_t here_uid = info_shm_record(ferry_address_find(own, ops->id), &own_rec)
+            uint32_t here_uid = info_shm_record(fy_address_find(own, ops->id), &own_rec)
                                     ? own_rec.uid
                                     : (uint32_t)getuid();
             info_check_u64(v, "uid", "uid", peer_rec.uid, here_uid);
@@ -289,7 +289,7 @@ static void info_verdict(ferry_worker_t *worker, unsigned t, const ferry_address
 
 /* ---------------------------------------------------------------- output */
 
-static void info_address_json(info_json_t *json, const char *key, const ferry_address_t *a,
+static void info_address_json(info_json_t *json, const char *key, const fy_address_t *a,
                               bool with_records)
 {
     char text[64];
@@ -307,8 +307,8 @@ static void info_address_json(info_json_t *json, const char *key, const ferry_ad
     if (with_records) {
         info_json_array_begin(json, "records");
         for (unsigned i = 0; i < a->record_count; i++) {
-            const ferry_address_record_t *r = &a->records[i];
-            const ferry_tl_ops_t *ops = info_transport_by_id(r->transport_id, NULL);
+            const fy_address_record_t *r = &a->records[i];
+            const fy_tl_ops_t *ops = info_transport_by_id(r->transport_id, NULL);
             shm_record_t rec;
             info_json_object_begin(json, NULL);
             info_json_uint(json, "id", r->transport_id);
@@ -325,7 +325,7 @@ static void info_address_json(info_json_t *json, const char *key, const ferry_ad
     info_json_object_end(json);
 }
 
-static void info_address_text(const char *path, size_t length, const ferry_address_t *a)
+static void info_address_text(const char *path, size_t length, const fy_address_t *a)
 {
     char boot[40];
 
@@ -338,8 +338,8 @@ static void info_address_text(const char *path, size_t length, const ferry_addre
     if (a->record_count == 0)
         printf(" none");
     for (unsigned i = 0; i < a->record_count; i++) {
-        const ferry_address_record_t *r = &a->records[i];
-        const ferry_tl_ops_t *ops = info_transport_by_id(r->transport_id, NULL);
+        const fy_address_record_t *r = &a->records[i];
+        const fy_tl_ops_t *ops = info_transport_by_id(r->transport_id, NULL);
         shm_record_t rec;
         printf("%s %s (id %u, %u bytes", i ? "," : "", ops != NULL ? ops->name : "unknown",
                r->transport_id, r->length);
@@ -405,19 +405,19 @@ static void info_verdict_text(const info_tl_verdict_t *v)
 }
 
 /* Records of the address that no transport enabled here will look at. */
-static void info_ignored_records(info_t *info, ferry_worker_t *worker, const ferry_address_t *peer)
+static void info_ignored_records(info_t *info, ferry_worker_t *worker, const fy_address_t *peer)
 {
     bool any = false;
 
     if (info->json_mode)
         info_json_array_begin(&info->json, "ignored_records");
     for (unsigned i = 0; i < peer->record_count; i++) {
-        const ferry_address_record_t *r = &peer->records[i];
+        const fy_address_record_t *r = &peer->records[i];
         size_t index = 0;
-        const ferry_tl_ops_t *ops = info_transport_by_id(r->transport_id, &index);
+        const fy_tl_ops_t *ops = info_transport_by_id(r->transport_id, &index);
         char reason[128];
         if (ops != NULL && index < FERRY_TL_MAX && worker->tl[index] != NULL) {
-            if (ferry_address_find(peer, r->transport_id) == r)
+            if (fy_address_find(peer, r->transport_id) == r)
                 continue; /* looked at */
             snprintf(reason, sizeof(reason), "a second record for %s (only the first counts)",
                      ops->name);
@@ -464,7 +464,7 @@ int info_show_endpoint(info_t *info, const char *path)
 {
     char error[512];
     size_t length = 0;
-    ferry_address_t peer, own;
+    fy_address_t peer, own;
     ferry_status_t status;
     int result;
 
@@ -478,11 +478,11 @@ int info_show_endpoint(info_t *info, const char *path)
     if (info->json_mode)
         info_json_uint(&info->json, "length", length);
 
-    status = ferry_address_parse(blob, length, &peer);
+    status = fy_address_parse(blob, length, &peer);
     if (status != FERRY_OK) {
         snprintf(error, sizeof(error),
                  "%zu bytes, not a valid worker address: %s (the warning of "
-                 "ferry_address_parse on stderr says what is wrong)",
+                 "fy_address_parse on stderr says what is wrong)",
                  length, ferry_status_string(status));
         result = info_endpoint_fail(info, path, ferry_status_name(status), error);
         free(blob);
@@ -501,12 +501,12 @@ int info_show_endpoint(info_t *info, const char *path)
         free(blob);
         return result;
     }
-    if (ferry_address_parse(worker->address, worker->address_length, &own) != FERRY_OK)
+    if (fy_address_parse(worker->address, worker->address_length, &own) != FERRY_OK)
         memset(&own, 0, sizeof(own)); /* cannot happen: then no own record is found */
 
     if (info->json_mode) {
         info_address_json(&info->json, "address", &peer, true);
-        ferry_address_t here = own;
+        fy_address_t here = own;
         here.worker_uuid = worker->uuid;
         here.host = worker->context->host;
         here.pid = (uint32_t)getpid();
@@ -519,7 +519,7 @@ int info_show_endpoint(info_t *info, const char *path)
                info_transports_setting());
     }
 
-    const ferry_tl_ops_t *selected = NULL;
+    const fy_tl_ops_t *selected = NULL;
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         info_tl_verdict_t v;
         info_verdict(worker, worker->tl_active[i], &peer, &own, &v);

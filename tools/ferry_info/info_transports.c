@@ -12,9 +12,9 @@
 #include "wireup/context.h"
 
 typedef struct info_tl {
-    const ferry_tl_ops_t *ops;
+    const fy_tl_ops_t *ops;
     ferry_status_t query_status;
-    ferry_tl_caps_t caps;
+    fy_tl_caps_t caps;
     bool usable;        /* query() succeeded */
     bool enabled;       /* the context enabled it */
     char reason[384];   /* why it is not enabled ("" when enabled) */
@@ -29,7 +29,7 @@ static void info_tl_gather(info_t *info, size_t index, info_tl_t *tl)
     char why[256] = "";
 
     memset(tl, 0, sizeof(*tl));
-    tl->ops = ferry_transports[index];
+    tl->ops = fy_transports[index];
     tl->query_status = tl->ops->query(&tl->caps, why, sizeof(why));
     tl->usable = tl->query_status == FERRY_OK;
     if (!tl->usable) {
@@ -137,7 +137,7 @@ int info_show_transports(info_t *info)
         }
         info_json_object_end(json);
         info_json_array_begin(json, "list");
-        for (size_t i = 0; i < ferry_transports_count; i++) {
+        for (size_t i = 0; i < fy_transports_count; i++) {
             info_tl_gather(info, i, &tl);
             info_tl_json(info, &tl);
         }
@@ -147,7 +147,7 @@ int info_show_transports(info_t *info)
     }
 
     printf("transports (in order of preference; FERRY_TRANSPORTS=%s):\n", setting);
-    for (size_t i = 0; i < ferry_transports_count; i++) {
+    for (size_t i = 0; i < fy_transports_count; i++) {
         info_tl_gather(info, i, &tl);
         info_tl_text(&tl);
     }
