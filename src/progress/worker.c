@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/time.h"
+#include "wireup/address.h"
 #include "wireup/ep.h"
 
 static const fy_config_var_t worker_spin_var = {
@@ -109,6 +110,16 @@ static void worker_disarm(ferry_worker_t *worker)
     }
 }
 
+static unsigned worker_progress_modules(ferry_worker_t *worker)
+{
+    unsigned count = 0;
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        if ((worker->module_progress & (1u << m)) && fy_modules[m]->progress != NULL)
+            count += fy_modules[m]->progress(worker);
+    }
+    return count;
+}
+
 FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
 {
     unsigned count = 0;
@@ -118,12 +129,8 @@ FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
         if (fy_transports[t]->poll != NULL && !(worker->tl_poll_skip & (1u << t)))
             count += fy_transports[t]->poll(worker->tl[t]);
     }
-    if (fy_unlikely(worker->rma.need_progress > 0))
-        count += fy_rma_progress(worker); /* sends that waited for room */
-    if (fy_unlikely(worker->tag.need_progress > 0))
-        count += fy_tag_progress(worker); /* tagged transfers that waited for room */
-    if (fy_unlikely(worker->seg.need_progress > 0))
-        count += fy_segment_progress(worker); /* segment messages, DMA queues, timeouts */
+    if (fy_unlikely(worker->module_progress != 0))
+        count += worker_progress_modules(worker); /* what waited for room, timeouts */
     if (fy_unlikely(worker->armed)) {
         worker_disarm(worker);
         count += worker_poll_fds(worker, 0, NULL);
@@ -151,14 +158,13 @@ FERRY_EXPORT ferry_status_t ferry_worker_arm(ferry_worker_t *worker)
 {
     if (worker == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    /* one-sided requests or replies waiting for room must not sleep: the peer that frees it
-     * does not signal us */
-    if (!fy_list_is_empty(&worker->deferred) || worker->rma.need_progress > 0)
+    if (!fy_list_is_empty(&worker->deferred))
         return FERRY_ERR_BUSY;
-    /* a tagged one-sided step refused for lack of room is retried by progress only (control
-     * messages and DATA refused by a transport are woken by that transport) */
-    if (!fy_list_is_empty(&worker->tag.retry))
-        return FERRY_ERR_BUSY;
+    /* work that only a module's progress moves on: no peer will signal it */
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        if (fy_modules[m]->busy != NULL && fy_modules[m]->busy(worker))
+            return FERRY_ERR_BUSY;
+    }
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
         if (fy_transports[t]->arm != NULL &&
@@ -240,6 +246,30 @@ static ferry_status_t worker_build_address(ferry_worker_t *worker)
                             (uint32_t)getpid(), records);
     fy_address_finish(worker->address, (uint16_t)offset);
     worker->address_length = offset;
+    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+        fy_tl_local_t *local = &worker->tl_local[worker->tl_active[i]];
+        local->address = worker->address;
+        local->address_length = worker->address_length;
+    }
+    return FERRY_OK;
+}
+
+/* Clean up the modules that were initialized, in list order. */
+static void worker_cleanup_modules(ferry_worker_t *worker, size_t count)
+{
+    for (size_t m = 0; m < count; m++)
+        fy_modules[m]->cleanup(worker);
+}
+
+static ferry_status_t worker_init_modules(ferry_worker_t *worker)
+{
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        ferry_status_t status = fy_modules[m]->init(worker, &worker->module_state[m]);
+        if (status != FERRY_OK) {
+            worker_cleanup_modules(worker, m);
+            return status;
+        }
+    }
     return FERRY_OK;
 }
 
@@ -272,9 +302,6 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
         worker->params = *params;
     fy_list_init(&worker->eps);
     fy_list_init(&worker->deferred);
-    fy_rma_worker_init(worker);     /* allocates nothing */
-    fy_tag_init(worker);            /* allocates nothing */
-    fy_segment_worker_init(worker); /* allocates nothing */
     worker->wait_spin_ns = ferry_config_size(&worker_spin_var) * 1000u;
     if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {
         fy_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
@@ -292,12 +319,21 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
     for (size_t t = 0; t < fy_transports_count; t++) {
         if (!context->enabled[t])
             continue;
-        status = fy_transports[t]->init(worker, &worker->tl[t]);
+        worker->tl_local[t] = (fy_tl_local_t){.worker_uuid = worker->uuid,
+                                              .host = context->host,
+                                              .caps = context->caps[t],
+                                              .keytable_fd = context->mem.keytable_fd,
+                                              .poll_skip = &worker->tl_poll_skip,
+                                              .poll_bit = 1u << t};
+        status = fy_transports[t]->init(worker, &worker->tl_local[t], &worker->tl[t]);
         if (status != FERRY_OK)
             goto err_finalize_transports;
         worker->tl_active[worker->tl_active_count++] = (unsigned)t;
     }
     status = worker_build_address(worker);
+    if (status != FERRY_OK)
+        goto err_finalize_transports;
+    status = worker_init_modules(worker);
     if (status != FERRY_OK)
         goto err_finalize_transports;
     context->worker_count++;
@@ -320,9 +356,7 @@ FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
     worker_run_deferred(worker); /* canceled operations report to their completions */
     worker_finalize_transports(worker);
     worker_run_deferred(worker);
-    fy_rma_worker_cleanup(worker);
-    fy_tag_cleanup(worker); /* after the one-sided layer completed what tagged transfers used */
-    fy_segment_worker_cleanup(worker); /* segments, remote segments, DMA queues left */
+    worker_cleanup_modules(worker, fy_modules_count);
     close(worker->epoll_fd);
     worker->context->worker_count--;
     free(worker);

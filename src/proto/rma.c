@@ -53,7 +53,7 @@ static void rma_notify_cb(fy_deferred_t *self);
 
 static rma_req_t *rma_req_get(ferry_worker_t *worker)
 {
-    fy_list_link_t *link = fy_list_pop_head(&worker->rma.free);
+    fy_list_link_t *link = fy_list_pop_head(&fy_rma_worker_of(worker)->free);
     rma_req_t *req;
 
     if (fy_unlikely(link == NULL)) {
@@ -63,11 +63,11 @@ static rma_req_t *rma_req_get(ferry_worker_t *worker)
                      RMA_BLOCK_REQS);
             return NULL;
         }
-        block->next = worker->rma.blocks;
-        worker->rma.blocks = block;
+        block->next = fy_rma_worker_of(worker)->blocks;
+        fy_rma_worker_of(worker)->blocks = block;
         for (int i = 1; i < RMA_BLOCK_REQS; i++) {
             block->reqs[i].in_use = 0;
-            fy_list_push_tail(&worker->rma.free, &block->reqs[i].ep_link);
+            fy_list_push_tail(&fy_rma_worker_of(worker)->free, &block->reqs[i].ep_link);
         }
         link = &block->reqs[0].ep_link;
         fy_list_link_init(link);
@@ -102,7 +102,7 @@ static void rma_req_put(ferry_worker_t *worker, rma_req_t *req)
 {
     rma_req_free_copies(req);
     req->in_use = 0;
-    fy_list_push_head(&worker->rma.free, &req->ep_link);
+    fy_list_push_head(&fy_rma_worker_of(worker)->free, &req->ep_link);
 }
 
 /* Keep the operation for a later start: its arrays are the caller's only during the call. */
@@ -166,9 +166,9 @@ static void rma_notify_cb(fy_deferred_t *self)
  * are all older than queued ones (once the queue is not empty, every new one joins it). */
 static uint64_t rma_ep_oldest(ferry_ep_t *ep)
 {
-    fy_list_link_t *link = fy_list_peek_head(&ep->rma.active);
+    fy_list_link_t *link = fy_list_peek_head(&fy_rma_ep_of(ep)->active);
     if (link == NULL)
-        link = fy_list_peek_head(&ep->rma.queued);
+        link = fy_list_peek_head(&fy_rma_ep_of(ep)->queued);
     return link != NULL ? fy_list_entry(link, rma_req_t, ep_link)->seq : UINT64_MAX;
 }
 
@@ -189,27 +189,27 @@ static void rma_check_flushes(fy_list_t *flushes, uint64_t oldest)
 static void rma_worker_check_flushes(ferry_worker_t *worker)
 {
     fy_list_link_t *link;
-    if (fy_list_is_empty(&worker->rma.flushes))
+    if (fy_list_is_empty(&fy_rma_worker_of(worker)->flushes))
         return;
-    link = fy_list_peek_head(&worker->rma.outstanding);
-    rma_check_flushes(&worker->rma.flushes,
+    link = fy_list_peek_head(&fy_rma_worker_of(worker)->outstanding);
+    rma_check_flushes(&fy_rma_worker_of(worker)->flushes,
                       link != NULL ? fy_list_entry(link, rma_req_t, worker_link)->seq : UINT64_MAX);
 }
 
 static void rma_retry_add(ferry_ep_t *ep)
 {
-    if (fy_list_is_linked(&ep->rma.retry_link))
+    if (fy_list_is_linked(&fy_rma_ep_of(ep)->retry_link))
         return;
-    fy_list_push_tail(&ep->worker->rma.retry, &ep->rma.retry_link);
-    ep->worker->rma.need_progress++;
+    fy_list_push_tail(&fy_rma_worker_of(ep->worker)->retry, &fy_rma_ep_of(ep)->retry_link);
+    rma_need_progress(ep->worker, 1);
 }
 
 static void rma_retry_remove(ferry_ep_t *ep)
 {
-    if (!fy_list_is_linked(&ep->rma.retry_link))
+    if (!fy_list_is_linked(&fy_rma_ep_of(ep)->retry_link))
         return;
-    fy_list_remove(&ep->rma.retry_link);
-    ep->worker->rma.need_progress--;
+    fy_list_remove(&fy_rma_ep_of(ep)->retry_link);
+    rma_need_progress(ep->worker, -1);
 }
 
 static ferry_status_t rma_start(ferry_ep_t *ep, const fy_rma_op_t *op)
@@ -228,14 +228,14 @@ static void rma_req_finish(rma_req_t *req, ferry_status_t status);
  * is fenced, at once otherwise. Returns the number of requests started. */
 static unsigned rma_ep_start_queued(ferry_ep_t *ep)
 {
-    fy_rma_ep_t *rep = &ep->rma;
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
     fy_list_link_t *link;
     unsigned count = 0;
 
     if (rep->starting)
         return 0; /* the caller's loop goes on */
     rma_retry_remove(ep);
-    if (rep->failed || ep->state != FERRY_EP_OPEN)
+    if (rep->failed || ep->state != FY_EP_OPEN)
         return 0;
     rep->starting = 1;
     while (!rep->failed && (link = fy_list_peek_head(&rep->queued)) != NULL) {
@@ -275,8 +275,8 @@ static void rma_req_finish(rma_req_t *req, ferry_status_t status)
     req->ep = NULL;
     rma_notify(req);
     if (ep != NULL) {
-        rma_check_flushes(&ep->rma.flushes, rma_ep_oldest(ep));
-        if (!fy_list_is_empty(&ep->rma.queued))
+        rma_check_flushes(&fy_rma_ep_of(ep)->flushes, rma_ep_oldest(ep));
+        if (!fy_list_is_empty(&fy_rma_ep_of(ep)->queued))
             rma_ep_start_queued(ep);
     }
     rma_worker_check_flushes(worker);
@@ -292,7 +292,7 @@ static void rma_req_comp_cb(ferry_completion_t *comp)
 static ferry_status_t rma_issue(ferry_ep_t *ep, fy_rma_op_t *op, ferry_completion_t *user_comp)
 {
     ferry_worker_t *worker = ep->worker;
-    fy_rma_ep_t *rep = &ep->rma;
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
     int fenced = rep->fence_pending;
     ferry_status_t status;
     rma_req_t *req;
@@ -312,9 +312,9 @@ static ferry_status_t rma_issue(ferry_ep_t *ep, fy_rma_op_t *op, ferry_completio
         }
         rep->fence_pending = 0;
         req->fenced = fenced;
-        req->seq = worker->rma.next_seq++;
+        req->seq = fy_rma_worker_of(worker)->next_seq++;
         fy_list_push_tail(&rep->queued, &req->ep_link);
-        fy_list_push_tail(&worker->rma.outstanding, &req->worker_link);
+        fy_list_push_tail(&fy_rma_worker_of(worker)->outstanding, &req->worker_link);
         return FERRY_INPROGRESS;
     }
     rep->fence_pending = 0;
@@ -322,9 +322,9 @@ static ferry_status_t rma_issue(ferry_ep_t *ep, fy_rma_op_t *op, ferry_completio
     op->comp = &req->comp;
     status = rma_start(ep, op);
     if (status == FERRY_INPROGRESS) {
-        req->seq = worker->rma.next_seq++;
+        req->seq = fy_rma_worker_of(worker)->next_seq++;
         fy_list_push_tail(&rep->active, &req->ep_link);
-        fy_list_push_tail(&worker->rma.outstanding, &req->worker_link);
+        fy_list_push_tail(&fy_rma_worker_of(worker)->outstanding, &req->worker_link);
         return FERRY_INPROGRESS;
     }
     rma_req_put(worker, req);
@@ -359,7 +359,7 @@ static ferry_status_t rma_check_key(const char *call, ferry_ep_t *ep, const ferr
                 call, rkey->key.index, rkey->key.pid, (void *)rkey->ep, (void *)ep);
         return FERRY_ERR_INVALID_PARAM;
     }
-    if (fy_unlikely(ep->state != FERRY_EP_OPEN))
+    if (fy_unlikely(ep->state != FY_EP_OPEN))
         return ep->error;
     if (fy_unlikely((rkey->key.access & access) != access)) {
         fy_warn("%s: the key of region %u of pid %u does not grant %s (it grants 0x%x)", call,
@@ -390,8 +390,8 @@ static inline void *rma_direct(const ferry_ep_t *ep, const ferry_rkey_t *rkey, u
                                uint64_t offset, uint64_t length)
 {
     const mem_keytable_entry_t *e = rkey->entry;
-    if (e == NULL || (rkey->key.flags & FERRY_MEM_SINGLE_USE) || ep->rma.fence_pending ||
-        !fy_list_is_empty(&ep->rma.queued))
+    if (e == NULL || (rkey->key.flags & FERRY_MEM_SINGLE_USE) || fy_rma_ep_of(ep)->fence_pending ||
+        !fy_list_is_empty(&fy_rma_ep_of(ep)->queued))
         return NULL;
     if (atomic_load_explicit(&e->state, memory_order_acquire) !=
             (((uint64_t)rkey->key.generation << 1) | 1u) ||
@@ -404,13 +404,13 @@ static ferry_status_t rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_
                                  size_t length, uint64_t remote_offset, ferry_rkey_t *rkey,
                                  ferry_completion_t *comp)
 {
-    unsigned access = kind == FERRY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
+    unsigned access = kind == FY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
     /* the direct path first: its own checks (the owner's entry: live, access, range) suffice */
-    if (fy_likely(ep != NULL && rkey != NULL && rkey->ep == ep && ep->state == FERRY_EP_OPEN &&
+    if (fy_likely(ep != NULL && rkey != NULL && rkey->ep == ep && ep->state == FY_EP_OPEN &&
                   buffer != NULL && length > 0)) {
         void *direct = rma_direct(ep, rkey, access, remote_offset, length);
         if (direct != NULL) {
-            if (kind == FERRY_RMA_PUT)
+            if (kind == FY_RMA_PUT)
                 memcpy(direct, buffer, length);
             else
                 memcpy(buffer, direct, length);
@@ -432,7 +432,7 @@ static ferry_status_t rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_
         return FERRY_OK;
     void *direct = rma_direct(ep, rkey, access, remote_offset, length);
     if (direct != NULL) {
-        if (kind == FERRY_RMA_PUT)
+        if (kind == FY_RMA_PUT)
             memcpy(direct, buffer, length);
         else
             memcpy(buffer, direct, length);
@@ -455,7 +455,7 @@ static ferry_status_t rma_vector(const char *call, fy_rma_kind_t kind, ferry_ep_
                                  const ferry_remote_iov_t *remote, size_t remote_count,
                                  ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    unsigned access = kind == FERRY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
+    unsigned access = kind == FY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
     ferry_status_t status = rma_check_key(call, ep, rkey, access);
     uint64_t local_total = 0, remote_total = 0;
 
@@ -515,7 +515,7 @@ static ferry_status_t rma_atomic(const char *call, fy_rma_kind_t kind, ferry_ep_
 
     if (status != FERRY_OK)
         return status;
-    if (kind == FERRY_RMA_ATOMIC_POST)
+    if (kind == FY_RMA_ATOMIC_POST)
         op_ok = aop == FERRY_ATOMIC_ADD || aop == FERRY_ATOMIC_AND || aop == FERRY_ATOMIC_OR ||
                 aop == FERRY_ATOMIC_XOR;
     else
@@ -530,7 +530,7 @@ static ferry_status_t rma_atomic(const char *call, fy_rma_kind_t kind, ferry_ep_
         fy_warn("%s: size %zu: atomics are 4 or 8 bytes", call, size);
         return FERRY_ERR_INVALID_PARAM;
     }
-    if (kind == FERRY_RMA_ATOMIC_FETCH && result == NULL) {
+    if (kind == FY_RMA_ATOMIC_FETCH && result == NULL) {
         fy_warn("%s: NULL result", call);
         return FERRY_ERR_INVALID_PARAM;
     }
@@ -569,7 +569,7 @@ FERRY_EXPORT ferry_status_t ferry_put(ferry_ep_t *ep, const void *buffer, size_t
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
-    return rma_contig("ferry_put", FERRY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey,
+    return rma_contig("ferry_put", FY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey,
                       comp);
 }
 
@@ -577,30 +577,28 @@ FERRY_EXPORT ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t lengt
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
-    return rma_contig("ferry_get", FERRY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp);
+    return rma_contig("ferry_get", FY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_vector("ferry_putv", FERRY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey,
-                      comp);
+    return rma_vector("ferry_putv", FY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_vector("ferry_getv", FERRY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey,
-                      comp);
+    return rma_vector("ferry_getv", FY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
                                               size_t size, uint64_t remote_offset,
                                               ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_atomic("ferry_atomic_post", FERRY_RMA_ATOMIC_POST, ep, op, value, 0, size,
+    return rma_atomic("ferry_atomic_post", FY_RMA_ATOMIC_POST, ep, op, value, 0, size,
                       remote_offset, rkey, NULL, comp);
 }
 
@@ -609,7 +607,7 @@ FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t
                                                uint64_t remote_offset, ferry_rkey_t *rkey,
                                                uint64_t *result, ferry_completion_t *comp)
 {
-    return rma_atomic("ferry_atomic_fetch", FERRY_RMA_ATOMIC_FETCH, ep, op, value, compare, size,
+    return rma_atomic("ferry_atomic_fetch", FY_RMA_ATOMIC_FETCH, ep, op, value, compare, size,
                       remote_offset, rkey, result, comp);
 }
 
@@ -617,10 +615,11 @@ FERRY_EXPORT ferry_status_t ferry_ep_fence(ferry_ep_t *ep)
 {
     if (ep == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
-    if (!fy_list_is_empty(&ep->rma.active) || !fy_list_is_empty(&ep->rma.queued))
-        ep->rma.fence_pending = 1;
+    if (!fy_list_is_empty(&fy_rma_ep_of(ep)->active) ||
+        !fy_list_is_empty(&fy_rma_ep_of(ep)->queued))
+        fy_rma_ep_of(ep)->fence_pending = 1;
     return FERRY_OK;
 }
 
@@ -630,17 +629,17 @@ FERRY_EXPORT ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *c
 
     if (ep == NULL || comp == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
-    if (fy_list_is_empty(&ep->rma.active) && fy_list_is_empty(&ep->rma.queued))
+    if (fy_list_is_empty(&fy_rma_ep_of(ep)->active) && fy_list_is_empty(&fy_rma_ep_of(ep)->queued))
         return FERRY_OK;
     rec = rma_req_get(ep->worker);
     if (rec == NULL)
         return FERRY_ERR_NO_MEMORY;
     rec->ep = ep;
     rec->user_comp = comp;
-    rec->seq = ep->worker->rma.next_seq;
-    fy_list_push_tail(&ep->rma.flushes, &rec->ep_link);
+    rec->seq = fy_rma_worker_of(ep->worker)->next_seq;
+    fy_list_push_tail(&fy_rma_ep_of(ep)->flushes, &rec->ep_link);
     return FERRY_INPROGRESS;
 }
 
@@ -650,22 +649,34 @@ FERRY_EXPORT ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_com
 
     if (worker == NULL || comp == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    if (fy_list_is_empty(&worker->rma.outstanding))
+    if (fy_list_is_empty(&fy_rma_worker_of(worker)->outstanding))
         return FERRY_OK;
     rec = rma_req_get(worker);
     if (rec == NULL)
         return FERRY_ERR_NO_MEMORY;
     rec->user_comp = comp;
-    rec->seq = worker->rma.next_seq;
-    fy_list_push_tail(&worker->rma.flushes, &rec->ep_link);
+    rec->seq = fy_rma_worker_of(worker)->next_seq;
+    fy_list_push_tail(&fy_rma_worker_of(worker)->flushes, &rec->ep_link);
     return FERRY_INPROGRESS;
 }
 
 /* ------------------------------------------------------------------ life cycle */
 
-void fy_rma_worker_init(ferry_worker_t *worker)
+void rma_need_progress(ferry_worker_t *worker, int delta)
 {
-    fy_rma_worker_t *rw = &worker->rma;
+    fy_rma_worker_t *rw = fy_rma_worker_of(worker);
+    rw->need_progress = (unsigned)((int)rw->need_progress + delta);
+    fy_worker_module_progress_set(worker, FY_MODULE_RMA, rw->need_progress > 0);
+}
+
+static ferry_status_t rma_module_init(ferry_worker_t *worker, void **state_p)
+{
+    fy_rma_worker_t *rw = calloc(1, sizeof(*rw));
+    if (rw == NULL) {
+        fy_error("calloc(%zu) for the one-sided operations of a worker failed", sizeof(*rw));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    *state_p = rw; /* before fy_rma_am_init, which reaches it */
     rw->next_seq = 1;
     fy_list_init(&rw->outstanding);
     fy_list_init(&rw->flushes);
@@ -674,11 +685,12 @@ void fy_rma_worker_init(ferry_worker_t *worker)
     rw->blocks = NULL;
     rw->need_progress = 0;
     fy_rma_am_init(worker);
+    return FERRY_OK;
 }
 
-void fy_rma_worker_cleanup(ferry_worker_t *worker)
+static void rma_module_cleanup(ferry_worker_t *worker)
 {
-    fy_rma_worker_t *rw = &worker->rma;
+    fy_rma_worker_t *rw = fy_rma_worker_of(worker);
     fy_list_link_t *link;
     unsigned left = 0;
 
@@ -710,12 +722,12 @@ void fy_rma_worker_cleanup(ferry_worker_t *worker)
         }
         free(block);
     }
-    fy_list_init(&rw->free);
+    free(rw);
 }
 
 unsigned fy_rma_progress(ferry_worker_t *worker)
 {
-    fy_rma_worker_t *rw = &worker->rma;
+    fy_rma_worker_t *rw = fy_rma_worker_of(worker);
     fy_list_link_t *link;
     unsigned count = 0;
 
@@ -724,17 +736,18 @@ unsigned fy_rma_progress(ferry_worker_t *worker)
         fy_list_init(&again);
         fy_list_splice_tail(&again, &rw->retry);
         while ((link = fy_list_pop_head(&again)) != NULL) {
-            ferry_ep_t *ep = fy_container_of(link, ferry_ep_t, rma.retry_link);
-            rw->need_progress--;
+            ferry_ep_t *ep = fy_container_of(link, fy_rma_ep_t, retry_link)->ep;
+            rma_need_progress(worker, -1);
             count += rma_ep_start_queued(ep);
         }
     }
     return count + fy_rma_am_progress(worker);
 }
 
-void fy_rma_ep_init(ferry_ep_t *ep)
+static void rma_ep_init(ferry_ep_t *ep)
 {
-    fy_rma_ep_t *rep = &ep->rma;
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
+    rep->ep = ep;
     fy_list_init(&rep->active);
     fy_list_init(&rep->queued);
     fy_list_init(&rep->flushes);
@@ -748,7 +761,7 @@ void fy_rma_ep_init(ferry_ep_t *ep)
 
 void fy_rma_ep_fail(ferry_ep_t *ep, ferry_status_t status)
 {
-    fy_rma_ep_t *rep = &ep->rma;
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
     fy_list_link_t *link;
 
     rep->failed = 1;
@@ -765,10 +778,10 @@ void fy_rma_ep_fail(ferry_ep_t *ep, ferry_status_t status)
     fy_rma_am_ep_fail(ep, status);
 }
 
-void fy_rma_ep_cleanup(ferry_ep_t *ep)
+static void rma_ep_free(ferry_ep_t *ep)
 {
-    ferry_status_t status = ep->state == FERRY_EP_FAILED ? ep->error : FERRY_ERR_CANCELED;
-    fy_rma_ep_t *rep = &ep->rma;
+    ferry_status_t status = ep->state == FY_EP_FAILED ? ep->error : FERRY_ERR_CANCELED;
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
     fy_list_link_t *link;
 
     fy_rma_ep_fail(ep, status);
@@ -785,3 +798,22 @@ void fy_rma_ep_cleanup(ferry_ep_t *ep)
     }
     rma_worker_check_flushes(ep->worker);
 }
+
+static bool rma_module_busy(ferry_worker_t *worker)
+{
+    /* requests or replies waiting for room must not sleep: the peer that frees it does not
+     * signal us */
+    return fy_rma_worker_of(worker)->need_progress > 0;
+}
+
+const fy_module_ops_t fy_rma_module = {
+    .name = "rma",
+    .ep_state_size = sizeof(fy_rma_ep_t),
+    .init = rma_module_init,
+    .cleanup = rma_module_cleanup,
+    .progress = fy_rma_progress,
+    .busy = rma_module_busy,
+    .ep_init = rma_ep_init,
+    .ep_stop = fy_rma_ep_fail,
+    .ep_free = rma_ep_free,
+};

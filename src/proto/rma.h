@@ -1,7 +1,8 @@
-/* One-sided operations: the descriptor the protocol layer hands to a transport, and the
- * target-executed protocol over active messages that every transport supports. */
-#ifndef FERRY_PROTO_RMA_H
-#define FERRY_PROTO_RMA_H
+/* One-sided operations: the module (requests, fences, flushes; the descriptor handed to a
+ * transport, fy_rma_op_t, is in transport/transport.h) and the target-executed protocol over
+ * active messages that every transport supports. */
+#ifndef FY_PROTO_RMA_H
+#define FY_PROTO_RMA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -9,36 +10,13 @@
 #include <ferry/ferry.h>
 
 #include "core/list.h"
+#include "progress/worker.h"
 #include "proto/am_ids.h"
+#include "proto/module_list.h"
+#include "transport/transport.h"
+#include "wireup/ep.h"
 
-typedef enum fy_rma_kind {
-    FERRY_RMA_PUT,
-    FERRY_RMA_GET,
-    FERRY_RMA_ATOMIC_POST,
-    FERRY_RMA_ATOMIC_FETCH,
-} fy_rma_kind_t;
-
-/* One operation, already checked against the key by the caller (range within the key's
- * length, no overflow, access granted by the key, atomic alignment and size). The arrays stay
- * valid only during the call: a transport that queues the operation copies what it needs. */
-typedef struct fy_rma_op {
-    fy_rma_kind_t kind;
-    ferry_rkey_t *rkey;
-    const ferry_iov_t *local; /* PUT: source pieces; GET: destination pieces */
-    size_t local_count;
-    const ferry_remote_iov_t *remote; /* offsets in the remote region */
-    size_t remote_count;
-    uint64_t length;             /* total bytes (the same on both sides) */
-    ferry_atomic_op_t atomic_op; /* ATOMIC_* */
-    unsigned atomic_size;        /* 4 or 8 */
-    uint64_t value;
-    uint64_t compare;
-    uint64_t *result;         /* ATOMIC_FETCH: written before completion */
-    ferry_completion_t *comp; /* updated from progress when INPROGRESS was returned */
-} fy_rma_op_t;
-
-
-/* Register the target-executed protocol's handlers on a worker (ferry_worker_create). */
+/* Register the target-executed protocol's handlers on a worker (the module's init). */
 void fy_rma_am_init(ferry_worker_t *worker);
 
 /* Start op through the target-executed protocol: the target's progress checks the key
@@ -58,6 +36,7 @@ typedef struct rma_am_piece rma_am_piece_t;
 
 /* Per endpoint (struct ferry_ep). */
 typedef struct fy_rma_ep {
+    ferry_ep_t *ep;            /* the endpoint this state belongs to */
     fy_list_t active;          /* requests started and not complete, in issue order */
     fy_list_t queued;          /* requests not started (behind a fence), in issue order */
     fy_list_t flushes;         /* ferry_ep_flush records, in issue order */
@@ -97,26 +76,34 @@ typedef struct fy_rma_worker {
     fy_list_t free;         /* request freelist */
     void *blocks;           /* allocation blocks of requests (a chain) */
     fy_list_t retry;        /* endpoints whose queue waits for transport resources */
-    unsigned need_progress; /* > 0: ferry_worker_progress calls fy_rma_progress */
+    unsigned need_progress; /* > 0: the module's progress bit is set (rma_need_progress) */
     fy_rma_am_worker_t am;
 } fy_rma_worker_t;
 
-/* Worker life cycle (ferry_worker_create / ferry_worker_destroy, after the last deferred
- * callbacks ran). init allocates nothing and calls fy_rma_am_init. */
-void fy_rma_worker_init(ferry_worker_t *worker);
-void fy_rma_worker_cleanup(ferry_worker_t *worker);
+/* The module (proto/module_list.c) and its state. */
+extern const fy_module_ops_t fy_rma_module;
 
-/* Retry what waited for transport resources; called by ferry_worker_progress while
- * worker->rma.need_progress > 0. Returns the number of operations moved on. */
+static inline fy_rma_worker_t *fy_rma_worker_of(const ferry_worker_t *worker)
+{
+    return (fy_rma_worker_t *)fy_worker_module_state(worker, FY_MODULE_RMA);
+}
+
+static inline fy_rma_ep_t *fy_rma_ep_of(const ferry_ep_t *ep)
+{
+    return (fy_rma_ep_t *)fy_ep_module_state(ep, FY_MODULE_RMA);
+}
+
+/* Count work that only the module's progress moves on (delta +1 / -1); the worker calls the
+ * module's progress while the count is above 0. */
+void rma_need_progress(ferry_worker_t *worker, int delta);
+
+/* Retry what waited for transport resources (the module's progress). Returns the number of
+ * operations moved on. */
 unsigned fy_rma_progress(ferry_worker_t *worker);
 
-/* Endpoint life cycle: init (allocation), fail (the endpoint stopped working: queued and
- * target-executed operations complete with status, from progress), cleanup (before the
- * endpoint is freed: the same with FERRY_ERR_CANCELED or the endpoint's error, and nothing
- * refers to the endpoint afterwards). */
-void fy_rma_ep_init(ferry_ep_t *ep);
+/* The endpoint stopped working (the module's ep_stop): queued and target-executed operations
+ * complete with status, from progress. */
 void fy_rma_ep_fail(ferry_ep_t *ep, ferry_status_t status);
-void fy_rma_ep_cleanup(ferry_ep_t *ep);
 
 /* rma_am.c: the same for the target-executed protocol. */
 void fy_rma_am_cleanup(ferry_worker_t *worker);

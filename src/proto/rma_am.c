@@ -386,16 +386,16 @@ static void am_op_queue(fy_rma_am_worker_t *am, rma_am_op_t *op)
 {
     fy_list_push_tail(&am->unsent, &op->link);
     op->unsent = 1;
-    op->ep->rma.am_unsent++;
-    op->worker->rma.need_progress++;
+    fy_rma_ep_of(op->ep)->am_unsent++;
+    rma_need_progress(op->worker, 1);
 }
 
 static void am_op_unqueue(rma_am_op_t *op)
 {
     fy_list_remove(&op->link);
     op->unsent = 0;
-    op->ep->rma.am_unsent--;
-    op->worker->rma.need_progress--;
+    fy_rma_ep_of(op->ep)->am_unsent--;
+    rma_need_progress(op->worker, -1);
 }
 
 /* Part of a request finished (its reply, or its send); when both are, it counts for its
@@ -415,7 +415,7 @@ static void am_piece_done(fy_rma_am_worker_t *am, rma_am_piece_t *piece, ferry_s
 static void am_piece_send_cb(ferry_completion_t *comp)
 {
     rma_am_piece_t *piece = fy_container_of(comp, rma_am_piece_t, send_comp);
-    fy_rma_am_worker_t *am = &piece->op->worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(piece->op->worker)->am;
     piece->send_pending = 0;
     if (comp->status < 0 && piece->awaiting_reply) {
         /* the request did not go out whole: no reply will come */
@@ -453,16 +453,16 @@ static ferry_status_t am_piece_send(fy_rma_am_worker_t *am, rma_am_op_t *op, uin
     piece->send_pending = 0;
     piece->send_comp = (ferry_completion_t){.cb = am_piece_send_cb, .count = 1, .status = FERRY_OK};
     switch (op->kind) {
-    case FERRY_RMA_PUT:
+    case FY_RMA_PUT:
         r.op = RMA_AM_PUT;
         break;
-    case FERRY_RMA_GET:
+    case FY_RMA_GET:
         r.op = RMA_AM_GET;
         break;
-    case FERRY_RMA_ATOMIC_POST:
+    case FY_RMA_ATOMIC_POST:
         r.op = RMA_AM_POST;
         break;
-    case FERRY_RMA_ATOMIC_FETCH:
+    case FY_RMA_ATOMIC_FETCH:
         r.op = RMA_AM_FETCH;
         break;
     }
@@ -474,14 +474,14 @@ static ferry_status_t am_piece_send(fy_rma_am_worker_t *am, rma_am_op_t *op, uin
     r.length = length;
     r.value = op->value;
     r.compare = op->compare;
-    if (op->kind == FERRY_RMA_PUT || op->kind == FERRY_RMA_GET)
+    if (op->kind == FY_RMA_PUT || op->kind == FY_RMA_GET)
         r.compare = op->remote[op->ri].offset + op->remote[op->ri].length;
     if (op->first_sent) {
         r.flags = RMA_AM_FLAG_CONTINUES;
         r.value = op->first_id; /* only puts and gets have more than one request */
     }
     am_request_encode(&r, header);
-    if (op->kind == FERRY_RMA_PUT) {
+    if (op->kind == FY_RMA_PUT) {
         iovcnt = am_local_slice(op, op->li, op->loff, length, NULL);
         iov = stack;
         if (iovcnt > RMA_AM_IOV_STACK) {
@@ -496,8 +496,8 @@ static ferry_status_t am_piece_send(fy_rma_am_worker_t *am, rma_am_op_t *op, uin
         }
         am_local_slice(op, op->li, op->loff, length, iov);
     }
-    status = fy_am_send_internal(op->ep, FY_AM_ID_RMA_REQUEST, header, sizeof(header), iov,
-                                 iovcnt, &piece->send_comp);
+    status = fy_am_send_internal(op->ep, FY_AM_ID_RMA_REQUEST, header, sizeof(header), iov, iovcnt,
+                                 &piece->send_comp);
     if (iov != stack)
         free(iov);
     if (status != FERRY_OK && status != FERRY_INPROGRESS) {
@@ -527,14 +527,14 @@ static ferry_status_t am_op_send(fy_rma_am_worker_t *am, rma_am_op_t *op)
             continue;
         }
         uint64_t chunk = am->chunk;
-        if (op->ep->max_bcopy < chunk && op->ep->max_bcopy >= 4 * RMA_AM_REQUEST_SIZE)
-            chunk = op->ep->max_bcopy - RMA_AM_REQUEST_SIZE; /* one buffer: no reassembly */
+        if (op->ep->caps.max_bcopy < chunk && op->ep->caps.max_bcopy >= 4 * RMA_AM_REQUEST_SIZE)
+            chunk = op->ep->caps.max_bcopy - RMA_AM_REQUEST_SIZE; /* one buffer: no reassembly */
         uint64_t length = left < chunk ? left : chunk;
         ferry_status_t status = am_piece_send(am, op, r->offset + op->roff, length);
         if (status != FERRY_OK)
             return status;
         op->roff += length;
-        if (op->kind == FERRY_RMA_PUT || op->kind == FERRY_RMA_GET)
+        if (op->kind == FY_RMA_PUT || op->kind == FY_RMA_GET)
             am_local_advance(op, length);
     }
     return FERRY_OK;
@@ -542,11 +542,11 @@ static ferry_status_t am_op_send(fy_rma_am_worker_t *am, rma_am_op_t *op)
 
 ferry_status_t fy_rma_am_start(ferry_ep_t *ep, const fy_rma_op_t *op)
 {
-    fy_rma_am_worker_t *am = &ep->worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(ep->worker)->am;
     ferry_status_t status;
     rma_am_op_t *aop;
 
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
     aop = am_op_get(am);
     if (aop == NULL)
@@ -593,7 +593,7 @@ ferry_status_t fy_rma_am_start(ferry_ep_t *ep, const fy_rma_op_t *op)
             goto err_no_memory;
         memcpy(aop->remote, op->remote, op->remote_count * sizeof(*aop->remote));
     }
-    if (ep->rma.am_unsent > 0) {
+    if (fy_rma_ep_of(ep)->am_unsent > 0) {
         am_op_queue(am, aop); /* behind this endpoint's requests that wait for room */
         return FERRY_INPROGRESS;
     }
@@ -623,7 +623,7 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
                                        const ferry_am_recv_params_t *params)
 {
     ferry_worker_t *worker = arg;
-    fy_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     const uint8_t *h = header;
     rma_am_piece_t *piece;
 
@@ -641,7 +641,7 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
     uint32_t slot = (uint32_t)id;
     if (slot >= am->capacity || (piece = am->slots[slot]) == NULL ||
         am->generations[slot] != (uint32_t)(id >> 32) || piece->ep != params->reply_ep) {
-        if (params->reply_ep->rma.failed) {
+        if (fy_rma_ep_of(params->reply_ep)->failed) {
             /* its operations were completed when it closed or failed */
             fy_debug("one-sided reply 0x%llx on closed endpoint %p dropped", (unsigned long long)id,
                      (void *)params->reply_ep);
@@ -660,7 +660,7 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
         am_drop(&am->warned_reply, "one-sided reply from endpoint %p with status %d",
                 (void *)params->reply_ep, (int)status);
         status = FERRY_ERR_PROTOCOL;
-    } else if (status == FERRY_OK && op->kind == FERRY_RMA_GET) {
+    } else if (status == FERRY_OK && op->kind == FY_RMA_GET) {
         if (length != piece->length) {
             am_drop(&am->warned_reply,
                     "one-sided reply from endpoint %p carries %zu bytes for a get of %llu",
@@ -698,7 +698,7 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
                 left -= batch;
             }
         }
-    } else if (status == FERRY_OK && op->kind == FERRY_RMA_ATOMIC_FETCH) {
+    } else if (status == FERRY_OK && op->kind == FY_RMA_ATOMIC_FETCH) {
         *op->result = op->atomic_size == 4 ? (uint32_t)result : result;
     }
     am_piece_done(am, piece, status);
@@ -716,13 +716,12 @@ static void am_reply_sent_cb(ferry_completion_t *comp)
 static void am_reply(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t id, ferry_status_t status,
                      uint64_t result, const ferry_iov_t *iov, size_t iovcnt, uint64_t length)
 {
-    fy_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     uint8_t header[RMA_AM_REPLY_SIZE];
     ferry_status_t sent;
 
     am_reply_encode(header, id, status, result);
-    sent =
-        fy_am_send_internal(ep, FY_AM_ID_RMA_REPLY, header, sizeof(header), iov, iovcnt, NULL);
+    sent = fy_am_send_internal(ep, FY_AM_ID_RMA_REPLY, header, sizeof(header), iov, iovcnt, NULL);
     if (sent == FERRY_OK || sent == FERRY_INPROGRESS)
         return;
     if (sent != FERRY_ERR_NO_RESOURCE) {
@@ -747,7 +746,7 @@ static void am_reply(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t id, ferry_
         dst += iov[i].length;
     }
     fy_list_push_tail(&am->replies, &rec->link);
-    worker->rma.need_progress++;
+    rma_need_progress(worker, 1);
 }
 
 /* Copy length bytes of src into the region at offset. */
@@ -808,7 +807,7 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
                                          const ferry_am_recv_params_t *params)
 {
     ferry_worker_t *worker = arg;
-    fy_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     ferry_iov_t stack[RMA_AM_IOV_STACK], *pieces = stack;
     ferry_iov_t word = {.buffer = NULL, .length = 0};
     ferry_ep_t *ep = params->reply_ep;
@@ -902,7 +901,7 @@ reply:
 
 void fy_rma_am_init(ferry_worker_t *worker)
 {
-    fy_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     uint64_t chunk = ferry_config_size(&rma_am_chunk_var);
 
     memset(am, 0, sizeof(*am));
@@ -922,7 +921,7 @@ void fy_rma_am_init(ferry_worker_t *worker)
 
 void fy_rma_am_cleanup(ferry_worker_t *worker)
 {
-    fy_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     fy_list_link_t *link;
 
     while ((link = fy_list_pop_head(&am->replies)) != NULL)
@@ -950,7 +949,7 @@ void fy_rma_am_cleanup(ferry_worker_t *worker)
 void fy_rma_am_ep_fail(ferry_ep_t *ep, ferry_status_t status)
 {
     ferry_worker_t *worker = ep->worker;
-    fy_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     fy_list_link_t *link, *next;
 
     /* requests whose replies would come from ep */
@@ -981,14 +980,14 @@ void fy_rma_am_ep_fail(ferry_ep_t *ep, ferry_status_t status)
         if (rec->ep != ep)
             continue;
         fy_list_remove(link);
-        worker->rma.need_progress--;
+        rma_need_progress(worker, -1);
         free(rec);
     }
 }
 
 unsigned fy_rma_am_progress(ferry_worker_t *worker)
 {
-    fy_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     fy_list_link_t *link, *next;
     unsigned count = 0;
     uint64_t pass = ++am->pass;
@@ -997,13 +996,13 @@ unsigned fy_rma_am_progress(ferry_worker_t *worker)
         next = link->next;
         rma_am_op_t *op = fy_list_entry(link, rma_am_op_t, link);
         ferry_ep_t *ep = op->ep;
-        if (ep->rma.am_blocked_pass == pass)
+        if (fy_rma_ep_of(ep)->am_blocked_pass == pass)
             continue; /* keep this endpoint's order */
         unsigned before = op->pending;
         ferry_status_t status = am_op_send(am, op);
         count += op->pending != before;
         if (status == FERRY_ERR_NO_RESOURCE) {
-            ep->rma.am_blocked_pass = pass;
+            fy_rma_ep_of(ep)->am_blocked_pass = pass;
             continue;
         }
         am_op_unqueue(op);
@@ -1015,18 +1014,18 @@ unsigned fy_rma_am_progress(ferry_worker_t *worker)
     for (link = fy_list_first(&am->replies); link != fy_list_end(&am->replies); link = next) {
         next = link->next;
         rma_am_reply_t *rec = fy_list_entry(link, rma_am_reply_t, link);
-        if (rec->ep->rma.am_blocked_pass == pass)
+        if (fy_rma_ep_of(rec->ep)->am_blocked_pass == pass)
             continue;
         ferry_iov_t iov = {.buffer = rec->data, .length = rec->length};
         ferry_status_t status =
-            fy_am_send_internal(rec->ep, FY_AM_ID_RMA_REPLY, rec->header, sizeof(rec->header),
-                                &iov, rec->length ? 1 : 0, &rec->comp);
+            fy_am_send_internal(rec->ep, FY_AM_ID_RMA_REPLY, rec->header, sizeof(rec->header), &iov,
+                                rec->length ? 1 : 0, &rec->comp);
         if (status == FERRY_ERR_NO_RESOURCE) {
-            rec->ep->rma.am_blocked_pass = pass;
+            fy_rma_ep_of(rec->ep)->am_blocked_pass = pass;
             continue;
         }
         fy_list_remove(link);
-        worker->rma.need_progress--;
+        rma_need_progress(worker, -1);
         count++;
         if (status != FERRY_INPROGRESS) {
             if (status != FERRY_OK)

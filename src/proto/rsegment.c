@@ -31,7 +31,7 @@ static void rseg_lose(ferry_rsegment_t *rseg, ferry_status_t status, int event)
         if (rseg->async) {
             if (rseg->deadline_ns != 0) {
                 rseg->deadline_ns = 0;
-                rseg->worker->seg.connecting--;
+                fy_segment_worker_of(rseg->worker)->connecting--;
                 seg_update_need(rseg->worker);
             }
             ferry_segment_event_t ev = {
@@ -51,7 +51,7 @@ static void rseg_lose(ferry_rsegment_t *rseg, ferry_status_t status, int event)
 
 ferry_status_t rseg_check(ferry_rsegment_t *rseg)
 {
-    if (rseg->state == RSEG_CONNECTED && (rseg->ep == NULL || rseg->ep->state != FERRY_EP_OPEN))
+    if (rseg->state == RSEG_CONNECTED && (rseg->ep == NULL || rseg->ep->state != FY_EP_OPEN))
         rseg_lose(rseg, rseg->ep == NULL ? FERRY_ERR_ENDPOINT_CLOSED : rseg->ep->error, 1);
     switch (rseg->state) {
     case RSEG_CONNECTED:
@@ -67,7 +67,7 @@ static void rseg_free(ferry_rsegment_t *rseg)
 {
     ferry_worker_t *worker = rseg->worker;
     if (rseg->state == RSEG_CONNECTING && rseg->async && rseg->deadline_ns != 0) {
-        worker->seg.connecting--;
+        fy_segment_worker_of(worker)->connecting--;
         seg_update_need(worker);
     }
     seg_events_purge(worker, NULL, rseg);
@@ -100,7 +100,7 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
     if (ep == NULL || rsegment_p == NULL || (flags & ~FERRY_RSEGMENT_CONNECT_ASYNC) != 0 ||
         segment_id == FERRY_SEGMENT_AUTO_ID)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
     worker = ep->worker;
     rseg = calloc(1, sizeof(*rseg));
@@ -113,13 +113,13 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
     rseg->segment_id = segment_id;
     rseg->state = RSEG_CONNECTING;
     rseg->status = FERRY_INPROGRESS;
-    rseg->request_id = ++worker->seg.next_request_id;
+    rseg->request_id = ++fy_segment_worker_of(worker)->next_request_id;
     rseg->async = (flags & FERRY_RSEGMENT_CONNECT_ASYNC) != 0;
     rseg->cb = callback;
     rseg->arg = arg;
     fy_list_init(&rseg->maps);
     fy_list_init(&rseg->events);
-    fy_list_push_tail(&worker->seg.rsegments, &rseg->link);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->rsegments, &rseg->link);
 
     seg_wire_msg_t m = {
         .id = FY_AM_ID_SEG_CONNECT, .segment_id = segment_id, .request_id = rseg->request_id};
@@ -132,7 +132,7 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
     if (rseg->async) {
         if (timeout_ms >= 0) {
             rseg->deadline_ns = fy_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
-            worker->seg.connecting++;
+            fy_segment_worker_of(worker)->connecting++;
             seg_update_need(worker);
         }
         *rsegment_p = rseg;
@@ -147,7 +147,7 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
         status = rseg->status;
     else if (status == FERRY_ERR_TIMED_OUT)
         fy_debug("ferry_rsegment_connect: segment %u of pid %u did not answer within %d ms",
-                 segment_id, ep->peer_pid, timeout_ms);
+                 segment_id, ep->peer.pid, timeout_ms);
     rseg_free(rseg); /* a late reply finds no request and is answered with DISCONNECT */
     return status;
 }
@@ -157,8 +157,8 @@ ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const s
     ferry_rsegment_t *rseg = NULL;
     ferry_status_t status = m->status;
 
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.rsegments);
-         l != fy_list_end(&worker->seg.rsegments); l = l->next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
         ferry_rsegment_t *r = fy_list_entry(l, ferry_rsegment_t, link);
         if (r->request_id == m->request_id && r->ep == ep && r->state == RSEG_CONNECTING) {
             rseg = r;
@@ -179,7 +179,7 @@ ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const s
         if (status == FERRY_OK && m->size > rseg->rkey->key.length) {
             fy_warn("ferry_rsegment_connect: pid %u announced segment %u of %llu bytes with "
                     "a key of %llu bytes",
-                    ep->peer_pid, rseg->segment_id, (unsigned long long)m->size,
+                    ep->peer.pid, rseg->segment_id, (unsigned long long)m->size,
                     (unsigned long long)rseg->rkey->key.length);
             status = FERRY_ERR_PROTOCOL;
         }
@@ -202,7 +202,7 @@ ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const s
     if (rseg->async) {
         if (rseg->deadline_ns != 0) {
             rseg->deadline_ns = 0;
-            worker->seg.connecting--;
+            fy_segment_worker_of(worker)->connecting--;
             seg_update_need(worker);
         }
         ferry_segment_event_t ev = {
@@ -216,8 +216,8 @@ unsigned rseg_progress_timeouts(ferry_worker_t *worker)
 {
     unsigned count = 0;
     uint64_t now = fy_time_now_ns();
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.rsegments);
-         l != fy_list_end(&worker->seg.rsegments); l = l->next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
         ferry_rsegment_t *rseg = fy_list_entry(l, ferry_rsegment_t, link);
         if (rseg->state == RSEG_CONNECTING && rseg->deadline_ns != 0 && now >= rseg->deadline_ns) {
             rseg_lose(rseg, FERRY_ERR_TIMED_OUT, 1);
@@ -230,8 +230,8 @@ unsigned rseg_progress_timeouts(ferry_worker_t *worker)
 uint64_t rseg_next_deadline(ferry_worker_t *worker)
 {
     uint64_t next = UINT64_MAX;
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.rsegments);
-         l != fy_list_end(&worker->seg.rsegments); l = l->next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
         ferry_rsegment_t *rseg = fy_list_entry(l, ferry_rsegment_t, link);
         if (rseg->state == RSEG_CONNECTING && rseg->deadline_ns != 0 && rseg->deadline_ns < next)
             next = rseg->deadline_ns;
@@ -241,8 +241,8 @@ uint64_t rseg_next_deadline(ferry_worker_t *worker)
 
 void rseg_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t status)
 {
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.rsegments);
-         l != fy_list_end(&worker->seg.rsegments); l = l->next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
         ferry_rsegment_t *rseg = fy_list_entry(l, ferry_rsegment_t, link);
         if (rseg->ep == ep)
             rseg_lose(rseg, status, 1);
@@ -251,8 +251,8 @@ void rseg_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t statu
 
 void rseg_ep_freed(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.rsegments);
-         l != fy_list_end(&worker->seg.rsegments); l = l->next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
         ferry_rsegment_t *rseg = fy_list_entry(l, ferry_rsegment_t, link);
         if (rseg->ep == ep) {
             rseg_lose(rseg, FERRY_ERR_ENDPOINT_CLOSED, 0);
@@ -266,7 +266,7 @@ void rseg_ep_freed(ferry_worker_t *worker, ferry_ep_t *ep)
 void rseg_cleanup(ferry_worker_t *worker)
 {
     fy_list_link_t *l;
-    while ((l = fy_list_peek_head(&worker->seg.rsegments)) != NULL)
+    while ((l = fy_list_peek_head(&fy_segment_worker_of(worker)->rsegments)) != NULL)
         rseg_free(fy_list_entry(l, ferry_rsegment_t, link));
 }
 

@@ -8,8 +8,8 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "proto/segment_int.h"
 #include "proto/am.h"
+#include "proto/segment_int.h"
 #include "wireup/ep.h"
 
 /* A control message that found no room, resent from progress in order. */
@@ -27,7 +27,7 @@ typedef struct seg_unsent {
 
 void seg_drop(ferry_worker_t *worker, const char *what, const char *reason)
 {
-    if (worker->seg.warned++ < 8)
+    if (fy_segment_worker_of(worker)->warned++ < 8)
         fy_warn("segments: dropped a %s message: %s", what, reason);
     else
         fy_debug("segments: dropped a %s message: %s", what, reason);
@@ -35,9 +35,10 @@ void seg_drop(ferry_worker_t *worker, const char *what, const char *reason)
 
 void seg_update_need(ferry_worker_t *worker)
 {
-    fy_segment_worker_t *sw = &worker->seg;
+    fy_segment_worker_t *sw = fy_segment_worker_of(worker);
     sw->need_progress = (unsigned)!fy_list_is_empty(&sw->unsent) + sw->connecting +
                         (unsigned)!fy_list_is_empty(&sw->dma_active);
+    fy_worker_module_progress_set(worker, FY_MODULE_SEGMENT, sw->need_progress > 0);
 }
 
 static void seg_event_deferred_cb(fy_deferred_t *self)
@@ -68,7 +69,7 @@ void seg_event_push(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegment
     e->deferred.cb = seg_event_deferred_cb;
     fy_list_init(&e->deferred.link);
     if ((seg != NULL && seg->cb != NULL) || (rseg != NULL && rseg->cb != NULL)) {
-        fy_list_push_tail(&worker->seg.events, &e->link);
+        fy_list_push_tail(&fy_segment_worker_of(worker)->events, &e->link);
         fy_worker_defer(worker, &e->deferred);
     } else {
         fy_list_push_tail(seg != NULL ? &seg->events : &rseg->events, &e->link);
@@ -77,7 +78,8 @@ void seg_event_push(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegment
 
 void seg_events_purge(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegment_t *rseg)
 {
-    fy_list_t *lists[2] = {&worker->seg.events, seg != NULL ? &seg->events : &rseg->events};
+    fy_list_t *lists[2] = {&fy_segment_worker_of(worker)->events,
+                           seg != NULL ? &seg->events : &rseg->events};
     for (unsigned i = 0; i < 2; i++) {
         for (fy_list_link_t *l = fy_list_first(lists[i]), *next; l != fy_list_end(lists[i]);
              l = next) {
@@ -106,7 +108,8 @@ ferry_status_t seg_wait_until(ferry_worker_t *worker, int timeout_ms, seg_cond_f
             return cond(arg) ? FERRY_OK : FERRY_ERR_TIMED_OUT;
         }
         uint64_t wake = deadline;
-        if (worker->seg.connecting > 0) { /* an asynchronous connect times out before */
+        if (fy_segment_worker_of(worker)->connecting >
+            0) { /* an asynchronous connect times out before */
             uint64_t next = rseg_next_deadline(worker);
             if (next < wake)
                 wake = next > now ? next : now + 1;
@@ -144,8 +147,8 @@ static ferry_status_t seg_send_now(ferry_ep_t *ep, unsigned id, const uint8_t *h
 
 static int seg_unsent_for(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.unsent);
-         l != fy_list_end(&worker->seg.unsent); l = l->next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->unsent);
+         l != fy_list_end(&fy_segment_worker_of(worker)->unsent); l = l->next) {
         if (fy_list_entry(l, seg_unsent_t, link)->ep == ep)
             return 1;
     }
@@ -159,7 +162,7 @@ ferry_status_t seg_send(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_m
     size_t header_length = seg_wire_encode(m, header);
     ferry_status_t status = FERRY_ERR_NO_RESOURCE;
 
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
     if (!seg_unsent_for(worker, ep)) /* keep the order of messages to one peer */
         status = seg_send_now(ep, m->id, header, header_length, payload, length);
@@ -179,7 +182,7 @@ ferry_status_t seg_send(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_m
     u->length = length;
     if (length > 0)
         memcpy(u->payload, payload, length);
-    fy_list_push_tail(&worker->seg.unsent, &u->link);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->unsent, &u->link);
     seg_update_need(worker);
     return FERRY_OK;
 }
@@ -188,12 +191,12 @@ static unsigned seg_resend(ferry_worker_t *worker)
 {
     unsigned count = 0;
     fy_list_link_t *l;
-    while ((l = fy_list_pop_head(&worker->seg.unsent)) != NULL) {
+    while ((l = fy_list_pop_head(&fy_segment_worker_of(worker)->unsent)) != NULL) {
         seg_unsent_t *u = fy_list_entry(l, seg_unsent_t, link);
         ferry_status_t status =
             seg_send_now(u->ep, u->id, u->header, u->header_length, u->payload, u->length);
         if (status == FERRY_ERR_NO_RESOURCE) {
-            fy_list_push_head(&worker->seg.unsent, &u->link);
+            fy_list_push_head(&fy_segment_worker_of(worker)->unsent, &u->link);
             count++; /* still work to do: keep a waiting worker spinning */
             break;
         }
@@ -209,8 +212,8 @@ static unsigned seg_resend(ferry_worker_t *worker)
 
 static void seg_unsent_purge(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.unsent), *next;
-         l != fy_list_end(&worker->seg.unsent); l = next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->unsent), *next;
+         l != fy_list_end(&fy_segment_worker_of(worker)->unsent); l = next) {
         next = l->next;
         seg_unsent_t *u = fy_list_entry(l, seg_unsent_t, link);
         if (ep == NULL || u->ep == ep) {
@@ -225,8 +228,8 @@ static void seg_unsent_purge(ferry_worker_t *worker, ferry_ep_t *ep)
 
 static ferry_segment_t *seg_find(ferry_worker_t *worker, uint32_t id)
 {
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.segments);
-         l != fy_list_end(&worker->seg.segments); l = l->next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->segments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->segments); l = l->next) {
         ferry_segment_t *seg = fy_list_entry(l, ferry_segment_t, link);
         if (!seg->removed && seg->id == id)
             return seg;
@@ -299,7 +302,7 @@ static ferry_status_t seg_create(ferry_worker_t *worker, uint32_t segment_id, fe
     seg->cb = callback;
     seg->arg = arg;
     fy_list_init(&seg->events);
-    fy_list_push_tail(&worker->seg.segments, &seg->link);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->segments, &seg->link);
     *segment_p = seg;
     return FERRY_OK;
 
@@ -432,8 +435,8 @@ FERRY_EXPORT ferry_status_t ferry_segment_wait_event(ferry_segment_t *segment, i
 
 static seg_conn_t *seg_conn_find(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t id)
 {
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.conns);
-         l != fy_list_end(&worker->seg.conns); l = l->next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->conns);
+         l != fy_list_end(&fy_segment_worker_of(worker)->conns); l = l->next) {
         seg_conn_t *conn = fy_list_entry(l, seg_conn_t, link);
         if (conn->ep == ep && conn->id == id)
             return conn;
@@ -479,7 +482,7 @@ static void seg_handle_connect(ferry_worker_t *worker, ferry_ep_t *ep, const seg
         reply.status = FERRY_ERR_CONNECTION_REFUSED;
     } else {
         reply.status = FERRY_OK;
-        reply.connection = ++worker->seg.next_connection_id;
+        reply.connection = ++fy_segment_worker_of(worker)->next_connection_id;
         reply.size = seg->size;
         memcpy(reply.rkey, seg->key, RKEY_PACKED_SIZE);
     }
@@ -493,7 +496,7 @@ static void seg_handle_connect(ferry_worker_t *worker, ferry_ep_t *ep, const seg
     conn->seg = seg;
     conn->ep = ep;
     conn->id = reply.connection;
-    fy_list_push_tail(&worker->seg.conns, &conn->link);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->conns, &conn->link);
     seg->connections++;
     ferry_segment_event_t ev = {
         .type = FERRY_SEGMENT_EVENT_CONNECT, .status = FERRY_OK, .ep = ep, .connection = conn->id};
@@ -553,9 +556,14 @@ static ferry_status_t seg_am_handler(void *arg, const void *header, size_t heade
 
 /* ------------------------------------------------------------------ worker and endpoint hooks */
 
-void fy_segment_worker_init(ferry_worker_t *worker)
+static ferry_status_t seg_module_init(ferry_worker_t *worker, void **state_p)
 {
-    fy_segment_worker_t *sw = &worker->seg;
+    fy_segment_worker_t *sw = calloc(1, sizeof(*sw));
+    if (sw == NULL) {
+        fy_error("calloc(%zu) for the named segments of a worker failed", sizeof(*sw));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    *state_p = sw; /* before the calls below, which reach it */
     fy_list_init(&sw->segments);
     fy_list_init(&sw->conns);
     fy_list_init(&sw->rsegments);
@@ -566,26 +574,27 @@ void fy_segment_worker_init(ferry_worker_t *worker)
     for (unsigned id = FY_AM_ID_SEG_CONNECT; id <= FY_AM_ID_SEG_NOTIFY; id++)
         fy_am_set_internal_handler(worker, id, seg_am_handler, (void *)(uintptr_t)id);
     seg_dma_worker_init(worker);
+    return FERRY_OK;
 }
 
-unsigned fy_segment_progress(ferry_worker_t *worker)
+static unsigned seg_module_progress(ferry_worker_t *worker)
 {
     unsigned count = 0;
-    if (!fy_list_is_empty(&worker->seg.unsent))
+    if (!fy_list_is_empty(&fy_segment_worker_of(worker)->unsent))
         count += seg_resend(worker);
-    if (!fy_list_is_empty(&worker->seg.dma_active))
+    if (!fy_list_is_empty(&fy_segment_worker_of(worker)->dma_active))
         count += seg_dma_progress(worker);
-    if (worker->seg.connecting > 0)
+    if (fy_segment_worker_of(worker)->connecting > 0)
         count += rseg_progress_timeouts(worker);
     return count;
 }
 
-void fy_segment_ep_failed(ferry_ep_t *ep, ferry_status_t status)
+static void seg_ep_stop(ferry_ep_t *ep, ferry_status_t status)
 {
     ferry_worker_t *worker = ep->worker;
     seg_unsent_purge(worker, ep);
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.conns), *next;
-         l != fy_list_end(&worker->seg.conns); l = next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->conns), *next;
+         l != fy_list_end(&fy_segment_worker_of(worker)->conns); l = next) {
         next = l->next;
         seg_conn_t *conn = fy_list_entry(l, seg_conn_t, link);
         if (conn->ep == ep)
@@ -594,12 +603,12 @@ void fy_segment_ep_failed(ferry_ep_t *ep, ferry_status_t status)
     rseg_ep_failed(worker, ep, status);
 }
 
-void fy_segment_ep_freed(ferry_ep_t *ep)
+static void seg_ep_free(ferry_ep_t *ep)
 {
     ferry_worker_t *worker = ep->worker;
     seg_unsent_purge(worker, ep);
-    for (fy_list_link_t *l = fy_list_first(&worker->seg.conns), *next;
-         l != fy_list_end(&worker->seg.conns); l = next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->conns), *next;
+         l != fy_list_end(&fy_segment_worker_of(worker)->conns); l = next) {
         next = l->next;
         seg_conn_t *conn = fy_list_entry(l, seg_conn_t, link);
         if (conn->ep == ep)
@@ -608,9 +617,9 @@ void fy_segment_ep_freed(ferry_ep_t *ep)
     rseg_ep_freed(worker, ep);
 }
 
-void fy_segment_worker_cleanup(ferry_worker_t *worker)
+static void seg_module_cleanup(ferry_worker_t *worker)
 {
-    fy_segment_worker_t *sw = &worker->seg;
+    fy_segment_worker_t *sw = fy_segment_worker_of(worker);
     fy_list_link_t *l;
 
     seg_dma_cleanup(worker);
@@ -635,4 +644,17 @@ void fy_segment_worker_cleanup(ferry_worker_t *worker)
             fy_worker_undefer(worker, &e->deferred);
         free(e);
     }
+    free(sw);
 }
+
+const fy_module_ops_t fy_segment_module = {
+    .name = "segment",
+    .ep_state_size = 0,
+    .init = seg_module_init,
+    .cleanup = seg_module_cleanup,
+    .progress = seg_module_progress,
+    .busy = NULL,
+    .ep_init = NULL,
+    .ep_stop = seg_ep_stop,
+    .ep_free = seg_ep_free,
+};

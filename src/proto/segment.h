@@ -33,8 +33,9 @@
 
 #include "core/list.h"
 #include "mem/mem.h"
+#include "progress/worker.h"
 #include "proto/am_ids.h"
-
+#include "proto/module_list.h"
 
 #define SEG_WIRE_VERSION 1u
 #define SEG_WIRE_CONNECT_SIZE 24u
@@ -77,7 +78,7 @@ typedef struct fy_segment_worker {
     uint64_t next_request_id;
     uint64_t next_connection_id;
     unsigned connecting;        /* asynchronous connects with a deadline */
-    unsigned need_progress;     /* > 0: ferry_worker_progress calls fy_segment_progress */
+    unsigned need_progress;     /* > 0: the module's progress bit is set (seg_update_need) */
     unsigned warned;            /* malformed or unknown messages reported at warn level */
     uint64_t dma_chunk;         /* FERRY_SEGMENT_DMA_CHUNK */
     unsigned copy_threads;      /* FERRY_SEGMENT_COPY_THREADS (0: copies run in progress) */
@@ -85,18 +86,15 @@ typedef struct fy_segment_worker {
     struct seg_copy_pool *copy; /* the copy threads (segment_copy.c); NULL until first used */
 } fy_segment_worker_t;
 
-/* Worker life cycle: init (allocates nothing; registers the handlers), cleanup (frees every
- * segment, remote segment, queue and event left; called after the endpoints were freed). */
-void fy_segment_worker_init(ferry_worker_t *worker);
-void fy_segment_worker_cleanup(ferry_worker_t *worker);
+/* The module (proto/module_list.c). Its init registers the handlers; its cleanup frees every
+ * segment, remote segment, queue and event left (after the endpoints were freed). Its ep_stop
+ * ends the owner side's connections over the endpoint (DISCONNECT) and makes the importer
+ * side's remote segments LOST; its ep_free makes sure nothing refers to the endpoint. */
+extern const fy_module_ops_t fy_segment_module;
 
-/* Called by ferry_worker_progress while worker->seg.need_progress > 0: resend control messages,
- * move DMA queues on, time out asynchronous connects. Returns the events handled. */
-unsigned fy_segment_progress(ferry_worker_t *worker);
-
-/* Endpoint hooks: failed (fy_ep_fail: owner side DISCONNECT, importer side LOST; from
- * progress) and freed (ep_free: nothing refers to ep afterwards). */
-void fy_segment_ep_failed(ferry_ep_t *ep, ferry_status_t status);
-void fy_segment_ep_freed(ferry_ep_t *ep);
+static inline fy_segment_worker_t *fy_segment_worker_of(const ferry_worker_t *worker)
+{
+    return (fy_segment_worker_t *)fy_worker_module_state(worker, FY_MODULE_SEGMENT);
+}
 
 #endif

@@ -64,11 +64,11 @@ void seg_copy_worker_init(ferry_worker_t *worker)
                 SEG_COPY_THREADS_MAX);
         threads = SEG_COPY_THREADS_MAX;
     }
-    worker->seg.copy_threads = (unsigned)threads;
-    worker->seg.copy_chunk = ferry_config_size(&seg_copy_chunk_var);
-    if (worker->seg.copy_chunk < 4096)
-        worker->seg.copy_chunk = 4096;
-    worker->seg.copy = NULL;
+    fy_segment_worker_of(worker)->copy_threads = (unsigned)threads;
+    fy_segment_worker_of(worker)->copy_chunk = ferry_config_size(&seg_copy_chunk_var);
+    if (fy_segment_worker_of(worker)->copy_chunk < 4096)
+        fy_segment_worker_of(worker)->copy_chunk = 4096;
+    fy_segment_worker_of(worker)->copy = NULL;
 }
 
 /* Copy [(first, first_done), (last, last_done)) of the job's entries. */
@@ -179,7 +179,7 @@ static void seg_copy_pool_free(ferry_worker_t *worker, seg_copy_pool_t *pool)
 
 static ferry_status_t seg_copy_pool_create(ferry_worker_t *worker)
 {
-    unsigned want = worker->seg.copy_threads;
+    unsigned want = fy_segment_worker_of(worker)->copy_threads;
     ferry_status_t status;
     sigset_t all, old;
     int err;
@@ -191,7 +191,7 @@ static ferry_status_t seg_copy_pool_create(ferry_worker_t *worker)
         return FERRY_ERR_NO_MEMORY;
     }
     fy_list_init(&pool->jobs);
-    pool->chunk = worker->seg.copy_chunk;
+    pool->chunk = fy_segment_worker_of(worker)->copy_chunk;
     pool->fd_entry.fd = -1;
     pool->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (pool->efd < 0) {
@@ -238,7 +238,7 @@ static ferry_status_t seg_copy_pool_create(ferry_worker_t *worker)
         seg_copy_pool_free(worker, pool); /* joins the threads */
         return status;
     }
-    worker->seg.copy = pool;
+    fy_segment_worker_of(worker)->copy = pool;
     fy_debug("segments: %u copy threads started (chunks of %llu bytes)", pool->nthreads,
              (unsigned long long)pool->chunk);
     return FERRY_OK;
@@ -256,14 +256,14 @@ err_free_pool:
 
 ferry_status_t seg_copy_start(ferry_worker_t *worker, seg_copy_job_t *job)
 {
-    if (worker->seg.copy == NULL) {
+    if (fy_segment_worker_of(worker)->copy == NULL) {
         ferry_status_t status = seg_copy_pool_create(worker);
         if (status != FERRY_OK) {
-            worker->seg.copy_threads = 0; /* do not try (and log) again */
+            fy_segment_worker_of(worker)->copy_threads = 0; /* do not try (and log) again */
             return status;
         }
     }
-    seg_copy_pool_t *pool = worker->seg.copy;
+    seg_copy_pool_t *pool = fy_segment_worker_of(worker)->copy;
     pthread_mutex_lock(&pool->lock);
     job->next = 0;
     job->next_done = 0;
@@ -278,7 +278,7 @@ ferry_status_t seg_copy_start(ferry_worker_t *worker, seg_copy_job_t *job)
 
 void seg_copy_stop(ferry_worker_t *worker, seg_copy_job_t *job)
 {
-    seg_copy_pool_t *pool = worker->seg.copy;
+    seg_copy_pool_t *pool = fy_segment_worker_of(worker)->copy;
     pthread_mutex_lock(&pool->lock);
     job->stop = 1;
     fy_list_remove(&job->link); /* harmless when no longer listed */
@@ -290,8 +290,8 @@ void seg_copy_stop(ferry_worker_t *worker, seg_copy_job_t *job)
 
 void seg_copy_cleanup(ferry_worker_t *worker)
 {
-    if (worker->seg.copy != NULL) {
-        seg_copy_pool_free(worker, worker->seg.copy);
-        worker->seg.copy = NULL;
+    if (fy_segment_worker_of(worker)->copy != NULL) {
+        seg_copy_pool_free(worker, fy_segment_worker_of(worker)->copy);
+        fy_segment_worker_of(worker)->copy = NULL;
     }
 }

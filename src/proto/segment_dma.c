@@ -32,9 +32,9 @@ static const fy_config_var_t *const seg_dma_chunk_reg
 
 void seg_dma_worker_init(ferry_worker_t *worker)
 {
-    worker->seg.dma_chunk = ferry_config_size(&seg_dma_chunk_var);
-    if (worker->seg.dma_chunk == 0)
-        worker->seg.dma_chunk = 1;
+    fy_segment_worker_of(worker)->dma_chunk = ferry_config_size(&seg_dma_chunk_var);
+    if (fy_segment_worker_of(worker)->dma_chunk == 0)
+        fy_segment_worker_of(worker)->dma_chunk = 1;
     seg_copy_worker_init(worker); /* FERRY_SEGMENT_COPY_THREADS: no thread started yet */
 }
 
@@ -55,7 +55,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment,
     q->state = FERRY_DMA_IDLE;
     fy_list_init(&q->link);
     fy_list_link_init(&q->job.link);
-    fy_list_push_tail(&rsegment->worker->seg.dma_queues, &q->all_link);
+    fy_list_push_tail(&fy_segment_worker_of(rsegment->worker)->dma_queues, &q->all_link);
     rsegment->dma_queues++;
     *queue_p = q;
     return FERRY_OK;
@@ -158,7 +158,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_
     queue->state = FERRY_DMA_RUNNING;
     queue->threaded = 0;
     ferry_worker_t *worker = queue->rseg->worker;
-    if (worker->seg.copy_threads > 0) {
+    if (fy_segment_worker_of(worker)->copy_threads > 0) {
         char *base = dma_mapped(queue);
         if (base != NULL) {
             queue->job.base = base;
@@ -168,7 +168,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_
             queue->threaded = seg_copy_start(worker, &queue->job) == FERRY_OK;
         }
     }
-    fy_list_push_tail(&worker->seg.dma_active, &queue->link);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->dma_active, &queue->link);
     seg_update_need(worker);
     return FERRY_INPROGRESS;
 }
@@ -290,11 +290,11 @@ static unsigned dma_step_threaded(ferry_dma_queue_t *q)
 
 unsigned seg_dma_progress(ferry_worker_t *worker)
 {
-    fy_list_t *active = &worker->seg.dma_active;
+    fy_list_t *active = &fy_segment_worker_of(worker)->dma_active;
     unsigned count = 0;
     /* the first queue gets the budget; the others issue only what is left (fair enough for a
      * few queues: a finished queue leaves the list) */
-    uint64_t budget = worker->seg.dma_chunk;
+    uint64_t budget = fy_segment_worker_of(worker)->dma_chunk;
     for (fy_list_link_t *l = fy_list_first(active), *next; l != fy_list_end(active); l = next) {
         next = l->next;
         ferry_dma_queue_t *q = fy_list_entry(l, ferry_dma_queue_t, link);
@@ -367,7 +367,7 @@ void seg_dma_cleanup(ferry_worker_t *worker)
 {
     fy_list_link_t *l;
     seg_copy_cleanup(worker); /* no copy thread touches a queue or a mapping afterwards */
-    while ((l = fy_list_pop_head(&worker->seg.dma_queues)) != NULL) {
+    while ((l = fy_list_pop_head(&fy_segment_worker_of(worker)->dma_queues)) != NULL) {
         ferry_dma_queue_t *q = fy_container_of(l, ferry_dma_queue_t, all_link);
         if (fy_list_is_linked(&q->link))
             fy_list_remove(&q->link);

@@ -188,7 +188,7 @@ void tag_warn(ferry_worker_t *worker, tag_warn_kind_t kind, const char *fmt, ...
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    if (worker->tag.warned[kind]++ == 0)
+    if (fy_tag_worker_of(worker)->warned[kind]++ == 0)
         fy_warn("tagged messages: %s; dropped (further messages of this kind are logged at "
                 "debug level)",
                 text);
@@ -198,7 +198,9 @@ void tag_warn(ferry_worker_t *worker, tag_warn_kind_t kind, const char *fmt, ...
 
 void tag_need_progress(ferry_worker_t *worker, int delta)
 {
-    worker->tag.need_progress = (unsigned)((int)worker->tag.need_progress + delta);
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    tw->need_progress = (unsigned)((int)tw->need_progress + delta);
+    fy_worker_module_progress_set(worker, FY_MODULE_TAG, tw->need_progress > 0);
 }
 
 static ferry_status_t tag_iov_check(const ferry_iov_t *iov, size_t iovcnt, uint64_t *length_p)
@@ -343,7 +345,7 @@ void tag_recv_unref(tag_recv_t *recv)
     if (--recv->refs > 0)
         return;
     tag_iovs_release(&recv->buf);
-    tag_pool_put(&recv->worker->tag.recvs, recv);
+    tag_pool_put(&fy_tag_worker_of(recv->worker)->recvs, recv);
 }
 
 void tag_send_unref(tag_send_t *send)
@@ -351,7 +353,7 @@ void tag_send_unref(tag_send_t *send)
     if (--send->refs > 0)
         return;
     tag_iovs_release(&send->buf);
-    tag_pool_put(&send->worker->tag.sends, send);
+    tag_pool_put(&fy_tag_worker_of(send->worker)->sends, send);
 }
 
 static void tag_recv_deferred_cb(fy_deferred_t *self)
@@ -428,7 +430,7 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
                            ferry_tag_info_t *info, ferry_completion_t *comp,
                            ferry_status_t *status_p)
 {
-    tag_recv_t *recv = tag_pool_get(&worker->tag.recvs, TAG_MAGIC_RECV);
+    tag_recv_t *recv = tag_pool_get(&fy_tag_worker_of(worker)->recvs, TAG_MAGIC_RECV);
     if (fy_unlikely(recv == NULL)) {
         *status_p = FERRY_ERR_NO_MEMORY;
         return NULL;
@@ -454,7 +456,7 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
     recv->buf.iovcnt = 0;
     *status_p = tag_iovs_copy(&recv->buf, iov, iovcnt);
     if (fy_unlikely(*status_p != FERRY_OK)) {
-        tag_pool_put(&worker->tag.recvs, recv);
+        tag_pool_put(&fy_tag_worker_of(worker)->recvs, recv);
         return NULL;
     }
     return recv;
@@ -462,7 +464,7 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
 
 tag_send_t *tag_send_alloc(ferry_worker_t *worker)
 {
-    tag_send_t *send = tag_pool_get(&worker->tag.sends, TAG_MAGIC_SEND);
+    tag_send_t *send = tag_pool_get(&fy_tag_worker_of(worker)->sends, TAG_MAGIC_SEND);
     if (send == NULL)
         return NULL;
     fy_list_link_init(&send->deferred.link);
@@ -499,24 +501,24 @@ ferry_status_t tag_ctl_send(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wi
     size_t length = tag_wire_encode(msg, header);
     ferry_status_t status;
 
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
-    if (ep->tag.ctl_queued == 0) {
+    if (fy_tag_ep_of(ep)->ctl_queued == 0) {
         status = fy_am_send_internal(ep, msg->id, header, length, NULL, 0, NULL);
         if (status == FERRY_OK || status == FERRY_INPROGRESS)
             return FERRY_OK;
         if (status != FERRY_ERR_NO_RESOURCE)
             return status;
     }
-    tag_ctl_t *ctl = tag_pool_get(&worker->tag.ctls, TAG_MAGIC_CTL);
+    tag_ctl_t *ctl = tag_pool_get(&fy_tag_worker_of(worker)->ctls, TAG_MAGIC_CTL);
     if (ctl == NULL)
         return FERRY_ERR_NO_MEMORY;
     ctl->ep = ep;
     ctl->id = msg->id;
     ctl->length = length;
     memcpy(ctl->header, header, length);
-    fy_list_push_tail(&worker->tag.ctl, &ctl->obj.link);
-    ep->tag.ctl_queued++;
+    fy_list_push_tail(&fy_tag_worker_of(worker)->ctl, &ctl->obj.link);
+    fy_tag_ep_of(ep)->ctl_queued++;
     tag_need_progress(worker, 1);
     return FERRY_OK;
 }
@@ -524,16 +526,16 @@ ferry_status_t tag_ctl_send(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wi
 static void tag_ctl_drop(ferry_worker_t *worker, tag_ctl_t *ctl)
 {
     fy_list_remove(&ctl->obj.link);
-    ctl->ep->tag.ctl_queued--;
+    fy_tag_ep_of(ctl->ep)->ctl_queued--;
     tag_need_progress(worker, -1);
-    tag_pool_put(&worker->tag.ctls, ctl);
+    tag_pool_put(&fy_tag_worker_of(worker)->ctls, ctl);
 }
 
 /* Send queued control messages in order; an endpoint without room keeps the rest of its own
  * for the next pass (its order), the others go on. */
 static unsigned tag_ctl_progress(ferry_worker_t *worker)
 {
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     unsigned count = 0;
     uint32_t pass = ++tw->ctl_pass;
 
@@ -541,14 +543,14 @@ static unsigned tag_ctl_progress(ferry_worker_t *worker)
         next = l->next;
         tag_ctl_t *ctl = fy_container_of(l, tag_ctl_t, obj.link);
         ferry_ep_t *ep = ctl->ep;
-        if (ep->tag.ctl_pass == pass)
+        if (fy_tag_ep_of(ep)->ctl_pass == pass)
             continue;
         ferry_status_t status =
-            ep->state == FERRY_EP_OPEN
+            ep->state == FY_EP_OPEN
                 ? fy_am_send_internal(ep, ctl->id, ctl->header, ctl->length, NULL, 0, NULL)
                 : ep->error;
         if (status == FERRY_ERR_NO_RESOURCE) {
-            ep->tag.ctl_pass = pass;
+            fy_tag_ep_of(ep)->ctl_pass = pass;
             continue;
         }
         if (status != FERRY_OK && status != FERRY_INPROGRESS)
@@ -577,29 +579,29 @@ static void tag_flow_send(ferry_worker_t *worker, ferry_ep_t *ep, bool on)
 static void tag_flow_forget(ferry_worker_t *worker, ferry_ep_t *ep)
 {
     (void)worker;
-    if (!ep->tag.told_off)
+    if (!fy_tag_ep_of(ep)->told_off)
         return;
-    ep->tag.told_off = 0;
-    fy_list_remove(&ep->tag.flow_link);
+    fy_tag_ep_of(ep)->told_off = 0;
+    fy_list_remove(&fy_tag_ep_of(ep)->flow_link);
 }
 
 /* After buffered bytes were consumed: EAGER_ON to every sender told OFF once we are at half. */
 static void tag_flow_check_on(ferry_worker_t *worker)
 {
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     fy_list_link_t *link;
     if (fy_likely(fy_list_is_empty(&tw->flow_off)) || tw->unexpected_bytes > tw->unexpected_max / 2)
         return;
     while ((link = fy_list_pop_head(&tw->flow_off)) != NULL) {
-        ferry_ep_t *ep = fy_container_of(link, ferry_ep_t, tag.flow_link);
-        ep->tag.told_off = 0;
+        ferry_ep_t *ep = fy_container_of(link, fy_tag_ep_t, flow_link)->ep;
+        fy_tag_ep_of(ep)->told_off = 0;
         tag_flow_send(worker, ep, true);
     }
 }
 
 static void tag_unexp_release(ferry_worker_t *worker, tag_unexp_t *u)
 {
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     switch (u->data_kind) {
     case TAG_DATA_INLINE:
         break;
@@ -644,7 +646,7 @@ static void *tag_spare_get(fy_tag_worker_t *tw)
 static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t tag,
                                            void *data, size_t length, unsigned flags)
 {
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     ferry_status_t result = FERRY_OK;
     tag_unexp_t *u = tag_pool_get(&tw->unexp, TAG_MAGIC_UNEXP);
 
@@ -665,12 +667,11 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
     } else {
         /* a private buffer of the transport (larger than what it copies through a shared
          * buffer) is kept as it is; a shared one is copied out so that it returns at once */
-        const fy_tl_caps_t *caps = tag_ep_caps(worker, ep);
-        size_t apart = caps != NULL && caps->header_apart >= sizeof(tag_wire_eager_t)
+        size_t apart = ep->caps.header_apart >= sizeof(tag_wire_eager_t)
                            ? sizeof(tag_wire_eager_t)
                            : 0; /* the header travelled beside the shared buffer */
         if ((flags & FERRY_AM_RECV_KEEPABLE) &&
-            length + sizeof(tag_wire_eager_t) > ep->max_bcopy + apart) {
+            length + sizeof(tag_wire_eager_t) > ep->caps.max_bcopy + apart) {
             u->data_kind = TAG_DATA_AM;
             u->data = data;
             result = FERRY_INPROGRESS;
@@ -691,14 +692,14 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
     u->accounted = length + TAG_UNEXP_OVERHEAD;
     tw->unexpected_bytes += u->accounted;
     fy_list_push_tail(&tw->unexpected, &u->obj.link);
-    if (tw->unexpected_bytes > tw->unexpected_max && !ep->tag.told_off &&
-        ep->state == FERRY_EP_OPEN) {
+    if (tw->unexpected_bytes > tw->unexpected_max && !fy_tag_ep_of(ep)->told_off &&
+        ep->state == FY_EP_OPEN) {
         fy_debug("tagged messages: %llu unexpected bytes buffered (FERRY_TAG_UNEXPECTED_MAX "
                  "%llu): EAGER_OFF to endpoint %p",
                  (unsigned long long)tw->unexpected_bytes, (unsigned long long)tw->unexpected_max,
                  (void *)ep);
-        ep->tag.told_off = 1;
-        fy_list_push_tail(&tw->flow_off, &ep->tag.flow_link);
+        fy_tag_ep_of(ep)->told_off = 1;
+        fy_list_push_tail(&tw->flow_off, &fy_tag_ep_of(ep)->flow_link);
         tag_flow_send(worker, ep, false);
     }
     return result;
@@ -783,7 +784,7 @@ static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_
                                    size_t length, const ferry_am_recv_params_t *params)
 {
     ferry_worker_t *worker = arg;
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     ferry_ep_t *ep = params->reply_ep;
     tag_wire_msg_t msg;
 
@@ -805,7 +806,7 @@ static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_le
                                  size_t length, const ferry_am_recv_params_t *params)
 {
     ferry_worker_t *worker = arg;
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     ferry_ep_t *ep = params->reply_ep;
     tag_wire_msg_t msg;
     (void)data;
@@ -850,8 +851,7 @@ static ferry_status_t tag_on_cts(void *arg, const void *header, size_t header_le
     ferry_worker_t *worker = arg;
     tag_wire_msg_t msg;
     (void)data;
-    if (tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_CTS, header, header_length, length,
-                   &msg))
+    if (tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_CTS, header, header_length, length, &msg))
         tag_rndv_on_cts(worker, params->reply_ep, &msg.u.cts);
     return FERRY_OK;
 }
@@ -901,7 +901,7 @@ static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_l
                    &msg)) {
         fy_debug("tagged messages: EAGER_%s from endpoint %p", msg.u.flow.eager_on ? "ON" : "OFF",
                  (void *)params->reply_ep);
-        params->reply_ep->tag.eager_off = msg.u.flow.eager_on ? 0 : 1;
+        fy_tag_ep_of(params->reply_ep)->eager_off = msg.u.flow.eager_on ? 0 : 1;
     }
     return FERRY_OK;
 }
@@ -915,11 +915,11 @@ FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *io
 
     if (fy_unlikely(ep == NULL || tag_iov_check(iov, iovcnt, &length) != FERRY_OK))
         return FERRY_ERR_INVALID_PARAM;
-    if (fy_unlikely(ep->state != FERRY_EP_OPEN))
+    if (fy_unlikely(ep->state != FY_EP_OPEN))
         return ep->error;
-    if (fy_unlikely(!ep->tag.ready))
+    if (fy_unlikely(!fy_tag_ep_of(ep)->ready))
         tag_rndv_ep_setup(ep->worker, ep);
-    if (fy_likely(length <= ep->tag.eager_max && !ep->tag.eager_off)) {
+    if (fy_likely(length <= fy_tag_ep_of(ep)->eager_max && !fy_tag_ep_of(ep)->eager_off)) {
         tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
         return fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, sizeof(header), iov, iovcnt,
                                    comp);
@@ -937,8 +937,8 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_i
     if (fy_unlikely(worker == NULL || comp == NULL ||
                     tag_iov_check(iov, iovcnt, &length) != FERRY_OK))
         return FERRY_ERR_INVALID_PARAM;
-    if (fy_unlikely(!fy_list_is_empty(&worker->tag.unexpected))) {
-        tag_unexp_t *u = tag_match_unexpected(&worker->tag, tag, tag_mask);
+    if (fy_unlikely(!fy_list_is_empty(&fy_tag_worker_of(worker)->unexpected))) {
+        tag_unexp_t *u = tag_match_unexpected(fy_tag_worker_of(worker), tag, tag_mask);
         if (u != NULL)
             return tag_recv_message(worker, u, iov, iovcnt, info, comp);
     }
@@ -947,7 +947,7 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_i
         return status;
     recv->tag = tag;
     recv->tag_mask = tag_mask;
-    fy_list_push_tail(&worker->tag.posted, &recv->obj.link);
+    fy_list_push_tail(&fy_tag_worker_of(worker)->posted, &recv->obj.link);
     return FERRY_INPROGRESS;
 }
 
@@ -957,13 +957,13 @@ FERRY_EXPORT ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag
 {
     if (worker == NULL || (remove && message_p == NULL))
         return FERRY_ERR_INVALID_PARAM;
-    tag_unexp_t *u = tag_match_unexpected(&worker->tag, tag, tag_mask);
+    tag_unexp_t *u = tag_match_unexpected(fy_tag_worker_of(worker), tag, tag_mask);
     if (u == NULL)
         return FERRY_ERR_NO_ELEM;
     tag_info_fill(info, u->ep, u->tag, u->length);
     if (remove) {
         fy_list_remove(&u->obj.link);
-        fy_list_push_tail(&worker->tag.probed, &u->obj.link);
+        fy_list_push_tail(&fy_tag_worker_of(worker)->probed, &u->obj.link);
         u->probed = true;
         *message_p = u;
     }
@@ -993,7 +993,7 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_
 {
     if (worker == NULL || comp == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     for (fy_list_link_t *l = fy_list_first(&tw->posted); l != fy_list_end(&tw->posted);
          l = l->next) {
         tag_recv_t *recv = fy_container_of(l, tag_recv_t, obj.link);
@@ -1007,9 +1007,8 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_
 
 /* ------------------------------------------------------------------ life cycle */
 
-ferry_status_t fy_tag_init(ferry_worker_t *worker)
+static ferry_status_t tag_module_init(ferry_worker_t *worker, void **state_p)
 {
-    fy_tag_worker_t *tw = &worker->tag;
     static const struct {
         unsigned id;
         ferry_am_handler_cb_t cb;
@@ -1020,7 +1019,13 @@ ferry_status_t fy_tag_init(ferry_worker_t *worker)
         {FY_AM_ID_TAG_FLOW, tag_on_flow},
     };
 
-    memset(tw, 0, sizeof(*tw));
+    ferry_status_t status;
+    fy_tag_worker_t *tw = calloc(1, sizeof(*tw));
+    if (tw == NULL) {
+        fy_error("calloc(%zu) for the tagged messages of a worker failed", sizeof(*tw));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    *state_p = tw;
     fy_list_init(&tw->posted);
     fy_list_init(&tw->unexpected);
     fy_list_init(&tw->probed);
@@ -1035,13 +1040,20 @@ ferry_status_t fy_tag_init(ferry_worker_t *worker)
     tw->unexpected_max = ferry_config_size(&tag_unexpected_max_var);
     tag_rndv_config(tw);
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(handlers); i++) {
-        ferry_status_t status =
-            fy_am_set_internal_handler(worker, handlers[i].id, handlers[i].cb, worker);
+        status = fy_am_set_internal_handler(worker, handlers[i].id, handlers[i].cb, worker);
         if (status != FERRY_OK)
-            return status;
+            goto err_free_state;
     }
     /* rendezvous DATA may be received straight into the matched receive's buffer */
-    return fy_am_set_internal_place(worker, FY_AM_ID_TAG_DATA, tag_rndv_place_data);
+    status = fy_am_set_internal_place(worker, FY_AM_ID_TAG_DATA, tag_rndv_place_data);
+    if (status != FERRY_OK)
+        goto err_free_state;
+    return FERRY_OK;
+
+err_free_state:
+    *state_p = NULL;
+    free(tw);
+    return status;
 }
 
 /* Worker destruction: complete what still waits for its completion, release the rest. */
@@ -1088,9 +1100,9 @@ static void tag_release_unexp(ferry_worker_t *worker, void *object)
         free(u->data);
 }
 
-void fy_tag_cleanup(ferry_worker_t *worker)
+static void tag_module_cleanup(ferry_worker_t *worker)
 {
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     fy_list_link_t *link;
     unsigned left = 0;
 
@@ -1124,19 +1136,13 @@ void fy_tag_cleanup(ferry_worker_t *worker)
     tw->spare_count = 0;
     tag_table_free(&tw->send_table);
     tag_table_free(&tw->recv_table);
-    fy_list_init(&tw->unexpected);
-    fy_list_init(&tw->probed);
-    fy_list_init(&tw->ctl);
-    fy_list_init(&tw->retry);
-    fy_list_init(&tw->pump);
-    fy_list_init(&tw->flow_off);
-    tw->need_progress = 0;
+    free(tw);
 }
 
-unsigned fy_tag_progress(ferry_worker_t *worker)
+static unsigned tag_module_progress(ferry_worker_t *worker)
 {
     unsigned count = 0;
-    if (!fy_list_is_empty(&worker->tag.ctl))
+    if (!fy_list_is_empty(&fy_tag_worker_of(worker)->ctl))
         count += tag_ctl_progress(worker);
     return count + tag_rndv_progress(worker);
 }
@@ -1144,7 +1150,7 @@ unsigned fy_tag_progress(ferry_worker_t *worker)
 void fy_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status)
 {
     ferry_worker_t *worker = ep->worker;
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
 
     if (status == FERRY_OK)
         status = FERRY_ERR_CANCELED;
@@ -1166,9 +1172,9 @@ void fy_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status)
     tag_rndv_ep_failed(worker, ep, status);
 }
 
-void fy_tag_ep_cleanup(ferry_ep_t *ep)
+static void tag_ep_free(ferry_ep_t *ep)
 {
-    fy_tag_worker_t *tw = &ep->worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(ep->worker);
     fy_tag_ep_failed(ep, ep->error != FERRY_OK ? ep->error : FERRY_ERR_CANCELED);
     fy_list_t *lists[] = {&tw->unexpected, &tw->probed};
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(lists); i++) {
@@ -1179,3 +1185,27 @@ void fy_tag_ep_cleanup(ferry_ep_t *ep)
         }
     }
 }
+
+static void tag_ep_init(ferry_ep_t *ep)
+{
+    fy_tag_ep_of(ep)->ep = ep;
+}
+
+/* A tagged one-sided step refused for lack of room is retried by progress only (control
+ * messages and DATA refused by a transport are woken by that transport). */
+static bool tag_module_busy(ferry_worker_t *worker)
+{
+    return !fy_list_is_empty(&fy_tag_worker_of(worker)->retry);
+}
+
+const fy_module_ops_t fy_tag_module = {
+    .name = "tag",
+    .ep_state_size = sizeof(fy_tag_ep_t),
+    .init = tag_module_init,
+    .cleanup = tag_module_cleanup,
+    .progress = tag_module_progress,
+    .busy = tag_module_busy,
+    .ep_init = tag_ep_init,
+    .ep_stop = fy_tag_ep_failed,
+    .ep_free = tag_ep_free,
+};

@@ -238,9 +238,6 @@ void tag_rndv_config(fy_tag_worker_t *tw);
 /* The endpoint's eager threshold and COOP chunk (sets ep->tag.ready). */
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep);
 
-/* The capabilities of ep's transport (NULL: not found). */
-const fy_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep);
-
 /* The mode of a rendezvous of length bytes on ep. */
 tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length);
 

@@ -182,63 +182,28 @@ void tag_rndv_config(fy_tag_worker_t *tw)
         tw->null_chunk = 1u << 30;
 }
 
-const fy_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep)
-{
-    for (size_t t = 0; t < fy_transports_count && t < FERRY_TL_MAX; t++) {
-        if (fy_transports[t] == ep->tl)
-            return &worker->context->caps[t];
-    }
-    return NULL;
-}
-
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    size_t max_bcopy = ep->max_bcopy != 0 ? ep->max_bcopy : TAG_EAGER_CAP;
+    size_t max_bcopy = ep->caps.max_bcopy != 0 ? ep->caps.max_bcopy : TAG_EAGER_CAP;
     size_t eager = max_bcopy < TAG_EAGER_CAP ? max_bcopy : TAG_EAGER_CAP;
     size_t coop = max_bcopy < TAG_COOP_CHUNK_CAP ? max_bcopy : TAG_COOP_CHUNK_CAP;
-    const fy_tl_caps_t *caps = tag_ep_caps(worker, ep);
+    const fy_tl_caps_t *caps = &ep->caps;
     /* a stream (tcp): up to 1 MiB eager, without the RTS/CTS round trip, which the data queued
      * ahead of each RTS delays (the stream carries any size in one frame; an unexpected one is
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
-    if (caps != NULL &&
-        !(caps->flags & (FERRY_TL_CAP_RMA | FERRY_TL_CAP_SAME_HOST | FERRY_TL_CAP_SAME_WORKER)))
+    if (caps->flags & FY_TL_CAP_STREAM)
         eager = TAG_EAGER_STREAM_CAP;
     /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
      * chunks on shm, 4 KiB-aligned in the user's buffers */
     size_t data_header =
-        caps != NULL && caps->header_apart >= sizeof(tag_wire_data_t) ? 0 : sizeof(tag_wire_data_t);
+        caps->header_apart >= sizeof(tag_wire_data_t) ? 0 : sizeof(tag_wire_data_t);
 
-    ep->tag.eager_max =
-        worker->tag.thresh_forced != SIZE_MAX
-            ? worker->tag.thresh_forced
+    fy_tag_ep_of(ep)->eager_max =
+        fy_tag_worker_of(worker)->thresh_forced != SIZE_MAX
+            ? fy_tag_worker_of(worker)->thresh_forced
             : (eager > sizeof(tag_wire_eager_t) ? eager - sizeof(tag_wire_eager_t) : 0);
-    ep->tag.chunk = coop > data_header + 1024 ? coop - data_header : 1024;
-    ep->tag.ready = 1;
-}
-
-/* Can this process read and write the peer's memory with cross-memory attach? One probe per
- * endpoint: a one-byte process_vm_readv of the peer's address 0 fails with EFAULT when the
- * kernel allows access (it checks permission first), EPERM/EACCES/ENOSYS when it does not. */
-static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
-{
-    if (ep->tag.cma == 0) {
-        const fy_tl_caps_t *caps = tag_ep_caps(worker, ep);
-        ep->tag.cma = -1;
-        if (caps != NULL && (caps->flags & FERRY_TL_CAP_SAME_HOST) && ep->peer_pid != 0) {
-            uint8_t byte;
-            struct iovec local = {.iov_base = &byte, .iov_len = 1};
-            struct iovec remote = {.iov_base = NULL, .iov_len = 1};
-            ssize_t n = process_vm_readv((pid_t)ep->peer_pid, &local, 1, &remote, 1, 0);
-            int err = errno;
-            if (n >= 0 || err == EFAULT)
-                ep->tag.cma = 1;
-            else
-                fy_info("tagged messages: cross-memory attach to pid %u is not possible "
-                        "(%s): rendezvous with it copies through shared buffers (coop)",
-                        ep->peer_pid, strerror(err));
-        }
-    }
-    return ep->tag.cma > 0;
+    fy_tag_ep_of(ep)->chunk = coop > data_header + 1024 ? coop - data_header : 1024;
+    fy_tag_ep_of(ep)->ready = 1;
 }
 
 /* The one place the rendezvous mode is chosen, from measurements (docs/ARCHITECTURE.md,
@@ -249,28 +214,25 @@ static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
  * copy, was slower than one of them at every size measured. */
 tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
 {
-    const fy_tl_caps_t *caps = tag_ep_caps(worker, ep);
-    /* neither one-sided access nor shared buffers (tcp): the data streams in DATA messages */
-    bool streams_only =
-        caps != NULL &&
-        !(caps->flags & (FERRY_TL_CAP_RMA | FERRY_TL_CAP_SAME_HOST | FERRY_TL_CAP_SAME_WORKER));
-    if (worker->tag.mode_forced != 0) {
-        if (worker->tag.mode_forced == TAG_RNDV_COOP && streams_only) {
-            if (!ep->tag.coop_fallback_said) {
-                ep->tag.coop_fallback_said = 1;
+    /* a byte stream (tcp): the data streams in DATA messages */
+    bool streams_only = (ep->caps.flags & FY_TL_CAP_STREAM) != 0;
+    if (fy_tag_worker_of(worker)->mode_forced != 0) {
+        if (fy_tag_worker_of(worker)->mode_forced == TAG_RNDV_COOP && streams_only) {
+            if (!fy_tag_ep_of(ep)->coop_fallback_said) {
+                fy_tag_ep_of(ep)->coop_fallback_said = 1;
                 fy_info("tagged messages: FERRY_RNDV_MODE=coop needs shared buffers, which "
                         "transport %s does not have: rendezvous with endpoint %p use null",
                         ep->tl->name, (void *)ep);
             }
             return TAG_RNDV_NULL;
         }
-        return (tag_rndv_mode_t)worker->tag.mode_forced;
+        return (tag_rndv_mode_t)fy_tag_worker_of(worker)->mode_forced;
     }
     if (streams_only)
         return TAG_RNDV_NULL;
-    if (length < worker->tag.split_min)
+    if (length < fy_tag_worker_of(worker)->split_min)
         return TAG_RNDV_COOP;
-    if (caps != NULL && (caps->flags & FERRY_TL_CAP_RMA) && tag_cma_works(worker, ep))
+    if ((ep->caps.flags & (FY_TL_CAP_RMA | FY_TL_CAP_CMA)) == (FY_TL_CAP_RMA | FY_TL_CAP_CMA))
         return TAG_RNDV_SPLIT;
     return TAG_RNDV_COOP;
 }
@@ -357,7 +319,7 @@ static void tag_recv_abort(tag_recv_t *recv, ferry_status_t status)
 {
     if (recv->state == TAG_RECV_FINISHED)
         return;
-    if (recv->ep != NULL && recv->ep->state == FERRY_EP_OPEN)
+    if (recv->ep != NULL && recv->ep->state == FY_EP_OPEN)
         tag_send_done_msg(recv->worker, recv->ep, TAG_DONE_TO_SEND, recv->send_id, true, status,
                           recv->received, 0);
     tag_recv_finish(recv, status);
@@ -368,7 +330,7 @@ static void tag_send_abort(tag_send_t *send, ferry_status_t status)
 {
     if (send->state == TAG_SEND_FINISHED)
         return;
-    if (send->recv_id != 0 && send->ep != NULL && send->ep->state == FERRY_EP_OPEN)
+    if (send->recv_id != 0 && send->ep != NULL && send->ep->state == FY_EP_OPEN)
         tag_send_done_msg(send->worker, send->ep, TAG_DONE_TO_RECV, send->recv_id, true, status,
                           send->sent, 0);
     tag_send_finish(send, status);
@@ -376,7 +338,7 @@ static void tag_send_abort(tag_send_t *send, ferry_status_t status)
 
 void tag_rndv_send_release(tag_send_t *send)
 {
-    fy_tag_worker_t *tw = &send->worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(send->worker);
     tag_list_del(send->worker, &send->obj, &send->in_list);
     if (send->mem != NULL) {
         ferry_mem_deregister(send->mem);
@@ -394,7 +356,7 @@ void tag_rndv_send_release(tag_send_t *send)
 
 void tag_rndv_recv_release(tag_recv_t *recv)
 {
-    fy_tag_worker_t *tw = &recv->worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(recv->worker);
     tag_list_del(recv->worker, &recv->obj, &recv->in_retry);
     if (recv->mem != NULL) {
         ferry_mem_deregister(recv->mem);
@@ -418,7 +380,8 @@ static ferry_status_t tag_send_register_section(tag_send_t *send,
 {
     ferry_worker_t *worker = send->worker;
     uint64_t left = send->buf.length - send->cursor.pos;
-    uint64_t want = left < worker->tag.section ? left : worker->tag.section;
+    uint64_t want =
+        left < fy_tag_worker_of(worker)->section ? left : fy_tag_worker_of(worker)->section;
     ferry_iov_t stack[TAG_IOV_STACK], *pieces;
     uint64_t bytes;
     ferry_mem_t *mem;
@@ -458,7 +421,7 @@ static ferry_status_t tag_send_register_section(tag_send_t *send,
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
                              size_t iovcnt, uint64_t length, uint64_t tag, ferry_completion_t *comp)
 {
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_RTS};
     uint8_t header[sizeof(tag_wire_rts_t)];
     ferry_status_t status;
@@ -613,7 +576,8 @@ static bool tag_send_put_issue(tag_send_t *send)
         return true;
     }
     if (status == FERRY_ERR_NO_RESOURCE) {
-        tag_list_add(send->worker, &send->worker->tag.retry, &send->obj, &send->in_list);
+        tag_list_add(send->worker, &fy_tag_worker_of(send->worker)->retry, &send->obj,
+                     &send->in_list);
         return false;
     }
     if (status != FERRY_OK) {
@@ -634,7 +598,8 @@ static bool tag_send_flush_issue(tag_send_t *send)
         return true;
     }
     if (status == FERRY_ERR_NO_RESOURCE || status == FERRY_ERR_NO_MEMORY) {
-        tag_list_add(send->worker, &send->worker->tag.retry, &send->obj, &send->in_list);
+        tag_list_add(send->worker, &fy_tag_worker_of(send->worker)->retry, &send->obj,
+                     &send->in_list);
         return false;
     }
     if (status != FERRY_OK) {
@@ -648,12 +613,11 @@ static bool tag_send_flush_issue(tag_send_t *send)
 /* NULL: bytes per DATA message to ep (FERRY_RNDV_NULL_CHUNK, or its automatic value). */
 static uint64_t tag_null_chunk(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    if (worker->tag.null_chunk != 0)
-        return worker->tag.null_chunk;
-    const fy_tl_caps_t *caps = tag_ep_caps(worker, ep);
-    if (caps != NULL && (caps->flags & (FERRY_TL_CAP_SAME_HOST | FERRY_TL_CAP_SAME_WORKER)))
-        return ep->tag.chunk; /* one buffer of the transport: never fragmented */
-    return 1u << 20;          /* a stream: the transport places DATA in the receive buffer */
+    if (fy_tag_worker_of(worker)->null_chunk != 0)
+        return fy_tag_worker_of(worker)->null_chunk;
+    if (!(ep->caps.flags & FY_TL_CAP_STREAM))
+        return fy_tag_ep_of(ep)->chunk; /* one buffer of the transport: never fragmented */
+    return 1u << 20; /* a stream: the transport places DATA in the receive buffer */
 }
 
 /* COOP/NULL: hand DATA to the transport until done, out of room, or the window is full. */
@@ -662,7 +626,8 @@ static unsigned tag_send_pump(tag_send_t *send)
     ferry_worker_t *worker = send->worker;
     unsigned handed = 0;
     ferry_ep_t *ep = send->ep;
-    uint64_t chunk = send->mode == TAG_RNDV_NULL ? tag_null_chunk(worker, ep) : ep->tag.chunk;
+    uint64_t chunk =
+        send->mode == TAG_RNDV_NULL ? tag_null_chunk(worker, ep) : fy_tag_ep_of(ep)->chunk;
     int64_t window = send->mode == TAG_RNDV_NULL ? TAG_NULL_WINDOW : TAG_COOP_WINDOW;
 
     tag_list_del(worker, &send->obj, &send->in_list);
@@ -678,12 +643,12 @@ static unsigned tag_send_pump(tag_send_t *send)
         msg.u.data.offset = send->sent;
         tag_wire_encode(&msg, header);
         send->inner.count++;
-        ferry_status_t status = fy_am_send_internal(ep, FY_AM_ID_TAG_DATA, header,
-                                                    sizeof(header), pieces, count, &send->inner);
+        ferry_status_t status = fy_am_send_internal(ep, FY_AM_ID_TAG_DATA, header, sizeof(header),
+                                                    pieces, count, &send->inner);
         if (status != FERRY_INPROGRESS)
             send->inner.count--;
         if (status == FERRY_ERR_NO_RESOURCE) {
-            tag_list_add(worker, &worker->tag.pump, &send->obj, &send->in_list);
+            tag_list_add(worker, &fy_tag_worker_of(worker)->pump, &send->obj, &send->in_list);
             break;
         }
         if (status != FERRY_OK && status != FERRY_INPROGRESS) {
@@ -707,7 +672,7 @@ static unsigned tag_send_pump(tag_send_t *send)
 
 void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_t *cts)
 {
-    tag_send_t *send = tag_table_lookup(&worker->tag.send_table, cts->send_id);
+    tag_send_t *send = tag_table_lookup(&fy_tag_worker_of(worker)->send_table, cts->send_id);
 
     if (send == NULL || send->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -896,7 +861,7 @@ static void tag_recv_put_start(tag_recv_t *recv)
  * register) we read it all as GET. Returns false when the receive ended (CTS not sent). */
 static bool tag_recv_split_start(tag_recv_t *recv)
 {
-    fy_tag_worker_t *tw = &recv->worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(recv->worker);
     uint64_t split = (recv->accepted / 2) & ~(uint64_t)4095;
     uint8_t key[RKEY_PACKED_SIZE];
     size_t count;
@@ -960,7 +925,7 @@ static void tag_recv_get_section(tag_recv_t *recv, uint64_t offset, uint64_t len
         /* SPLIT: read from progress, after this poll's other messages: the CTS of every RTS
          * that arrived with this one goes out before we spend a system call on our half, so
          * the sender always has a tail to write while we read */
-        tag_list_add(worker, &worker->tag.retry, &recv->obj, &recv->in_retry);
+        tag_list_add(worker, &fy_tag_worker_of(worker)->retry, &recv->obj, &recv->in_retry);
         return;
     }
     tag_recv_get_issue(recv);
@@ -1022,7 +987,8 @@ static bool tag_recv_get_issue(tag_recv_t *recv)
         return true;
     }
     if (status == FERRY_ERR_NO_RESOURCE) {
-        tag_list_add(recv->worker, &recv->worker->tag.retry, &recv->obj, &recv->in_retry);
+        tag_list_add(recv->worker, &fy_tag_worker_of(recv->worker)->retry, &recv->obj,
+                     &recv->in_retry);
         return false;
     }
     tag_recv_get_done(recv, status);
@@ -1068,11 +1034,11 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
     recv->split = false;
     recv->peer_done = false;
     recv->cursor = (tag_cursor_t){0, 0, 0};
-    if (ep->state != FERRY_EP_OPEN) {
+    if (ep->state != FY_EP_OPEN) {
         tag_recv_finish(recv, ep->error);
         return;
     }
-    recv->id = tag_table_insert(&worker->tag.recv_table, recv);
+    recv->id = tag_table_insert(&fy_tag_worker_of(worker)->recv_table, recv);
     if (recv->id == 0) {
         tag_recv_abort(recv, FERRY_ERR_NO_MEMORY);
         return;
@@ -1085,7 +1051,7 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
             tag_recv_finish(recv, tag_recv_final_status(recv));
             return;
         }
-        if (worker->tag.mode_forced == 0 && !tag_cma_works(worker, ep)) {
+        if (fy_tag_worker_of(worker)->mode_forced == 0 && !(ep->caps.flags & FY_TL_CAP_CMA)) {
             tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
             return;
         }
@@ -1106,7 +1072,7 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
 void tag_rndv_on_data(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_data_t *data,
                       const void *payload, size_t length)
 {
-    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, data->recv_id);
+    tag_recv_t *recv = tag_table_lookup(&fy_tag_worker_of(worker)->recv_table, data->recv_id);
 
     if (recv == NULL || recv->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -1149,10 +1115,9 @@ void *tag_rndv_place_data(void *arg, ferry_ep_t *ep, const void *header, size_t 
     ferry_worker_t *worker = arg;
     tag_wire_msg_t msg;
     const char *why;
-    if (tag_wire_decode(FY_AM_ID_TAG_DATA, header, header_length, length, &msg, &why) !=
-        FERRY_OK)
+    if (tag_wire_decode(FY_AM_ID_TAG_DATA, header, header_length, length, &msg, &why) != FERRY_OK)
         return NULL; /* refused again, and warned about, when delivered */
-    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, msg.u.data.recv_id);
+    tag_recv_t *recv = tag_table_lookup(&fy_tag_worker_of(worker)->recv_table, msg.u.data.recv_id);
     if (recv == NULL || recv->ep != ep || recv->state != TAG_RECV_DATA ||
         msg.u.data.offset != recv->received || length > recv->accepted - recv->received ||
         recv->cursor.index >= recv->buf.iovcnt ||
@@ -1164,7 +1129,7 @@ void *tag_rndv_place_data(void *arg, ferry_ep_t *ep, const void *header, size_t 
 static void tag_rndv_on_done_recv(ferry_worker_t *worker, ferry_ep_t *ep,
                                   const tag_wire_done_t *done)
 {
-    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, done->id);
+    tag_recv_t *recv = tag_table_lookup(&fy_tag_worker_of(worker)->recv_table, done->id);
 
     if (recv == NULL || recv->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -1219,7 +1184,7 @@ static void tag_rndv_on_done_recv(ferry_worker_t *worker, ferry_ep_t *ep,
 static void tag_rndv_on_done_send(ferry_worker_t *worker, ferry_ep_t *ep,
                                   const tag_wire_done_t *done)
 {
-    tag_send_t *send = tag_table_lookup(&worker->tag.send_table, done->id);
+    tag_send_t *send = tag_table_lookup(&fy_tag_worker_of(worker)->send_table, done->id);
 
     if (send == NULL || send->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -1288,7 +1253,7 @@ void tag_rndv_on_done(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_don
 
 void tag_rndv_on_cookie(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cookie_t *cookie)
 {
-    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, cookie->recv_id);
+    tag_recv_t *recv = tag_table_lookup(&fy_tag_worker_of(worker)->recv_table, cookie->recv_id);
 
     if (recv == NULL || recv->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -1310,7 +1275,7 @@ void tag_rndv_on_cookie(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_c
 
 unsigned tag_rndv_progress(ferry_worker_t *worker)
 {
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     fy_list_link_t *link;
     fy_list_t again;
     unsigned count = 0;
@@ -1350,7 +1315,7 @@ unsigned tag_rndv_progress(ferry_worker_t *worker)
 
 void tag_rndv_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t status)
 {
-    fy_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     for (uint32_t i = 0; i < tw->send_table.capacity; i++) {
         tag_send_t *send = tw->send_table.slots[i];
         if (send != NULL && send->ep == ep)

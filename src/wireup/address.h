@@ -18,21 +18,14 @@
 
 #include <ferry/status.h>
 
+#include "core/host_id.h"
+
 #define FERRY_ADDRESS_MAGIC 0x59525246u
 #define FERRY_ADDRESS_VERSION 1u
 #define FERRY_ADDRESS_HEADER_SIZE 64u
 #define FERRY_ADDRESS_RECORD_HEADER_SIZE 4u
 #define FERRY_ADDRESS_MAX_RECORDS 8u
 #define FERRY_ADDRESS_MAX_SIZE 1024u
-
-/* What makes "the same host" for shared memory: one kernel boot and the same network
- * (abstract sockets), pid (CMA takes a pid) and user namespaces. */
-typedef struct fy_host_id {
-    uint8_t boot_id[16];
-    uint64_t net_ns;
-    uint64_t pid_ns;
-    uint64_t user_ns;
-} fy_host_id_t;
 
 typedef struct fy_address_record {
     uint8_t transport_id;
@@ -49,12 +42,6 @@ typedef struct fy_address {
     unsigned record_count;
     fy_address_record_t records[FERRY_ADDRESS_MAX_RECORDS];
 } fy_address_t;
-
-/* Read this host's identity (boot id and namespace inodes). Returns FERRY_OK or FERRY_ERR_IO
- * (logged: the path and strerror). */
-ferry_status_t fy_host_id_read(fy_host_id_t *host);
-
-bool fy_host_id_equal(const fy_host_id_t *a, const fy_host_id_t *b);
 
 /* Check and parse a blob of length bytes. Returns FERRY_OK or FERRY_ERR_INVALID_ADDRESS
  * (logged once at warn level with the reason: truncated, magic, version, length, records). */

@@ -20,9 +20,9 @@ static const fy_config_var_t *const context_transports_reg
 
 /* Mark the transports named in list (comma-separated, or "all") in allowed[]. Unknown names
  * are warned about with the closest valid one. */
-static void context_parse_transports(const char *list, bool allowed[FERRY_TL_MAX])
+static void context_parse_transports(const char *list, bool allowed[FY_TL_MAX])
 {
-    const char *names[FERRY_TL_MAX];
+    const char *names[FY_TL_MAX];
     char *copy, *save = NULL;
 
     for (size_t i = 0; i < fy_transports_count; i++)
@@ -46,7 +46,7 @@ static void context_parse_transports(const char *list, bool allowed[FERRY_TL_MAX
             continue;
         }
         const char *closest = fy_closest_name(tok, names, fy_transports_count);
-        char known[FERRY_TL_MAX * 16] = "";
+        char known[FY_TL_MAX * 16] = "";
         size_t used = 0;
         for (size_t k = 0; k < fy_transports_count && used < sizeof(known); k++)
             used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s", k ? ", " : "",
@@ -61,7 +61,7 @@ static void context_parse_transports(const char *list, bool allowed[FERRY_TL_MAX
 FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *params,
                                                  ferry_context_t **context_p)
 {
-    bool allowed[FERRY_TL_MAX] = {false};
+    bool allowed[FY_TL_MAX] = {false};
     ferry_context_t *context;
     ferry_status_t status;
     unsigned enabled = 0;

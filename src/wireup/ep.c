@@ -2,24 +2,42 @@
 #define _GNU_SOURCE
 #include "wireup/ep.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/compiler.h"
 #include "core/log.h"
+#include "wireup/address.h"
 
 static void ep_error_deferred_cb(fy_deferred_t *self);
 static void ep_close_deferred_cb(fy_deferred_t *self);
 
+/* Room for an endpoint and every module's state after it, each aligned for any type. */
+static size_t ep_allocation_size(size_t offsets[FY_MODULE_MAX])
+{
+    const size_t align = _Alignof(max_align_t);
+    size_t size = (sizeof(ferry_ep_t) + align - 1) & ~(align - 1);
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        offsets[m] = size;
+        size += (fy_modules[m]->ep_state_size + align - 1) & ~(align - 1);
+    }
+    return size;
+}
+
 static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *params)
 {
-    ferry_ep_t *ep = calloc(1, sizeof(*ep));
+    size_t offsets[FY_MODULE_MAX];
+    size_t size = ep_allocation_size(offsets);
+    ferry_ep_t *ep = calloc(1, size);
     if (ep == NULL) {
-        fy_error("calloc(%zu) for an endpoint failed", sizeof(*ep));
+        fy_error("calloc(%zu) for an endpoint failed", size);
         return NULL;
     }
     ep->worker = worker;
-    ep->state = FERRY_EP_OPEN;
+    for (size_t m = 0; m < fy_modules_count; m++)
+        ep->module_state[m] = fy_modules[m]->ep_state_size ? (char *)ep + offsets[m] : NULL;
+    ep->state = FY_EP_OPEN;
     ep->error = FERRY_OK;
     if (params != NULL)
         ep->params = *params;
@@ -27,7 +45,10 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
     fy_list_init(&ep->error_deferred.link);
     ep->close_deferred.cb = ep_close_deferred_cb;
     fy_list_init(&ep->close_deferred.link);
-    fy_rma_ep_init(ep);
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        if (fy_modules[m]->ep_init != NULL)
+            fy_modules[m]->ep_init(ep);
+    }
     return ep;
 }
 
@@ -41,9 +62,10 @@ static void ep_free(ferry_ep_t *ep)
         ep->close_comp = NULL;
         fy_completion_update(comp, FERRY_OK);
     }
-    fy_segment_ep_freed(ep); /* segments: nothing refers to ep after */
-    fy_rma_ep_cleanup(ep);   /* one-sided operations: canceled; nothing refers to ep after */
-    fy_tag_ep_cleanup(ep);   /* tagged transfers: failed; nothing refers to ep after */
+    for (size_t m = 0; m < fy_modules_count; m++) { /* nothing refers to ep after */
+        if (fy_modules[m]->ep_free != NULL)
+            fy_modules[m]->ep_free(ep);
+    }
     if (ep->tl_ep != NULL)
         ep->tl->ep_destroy(ep->tl_ep);
     fy_list_remove(&ep->link);
@@ -51,12 +73,12 @@ static void ep_free(ferry_ep_t *ep)
 }
 
 /* The first enabled transport (in list order) whose record in the address reaches the peer. */
-static int ep_select_transport(ferry_worker_t *worker, const fy_address_t *peer,
-                               const fy_address_record_t **record_p)
+static int ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
+                               const fy_tl_peer_t *peer, const fy_address_record_t **record_p)
 {
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
-        const fy_address_record_t *record = fy_address_find(peer, fy_transports[t]->id);
+        const fy_address_record_t *record = fy_address_find(address, fy_transports[t]->id);
         if (record != NULL &&
             fy_transports[t]->reachable(worker->tl[t], peer, record->data, record->length)) {
             *record_p = record;
@@ -66,22 +88,25 @@ static int ep_select_transport(ferry_worker_t *worker, const fy_address_t *peer,
     return -1;
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address,
+FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address_blob,
                                             size_t length, const ferry_ep_params_t *params,
                                             ferry_ep_t **ep_p)
 {
     const fy_address_record_t *record = NULL;
-    fy_address_t peer;
+    fy_address_t address;
+    fy_tl_peer_t peer;
     ferry_status_t status;
     ferry_ep_t *ep;
     int t;
 
     if (worker == NULL || ep_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    status = fy_address_parse(address, length, &peer);
+    status = fy_address_parse(address_blob, length, &address);
     if (status != FERRY_OK)
         return status;
-    t = ep_select_transport(worker, &peer, &record);
+    peer = (fy_tl_peer_t){
+        .worker_uuid = address.worker_uuid, .host = address.host, .pid = address.pid};
+    t = ep_select_transport(worker, &address, &peer, &record);
     if (t < 0) {
         fy_warn("ferry_ep_create: no enabled transport reaches the worker of pid %u "
                 "(this worker enables %u transports; run ferry_info -e on the address file "
@@ -93,12 +118,11 @@ FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *
     if (ep == NULL)
         return FERRY_ERR_NO_MEMORY;
     ep->tl = fy_transports[t];
-    ep->max_short = worker->context->caps[t].max_short;
-    ep->max_bcopy = worker->context->caps[t].max_bcopy;
-    ep->peer_host = peer.host;
-    ep->peer_pid = peer.pid;
+    ep->caps = worker->context->caps[t];
+    ep->peer = peer;
     fy_list_push_tail(&worker->eps, &ep->link);
-    status = ep->tl->ep_init(worker->tl[t], ep, &peer, record->data, record->length, &ep->tl_ep);
+    status = ep->tl->ep_init(worker->tl[t], ep, &peer, record->data, record->length, &ep->caps,
+                             &ep->tl_ep);
     if (status != FERRY_OK)
         goto err_free_ep;
     fy_info("endpoint %p to pid %u (worker %016llx) uses transport %s", (void *)ep, peer.pid,
@@ -113,7 +137,8 @@ err_free_ep:
 }
 
 ferry_status_t fy_ep_create_accepted(ferry_worker_t *worker, const fy_tl_ops_t *tl,
-                                     fy_tl_ep_t *tl_ep, ferry_ep_t **ep_p)
+                                     fy_tl_ep_t *tl_ep, const fy_tl_peer_t *peer,
+                                     const fy_tl_caps_t *caps, ferry_ep_t **ep_p)
 {
     ferry_ep_params_t params = {.error_cb = worker->params.accepted_ep_error_cb,
                                 .error_arg = worker->params.accepted_ep_error_arg};
@@ -123,17 +148,24 @@ ferry_status_t fy_ep_create_accepted(ferry_worker_t *worker, const fy_tl_ops_t *
     ep->tl = tl;
     ep->tl_ep = tl_ep;
     ep->accepted = 1;
-    ep->peer_host = worker->context->host; /* the transport sets peer_pid */
-    for (size_t t = 0; t < fy_transports_count; t++) {
-        if (fy_transports[t] == tl) {
-            ep->max_short = worker->context->caps[t].max_short;
-            ep->max_bcopy = worker->context->caps[t].max_bcopy;
-        }
-    }
+    ep->peer = *peer;
+    ep->caps = *caps;
     fy_list_push_tail(&worker->eps, &ep->link);
     fy_info("accepted endpoint %p over transport %s", (void *)ep, tl->name);
     *ep_p = ep;
     return FERRY_OK;
+}
+
+/* Tell every module, once, that the endpoint carries no more traffic. */
+static void ep_stop_modules(ferry_ep_t *ep, ferry_status_t status)
+{
+    if (ep->stopped)
+        return;
+    ep->stopped = 1;
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        if (fy_modules[m]->ep_stop != NULL)
+            fy_modules[m]->ep_stop(ep, status);
+    }
 }
 
 static void ep_error_deferred_cb(fy_deferred_t *self)
@@ -153,18 +185,16 @@ static void ep_error_deferred_cb(fy_deferred_t *self)
 
 void fy_ep_fail(ferry_ep_t *ep, ferry_status_t status)
 {
-    if (ep->state == FERRY_EP_CLOSED || ep->state == FERRY_EP_FAILED)
+    if (ep->state == FY_EP_CLOSED || ep->state == FY_EP_FAILED)
         return;
-    ep->state = status == FERRY_ERR_ENDPOINT_CLOSED ? FERRY_EP_CLOSED : FERRY_EP_FAILED;
+    ep->state = status == FERRY_ERR_ENDPOINT_CLOSED ? FY_EP_CLOSED : FY_EP_FAILED;
     ep->error = status;
     if (status == FERRY_ERR_ENDPOINT_CLOSED)
         fy_info("endpoint %p (%s): closed by the peer", (void *)ep, ep->tl->name);
     else /* the transport that detected the failure logged it */
         fy_debug("endpoint %p (%s) failed: %s", (void *)ep, ep->tl->name,
                  ferry_status_string(status));
-    fy_rma_ep_fail(ep, status); /* its one-sided operations complete with status */
-    fy_tag_ep_failed(ep, status);
-    fy_segment_ep_failed(ep, status); /* owner: DISCONNECT; importer: LOST */
+    ep_stop_modules(ep, status);
     if (!ep->error_pending) {
         ep->error_pending = 1;
         fy_worker_defer(ep->worker, &ep->error_deferred);
@@ -183,12 +213,11 @@ static void ep_close_deferred_cb(fy_deferred_t *self)
 
 void fy_ep_terminated(ferry_ep_t *ep)
 {
-    if (ep->state != FERRY_EP_CLOSING)
+    if (ep->state != FY_EP_CLOSING)
         return;
-    ep->state = FERRY_EP_CLOSED;
+    ep->state = FY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
-    fy_rma_ep_fail(ep, FERRY_ERR_ENDPOINT_CLOSED); /* no reply can come any more */
-    fy_tag_ep_failed(ep, FERRY_ERR_ENDPOINT_CLOSED);
+    ep_stop_modules(ep, FERRY_ERR_ENDPOINT_CLOSED); /* no reply can come any more */
     /* The close completes from the deferred queue, behind the completions of the sends it
      * waited for (the transport queued those first), so that a close callback can free what
      * the sends' callbacks use. */
@@ -201,14 +230,14 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
 
     if (ep == NULL || (flags & ~FERRY_EP_CLOSE_FORCE) != 0)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state == FERRY_EP_CLOSED || ep->state == FERRY_EP_FAILED)
+    if (ep->state == FY_EP_CLOSED || ep->state == FY_EP_FAILED)
         return FERRY_OK;
-    if (ep->state == FERRY_EP_CLOSING && !(flags & FERRY_EP_CLOSE_FORCE))
+    if (ep->state == FY_EP_CLOSING && !(flags & FERRY_EP_CLOSE_FORCE))
         return FERRY_ERR_BUSY;
     if (!(flags & FERRY_EP_CLOSE_FORCE)) {
         status = ep->tl->ep_terminate(ep->tl_ep);
         if (status == FERRY_INPROGRESS) {
-            ep->state = FERRY_EP_CLOSING;
+            ep->state = FY_EP_CLOSING;
             ep->error = FERRY_ERR_ENDPOINT_CLOSED;
             ep->close_comp = comp;
             return FERRY_INPROGRESS;
@@ -216,10 +245,9 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
     }
     ep->tl->ep_destroy(ep->tl_ep);
     ep->tl_ep = NULL;
-    ep->state = FERRY_EP_CLOSED;
+    ep->state = FY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
-    fy_rma_ep_fail(ep, FERRY_ERR_CANCELED);
-    fy_tag_ep_failed(ep, FERRY_ERR_CANCELED);
+    ep_stop_modules(ep, FERRY_ERR_CANCELED);
     if (ep->close_comp != NULL) {
         ferry_completion_t *pending = ep->close_comp;
         ep->close_comp = NULL;

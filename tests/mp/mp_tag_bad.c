@@ -63,6 +63,7 @@
 #include "mem/mem.h"
 #include "progress/worker.h"
 #include "proto/am.h"
+#include "proto/rma.h"
 #include "proto/tag_int.h"
 
 enum { TB_M = 1, TB_A = 2, TB_G = 3 };
@@ -921,7 +922,7 @@ static void tb_reuse_cb(ferry_completion_t *comp)
 
 static tag_recv_t *tb_find_recv(tag_recv_state_t state)
 {
-    tag_table_t *t = &tb_f.worker->tag.recv_table;
+    tag_table_t *t = &fy_tag_worker_of(tb_f.worker)->recv_table;
     for (uint32_t i = 0; i < t->capacity; i++) {
         tag_recv_t *recv = t->slots[i];
         if (recv != NULL && recv->state == state)
@@ -932,7 +933,7 @@ static tag_recv_t *tb_find_recv(tag_recv_state_t state)
 
 static tag_send_t *tb_find_send(void)
 {
-    tag_table_t *t = &tb_f.worker->tag.send_table;
+    tag_table_t *t = &fy_tag_worker_of(tb_f.worker)->send_table;
     for (uint32_t i = 0; i < t->capacity; i++) {
         if (t->slots[i] != NULL)
             return t->slots[i];
@@ -973,7 +974,7 @@ static bool tb_reuse_done(void *arg)
 static bool tb_rma_idle(void *arg)
 {
     (void)arg;
-    return fy_list_is_empty(&tb_f.worker->rma.outstanding);
+    return fy_list_is_empty(&fy_rma_worker_of(tb_f.worker)->outstanding);
 }
 
 typedef struct tb_expect {
@@ -994,7 +995,7 @@ typedef struct tb_warn_cond {
 
 static bool tb_warned_reached(void *arg)
 {
-    return tb_warned_sum(tb_f.worker->tag.warned) >= ((tb_warn_cond_t *)arg)->target;
+    return tb_warned_sum(fy_tag_worker_of(tb_f.worker)->warned) >= ((tb_warn_cond_t *)arg)->target;
 }
 
 static const char *const tb_kind_names[TB_NKINDS] = {"malformed", "unknown id", "wrong state",
@@ -1030,7 +1031,7 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
                 "DATA never wait in the transport (case 17 runs in mp_tag_bad)");
         return;
     }
-    memcpy(before, w->tag.warned, sizeof(before));
+    memcpy(before, fy_tag_worker_of(w)->warned, sizeof(before));
     snprintf(what, sizeof(what), "case %u", k);
     switch (k) {
     case 1:
@@ -1261,7 +1262,7 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
 
     /* exactly the expected drops, by kind */
     for (unsigned i = 0; i < TB_NKINDS; i++) {
-        unsigned got = w->tag.warned[i] - before[i];
+        unsigned got = fy_tag_worker_of(w)->warned[i] - before[i];
         FT_CHECK(got == expect->kind[i], "%s: %u messages dropped as \"%s\", expected %u", what,
                  got, tb_kind_names[i], expect->kind[i]);
     }
@@ -1340,7 +1341,7 @@ int main(void)
     /* one warning per kind that dropped something, whatever the number of messages */
     unsigned kinds = 0;
     for (unsigned i = 0; i < TB_NKINDS; i++)
-        kinds += tb_f.worker->tag.warned[i] > 0;
+        kinds += fy_tag_worker_of(tb_f.worker)->warned[i] > 0;
     size_t tag_warnings = ft_count(text, "further messages of this kind are logged at debug level");
     FT_CHECK(tag_warnings == kinds,
              "%zu tagged-message warnings for %u kinds of dropped "
@@ -1356,8 +1357,9 @@ int main(void)
     ft_note("%u bad messages dropped (%u malformed, %u unknown ids, %u in the wrong state, %u "
             "not matching their transfer) with %zu warnings, %zu about keys; %u cases, a's "
             "endpoint and g's kept working",
-            tb_warned_sum(tb_f.worker->tag.warned), tb_f.worker->tag.warned[0],
-            tb_f.worker->tag.warned[1], tb_f.worker->tag.warned[2], tb_f.worker->tag.warned[3],
+            tb_warned_sum(fy_tag_worker_of(tb_f.worker)->warned),
+            fy_tag_worker_of(tb_f.worker)->warned[0], fy_tag_worker_of(tb_f.worker)->warned[1],
+            fy_tag_worker_of(tb_f.worker)->warned[2], fy_tag_worker_of(tb_f.worker)->warned[3],
             tag_warnings, key_warnings, TB_NCASES);
     free(text);
 

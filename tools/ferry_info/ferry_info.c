@@ -116,12 +116,12 @@ static const struct {
     unsigned flag;
     const char *name;
 } info_flag_names[] = {
-    {FERRY_TL_CAP_AM, "AM"},
-    {FERRY_TL_CAP_AM_ORDERED, "AM_ORDERED"},
-    {FERRY_TL_CAP_SAME_HOST, "SAME_HOST"},
-    {FERRY_TL_CAP_SAME_WORKER, "SAME_WORKER"},
-    {FERRY_TL_CAP_RMA, "RMA"},
-    {FERRY_TL_CAP_RMA_ORDERED, "RMA_ORDERED"},
+    {FY_TL_CAP_AM, "AM"},
+    {FY_TL_CAP_AM_ORDERED, "AM_ORDERED"},
+    {FY_TL_CAP_SAME_HOST, "SAME_HOST"},
+    {FY_TL_CAP_SAME_WORKER, "SAME_WORKER"},
+    {FY_TL_CAP_RMA, "RMA"},
+    {FY_TL_CAP_RMA_ORDERED, "RMA_ORDERED"},
 };
 
 void info_flags_each(unsigned flags, void (*fn)(const char *name, void *arg), void *arg)

@@ -245,9 +245,11 @@ static void info_verdict(ferry_worker_t *worker, unsigned t, const fy_address_t 
     v->record = fy_address_find(peer, ops->id);
     if (v->record == NULL)
         return;
-    v->reachable = ops->reachable(worker->tl[t], peer, v->record->data, v->record->length);
+    fy_tl_peer_t identity = {
+        .worker_uuid = peer->worker_uuid, .host = peer->host, .pid = peer->pid};
+    v->reachable = ops->reachable(worker->tl[t], &identity, v->record->data, v->record->length);
 
-    if (flags & FERRY_TL_CAP_SAME_WORKER) {
+    if (flags & FY_TL_CAP_SAME_WORKER) {
         info_check_t *check =
             info_check_add(v, "worker", "worker", peer->worker_uuid == worker->uuid);
         if (check != NULL) {
@@ -255,7 +257,7 @@ static void info_verdict(ferry_worker_t *worker, unsigned t, const fy_address_t 
             snprintf(check->here, sizeof(check->here), "%016" PRIx64, worker->uuid);
         }
     }
-    if (flags & FERRY_TL_CAP_SAME_HOST)
+    if (flags & FY_TL_CAP_SAME_HOST)
         info_check_host(v, &peer->host, &worker->context->host);
     if (info_is_shm(ops)) {
         shm_record_t peer_rec, own_rec;
@@ -416,7 +418,7 @@ static void info_ignored_records(info_t *info, ferry_worker_t *worker, const fy_
         size_t index = 0;
         const fy_tl_ops_t *ops = info_transport_by_id(r->transport_id, &index);
         char reason[128];
-        if (ops != NULL && index < FERRY_TL_MAX && worker->tl[index] != NULL) {
+        if (ops != NULL && index < FY_TL_MAX && worker->tl[index] != NULL) {
             if (fy_address_find(peer, r->transport_id) == r)
                 continue; /* looked at */
             snprintf(reason, sizeof(reason), "a second record for %s (only the first counts)",

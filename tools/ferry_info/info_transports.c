@@ -35,7 +35,7 @@ static void info_tl_gather(info_t *info, size_t index, info_tl_t *tl)
     if (!tl->usable) {
         snprintf(tl->reason, sizeof(tl->reason), "unusable here: %s",
                  why[0] != '\0' ? why : ferry_status_string(tl->query_status));
-    } else if (context != NULL && index < FERRY_TL_MAX && context->enabled[index]) {
+    } else if (context != NULL && index < FY_TL_MAX && context->enabled[index]) {
         tl->enabled = true;
     } else if (context != NULL || context_status == FERRY_ERR_NO_DEVICE) {
         /* usable, yet not enabled (or no context because nothing was): not allowed */
@@ -45,7 +45,7 @@ static void info_tl_gather(info_t *info, size_t index, info_tl_t *tl)
         snprintf(tl->reason, sizeof(tl->reason), "unknown: the context could not be created (%s)",
                  ferry_status_name(context_status));
     }
-    if (worker != NULL && index < FERRY_TL_MAX && worker->tl[index] != NULL &&
+    if (worker != NULL && index < FY_TL_MAX && worker->tl[index] != NULL &&
         tl->ops->describe != NULL)
         tl->ops->describe(worker->tl[index], tl->describe, sizeof(tl->describe));
 }

@@ -1,16 +1,14 @@
 /* The self transport: active messages from a worker to itself. A send copies the message into
  * a queue; the worker's progress delivers it. */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/compiler.h"
 #include "core/list.h"
 #include "core/log.h"
-#include "progress/worker.h"
-#include "proto/am.h"
 #include "transport/transport.h"
-#include "wireup/ep.h"
 
 /* Messages whose header + payload fit here travel in the queue entry itself. */
 #define SELF_INLINE_MAX 256
@@ -29,9 +27,9 @@ typedef struct self_msg {
 
 struct fy_tl_worker {
     ferry_worker_t *worker;
-    uint32_t poll_bit; /* this transport's bit in worker->tl_poll_skip */
-    fy_list_t queue;   /* self_msg_t to deliver, in order */
-    fy_list_t free;    /* self_msg_t to reuse */
+    const fy_tl_local_t *local;
+    fy_list_t queue; /* self_msg_t to deliver, in order */
+    fy_list_t free;  /* self_msg_t to reuse */
     unsigned queued;
 };
 
@@ -50,8 +48,8 @@ static ferry_status_t self_query(fy_tl_caps_t *caps, char *why, size_t why_len)
     (void)why_len;
     memset(caps, 0, sizeof(*caps));
     /* one-sided operations go through the target-executed protocol over the ordered queue */
-    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_WORKER |
-                  FERRY_TL_CAP_RMA_ORDERED;
+    caps->flags =
+        FY_TL_CAP_AM | FY_TL_CAP_AM_ORDERED | FY_TL_CAP_SAME_WORKER | FY_TL_CAP_RMA_ORDERED;
     caps->max_short = SELF_INLINE_MAX;
     caps->max_bcopy = SIZE_MAX;
     caps->max_iov = SIZE_MAX;
@@ -60,7 +58,8 @@ static ferry_status_t self_query(fy_tl_caps_t *caps, char *why, size_t why_len)
     return FERRY_OK;
 }
 
-static ferry_status_t self_init(ferry_worker_t *worker, fy_tl_worker_t **tlw_p)
+static ferry_status_t self_init(ferry_worker_t *worker, const fy_tl_local_t *local,
+                                fy_tl_worker_t **tlw_p)
 {
     fy_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
     if (tlw == NULL) {
@@ -68,11 +67,8 @@ static ferry_status_t self_init(ferry_worker_t *worker, fy_tl_worker_t **tlw_p)
         return FERRY_ERR_NO_MEMORY;
     }
     tlw->worker = worker;
-    for (size_t t = 0; t < fy_transports_count; t++) {
-        if (fy_transports[t] == &fy_tl_self_ops)
-            tlw->poll_bit = 1u << t;
-    }
-    worker->tl_poll_skip |= tlw->poll_bit; /* nothing queued: progress need not call poll */
+    tlw->local = local;
+    *local->poll_skip |= local->poll_bit; /* nothing queued: progress need not call poll */
     fy_list_init(&tlw->queue);
     fy_list_init(&tlw->free);
     *tlw_p = tlw;
@@ -106,18 +102,36 @@ static ferry_status_t self_address(fy_tl_worker_t *tlw, void *buffer, size_t *le
     return FERRY_OK;
 }
 
-static bool self_reachable(fy_tl_worker_t *tlw, const fy_address_t *peer, const void *record,
+static bool self_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
                            size_t record_length)
 {
     (void)record;
     (void)record_length;
-    return peer->worker_uuid == tlw->worker->uuid;
+    return peer->worker_uuid == tlw->local->worker_uuid;
 }
 
-static ferry_status_t self_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_address_t *peer,
-                                   const void *record, size_t record_length, fy_tl_ep_t **tlep_p)
+static ferry_status_t self_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer,
+                                           const void *record, size_t record_length, char *text,
+                                           size_t text_len, bool *reachable_p, char *why,
+                                           size_t why_len)
+{
+    (void)record;
+    snprintf(text, text_len, "%zu bytes (the worker id in the address header is all it needs)",
+             record_length);
+    if (tlw != NULL) {
+        *reachable_p = self_reachable(tlw, peer, record, record_length);
+        if (!*reachable_p)
+            snprintf(why, why_len, "another worker (self reaches only its own worker)");
+    }
+    return FERRY_OK;
+}
+
+static ferry_status_t self_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_tl_peer_t *peer,
+                                   const void *record, size_t record_length, fy_tl_caps_t *caps_p,
+                                   fy_tl_ep_t **tlep_p)
 {
     (void)peer;
+    (void)caps_p;
     (void)record;
     (void)record_length;
     fy_tl_ep_t *tlep = calloc(1, sizeof(*tlep));
@@ -209,7 +223,7 @@ static ferry_status_t self_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *heade
     }
     fy_list_push_tail(&tlw->queue, &msg->link);
     tlw->queued++;
-    tlw->worker->tl_poll_skip &= ~tlw->poll_bit;
+    *tlw->local->poll_skip &= ~tlw->local->poll_bit;
     tlep->queued++;
     return FERRY_OK;
 }
@@ -249,7 +263,7 @@ static unsigned self_poll(fy_tl_worker_t *tlw)
         self_msg_release(tlw, msg);
     }
     if (tlw->queued == 0)
-        tlw->worker->tl_poll_skip |= tlw->poll_bit;
+        *tlw->local->poll_skip |= tlw->local->poll_bit;
     return count;
 }
 
@@ -266,6 +280,7 @@ const fy_tl_ops_t fy_tl_self_ops = {
     .finalize = self_finalize,
     .address = self_address,
     .reachable = self_reachable,
+    .record_describe = self_record_describe,
     .ep_init = self_ep_init,
     .ep_terminate = self_ep_terminate,
     .ep_destroy = self_ep_destroy,

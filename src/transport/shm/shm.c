@@ -17,9 +17,7 @@
 #include "core/compiler.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "proto/am.h"
 #include "transport/shm/shm.h"
-#include "wireup/ep.h"
 
 static const fy_config_var_t shm_ring_cells_var = {
     .name = "FERRY_SHM_RING_CELLS",
@@ -477,9 +475,13 @@ static unsigned shm_ep_progress_pending(fy_tl_ep_t *tlep)
 static ferry_status_t shm_ep_check(fy_tl_ep_t *tlep)
 {
     if (tlep->state == SHM_CONN_DETACHED)
-        return tlep->ep->error != FERRY_OK ? tlep->ep->error : FERRY_ERR_ENDPOINT_CLOSED;
+        return tlep->error != FERRY_OK ? tlep->error : FERRY_ERR_ENDPOINT_CLOSED;
     return FERRY_OK;
 }
+
+static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header,
+                                size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
+                                ferry_completion_t *comp);
 
 static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
                                      size_t header_length, const void *payload, size_t length)
@@ -494,16 +496,18 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
         if (length)
             memcpy(bytes + header_length, payload, length);
         ferry_status_t status = shm_post_inline(tlep, id, header_length, bytes, total);
-        if (status == FERRY_OK)
+        if (status == FERRY_OK) {
             shm_signal_peer(tlep);
-        else if (status == FERRY_ERR_NO_RESOURCE) {
+            return FERRY_OK;
+        }
+        if (status == FERRY_ERR_NO_RESOURCE) {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
             tlep->blocked_pool = SHM_POOL_NONE;
+            return FERRY_ERR_NO_RESOURCE;
         }
-        return status; /* UNSUPPORTED: the caller falls back to sendv */
-    }
-    if (fy_likely(tlep->state == SHM_CONN_CONNECTED && fy_list_is_empty(&tlep->pending) &&
-                  total <= SHM_CELL_DATA)) {
+        /* the ring is too small for the continuation cells: sendv uses a buffer */
+    } else if (fy_likely(tlep->state == SHM_CONN_CONNECTED && fy_list_is_empty(&tlep->pending) &&
+                         total <= SHM_CELL_DATA)) {
         shm_cell_t *cell = shm_tx_cell(tlep);
         if (fy_unlikely(cell == NULL)) {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
@@ -523,7 +527,9 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
         shm_signal_peer(tlep);
         return FERRY_OK;
     }
-    return FERRY_ERR_UNSUPPORTED; /* the caller falls back to sendv */
+    /* still connecting, or earlier sends queued: sendv queues a copy, in order */
+    ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
+    return shm_sendv(tlep, id, header, header_length, &iov, 1, NULL);
 }
 
 static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header,
@@ -881,6 +887,8 @@ static void shm_reclaim_buffers(fy_tl_ep_t *tlep)
 void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status)
 {
     fy_list_link_t *link;
+    if (tlep->error == FERRY_OK)
+        tlep->error = status;
     shm_rx_remove(tlep);
     if (tlep->waiting && tlep->peer_region != NULL)
         shm_ep_set_waiting(tlep, false);
@@ -912,10 +920,15 @@ ferry_status_t shm_ep_attach(fy_tl_ep_t *tlep)
         tlw->rx_capacity = capacity;
     }
     if (tlep->ep == NULL) {
-        ferry_status_t status = fy_ep_create_accepted(tlw->worker, &fy_tl_shm_ops, tlep, &tlep->ep);
+        fy_tl_peer_t peer = {
+            .worker_uuid = tlep->peer_uuid, .host = tlw->local->host, .pid = tlep->peer_pid};
+        fy_tl_caps_t caps = tlw->local->caps;
+        if (shm_cma_probe(tlep->peer_pid))
+            caps.flags |= FY_TL_CAP_CMA;
+        ferry_status_t status =
+            fy_ep_create_accepted(tlw->worker, &fy_tl_shm_ops, tlep, &peer, &caps, &tlep->ep);
         if (status != FERRY_OK)
             return status;
-        tlep->ep->peer_pid = tlep->peer_pid;
     }
     tlep->rx_index = (int)tlw->rx_count;
     tlw->rx[tlw->rx_count++] = tlep;
@@ -994,8 +1007,9 @@ static void shm_ep_destroy(fy_tl_ep_t *tlep)
     shm_ep_free(tlep);
 }
 
-static ferry_status_t shm_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_address_t *peer,
-                                  const void *record, size_t record_length, fy_tl_ep_t **tlep_p)
+static ferry_status_t shm_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_tl_peer_t *peer,
+                                  const void *record, size_t record_length, fy_tl_caps_t *caps_p,
+                                  fy_tl_ep_t **tlep_p)
 {
     shm_record_t rec;
     ferry_status_t status;
@@ -1014,6 +1028,8 @@ static ferry_status_t shm_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_
         free(tlep);
         return status;
     }
+    if (shm_cma_probe(peer->pid))
+        caps_p->flags |= FY_TL_CAP_CMA;
     *tlep_p = tlep;
     return FERRY_OK;
 }
@@ -1028,9 +1044,9 @@ static ferry_status_t shm_query(fy_tl_caps_t *caps, char *why, size_t why_len)
     /* RMA: mapped memory and cross-memory attach need no target progress; not RMA_ORDERED:
      * atomics on unmapped memory go through the target and a later put may overtake them
      * (ferry_ep_fence orders them) */
-    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_HOST;
+    caps->flags = FY_TL_CAP_AM | FY_TL_CAP_AM_ORDERED | FY_TL_CAP_SAME_HOST;
     if (shm_cma_enabled()) /* registered memory moves without the target only by CMA */
-        caps->flags |= FERRY_TL_CAP_RMA;
+        caps->flags |= FY_TL_CAP_RMA;
     caps->max_short = SHM_INLINE_MAX;
     caps->max_bcopy = SHM_BULK_SIZE;
     caps->header_apart = SHM_CELL_DATA;
@@ -1040,7 +1056,8 @@ static ferry_status_t shm_query(fy_tl_caps_t *caps, char *why, size_t why_len)
     return FERRY_OK;
 }
 
-static ferry_status_t shm_init(ferry_worker_t *worker, fy_tl_worker_t **tlw_p)
+static ferry_status_t shm_init(ferry_worker_t *worker, const fy_tl_local_t *local,
+                               fy_tl_worker_t **tlw_p)
 {
     fy_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
     ferry_status_t status;
@@ -1056,6 +1073,7 @@ static ferry_status_t shm_init(ferry_worker_t *worker, fy_tl_worker_t **tlw_p)
         cells = 256;
     }
     tlw->worker = worker;
+    tlw->local = local;
     tlw->ring_cells = (uint32_t)cells;
     tlw->am_max = ferry_config_size(&shm_am_max_var);
     shm_rma_init(tlw);
@@ -1107,14 +1125,14 @@ static ferry_status_t shm_address(fy_tl_worker_t *tlw, void *buffer, size_t *len
     return FERRY_OK;
 }
 
-static bool shm_reachable(fy_tl_worker_t *tlw, const fy_address_t *peer, const void *record,
+static bool shm_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
                           size_t record_length)
 {
     shm_record_t rec;
     if (record_length != sizeof(rec))
         return false;
     memcpy(&rec, record, sizeof(rec));
-    return fy_host_id_equal(&peer->host, &tlw->worker->context->host) && rec.uid == tlw->record.uid;
+    return fy_host_id_equal(&peer->host, &tlw->local->host) && rec.uid == tlw->record.uid;
 }
 
 static bool shm_am_data_release(fy_tl_worker_t *tlw, void *data)

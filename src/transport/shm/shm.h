@@ -8,7 +8,6 @@
 
 #include "core/list.h"
 #include "mem/mem.h"
-#include "progress/worker.h"
 #include "transport/shm/shm_layout.h"
 #include "transport/transport.h"
 
@@ -71,6 +70,8 @@ struct fy_tl_ep {
     shm_conn_state_t state;
     fy_worker_fd_t sock; /* the UNIX socket: handshake and hang-up detection */
     uint32_t peer_pid;
+    uint64_t peer_uuid;      /* the peer worker's id (from its handshake) */
+    ferry_status_t error;    /* why the endpoint was shut down (shm_ep_shutdown) */
     uint32_t my_sender_id;   /* my id in the peer's region (buf_owner) */
     uint32_t peer_sender_id; /* the peer's id in my region */
     /* sending: the peer's region and the ring it owns for me */
@@ -107,6 +108,7 @@ struct fy_tl_ep {
 
 struct fy_tl_worker {
     ferry_worker_t *worker;
+    const fy_tl_local_t *local;
     int region_fd;
     shm_region_t *region; /* mine */
     int eventfd;
@@ -145,7 +147,10 @@ void shm_ep_free(fy_tl_ep_t *tlep);
 void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status);
 
 /* shm_rma.c: one-sided operations without the target (mapped memory, cross-memory attach) */
-ferry_status_t shm_rma(fy_tl_ep_t *tlep, const struct fy_rma_op *op);
+ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op);
+/* Does the kernel let this process read and write pid's memory with cross-memory attach?
+ * (One probe: FY_TL_CAP_CMA of an endpoint.) */
+bool shm_cma_probe(uint32_t pid);
 void shm_rma_init(fy_tl_worker_t *tlw);
 bool shm_cma_enabled(void); /* FERRY_SHM_CMA: not off */
 ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey);

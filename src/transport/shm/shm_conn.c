@@ -18,9 +18,7 @@
 
 #include "core/log.h"
 #include "mem/memfd.h"
-#include "proto/am.h"
 #include "transport/shm/shm.h"
-#include "wireup/ep.h"
 
 /* Map a memfd a peer sent: it must be sealed against shrinking (else the peer could make us
  * fault) and at least size bytes. */
@@ -127,10 +125,9 @@ static ferry_status_t shm_handshake_send(fy_tl_ep_t *tlep, uint16_t type, int ri
                            .type = type,
                            .pid = (uint32_t)getpid(),
                            .ring_cells = tlw->ring_cells,
-                           .worker_uuid = tlw->worker->uuid,
+                           .worker_uuid = tlw->local->worker_uuid,
                            .sender_id = tlep->peer_sender_id};
-    int fds[SHM_HANDSHAKE_FDS] = {tlw->region_fd, tlw->eventfd, ring_fd,
-                                  tlw->worker->context->mem.keytable_fd};
+    int fds[SHM_HANDSHAKE_FDS] = {tlw->region_fd, tlw->eventfd, ring_fd, tlw->local->keytable_fd};
     union {
         char buf[CMSG_SPACE(sizeof(fds))];
         struct cmsghdr align;
@@ -197,6 +194,7 @@ static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_typ
         goto err_close_fds;
     }
     tlep->peer_pid = msg.pid;
+    tlep->peer_uuid = msg.worker_uuid;
     status = shm_memfd_map_peer(fds[0], SHM_REGION_SIZE, msg.pid, &region);
     if (status != FERRY_OK)
         goto err_close_fds;

@@ -25,7 +25,6 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "mem/atomic.h"
-#include "proto/rma.h"
 #include "transport/shm/shm.h"
 
 static const fy_config_var_t shm_cma_var = {
@@ -201,7 +200,7 @@ ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey)
 static void shm_rma_mapped(const ferry_rkey_t *rkey, const fy_rma_op_t *op)
 {
     uint8_t *base = rkey->mapped;
-    if (op->kind == FERRY_RMA_ATOMIC_POST || op->kind == FERRY_RMA_ATOMIC_FETCH) {
+    if (op->kind == FY_RMA_ATOMIC_POST || op->kind == FY_RMA_ATOMIC_FETCH) {
         uint64_t old = mem_atomic_apply(base + op->remote[0].offset, op->atomic_size, op->atomic_op,
                                         op->value, op->compare);
         if (op->result != NULL)
@@ -217,7 +216,7 @@ static void shm_rma_mapped(const ferry_rkey_t *rkey, const fy_rma_op_t *op)
             if (n > left)
                 n = left;
             uint8_t *local = (uint8_t *)op->local[li].buffer + loff;
-            if (op->kind == FERRY_RMA_PUT)
+            if (op->kind == FY_RMA_PUT)
                 memcpy(remote, local, n);
             else
                 memcpy(local, remote, n);
@@ -230,7 +229,7 @@ static void shm_rma_mapped(const ferry_rkey_t *rkey, const fy_rma_op_t *op)
             }
         }
     }
-    if (op->kind == FERRY_RMA_PUT)
+    if (op->kind == FY_RMA_PUT)
         atomic_thread_fence(memory_order_release);
 }
 
@@ -392,7 +391,7 @@ static ferry_status_t shm_rma_cma(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey, co
         size_t lbytes, rbytes, want = left < chunk ? (size_t)left : chunk;
         size_t ln = shm_cursor_fill(&lc, liov, SHM_CMA_IOV_MAX, want, &lbytes);
         size_t rn = shm_cursor_fill(&rc, riov, SHM_CMA_IOV_MAX, lbytes, &rbytes);
-        ssize_t n = op->kind == FERRY_RMA_PUT
+        ssize_t n = op->kind == FY_RMA_PUT
                         ? process_vm_writev((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0)
                         : process_vm_readv((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0);
         if (n <= 0) {
@@ -406,13 +405,13 @@ static ferry_status_t shm_rma_cma(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey, co
             if (n < 0 && err == ESRCH) {
                 /* the peer is gone: its endpoint fails once the socket's hang-up is seen */
                 fy_debug("shm: %s(pid %u): the process is gone",
-                         op->kind == FERRY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
+                         op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
                          tlep->peer_pid);
                 return FERRY_ERR_CONNECTION_RESET;
             }
             fy_warn("shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
                     "memory freed before it was deregistered?)",
-                    op->kind == FERRY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
+                    op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
                     tlep->peer_pid, rbytes, rkey->key.index, n < 0 ? strerror(err) : "no progress");
             return FERRY_ERR_ACCESS;
         }
@@ -428,7 +427,7 @@ ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op)
     ferry_rkey_t *rkey = op->rkey;
     mem_keytable_entry_t *e;
     ferry_status_t status;
-    bool atomic = op->kind == FERRY_RMA_ATOMIC_POST || op->kind == FERRY_RMA_ATOMIC_FETCH;
+    bool atomic = op->kind == FY_RMA_ATOMIC_POST || op->kind == FY_RMA_ATOMIC_FETCH;
 
     if (tlep->state != SHM_CONN_CONNECTED)
         return FERRY_ERR_UNSUPPORTED; /* the target-executed path queues until connected */
@@ -447,9 +446,9 @@ ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op)
     }
     /* The owner's entry, not the key (which a peer could have edited), grants access and
      * bounds the ranges. */
-    unsigned need = atomic                      ? FERRY_ACCESS_REMOTE_ATOMIC
-                    : op->kind == FERRY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE
-                                                : FERRY_ACCESS_REMOTE_READ;
+    unsigned need = atomic                   ? FERRY_ACCESS_REMOTE_ATOMIC
+                    : op->kind == FY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE
+                                             : FERRY_ACCESS_REMOTE_READ;
     if ((e->access & need) != need) {
         fy_debug("shm: region %u of pid %u does not grant access 0x%x", rkey->key.index,
                  tlep->peer_pid, need);
@@ -497,6 +496,26 @@ denied:
             "go through shared buffers driven by its progress",
             tlep->peer_pid, shm_cma_reason(tlep->cma_errno));
     return FERRY_ERR_UNSUPPORTED;
+}
+
+/* One probe per endpoint: a one-byte process_vm_readv of the peer's address 0 fails with
+ * EFAULT when the kernel allows access (it checks permission first), EPERM/EACCES/ENOSYS when
+ * it does not. */
+bool shm_cma_probe(uint32_t pid)
+{
+    uint8_t byte;
+    struct iovec local = {.iov_base = &byte, .iov_len = 1};
+    struct iovec remote = {.iov_base = NULL, .iov_len = 1};
+    if (pid == 0)
+        return false;
+    ssize_t n = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+    int err = errno;
+    if (n >= 0 || err == EFAULT)
+        return true;
+    fy_info("shm: cross-memory attach to pid %u is not possible (%s): rendezvous and "
+            "one-sided transfers with it copy through shared buffers",
+            pid, strerror(err));
+    return false;
 }
 
 /* ------------------------------------------------------------------ ferry_info */

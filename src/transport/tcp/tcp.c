@@ -20,9 +20,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "proto/am.h"
 #include "transport/tcp/tcp.h"
-#include "wireup/ep.h"
 
 static const fy_config_var_t tcp_iface_var = {
     .name = "FERRY_TCP_IFACE",
@@ -86,9 +84,9 @@ static const fy_config_var_t *const tcp_queue_max_reg
 void tcp_poll_skip_update(fy_tl_worker_t *tlw)
 {
     if (tlw->conn_count == 0 && tlw->dead_count == 0)
-        tlw->worker->tl_poll_skip |= tlw->poll_bit;
+        *tlw->local->poll_skip |= tlw->local->poll_bit;
     else
-        tlw->worker->tl_poll_skip &= ~tlw->poll_bit;
+        *tlw->local->poll_skip &= ~tlw->local->poll_bit;
 }
 
 void tcp_timer_update(fy_tl_worker_t *tlw)
@@ -409,7 +407,7 @@ static ferry_status_t tcp_query(fy_tl_caps_t *caps, char *why, size_t why_len)
     (void)why_len;
     memset(caps, 0, sizeof(*caps));
     /* one-sided operations go through the target-executed protocol */
-    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED;
+    caps->flags = FY_TL_CAP_AM | FY_TL_CAP_AM_ORDERED | FY_TL_CAP_STREAM;
     caps->max_short = TCP_REQ_INLINE - TCP_FRAME_HEADER_SIZE;
     caps->max_bcopy = 65536;
     caps->max_iov = SIZE_MAX;
@@ -428,7 +426,8 @@ static ferry_status_t tcp_epoll_add(fy_tl_worker_t *tlw, fy_worker_fd_t *entry)
     return FERRY_OK;
 }
 
-static ferry_status_t tcp_init(ferry_worker_t *worker, fy_tl_worker_t **tlw_p)
+static ferry_status_t tcp_init(ferry_worker_t *worker, const fy_tl_local_t *local,
+                               fy_tl_worker_t **tlw_p)
 {
     fy_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
     ferry_status_t status;
@@ -439,10 +438,7 @@ static ferry_status_t tcp_init(ferry_worker_t *worker, fy_tl_worker_t **tlw_p)
         return FERRY_ERR_NO_MEMORY;
     }
     tlw->worker = worker;
-    for (size_t t = 0; t < fy_transports_count; t++) {
-        if (fy_transports[t] == &fy_tl_tcp_ops)
-            tlw->poll_bit = 1u << t;
-    }
+    tlw->local = local;
     fy_list_init(&tlw->peers);
     fy_list_init(&tlw->conns);
     fy_list_init(&tlw->free_reqs);
@@ -536,13 +532,13 @@ static bool tcp_addr_is_loopback(const tcp_record_addr_t *a)
                           : memcmp(a->bytes, in6addr_loopback.s6_addr, 16) == 0;
 }
 
-static bool tcp_reachable(fy_tl_worker_t *tlw, const fy_address_t *peer, const void *record,
+static bool tcp_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
                           size_t record_length)
 {
     tcp_record_t rec;
     if (!tcp_record_decode(record, record_length, &rec))
         return false;
-    if (fy_host_id_equal(&peer->host, &tlw->worker->context->host))
+    if (fy_host_id_equal(&peer->host, &tlw->local->host))
         return true; /* loopback (or any of its addresses: they are this host's) */
     for (unsigned i = 0; i < rec.count; i++) {
         if (!tcp_addr_is_loopback(&rec.addrs[i]))
@@ -553,9 +549,11 @@ static bool tcp_reachable(fy_tl_worker_t *tlw, const fy_address_t *peer, const v
 
 /* ------------------------------------------------------------------ endpoints */
 
-static ferry_status_t tcp_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_address_t *address,
-                                  const void *record, size_t record_length, fy_tl_ep_t **tlep_p)
+static ferry_status_t tcp_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_tl_peer_t *address,
+                                  const void *record, size_t record_length, fy_tl_caps_t *caps_p,
+                                  fy_tl_ep_t **tlep_p)
 {
+    (void)caps_p; /* a byte stream to every peer alike */
     tcp_record_t rec;
     tcp_peer_t *peer;
     bool fresh = false;
@@ -578,7 +576,7 @@ static ferry_status_t tcp_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_
     peer->uuid = address->worker_uuid;
     peer->pid = address->pid;
     peer->host = address->host;
-    peer->same_host = fy_host_id_equal(&address->host, &tlw->worker->context->host);
+    peer->same_host = fy_host_id_equal(&address->host, &tlw->local->host);
     peer->record = rec;
     peer->have_record = true;
     if (fresh) {

@@ -19,7 +19,6 @@
 #include <sys/uio.h>
 
 #include "core/list.h"
-#include "progress/worker.h"
 #include "transport/tcp/tcp_frame.h"
 #include "transport/transport.h"
 
@@ -158,10 +157,10 @@ struct tcp_peer {
 
 struct fy_tl_worker {
     ferry_worker_t *worker;
-    uint32_t poll_bit;
-    int epfd;                  /* the transport's own epoll set */
-    fy_worker_fd_t epfd_entry; /* epfd in the worker's set */
-    fy_worker_fd_t listen;     /* the listening socket */
+    const fy_tl_local_t *local; /* what the worker told us (uuid, host, address) */
+    int epfd;                   /* the transport's own epoll set */
+    fy_worker_fd_t epfd_entry;  /* epfd in the worker's set */
+    fy_worker_fd_t listen;      /* the listening socket */
     int timerfd;
     fy_worker_fd_t timer_entry;
     bool timer_armed;

@@ -25,9 +25,7 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "proto/am.h"
 #include "transport/tcp/tcp.h"
-#include "wireup/ep.h"
 
 static void tcp_conn_fd_cb(void *arg, uint32_t events);
 
@@ -60,12 +58,12 @@ static tcp_peer_t *tcp_peer_new(fy_tl_worker_t *tlw, uint64_t uuid, bool in_tabl
     return peer;
 }
 
-static void tcp_peer_set_identity(tcp_peer_t *peer, const fy_address_t *address)
+static void tcp_peer_set_identity(tcp_peer_t *peer, const fy_tl_peer_t *address)
 {
     peer->uuid = address->worker_uuid;
     peer->pid = address->pid;
     peer->host = address->host;
-    peer->same_host = fy_host_id_equal(&address->host, &peer->tlw->worker->context->host);
+    peer->same_host = fy_host_id_equal(&address->host, &peer->tlw->local->host);
 }
 
 /* Free the peer when nothing refers to it any more. */
@@ -306,9 +304,9 @@ static socklen_t tcp_sockaddr(const tcp_record_addr_t *a, uint16_t port,
 
 static ferry_status_t tcp_send_hello(tcp_conn_t *conn, uint32_t flags)
 {
-    ferry_worker_t *worker = conn->tlw->worker;
+    const fy_tl_local_t *local = conn->tlw->local;
     uint8_t bytes[TCP_FRAME_HEADER_SIZE + TCP_HELLO_MAX];
-    size_t length = tcp_hello_encode(flags, worker->address, (uint32_t)worker->address_length,
+    size_t length = tcp_hello_encode(flags, local->address, (uint32_t)local->address_length,
                                      bytes + TCP_FRAME_HEADER_SIZE);
     tcp_frame_t frame = {.type = TCP_FRAME_HELLO, .length = length};
     tcp_frame_encode(&frame, bytes);
@@ -451,12 +449,12 @@ static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
 {
     fy_tl_worker_t *tlw = conn->tlw;
     tcp_hello_t hello;
-    fy_address_t address;
+    fy_tl_peer_t address;
     if (!tcp_hello_decode(body, length, &hello)) {
         tcp_protocol_error(conn, "malformed HELLO");
         return;
     }
-    if (fy_address_parse(hello.address, hello.address_length, &address) != FERRY_OK) {
+    if (fy_address_peer(hello.address, hello.address_length, &address) != FERRY_OK) {
         tcp_protocol_error(conn, "HELLO carries a malformed worker address");
         return;
     }
@@ -492,14 +490,15 @@ static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
         return;
     }
     tcp_peer_t *peer = NULL;
-    if (address.worker_uuid != tlw->worker->uuid) /* a connection to ourselves pairs with no one */
+    if (address.worker_uuid !=
+        tlw->local->worker_uuid) /* a connection to ourselves pairs with no one */
         peer = tcp_peer_get(tlw, address.worker_uuid);
     if (peer != NULL && peer->conn != NULL) {
         /* it thinks there is no connection (it saw ours end): a fresh start */
         peer->in_table = false;
         peer = NULL;
     }
-    if (peer != NULL && peer->outgoing != NULL && tlw->worker->uuid > address.worker_uuid) {
+    if (peer != NULL && peer->outgoing != NULL && tlw->local->worker_uuid > address.worker_uuid) {
         /* both connected at once and ours was initiated by the larger uuid: ours stays */
         fy_debug("tcp: rejecting the connection from %s: ours to it wins (simultaneous "
                  "connect)",
@@ -515,7 +514,8 @@ static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
         tcp_conn_close(ours); /* theirs wins */
     }
     if (peer == NULL) {
-        peer = tcp_peer_new(tlw, address.worker_uuid, address.worker_uuid != tlw->worker->uuid);
+        peer =
+            tcp_peer_new(tlw, address.worker_uuid, address.worker_uuid != tlw->local->worker_uuid);
         if (peer == NULL) {
             tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY);
             return;
@@ -548,13 +548,13 @@ static void tcp_on_open(tcp_conn_t *conn, const tcp_frame_t *frame)
     chan->id = frame->channel;
     chan->mine = false;
     chan->state = TCP_CHAN_OPEN;
-    if (fy_ep_create_accepted(conn->tlw->worker, &fy_tl_tcp_ops, chan, &chan->ep) != FERRY_OK) {
+    fy_tl_peer_t identity = {.worker_uuid = peer->uuid, .host = peer->host, .pid = peer->pid};
+    if (fy_ep_create_accepted(conn->tlw->worker, &fy_tl_tcp_ops, chan, &identity,
+                              &conn->tlw->local->caps, &chan->ep) != FERRY_OK) {
         free(chan);
         tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY);
         return;
     }
-    chan->ep->peer_host = peer->host;
-    chan->ep->peer_pid = peer->pid;
     fy_list_push_tail(&peer->chans, &chan->link);
     peer->chan_count++;
     peer->idle_sent = false;

@@ -14,9 +14,7 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "proto/am.h"
 #include "transport/tcp/tcp.h"
-#include "wireup/ep.h"
 
 /* Pieces one writev takes (frames of several requests together). */
 #define TCP_WRITEV_MAX 64u
@@ -609,7 +607,7 @@ static void tcp_rx_finish_direct(tcp_conn_t *conn)
     }
     if (placed)
         fy_am_deliver(conn->tlw->worker, chan->ep, frame->am_id, conn->rx_header,
-                      frame->header_length, dest, frame->length, FERRY_AM_RECV_PLACED);
+                      frame->header_length, dest, frame->length, FY_AM_RECV_PLACED);
     else
         fy_am_deliver_buffer(conn->tlw->worker, chan->ep, frame->am_id, conn->rx_header,
                              frame->header_length, dest, frame->length);

@@ -121,16 +121,16 @@ FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer
 
     if (ep == NULL || buffer == NULL || rkey_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
     status = rkey_decode(buffer, length, &key);
     if (status != FERRY_OK)
         return status;
-    if (key.pid != ep->peer_pid ||
-        memcmp(key.boot_id, ep->peer_host.boot_id, sizeof(key.boot_id)) != 0) {
+    if (key.pid != ep->peer.pid ||
+        memcmp(key.boot_id, ep->peer.host.boot_id, sizeof(key.boot_id)) != 0) {
         fy_warn("ferry_rkey_unpack: the key belongs to pid %u, but the endpoint leads to pid "
                 "%u (unpack a key on an endpoint to the process that packed it)",
-                key.pid, ep->peer_pid);
+                key.pid, ep->peer.pid);
         return FERRY_ERR_ACCESS;
     }
     rkey = calloc(1, sizeof(*rkey));
@@ -165,7 +165,7 @@ FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_o
     if (!rkey->map_tried) {
         ferry_ep_t *ep = rkey->ep;
         rkey->map_tried = 1;
-        if (ep->state == FERRY_EP_OPEN && ep->tl->rkey_map != NULL &&
+        if (ep->state == FY_EP_OPEN && ep->tl->rkey_map != NULL &&
             ep->tl->rkey_map(ep->tl_ep, rkey) == FERRY_ERR_NO_RESOURCE)
             rkey->map_tried = 0; /* not connected yet: try again next time */
     }
