@@ -132,13 +132,16 @@ typedef struct ferry_context_params {
  * @retval FERRY_ERR_INVALID_PARAM context_p is NULL
  * @retval FERRY_ERR_NO_MEMORY out of memory
  * @retval FERRY_ERR_NO_DEVICE no enabled transport is usable here
+ * @retval FERRY_ERR_IO this host's identity (boot id, namespaces in /proc) could not be read
+ * @retval FERRY_ERR_SHMEM the memfd of the context's key table could not be created or mapped
  */
 ferry_status_t ferry_context_create(const ferry_context_params_t *params,
                                     ferry_context_t **context_p);
 
 /**
  * @brief Destroy a context.
- * @param context the context; all its workers must have been destroyed. NULL is ignored.
+ * @param context the context; all its workers must have been destroyed (otherwise the call
+ *                logs an error and leaves the context alone, leaked). NULL is ignored.
  */
 void ferry_context_destroy(ferry_context_t *context);
 
@@ -286,12 +289,15 @@ typedef struct ferry_ep_params {
  * @param[in] params error callback; may be NULL
  * @param[out] ep_p on success, an endpoint the caller owns: free it with ferry_ep_destroy()
  * @retval FERRY_OK created
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument
- * @retval FERRY_ERR_INVALID_ADDRESS truncated address, wrong magic or version
+ * @retval FERRY_ERR_INVALID_PARAM worker or ep_p is NULL
+ * @retval FERRY_ERR_INVALID_ADDRESS NULL, truncated or corrupted address, wrong magic or version
  * @retval FERRY_ERR_UNREACHABLE no enabled transport reaches the peer
  * @retval FERRY_ERR_CONNECTION_REFUSED the peer is gone
+ * @retval FERRY_ERR_NO_RESOURCE the peer cannot take a connection now (its backlog is full):
+ *                               progress and retry
  * @retval FERRY_ERR_NO_MEMORY out of memory
  * @retval FERRY_ERR_IO a system call failed (the log names it)
+ * @retval FERRY_ERR_SHMEM the shared memory of the connection could not be created or mapped
  */
 ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address, size_t length,
                                const ferry_ep_params_t *params, ferry_ep_t **ep_p);
@@ -315,12 +321,16 @@ ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address, size
  * With FERRY_EP_CLOSE_FORCE it closes at once. The handle stays valid (every operation on it
  * returns FERRY_ERR_ENDPOINT_CLOSED) until ferry_ep_destroy().
  *
+ * A forced close while a graceful one is under way completes the graceful close's comp with
+ * FERRY_ERR_CANCELED.
+ *
  * @param ep the endpoint
  * @param flags 0 or FERRY_EP_CLOSE_FORCE
  * @param comp completes when a graceful close is done; may be NULL
- * @retval FERRY_OK closed now
+ * @retval FERRY_OK closed now (or the endpoint was closed or failed already)
  * @retval FERRY_INPROGRESS closing; comp completes when done
- * @retval FERRY_ERR_INVALID_PARAM ep is NULL
+ * @retval FERRY_ERR_BUSY a graceful close is under way already (FERRY_EP_CLOSE_FORCE ends it)
+ * @retval FERRY_ERR_INVALID_PARAM ep is NULL, or unknown flags
  */
 ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry_completion_t *comp);
 
@@ -333,7 +343,7 @@ void ferry_ep_destroy(ferry_ep_t *ep);
 /**
  * @brief Name of the transport the endpoint uses.
  * @param ep the endpoint
- * @return "self", "shm", "tcp", ...: a static string
+ * @return "self", "shm", "tcp", ...: a static string ("none" for NULL)
  */
 const char *ferry_ep_transport_name(const ferry_ep_t *ep);
 
@@ -390,7 +400,7 @@ typedef ferry_status_t (*ferry_am_handler_cb_t)(void *arg, const void *header, s
  * @param cb the handler; NULL clears it
  * @param arg passed to cb
  * @retval FERRY_OK done
- * @retval FERRY_ERR_INVALID_PARAM id >= FERRY_AM_ID_MAX
+ * @retval FERRY_ERR_INVALID_PARAM worker is NULL, or id >= FERRY_AM_ID_MAX
  */
 ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigned id, ferry_am_handler_cb_t cb,
                                     void *arg);
@@ -412,22 +422,24 @@ ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigned id, ferry_a
  * @retval FERRY_OK sent; buffers reusable
  * @retval FERRY_INPROGRESS comp completes when the payload buffers may be reused
  * @retval FERRY_ERR_NO_RESOURCE nothing sent; progress and retry
- * @retval FERRY_ERR_INVALID_PARAM id out of range, header too long, iov NULL with iovcnt > 0
+ * @retval FERRY_ERR_INVALID_PARAM ep NULL, id out of range, header too long, header NULL with
+ *                                 a length, iov NULL with iovcnt > 0, a NULL piece with a length
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
  * gone
  * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
  * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
- * @retval FERRY_ERR_NO_MEMORY the endpoint failed: its connection could not allocate what it needed
  */
 ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const void *header, size_t header_length,
                              const ferry_iov_t *iov, size_t iovcnt, ferry_completion_t *comp);
 
 /**
  * @brief Release data a handler kept (it returned FERRY_INPROGRESS).
- * @param worker the worker that ran the handler
- * @param data the data pointer the handler received
+ * @param worker the worker that ran the handler; NULL is ignored
+ * @param data the data pointer the handler received; NULL is ignored
  */
 void ferry_am_data_release(ferry_worker_t *worker, void *data);
 
@@ -475,8 +487,9 @@ typedef struct ferry_rkey ferry_rkey_t;
  * @param flags 0 or FERRY_MEM_SINGLE_USE
  * @param[out] mem_p on success, the registration: release it with ferry_mem_deregister()
  * @retval FERRY_OK registered
- * @retval FERRY_ERR_INVALID_PARAM NULL, iovcnt 0 or > FERRY_MEM_IOV_MAX, unknown access bits, a
- *                                 NULL piece with a length
+ * @retval FERRY_ERR_INVALID_PARAM NULL, iovcnt 0 or > FERRY_MEM_IOV_MAX, unknown access bits or
+ *                                 flags, a NULL piece with a length, a total length beyond
+ *                                 64 bits
  * @retval FERRY_ERR_NO_MEMORY out of memory
  * @retval FERRY_ERR_LIMIT too many registrations (FERRY_MEM_MAX_REGIONS)
  */
@@ -521,7 +534,7 @@ ferry_status_t ferry_mem_alloc(ferry_context_t *context, size_t size, unsigned f
 /**
  * @brief Total length of a registration.
  * @param mem the registration
- * @return its length in bytes
+ * @return its length in bytes (0 for NULL)
  */
 size_t ferry_mem_length(const ferry_mem_t *mem);
 
@@ -535,14 +548,14 @@ size_t ferry_mem_length(const ferry_mem_t *mem);
  * @param[out] buffer_p on success, the packed key: free it with ferry_rkey_buffer_release()
  * @param[out] length_p its length in bytes
  * @retval FERRY_OK packed
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ * @retval FERRY_ERR_INVALID_PARAM a NULL argument, or mem was deregistered
  * @retval FERRY_ERR_NO_MEMORY out of memory
  */
 ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, size_t *length_p);
 
 /**
  * @brief Free a buffer from ferry_rkey_pack().
- * @param buffer the packed key
+ * @param buffer the packed key; NULL is ignored
  */
 void ferry_rkey_buffer_release(void *buffer);
 
@@ -556,7 +569,8 @@ void ferry_rkey_buffer_release(void *buffer);
  * @retval FERRY_ERR_INVALID_PARAM a NULL argument
  * @retval FERRY_ERR_INVALID_ADDRESS truncated, corrupted, wrong magic or version
  * @retval FERRY_ERR_ACCESS the key belongs to another process than ep's peer
- * @retval FERRY_ERR_NO_MEMORY out of memory
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
@@ -582,6 +596,7 @@ void ferry_rkey_release(ferry_rkey_t *rkey);
  * @param remote_offset the offset in the peer's region
  * @param[out] local_ptr_p on success, the address of that byte in this process
  * @retval FERRY_OK done
+ * @retval FERRY_ERR_INVALID_PARAM a NULL argument
  * @retval FERRY_ERR_UNSUPPORTED not mapped memory, or another host
  * @retval FERRY_ERR_ACCESS offset beyond the region
  */
@@ -621,17 +636,19 @@ typedef struct ferry_remote_iov {
  * @retval FERRY_OK done; buffer reusable
  * @retval FERRY_INPROGRESS started; comp completes when buffer is reusable
  * @retval FERRY_ERR_NO_RESOURCE not started; progress and retry
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ * @retval FERRY_ERR_INVALID_PARAM ep or rkey NULL, rkey unpacked on another endpoint, buffer
+ *                                 NULL with a length
  * @retval FERRY_ERR_ACCESS outside the region, offset + length overflowing, access not granted,
  *                          key released, region deregistered or single-use region used up
  *                          (never touches memory)
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
  * gone
  * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
  * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
- * @retval FERRY_ERR_NO_MEMORY the endpoint failed: its connection could not allocate what it needed
  */
 ferry_status_t ferry_put(ferry_ep_t *ep, const void *buffer, size_t length, uint64_t remote_offset,
                          ferry_rkey_t *rkey, ferry_completion_t *comp);
@@ -651,17 +668,19 @@ ferry_status_t ferry_put(ferry_ep_t *ep, const void *buffer, size_t length, uint
  * @retval FERRY_OK done; the data is in buffer
  * @retval FERRY_INPROGRESS started; comp completes when the data is in buffer
  * @retval FERRY_ERR_NO_RESOURCE not started; progress and retry
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ * @retval FERRY_ERR_INVALID_PARAM ep or rkey NULL, rkey unpacked on another endpoint, buffer
+ *                                 NULL with a length
  * @retval FERRY_ERR_ACCESS outside the region, offset + length overflowing, access not granted,
  *                          key released, region deregistered or single-use region used up
  *                          (never touches memory)
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
  * gone
  * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
  * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
- * @retval FERRY_ERR_NO_MEMORY the endpoint failed: its connection could not allocate what it needed
  */
 ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t length, uint64_t remote_offset,
                          ferry_rkey_t *rkey, ferry_completion_t *comp);
@@ -680,15 +699,18 @@ ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t length, uint64_t r
  * @retval FERRY_OK done; buffers reusable
  * @retval FERRY_INPROGRESS started; comp completes when the buffers are reusable
  * @retval FERRY_ERR_NO_RESOURCE not started; progress and retry
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument, or the lists' total lengths differ
+ * @retval FERRY_ERR_INVALID_PARAM ep or rkey NULL, rkey unpacked on another endpoint, a list
+ *                                 NULL with a count, a NULL piece with a length, the lists'
+ *                                 total lengths differ or overflow
  * @retval FERRY_ERR_ACCESS as ferry_put(), for any range
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
  * gone
  * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
  * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
- * @retval FERRY_ERR_NO_MEMORY the endpoint failed: its connection could not allocate what it needed
  */
 ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                           const ferry_remote_iov_t *remote, size_t remote_count, ferry_rkey_t *rkey,
@@ -708,15 +730,18 @@ ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
  * @retval FERRY_OK done; the data is in the pieces
  * @retval FERRY_INPROGRESS started; comp completes when the data is in the pieces
  * @retval FERRY_ERR_NO_RESOURCE not started; progress and retry
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument, or the lists' total lengths differ
+ * @retval FERRY_ERR_INVALID_PARAM ep or rkey NULL, rkey unpacked on another endpoint, a list
+ *                                 NULL with a count, a NULL piece with a length, the lists'
+ *                                 total lengths differ or overflow
  * @retval FERRY_ERR_ACCESS as ferry_get(), for any range
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
  * gone
  * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
  * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
- * @retval FERRY_ERR_NO_MEMORY the endpoint failed: its connection could not allocate what it needed
  */
 ferry_status_t ferry_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                           const ferry_remote_iov_t *remote, size_t remote_count, ferry_rkey_t *rkey,
@@ -748,16 +773,18 @@ typedef enum ferry_atomic_op {
  * @retval FERRY_OK done
  * @retval FERRY_INPROGRESS started; comp completes when done locally
  * @retval FERRY_ERR_NO_RESOURCE not started; progress and retry
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument, a size other than 4 or 8, an op that does
- *                                 not post, or a misaligned offset
- * @retval FERRY_ERR_ACCESS as ferry_put()
+ * @retval FERRY_ERR_INVALID_PARAM ep or rkey NULL, rkey unpacked on another endpoint, a size
+ *                                 other than 4 or 8, an op that does not post, or a misaligned
+ *                                 offset
+ * @retval FERRY_ERR_ACCESS as ferry_put() (atomic access)
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
  * gone
  * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
  * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
- * @retval FERRY_ERR_NO_MEMORY the endpoint failed: its connection could not allocate what it needed
  */
 ferry_status_t ferry_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value, size_t size,
                                  uint64_t remote_offset, ferry_rkey_t *rkey,
@@ -780,16 +807,18 @@ ferry_status_t ferry_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t 
  * @retval FERRY_OK done; *result holds the old value
  * @retval FERRY_INPROGRESS started; comp completes when *result is written
  * @retval FERRY_ERR_NO_RESOURCE not started; progress and retry
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument, a size other than 4 or 8, an op that does
- *                                 not fetch, or a misaligned offset
- * @retval FERRY_ERR_ACCESS as ferry_put()
+ * @retval FERRY_ERR_INVALID_PARAM ep, rkey or result NULL, rkey unpacked on another endpoint, a
+ *                                 size other than 4 or 8, an op that does not fetch, or a
+ *                                 misaligned offset
+ * @retval FERRY_ERR_ACCESS as ferry_put() (atomic access)
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
  * gone
  * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
  * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
- * @retval FERRY_ERR_NO_MEMORY the endpoint failed: its connection could not allocate what it needed
  */
 ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
                                   uint64_t compare, size_t size, uint64_t remote_offset,
@@ -800,6 +829,7 @@ ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t
  *        issued before it.
  * @param ep the endpoint
  * @retval FERRY_OK done
+ * @retval FERRY_ERR_INVALID_PARAM ep is NULL
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
@@ -814,32 +844,30 @@ ferry_status_t ferry_ep_fence(ferry_ep_t *ep);
  * @brief Remote completion: comp completes when every one-sided operation issued on ep before
  *        the call has taken effect at the target.
  * @param ep the endpoint
- * @param comp completion; may be NULL
- * @retval FERRY_OK every such operation has taken effect already
+ * @param comp required: completes when they have taken effect
+ * @retval FERRY_OK every such operation has taken effect already (comp untouched)
  * @retval FERRY_INPROGRESS comp completes when they have
+ * @retval FERRY_ERR_INVALID_PARAM ep or comp is NULL
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
  * gone
  * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
  * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
- * @retval FERRY_ERR_NO_MEMORY the endpoint failed: its connection could not allocate what it needed
  */
 ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *comp);
 
 /**
- * @brief ferry_ep_flush() for every endpoint of the worker.
+ * @brief ferry_ep_flush() for every endpoint of the worker: comp completes when every one-sided
+ *        operation issued on the worker before the call has taken effect at its target.
  * @param worker the worker
- * @param comp completes when every endpoint's flush has; may be NULL
- * @retval FERRY_OK every such operation has taken effect already
+ * @param comp required: completes when they have taken effect
+ * @retval FERRY_OK every such operation has taken effect already (comp untouched)
  * @retval FERRY_INPROGRESS comp completes when they have
- * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
- * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
- * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
- * gone
- * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
- * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
- * @retval FERRY_ERR_NO_MEMORY the endpoint failed: its connection could not allocate what it needed
+ * @retval FERRY_ERR_INVALID_PARAM worker or comp is NULL
+ * @retval FERRY_ERR_NO_MEMORY out of memory
  */
 ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_completion_t *comp);
 
@@ -881,8 +909,9 @@ typedef struct ferry_tag_message ferry_tag_message_t;
  * @retval FERRY_OK sent; buffers reusable
  * @retval FERRY_INPROGRESS comp completes when the buffers may be reused
  * @retval FERRY_ERR_NO_RESOURCE nothing sent; progress and retry
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument
- * @retval FERRY_ERR_NO_MEMORY out of memory
+ * @retval FERRY_ERR_INVALID_PARAM ep NULL, iov NULL with iovcnt > 0, a NULL piece with a length
+ * @retval FERRY_ERR_NO_MEMORY out of memory (here, or in the endpoint's connection, which then
+ *                            failed)
  * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
  * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
  * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or is
@@ -914,7 +943,8 @@ ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iov
  * @retval FERRY_OK an unexpected message was already there and is delivered (comp untouched)
  * @retval FERRY_INPROGRESS posted; comp completes with the result
  * @retval FERRY_ERR_MESSAGE_TRUNCATED delivered now, truncated (comp untouched)
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument (comp included)
+ * @retval FERRY_ERR_INVALID_PARAM worker or comp NULL, iov NULL with iovcnt > 0, a NULL piece
+ *                                 with a length
  * @retval FERRY_ERR_NO_MEMORY out of memory
  */
 ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
@@ -947,7 +977,9 @@ ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag, uint64_t ta
  * @retval FERRY_OK delivered (comp untouched)
  * @retval FERRY_INPROGRESS comp completes with the result
  * @retval FERRY_ERR_MESSAGE_TRUNCATED delivered now, truncated (comp untouched)
- * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ * @retval FERRY_ERR_INVALID_PARAM worker, message or comp NULL, iov NULL with iovcnt > 0, a NULL
+ *                                 piece with a length, or message is not one taken by
+ *                                 ferry_tag_probe() with remove and not received yet
  * @retval FERRY_ERR_NO_MEMORY out of memory
  */
 ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker, ferry_tag_message_t *message,
@@ -1255,6 +1287,7 @@ size_t ferry_rsegment_size(const ferry_rsegment_t *rsegment);
  * @param rsegment the remote segment
  * @retval FERRY_OK connected
  * @retval FERRY_INPROGRESS an asynchronous connect is under way
+ * @retval FERRY_ERR_INVALID_PARAM rsegment is NULL
  * @retval other the error that ended it (connect failure, or the LOST status)
  */
 ferry_status_t ferry_rsegment_status(const ferry_rsegment_t *rsegment);
@@ -1294,7 +1327,9 @@ ferry_status_t ferry_rsegment_disconnect(ferry_rsegment_t *rsegment);
  * @retval FERRY_ERR_ACCESS a writable map of memory the owner grants no write
  * @retval FERRY_ERR_NO_MEMORY out of memory
  * @retval FERRY_ERR_SHMEM mmap failed
- * @retval other the rsegment's status (not connected, lost): see ferry_rsegment_status()
+ * @retval FERRY_ERR_NOT_AVAILABLE an asynchronous connect is still under way
+ * @retval other the error that ended the remote segment (a failed connect, or the LOST status:
+ *               see ferry_rsegment_status())
  */
 ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint64_t offset, size_t size,
                                   unsigned flags, void **ptr_p);
@@ -1315,7 +1350,9 @@ ferry_status_t ferry_rsegment_unmap(ferry_rsegment_t *rsegment, void *ptr);
  * @param rsegment the remote segment
  * @retval FERRY_OK done
  * @retval FERRY_ERR_INVALID_PARAM NULL
- * @retval other the rsegment's status (not connected, lost): see ferry_rsegment_status()
+ * @retval FERRY_ERR_NOT_AVAILABLE an asynchronous connect is still under way
+ * @retval other the error that ended the remote segment (a failed connect, or the LOST status:
+ *               see ferry_rsegment_status())
  */
 ferry_status_t ferry_rsegment_store_barrier(ferry_rsegment_t *rsegment);
 
@@ -1330,9 +1367,12 @@ ferry_status_t ferry_rsegment_store_barrier(ferry_rsegment_t *rsegment);
  * @param[in] data the bytes to send; may be NULL when length is 0
  * @param length 0 .. FERRY_SEGMENT_NOTIFY_MAX
  * @retval FERRY_OK sent; data reusable
- * @retval FERRY_ERR_INVALID_PARAM NULL, or length too large
+ * @retval FERRY_ERR_INVALID_PARAM NULL, data NULL with a length, or length too large
  * @retval FERRY_ERR_NO_RESOURCE progress and retry
- * @retval other the rsegment's status (not connected, lost): see ferry_rsegment_status()
+ * @retval FERRY_ERR_NO_MEMORY out of memory
+ * @retval FERRY_ERR_NOT_AVAILABLE an asynchronous connect is still under way
+ * @retval other the error that ended the remote segment (a failed connect, or the LOST status:
+ *               see ferry_rsegment_status())
  */
 ferry_status_t ferry_rsegment_notify(ferry_rsegment_t *rsegment, const void *data, size_t length);
 
@@ -1409,7 +1449,9 @@ typedef void (*ferry_dma_cb_t)(void *arg, ferry_dma_queue_t *queue, ferry_status
  * @retval FERRY_OK created
  * @retval FERRY_ERR_INVALID_PARAM NULL
  * @retval FERRY_ERR_NO_MEMORY out of memory
- * @retval other the rsegment's status (not connected, lost): see ferry_rsegment_status()
+ * @retval FERRY_ERR_NOT_AVAILABLE an asynchronous connect is still under way
+ * @retval other the error that ended the remote segment (a failed connect, or the LOST status:
+ *               see ferry_rsegment_status())
  */
 ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment, ferry_dma_queue_t **queue_p);
 
@@ -1441,8 +1483,10 @@ ferry_status_t ferry_dma_post(ferry_dma_queue_t *queue, const ferry_dma_entry_t 
  * @retval FERRY_INPROGRESS started: callback, ferry_dma_state() or ferry_dma_wait() tell the end
  * @retval FERRY_ERR_INVALID_PARAM NULL
  * @retval FERRY_ERR_BUSY the queue is running
- * @retval FERRY_ERR_NO_ELEM no entry posted
- * @retval other the rsegment's status (not connected, lost): see ferry_rsegment_status()
+ * @retval FERRY_ERR_NO_ELEM no entry posted (since the queue was created or last finished)
+ * @retval FERRY_ERR_NOT_AVAILABLE an asynchronous connect is still under way
+ * @retval other the error that ended the remote segment (a failed connect, or the LOST status:
+ *               see ferry_rsegment_status())
  */
 ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_cb_t callback, void *arg);
 
@@ -1450,8 +1494,8 @@ ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_cb_t callback
  * @brief The queue's state.
  * @param queue the queue
  * @param[out] status_p receives FERRY_OK, FERRY_INPROGRESS (running) or the error of a FAILED
- *                      queue; may be NULL
- * @return the state
+ *                      queue (FERRY_ERR_INVALID_PARAM for a NULL queue); may be NULL
+ * @return the state (FERRY_DMA_FAILED for a NULL queue)
  */
 ferry_dma_state_t ferry_dma_state(const ferry_dma_queue_t *queue, ferry_status_t *status_p);
 
