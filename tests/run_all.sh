@@ -176,13 +176,21 @@ step_consumer() {
         "$tmp/build/consumer_pc"
         "$tmp/build/consumer_bootstrap"
         "$tmp/build/consumer_bootstrap_pc"
-        echo "--- cc \$(pkg-config --cflags --libs ferry)"
+        # ferry.pc carries no rpath (README, "Using an installed ferry"): a program built with
+        # it against a prefix outside the loader's path finds libferry.so through
+        # LD_LIBRARY_PATH, or through the rpath its own link line adds. Both ways are run.
+        echo "--- cc \$(pkg-config --cflags --libs ferry), run with LD_LIBRARY_PATH"
         pcdir=$(dirname "$(find "$tmp/prefix" -name ferry.pc | head -n 1)")
         libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=libdir ferry)
         # shellcheck disable=SC2046 # the flags are words
         cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer_cc" tests/consumer/consumer.c \
             $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ferry)
         LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_cc"
+        echo "--- cc \$(pkg-config --cflags --libs ferry) -Wl,-rpath,<libdir>, run without LD_LIBRARY_PATH"
+        # shellcheck disable=SC2046 # the flags are words
+        cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer_cc_rpath" tests/consumer/consumer.c \
+            $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ferry) -Wl,-rpath,"$libdir"
+        env -u LD_LIBRARY_PATH "$tmp/consumer_cc_rpath"
         echo "--- cc \$(pkg-config --cflags --libs ferry-bootstrap)"
         # shellcheck disable=SC2046 # the flags are words
         cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer_bootstrap_cc" \
