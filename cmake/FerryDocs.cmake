@@ -30,8 +30,11 @@ if(NOT FERRY_BUILD_DOCS STREQUAL "OFF")
 endif()
 
 if(NOT FERRY_HAVE_DOCS)
-    message(STATUS "ferry docs: not built (FERRY_BUILD_DOCS=${FERRY_BUILD_DOCS}; doxygen "
-                   "found: ${DOXYGEN_FOUND})")
+    if(FERRY_BUILD_DOCS STREQUAL "OFF")
+        message(STATUS "ferry docs: not built (FERRY_BUILD_DOCS=OFF)")
+    else()
+        message(STATUS "ferry docs: not built: doxygen not found (apt-get install doxygen)")
+    endif()
     return()
 endif()
 message(STATUS "ferry docs: HTML and man pages with doxygen ${DOXYGEN_VERSION} (target ferry_doc)")
