@@ -8,7 +8,10 @@
 #
 # Usage: bench/compare_am.sh [REPEAT]     (default 5; see bench/README.md)
 # Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 23000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1).
+# default 23000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
+# BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
+# when, where, with which versions and under what load it ran; bench/report.sh sets it).
+# Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +36,7 @@ raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
 echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
 
 count=0
-total_runs() { echo $((19 * repeat)); } # per round: 12 side by side, 7 ferry alone
+total_runs=$((19 * repeat)) # per round: 12 side by side, 7 ferry alone
 
 # run_ferry TEST SIZE ITERS [--wait]
 run_ferry() {
@@ -42,8 +45,7 @@ run_ferry() {
     [[ $mode == wait ]] && extra=(--wait)
     iters=$((iters * scale))
     next_port
-    count=$((count + 1))
-    printf '[%3d/%d] ferry %-6s %9s B %s\n' "$count" "$(total_runs)" "$test" "$size" "$mode" >&2
+    bench_progress "$(printf 'ferry %-6s %9s B %s' "$test" "$size" "$mode")"
     start_server "$work/server.log" "$ferry_perf" -p "$port" -c 0
     local out
     if ! out=$(timeout $run_timeout "$ferry_perf" localhost -p "$port" -c 1 -t "$test" -s "$size" \
@@ -65,8 +67,7 @@ run_ucx() {
     ((size <= 8)) && layout=short
     iters=$((iters * scale))
     next_port
-    count=$((count + 1))
-    printf '[%3d/%d] ucx   %-6s %9s B %s\n' "$count" "$(total_runs)" "$test" "$size" "$layout" >&2
+    bench_progress "$(printf 'ucx   %-6s %9s B %s' "$test" "$size" "$layout")"
     start_server "$work/server.log" ucx_perftest -p "$port" -c 0
     local out
     if ! out=$(timeout $run_timeout ucx_perftest localhost -p "$port" -c 1 -t "$test" -x posix \
@@ -170,3 +171,4 @@ END {
 }') "$raw"
 echo
 echo "raw results (one line per run): $raw"
+bench_keep_results

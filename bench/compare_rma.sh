@@ -17,7 +17,10 @@
 #
 # Usage: bench/compare_rma.sh [REPEAT]     (default 5; see bench/README.md)
 # Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 24000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1).
+# default 24000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
+# BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
+# when, where, with which versions and under what load it ran; bench/report.sh sets it).
+# Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,12 +38,7 @@ sizes="8 4096 65536 1048576 16777216 67108864"
 fallback_sizes="65536 1048576 16777216"
 
 check_args "runs per configuration, default 5"
-if ! command -v ucx_perftest >/dev/null; then
-    echo "compare_rma.sh: installing ucx-utils (ucx_perftest)" >&2
-    if ! apt-get install -y ucx-utils >/dev/null 2>&1; then
-        apt-get update >/dev/null && apt-get install -y ucx-utils >/dev/null
-    fi
-fi
+command -v ucx_perftest >/dev/null || apt_install ucx-utils
 for tool in ucx_perftest ucx_info ss awk timeout; do
     command -v $tool >/dev/null || { echo "compare_rma.sh: $tool is missing" >&2; exit 1; }
 done
@@ -101,8 +99,7 @@ run_ferry() {
     fi
     iters=$((iters * scale))
     next_port
-    count=$((count + 1))
-    printf '[%3d/%d] ferry %-10s %9s B %s\n' "$count" "$total_runs" "$test" "$size" "$mode" >&2
+    bench_progress "$(printf 'ferry %-10s %9s B %s' "$test" "$size" "$mode")"
     start_server "$work/server.log" env FERRY_SHM_CMA=$cma "$ferry_perf" -p "$port" -c 0
     local out
     if ! out=$(FERRY_SHM_CMA=$cma timeout $run_timeout "$ferry_perf" localhost -p "$port" -c 1 \
@@ -130,8 +127,7 @@ run_ucx() {
     esac
     iters=$((iters * scale))
     next_port
-    count=$((count + 1))
-    printf '[%3d/%d] ucx   %-10s %9s B %s\n' "$count" "$total_runs" "$test" "$size" "$mode" >&2
+    bench_progress "$(printf 'ucx   %-10s %9s B %s' "$test" "$size" "$mode")"
     start_server "$work/server.log" ucx_perftest -p "$port" -c 0
     local out
     if ! out=$(timeout $run_timeout ucx_perftest localhost -p "$port" -c 1 -t "$test" -x "$tl" \
@@ -250,3 +246,4 @@ END {
 }') "$raw"
 echo
 echo "raw results (one line per run): $raw"
+bench_keep_results

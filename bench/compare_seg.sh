@@ -18,7 +18,10 @@
 #
 # Usage: bench/compare_seg.sh [REPEAT]     (default 3; see bench/README.md)
 # Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 26000), CC (default cc).
+# default 26000), CC (default cc),
+# BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
+# when, where, with which versions and under what load it ran; bench/report.sh sets it).
+# Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -55,8 +58,7 @@ total_runs=$((10 * repeat))
 
 # run_physical: physical_limits (ping-pong responder on core 0, measuring on core 1)
 run_physical() {
-    count=$((count + 1))
-    printf '[%3d/%d] physical_limits\n' "$count" "$total_runs" >&2
+    bench_progress physical_limits
     local out
     local size_args
     read -r -a size_args <<<"$sizes"
@@ -87,8 +89,7 @@ run_ferry() {
     t0) extra=(--wait) ;;
     esac
     next_port
-    count=$((count + 1))
-    printf '[%3d/%d] ferry %-16s %-18s %s\n' "$count" "$total_runs" "$test" "$list" "$mode" >&2
+    bench_progress "$(printf 'ferry %-16s %-18s %s' "$test" "$list" "$mode")"
     local env_args=(env -u FERRY_SEGMENT_DMA_CHUNK -u FERRY_SEGMENT_COPY_CHUNK
         FERRY_SEGMENT_COPY_THREADS="$threads")
     start_server "$work/server.log" "${env_args[@]}" "$ferry_perf" -p "$port" -c 0
@@ -165,3 +166,4 @@ END {
 }') "$raw"
 echo
 echo "raw results (one line per size and run): $raw"
+bench_keep_results

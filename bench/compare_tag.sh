@@ -15,7 +15,10 @@
 # Usage: bench/compare_tag.sh [REPEAT]     (default 5; see bench/README.md)
 # Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
 # default 25000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1), MPICC
-# (default mpicc).
+# (default mpicc),
+# BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
+# when, where, with which versions and under what load it ran; bench/report.sh sets it).
+# Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -99,8 +102,7 @@ count=0
 total_runs=$(((nsizes * 2 * 5 + nmodes) * repeat))
 
 progress() { # LIB TEST SIZE MODE
-    count=$((count + 1))
-    printf '[%3d/%d] %-5s %-7s %9s B %s\n' "$count" "$total_runs" "$1" "$2" "$3" "$4" >&2
+    bench_progress "$(printf '%-5s %-7s %9s B %s' "$1" "$2" "$3" "$4")"
 }
 
 # run_ferry TEST SIZE MODE   (MODE: auto, or a FERRY_RNDV_MODE)
@@ -282,3 +284,4 @@ END {
 }') "$raw"
 echo
 echo "raw results (one line per run): $raw"
+bench_keep_results

@@ -14,7 +14,10 @@
 #
 # Usage: bench/compare_tcp.sh [REPEAT]     (default 5; see bench/README.md)
 # Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 27000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1).
+# default 27000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
+# BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
+# when, where, with which versions and under what load it ran; bench/report.sh sets it).
+# Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -72,8 +75,7 @@ count=0
 total_runs=$((nsizes * 5 * repeat)) # per size: 2 ferry, 2 UCX, 1 fi_pingpong
 
 progress() { # LIB TEST SIZE
-    count=$((count + 1))
-    printf '[%3d/%d] %-5s %-7s %9s B\n' "$count" "$total_runs" "$1" "$2" "$3" >&2
+    bench_progress "$(printf '%-5s %-7s %9s B' "$1" "$2" "$3")"
 }
 
 # run_ferry TEST SIZE
@@ -219,3 +221,4 @@ END {
 }') "$raw"
 echo
 echo "raw results (one line per run): $raw"
+bench_keep_results

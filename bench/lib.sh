@@ -2,6 +2,8 @@
 # Shared by the bench/compare_*.sh scripts (sourced, not run): background servers on fresh TCP
 # ports, and their cleanup. The sourcing script sets run_timeout (seconds any one client or
 # server may take) and port (the last port used), and calls next_port before each run.
+# Also: the progress line of every run (bench_progress), and the results a run leaves in
+# $BENCH_RESULTS (bench_keep_results).
 
 bench_name=$(basename "$0")
 server_pid=
@@ -110,4 +112,75 @@ check_args() {
         echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
         exit 1
     fi
+}
+
+# The load average (1, 5, 15 minutes) when the script started: the benchmark's figures mean
+# little when other work shares the machine.
+bench_load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# A duration in seconds as M:SS (or H:MM:SS).
+bench_duration() {
+    local t=$1
+    if ((t >= 3600)); then
+        printf '%d:%02d:%02d' $((t / 3600)) $((t % 3600 / 60)) $((t % 60))
+    else
+        printf '%d:%02d' $((t / 60)) $((t % 60))
+    fi
+}
+
+# bench_progress WHAT...: the progress line of the run about to start, on stderr:
+#   [ 12/190  1:05 elapsed, ~15:10 left] ferry tag_bw 4096 B auto
+# The sourcing script sets total_runs (runs in the session), count (runs so far, from 0) and
+# start_time ($SECONDS when the runs began); the estimate assumes the remaining runs take as
+# long as the average one so far.
+# shellcheck disable=SC2154 # total_runs and start_time belong to the sourcing script
+bench_progress() {
+    count=$((count + 1))
+    local elapsed=$((SECONDS - start_time)) left=""
+    if ((count > 1)); then
+        left=", ~$(bench_duration $((elapsed * (total_runs - count + 1) / (count - 1)))) left"
+    fi
+    printf '[%3d/%d %6s elapsed%s] %s\n' "$count" "$total_runs" "$(bench_duration "$elapsed")" \
+        "$left" "$*" >&2
+}
+
+# bench_version TOOL: the version of a peer library, or nothing when its tool is missing.
+bench_version() {
+    case $1 in
+    ucx) ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}' ;;
+    openmpi) ompi_info 2>/dev/null | awk -F: '/Open MPI:/ {gsub(/ /, "", $2); print $2; exit}' ;;
+    libfabric) fi_info --version 2>/dev/null | awk '/libfabric:/ {print $2; exit}' ;;
+    esac
+}
+
+# bench_keep_results: with BENCH_RESULTS=DIR set, keep this session's raw CSV as
+# DIR/<script>.csv (one line per run: lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,
+# msgrate_Mps; compare_seg.sh: its own columns) and describe the session in DIR/<script>.info
+# (key=value lines: when, where, which versions, how loaded). bench/report.sh plots from them.
+# shellcheck disable=SC2154 # raw, repeat, ferry_perf, root, busy_before belong to the script
+bench_keep_results() {
+    [[ -n ${BENCH_RESULTS:-} ]] || return 0
+    local stem=${bench_name%.sh} ferry_info
+    ferry_info=$(dirname "$ferry_perf")/ferry_info
+    mkdir -p "$BENCH_RESULTS"
+    cp "$raw" "$BENCH_RESULTS/$stem.csv"
+    {
+        echo "script=$bench_name"
+        echo "repeat=$repeat"
+        echo "iters_scale=${scale:-1}"
+        echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+        echo "elapsed_s=$((SECONDS - start_time))"
+        echo "cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)"
+        echo "nproc=$(nproc)"
+        echo "kernel=$(uname -r)"
+        echo "load_start=$bench_load_start"
+        echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "cpu_busy_before=${busy_before:-}"
+        echo "ferry=$("$ferry_info" -v 2>/dev/null | head -n 1)"
+        echo "ferry_commit=$(git -C "$root" describe --always --dirty 2>/dev/null || true)"
+        echo "ucx=$(bench_version ucx)"
+        echo "openmpi=$(bench_version openmpi)"
+        echo "libfabric=$(bench_version libfabric)"
+    } >"$BENCH_RESULTS/$stem.info"
+    echo "$bench_name: kept $BENCH_RESULTS/$stem.csv and $stem.info" >&2
 }

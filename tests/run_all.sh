@@ -11,6 +11,9 @@
 #   fuzz      build-fuzz/  clang + libFuzzer; each fuzz target for FERRY_FUZZ_SECONDS (20)
 #   consumer  install build/ to a temporary prefix; build tests/consumer with find_package and
 #             with pkg-config, and run both
+#   docs      build-docs/  the library and its API reference (Doxygen, FERRY_BUILD_DOCS=ON):
+#             any Doxygen warning fails (an undocumented public symbol or parameter); install
+#             to a temporary prefix and check the man pages (tests/docs/check_man.sh)
 #   format    clang-format --dry-run over the sources: fails on any unformatted file
 # The last line is the summary: "N passed, N failed, N skipped".
 #
@@ -24,7 +27,7 @@ cd "$ROOT" || exit 1
 
 JOBS=${JOBS:-$(nproc)}
 FUZZ_SECONDS=${FERRY_FUZZ_SECONDS:-20}
-STEPS=${FERRY_STEPS:-"build asan tsan fuzz consumer format"}
+STEPS=${FERRY_STEPS:-"build asan tsan fuzz consumer docs format"}
 
 passed=0
 failed=0
@@ -104,8 +107,10 @@ run_suite() {
 }
 
 # Every option is given, so that what an earlier hand-made configure left in a cache does not
-# change what this script checks.
-ALL_PARTS=(-DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_TOOLS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_FUZZ=OFF)
+# change what this script checks. The API reference is built and checked by the docs step
+# only (a documentation warning there does not stop the test suites).
+ALL_PARTS=(-DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_TOOLS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_FUZZ=OFF
+    -DFERRY_BUILD_DOCS=OFF)
 
 step_build() {
     configure_build build gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_WERROR=ON \
@@ -142,7 +147,8 @@ step_fuzz() {
     fi
     configure_build build-fuzz clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_WERROR=OFF \
         -DFERRY_SANITIZE= -DFERRY_FUZZ=ON -DFERRY_FUZZ_SECONDS="$FUZZ_SECONDS" \
-        -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_EXAMPLES=OFF || return 1
+        -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_EXAMPLES=OFF \
+        -DFERRY_BUILD_DOCS=OFF || return 1
     local count
     count=$(tests_count build-fuzz -L fuzz)
     if [ "${count:-0}" -eq 0 ]; then
@@ -170,13 +176,21 @@ step_consumer() {
         "$tmp/build/consumer_pc"
         "$tmp/build/consumer_bootstrap"
         "$tmp/build/consumer_bootstrap_pc"
-        echo "--- cc \$(pkg-config --cflags --libs ferry)"
+        # ferry.pc carries no rpath (README, "Using an installed ferry"): a program built with
+        # it against a prefix outside the loader's path finds libferry.so through
+        # LD_LIBRARY_PATH, or through the rpath its own link line adds. Both ways are run.
+        echo "--- cc \$(pkg-config --cflags --libs ferry), run with LD_LIBRARY_PATH"
         pcdir=$(dirname "$(find "$tmp/prefix" -name ferry.pc | head -n 1)")
         libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=libdir ferry)
         # shellcheck disable=SC2046 # the flags are words
         cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer_cc" tests/consumer/consumer.c \
             $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ferry)
         LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_cc"
+        echo "--- cc \$(pkg-config --cflags --libs ferry) -Wl,-rpath,<libdir>, run without LD_LIBRARY_PATH"
+        # shellcheck disable=SC2046 # the flags are words
+        cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer_cc_rpath" tests/consumer/consumer.c \
+            $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ferry) -Wl,-rpath,"$libdir"
+        env -u LD_LIBRARY_PATH "$tmp/consumer_cc_rpath"
         echo "--- cc \$(pkg-config --cflags --libs ferry-bootstrap)"
         # shellcheck disable=SC2046 # the flags are words
         cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer_bootstrap_cc" \
@@ -184,6 +198,26 @@ step_consumer() {
             $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ferry-bootstrap)
         LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_bootstrap_cc"
     ) || rc=1
+    rm -rf "$tmp"
+    return $rc
+}
+
+# The API reference: Doxygen fails the build on any warning (docs/api/Doxyfile.in); the
+# installed man pages are then checked against the public headers.
+step_docs() {
+    if ! command -v doxygen >/dev/null; then
+        echo "run_all: doxygen is not installed (apt-get install doxygen)"
+        return 1
+    fi
+    configure_build build-docs gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_WERROR=ON \
+        -DFERRY_SANITIZE= -DFERRY_FUZZ=OFF -DFERRY_BUILD_DOCS=ON -DFERRY_BUILD_TESTS=OFF \
+        -DFERRY_BUILD_TOOLS=OFF -DFERRY_BUILD_EXAMPLES=OFF || return 1
+    local tmp rc=0
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/ferry-docs.XXXXXX") || return 1
+    cmake --install build-docs --prefix "$tmp/prefix" >/dev/null || rc=1
+    if [ "$rc" -eq 0 ]; then
+        bash tests/docs/check_man.sh "$tmp/prefix" || rc=1
+    fi
     rm -rf "$tmp"
     return $rc
 }
@@ -212,6 +246,7 @@ step asan step_asan
 step tsan step_tsan
 step fuzz step_fuzz
 step consumer step_consumer
+step docs step_docs
 step format step_format
 
 echo

@@ -1,17 +1,14 @@
-/*
- * ferry — status codes.
+/**
+ * @file status.h
+ * @brief ferry — status codes.
  *
  * This enum is the one list of statuses. Each entry is written on one line as
  *     FERRY_NAME = value, // description
  * and the build generates ferry_status_string()/ferry_status_name() from these
  * very lines (cmake/gen_status.cmake), so names, values and descriptions
- * can never drift apart. Keep that one-line shape when adding an entry.
- *
- * OK (0) and INPROGRESS (1) are not errors. Errors are negative and grouped by
- * what they affect:
- *   -1  .. -29   the operation: nothing else is affected, retry or fix the call
- *   -30 .. -59   the endpoint: the connection to that peer is unusable
- *   -60 .. -89   the worker or context: local resources or the environment
+ * can never drift apart. Keep that one-line shape when adding an entry (the API
+ * reference shows the description too: docs/api/Doxyfile.in reads it as the
+ * entry's documentation).
  */
 #ifndef FERRY_STATUS_H
 #define FERRY_STATUS_H
@@ -20,6 +17,19 @@
 extern "C" {
 #endif
 
+/**
+ * @defgroup ferry_api_status Statuses
+ * @brief The one status enum of ferry and its names and descriptions.
+ *
+ * OK (0) and INPROGRESS (1) are not errors. Errors are negative and grouped by
+ * what they affect:
+ * - `-1 .. -29`: the operation: nothing else is affected, retry or fix the call;
+ * - `-30 .. -59`: the endpoint: the connection to that peer is unusable;
+ * - `-60 .. -89`: the worker or context: local resources or the environment.
+ * @{
+ */
+
+/** @brief The status every ferry call returns or reports. */
 // clang-format off
 typedef enum ferry_status {
     FERRY_OK = 0, // success
@@ -56,12 +66,22 @@ typedef enum ferry_status {
 } ferry_status_t;
 // clang-format on
 
-/** Short description of a status ("success", "out of memory", ...). Never NULL:
- *  an unknown value gives "unknown status". The string is static. */
+/**
+ * @brief Short description of a status ("success", "out of memory", ...).
+ * @param status any value
+ * @return the description of the status; never NULL: an unknown value gives "unknown status".
+ *         The string is static.
+ */
 const char *ferry_status_string(ferry_status_t status);
 
-/** The enum name of a status ("FERRY_ERR_ACCESS"), or "FERRY_UNKNOWN_STATUS". Static. */
+/**
+ * @brief The enum name of a status ("FERRY_ERR_ACCESS").
+ * @param status any value
+ * @return the name, or "FERRY_UNKNOWN_STATUS" for an unknown value. Static.
+ */
 const char *ferry_status_name(ferry_status_t status);
+
+/** @} */
 
 #ifdef __cplusplus
 }
