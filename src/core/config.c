@@ -234,6 +234,15 @@ static bool config_parse(fy_config_type_t type, const char *text, config_value_t
     return false;
 }
 
+bool fy_config_parse_size(const char *text, uint64_t *value_p)
+{
+    config_value_t value;
+    if (!config_parse(FERRY_CONFIG_SIZE, text, &value))
+        return false;
+    *value_p = value.u;
+    return true;
+}
+
 /* The environment value of var, or NULL when unset or empty. */
 static const char *config_env_value(const fy_config_var_t *var)
 {

@@ -57,6 +57,12 @@ void ferry_config_registry_add(const fy_config_var_t *const *start,
  * symbol to the section of the same name in a file that both registers and calls.) */
 size_t fy_config_vars(const fy_config_var_t *const **vars_p);
 
+/* The one size parser: decimal digits with an optional k, m or g suffix (KiB, MiB, GiB),
+ * blanks around it ignored; what FERRY_* variables of type SIZE take, and sizes inside a
+ * string variable (FERRY_RNDV_THRESH: a size or "auto"). Returns false (nothing written) when
+ * text is not a size or overflows 64 bits. */
+bool fy_config_parse_size(const char *text, uint64_t *value_p);
+
 /* Warn once per process about each FERRY_* environment variable that is not registered,
  * naming the closest registered one ("did you mean FERRY_LOG_LEVEL?"). */
 void fy_config_check_environment(void);

@@ -1,5 +1,3 @@
-/* NOTE to the core engineer: this file is already written and used by the worker and the
- * transports; keep its API (add to it if needed, but do not rename). */
 /* An intrusive, circular, doubly-linked list shared by every layer.
  *
  *   fy_list_t queue;                 fy_list_init(&queue);

@@ -35,16 +35,10 @@ typedef struct rma_req {
     ferry_completion_t *user_comp; /* may be NULL */
     ferry_status_t status;
     int fenced;     /* queued: starts only when every request issued before it completed */
-    int in_use;     /* not on the freelist */
     fy_rma_op_t op; /* queued: the operation, with private copies of its arrays */
     ferry_iov_t local_inline;
     ferry_remote_iov_t remote_inline;
 } rma_req_t;
-
-typedef struct rma_block {
-    struct rma_block *next;
-    rma_req_t reqs[RMA_BLOCK_REQS];
-} rma_block_t;
 
 static void rma_req_comp_cb(ferry_completion_t *comp);
 static void rma_notify_cb(fy_deferred_t *self);
@@ -53,26 +47,10 @@ static void rma_notify_cb(fy_deferred_t *self);
 
 static rma_req_t *rma_req_get(ferry_worker_t *worker)
 {
-    fy_list_link_t *link = fy_list_pop_head(&fy_rma_worker_of(worker)->free);
-    rma_req_t *req;
-
-    if (fy_unlikely(link == NULL)) {
-        rma_block_t *block = malloc(sizeof(*block));
-        if (block == NULL) {
-            fy_error("malloc(%zu) for %d one-sided operation requests failed", sizeof(*block),
-                     RMA_BLOCK_REQS);
-            return NULL;
-        }
-        block->next = fy_rma_worker_of(worker)->blocks;
-        fy_rma_worker_of(worker)->blocks = block;
-        for (int i = 1; i < RMA_BLOCK_REQS; i++) {
-            block->reqs[i].in_use = 0;
-            fy_list_push_tail(&fy_rma_worker_of(worker)->free, &block->reqs[i].ep_link);
-        }
-        link = &block->reqs[0].ep_link;
-        fy_list_link_init(link);
-    }
-    req = fy_list_entry(link, rma_req_t, ep_link);
+    rma_req_t *req = fy_pool_get(&fy_rma_worker_of(worker)->reqs);
+    if (fy_unlikely(req == NULL))
+        return NULL;
+    fy_list_link_init(&req->ep_link);
     fy_list_link_init(&req->worker_link);
     fy_list_link_init(&req->notify.link);
     req->notify.cb = rma_notify_cb;
@@ -82,7 +60,6 @@ static rma_req_t *rma_req_get(ferry_worker_t *worker)
     req->user_comp = NULL;
     req->status = FERRY_OK;
     req->fenced = 0;
-    req->in_use = 1;
     req->op.local = NULL;
     req->op.remote = NULL;
     return req;
@@ -101,8 +78,7 @@ static void rma_req_free_copies(rma_req_t *req)
 static void rma_req_put(ferry_worker_t *worker, rma_req_t *req)
 {
     rma_req_free_copies(req);
-    req->in_use = 0;
-    fy_list_push_head(&fy_rma_worker_of(worker)->free, &req->ep_link);
+    fy_pool_put(&fy_rma_worker_of(worker)->reqs, req);
 }
 
 /* Keep the operation for a later start: its arrays are the caller's only during the call. */
@@ -680,12 +656,18 @@ static ferry_status_t rma_module_init(ferry_worker_t *worker, void **state_p)
     rw->next_seq = 1;
     fy_list_init(&rw->outstanding);
     fy_list_init(&rw->flushes);
-    fy_list_init(&rw->free);
+    fy_pool_init(&rw->reqs, sizeof(rma_req_t), RMA_BLOCK_REQS, "one-sided operation requests");
     fy_list_init(&rw->retry);
-    rw->blocks = NULL;
     rw->need_progress = 0;
     fy_rma_am_init(worker);
     return FERRY_OK;
+}
+
+/* Worker destruction: a request still in use keeps private copies of its arrays. */
+static void rma_req_release(void *arg, void *object)
+{
+    (void)arg;
+    rma_req_free_copies(object);
 }
 
 static void rma_module_cleanup(ferry_worker_t *worker)
@@ -713,15 +695,7 @@ static void rma_module_cleanup(ferry_worker_t *worker)
                 "their transport; reported as FERRY_ERR_CANCELED",
                 left);
     fy_rma_am_cleanup(worker);
-    while (rw->blocks != NULL) {
-        rma_block_t *block = rw->blocks;
-        rw->blocks = block->next;
-        for (int i = 0; i < RMA_BLOCK_REQS; i++) {
-            if (block->reqs[i].in_use)
-                rma_req_free_copies(&block->reqs[i]);
-        }
-        free(block);
-    }
+    fy_pool_destroy(&rw->reqs, rma_req_release, NULL);
     free(rw);
 }
 

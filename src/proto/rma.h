@@ -10,6 +10,7 @@
 #include <ferry/ferry.h>
 
 #include "core/list.h"
+#include "core/pool.h"
 #include "progress/worker.h"
 #include "proto/am_ids.h"
 #include "proto/module_list.h"
@@ -56,12 +57,10 @@ typedef struct fy_rma_am_worker {
     uint32_t *free_slots;   /* stack of free slot indices */
     uint32_t capacity;
     uint32_t free_count;
-    fy_list_t unsent;   /* operations with requests still to send, in issue order */
-    fy_list_t replies;  /* replies the transport had no room for, in order */
-    fy_list_t free_ops; /* freelists */
-    fy_list_t free_pieces;
-    void *op_blocks; /* allocation blocks of operations and of requests (chains) */
-    void *piece_blocks;
+    fy_list_t unsent;        /* operations with requests still to send, in issue order */
+    fy_list_t replies;       /* replies the transport had no room for, in order */
+    fy_pool_t ops;           /* rma_am_op_t */
+    fy_pool_t pieces;        /* rma_am_piece_t */
     uint64_t chunk;          /* largest payload of one request or reply (FERRY_RMA_AM_CHUNK) */
     uint64_t pass;           /* retry passes */
     unsigned warned_request; /* malformed requests and unknown replies seen */
@@ -73,8 +72,7 @@ typedef struct fy_rma_worker {
     uint64_t next_seq;
     fy_list_t outstanding;  /* every request not complete (queued or started), issue order */
     fy_list_t flushes;      /* ferry_worker_flush records, in issue order */
-    fy_list_t free;         /* request freelist */
-    void *blocks;           /* allocation blocks of requests (a chain) */
+    fy_pool_t reqs;         /* rma_req_t (rma.c) */
     fy_list_t retry;        /* endpoints whose queue waits for transport resources */
     unsigned need_progress; /* > 0: the module's progress bit is set (rma_need_progress) */
     fy_rma_am_worker_t am;

@@ -89,8 +89,7 @@ typedef struct rma_am_op {
     ferry_status_t status;
     unsigned pending; /* requests sent and not finished (reply and send completion) */
     int unsent;       /* on am->unsent */
-    int in_use;
-    int first_sent; /* the first request went out: the others CONTINUE it */
+    int first_sent;   /* the first request went out: the others CONTINUE it */
     uint64_t first_id;
     uint32_t key_index;
     uint32_t key_generation;
@@ -134,16 +133,6 @@ typedef struct rma_am_reply {
     uint8_t header[RMA_AM_REPLY_SIZE];
     uint8_t data[];
 } rma_am_reply_t;
-
-typedef struct rma_am_op_block {
-    struct rma_am_op_block *next;
-    rma_am_op_t ops[RMA_AM_BLOCK_OPS];
-} rma_am_op_block_t;
-
-typedef struct rma_am_piece_block {
-    struct rma_am_piece_block *next;
-    rma_am_piece_t pieces[RMA_AM_BLOCK_PIECES];
-} rma_am_piece_block_t;
 
 typedef struct rma_am_request {
     unsigned version;
@@ -223,24 +212,10 @@ static void am_drop(unsigned *warned, const char *fmt, ...)
 
 static rma_am_op_t *am_op_get(fy_rma_am_worker_t *am)
 {
-    fy_list_link_t *link = fy_list_pop_head(&am->free_ops);
-    if (fy_unlikely(link == NULL)) {
-        rma_am_op_block_t *block = malloc(sizeof(*block));
-        if (block == NULL) {
-            fy_error("malloc(%zu) for one-sided operation state failed", sizeof(*block));
-            return NULL;
-        }
-        block->next = am->op_blocks;
-        am->op_blocks = block;
-        for (int i = 1; i < RMA_AM_BLOCK_OPS; i++) {
-            block->ops[i].in_use = 0;
-            fy_list_push_tail(&am->free_ops, &block->ops[i].link);
-        }
-        link = &block->ops[0].link;
-        fy_list_link_init(link);
-    }
-    rma_am_op_t *op = fy_list_entry(link, rma_am_op_t, link);
-    op->in_use = 1;
+    rma_am_op_t *op = fy_pool_get(&am->ops);
+    if (fy_unlikely(op == NULL))
+        return NULL;
+    fy_list_link_init(&op->link);
     op->local = NULL;
     op->remote = NULL;
     return op;
@@ -259,32 +234,27 @@ static void am_op_free_copies(rma_am_op_t *op)
 static void am_op_put(fy_rma_am_worker_t *am, rma_am_op_t *op)
 {
     am_op_free_copies(op);
-    op->in_use = 0;
-    fy_list_push_head(&am->free_ops, &op->link);
+    fy_pool_put(&am->ops, op);
+}
+
+/* Worker destruction: an operation still in use keeps private copies of its arrays. */
+static void am_op_release(void *arg, void *object)
+{
+    (void)arg;
+    am_op_free_copies(object);
 }
 
 static rma_am_piece_t *am_piece_get(fy_rma_am_worker_t *am)
 {
-    fy_list_link_t *link = fy_list_pop_head(&am->free_pieces);
-    if (fy_unlikely(link == NULL)) {
-        rma_am_piece_block_t *block = malloc(sizeof(*block));
-        if (block == NULL) {
-            fy_error("malloc(%zu) for one-sided request state failed", sizeof(*block));
-            return NULL;
-        }
-        block->next = am->piece_blocks;
-        am->piece_blocks = block;
-        for (int i = 1; i < RMA_AM_BLOCK_PIECES; i++)
-            fy_list_push_tail(&am->free_pieces, &block->pieces[i].link);
-        link = &block->pieces[0].link;
-        fy_list_link_init(link);
-    }
-    return fy_list_entry(link, rma_am_piece_t, link);
+    rma_am_piece_t *piece = fy_pool_get(&am->pieces);
+    if (fy_likely(piece != NULL))
+        fy_list_link_init(&piece->link);
+    return piece;
 }
 
 static void am_piece_put(fy_rma_am_worker_t *am, rma_am_piece_t *piece)
 {
-    fy_list_push_head(&am->free_pieces, &piece->link);
+    fy_pool_put(&am->pieces, piece);
 }
 
 /* A slot of the id table for piece; *id_p receives the request id. */
@@ -907,8 +877,10 @@ void fy_rma_am_init(ferry_worker_t *worker)
     memset(am, 0, sizeof(*am));
     fy_list_init(&am->unsent);
     fy_list_init(&am->replies);
-    fy_list_init(&am->free_ops);
-    fy_list_init(&am->free_pieces);
+    fy_pool_init(&am->ops, sizeof(rma_am_op_t), RMA_AM_BLOCK_OPS,
+                 "target-executed one-sided operations");
+    fy_pool_init(&am->pieces, sizeof(rma_am_piece_t), RMA_AM_BLOCK_PIECES,
+                 "target-executed one-sided requests");
     if (chunk < RMA_AM_CHUNK_MIN || chunk > RMA_AM_CHUNK_MAX) {
         fy_warn("FERRY_RMA_AM_CHUNK=%llu is outside %u..%llu; using %s", (unsigned long long)chunk,
                 RMA_AM_CHUNK_MIN, RMA_AM_CHUNK_MAX, rma_am_chunk_var.default_value);
@@ -926,20 +898,8 @@ void fy_rma_am_cleanup(ferry_worker_t *worker)
 
     while ((link = fy_list_pop_head(&am->replies)) != NULL)
         free(fy_list_entry(link, rma_am_reply_t, link));
-    while (am->op_blocks != NULL) {
-        rma_am_op_block_t *block = am->op_blocks;
-        am->op_blocks = block->next;
-        for (int i = 0; i < RMA_AM_BLOCK_OPS; i++) {
-            if (block->ops[i].in_use)
-                am_op_free_copies(&block->ops[i]);
-        }
-        free(block);
-    }
-    while (am->piece_blocks != NULL) {
-        rma_am_piece_block_t *block = am->piece_blocks;
-        am->piece_blocks = block->next;
-        free(block);
-    }
+    fy_pool_destroy(&am->ops, am_op_release, NULL);
+    fy_pool_destroy(&am->pieces, NULL, NULL);
     free(am->slots);
     free(am->generations);
     free(am->free_slots);

@@ -34,77 +34,21 @@ static const fy_config_var_t *const tag_unexpected_max_reg
 /* Spare unexpected-message buffers kept for reuse. */
 #define TAG_SPARE_MAX 64
 
-struct tag_block {
-    tag_block_t *next;
-    size_t count;
-    size_t object_size;
-    _Alignas(max_align_t) unsigned char data[];
-};
-
 /* ------------------------------------------------------------------ pools */
 
-static void tag_pool_init(tag_pool_t *pool, size_t size, const char *what)
+void *tag_pool_get(fy_pool_t *pool, uint32_t magic)
 {
-    fy_list_init(&pool->free);
-    pool->blocks = NULL;
-    pool->object_size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
-    pool->what = what;
-}
-
-void *tag_pool_get(tag_pool_t *pool, uint32_t magic)
-{
-    fy_list_link_t *link = fy_list_pop_head(&pool->free);
-    tag_obj_t *obj;
-
-    if (fy_unlikely(link == NULL)) {
-        size_t bytes = sizeof(tag_block_t) + TAG_BLOCK_OBJECTS * pool->object_size;
-        tag_block_t *block = malloc(bytes);
-        if (block == NULL) {
-            fy_error("malloc(%zu) for %d tagged-message %s failed", bytes, TAG_BLOCK_OBJECTS,
-                     pool->what);
-            return NULL;
-        }
-        block->next = pool->blocks;
-        block->count = TAG_BLOCK_OBJECTS;
-        block->object_size = pool->object_size;
-        pool->blocks = block;
-        for (size_t i = 0; i < TAG_BLOCK_OBJECTS; i++) {
-            obj = (tag_obj_t *)(block->data + i * pool->object_size);
-            obj->in_use = 0;
-            obj->magic = 0;
-            fy_list_push_tail(&pool->free, &obj->link);
-        }
-        link = fy_list_pop_head(&pool->free);
-    }
-    obj = fy_container_of(link, tag_obj_t, link);
-    obj->in_use = 1;
-    obj->magic = magic;
+    tag_obj_t *obj = fy_pool_get(pool);
+    if (fy_likely(obj != NULL))
+        obj->magic = magic;
     return obj;
 }
 
-void tag_pool_put(tag_pool_t *pool, void *object)
+void tag_pool_put(fy_pool_t *pool, void *object)
 {
     tag_obj_t *obj = object;
-    obj->in_use = 0;
     obj->magic = 0;
-    fy_list_push_head(&pool->free, &obj->link);
-}
-
-/* Call release on every object still in use, then free the blocks. */
-static void tag_pool_destroy(tag_pool_t *pool, void (*release)(ferry_worker_t *, void *),
-                             ferry_worker_t *worker)
-{
-    while (pool->blocks != NULL) {
-        tag_block_t *block = pool->blocks;
-        pool->blocks = block->next;
-        for (size_t i = 0; i < block->count; i++) {
-            tag_obj_t *obj = (tag_obj_t *)(block->data + i * block->object_size);
-            if (obj->in_use && release != NULL)
-                release(worker, obj);
-        }
-        free(block);
-    }
-    fy_list_init(&pool->free);
+    fy_pool_put(pool, obj);
 }
 
 /* ------------------------------------------------------------------ id tables */
@@ -980,7 +924,7 @@ FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,
     if (worker == NULL || message == NULL || comp == NULL ||
         tag_iov_check(iov, iovcnt, &length) != FERRY_OK)
         return FERRY_ERR_INVALID_PARAM;
-    if (message->obj.magic != TAG_MAGIC_UNEXP || !message->obj.in_use || !message->probed) {
+    if (message->obj.magic != TAG_MAGIC_UNEXP || !fy_pool_in_use(message) || !message->probed) {
         fy_warn("ferry_tag_message_recv(%p): not a message taken by ferry_tag_probe(remove) "
                 "and not received yet",
                 (void *)message);
@@ -1033,10 +977,10 @@ static ferry_status_t tag_module_init(ferry_worker_t *worker, void **state_p)
     fy_list_init(&tw->retry);
     fy_list_init(&tw->pump);
     fy_list_init(&tw->flow_off);
-    tag_pool_init(&tw->recvs, sizeof(tag_recv_t), "receives");
-    tag_pool_init(&tw->sends, sizeof(tag_send_t), "sends");
-    tag_pool_init(&tw->unexp, sizeof(tag_unexp_t), "unexpected messages");
-    tag_pool_init(&tw->ctls, sizeof(tag_ctl_t), "control messages");
+    fy_pool_init(&tw->recvs, sizeof(tag_recv_t), TAG_BLOCK_OBJECTS, "tagged receives");
+    fy_pool_init(&tw->sends, sizeof(tag_send_t), TAG_BLOCK_OBJECTS, "tagged sends");
+    fy_pool_init(&tw->unexp, sizeof(tag_unexp_t), TAG_BLOCK_OBJECTS, "unexpected tagged messages");
+    fy_pool_init(&tw->ctls, sizeof(tag_ctl_t), TAG_BLOCK_OBJECTS, "tagged control messages");
     tw->unexpected_max = ferry_config_size(&tag_unexpected_max_var);
     tag_rndv_config(tw);
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(handlers); i++) {
@@ -1057,8 +1001,9 @@ err_free_state:
 }
 
 /* Worker destruction: complete what still waits for its completion, release the rest. */
-static void tag_release_recv(ferry_worker_t *worker, void *object)
+static void tag_release_recv(void *arg, void *object)
 {
+    ferry_worker_t *worker = arg;
     tag_recv_t *recv = object;
     bool deferred = fy_list_is_linked(&recv->deferred.link);
     fy_worker_undefer(worker, &recv->deferred);
@@ -1074,8 +1019,9 @@ static void tag_release_recv(ferry_worker_t *worker, void *object)
         fy_completion_update(recv->comp, recv->status);
 }
 
-static void tag_release_send(ferry_worker_t *worker, void *object)
+static void tag_release_send(void *arg, void *object)
 {
+    ferry_worker_t *worker = arg;
     tag_send_t *send = object;
     bool deferred = fy_list_is_linked(&send->deferred.link);
     fy_worker_undefer(worker, &send->deferred);
@@ -1091,8 +1037,9 @@ static void tag_release_send(ferry_worker_t *worker, void *object)
         fy_completion_update(send->comp, send->status);
 }
 
-static void tag_release_unexp(ferry_worker_t *worker, void *object)
+static void tag_release_unexp(void *arg, void *object)
 {
+    ferry_worker_t *worker = arg;
     tag_unexp_t *u = object;
     if (u->data_kind == TAG_DATA_AM)
         ferry_am_data_release(worker, u->data);
@@ -1124,10 +1071,10 @@ static void tag_module_cleanup(ferry_worker_t *worker)
         fy_warn("ferry_worker_destroy: %u tagged transfers were still in progress; their "
                 "completions report FERRY_ERR_CANCELED",
                 left);
-    tag_pool_destroy(&tw->recvs, tag_release_recv, worker);
-    tag_pool_destroy(&tw->sends, tag_release_send, worker);
-    tag_pool_destroy(&tw->unexp, tag_release_unexp, worker);
-    tag_pool_destroy(&tw->ctls, NULL, worker);
+    fy_pool_destroy(&tw->recvs, tag_release_recv, worker);
+    fy_pool_destroy(&tw->sends, tag_release_send, worker);
+    fy_pool_destroy(&tw->unexp, tag_release_unexp, worker);
+    fy_pool_destroy(&tw->ctls, NULL, NULL);
     while (tw->spare_bufs != NULL) {
         void *buf = tw->spare_bufs;
         tw->spare_bufs = *(void **)buf;

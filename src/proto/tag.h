@@ -85,6 +85,7 @@
 #include <ferry/ferry.h>
 
 #include "core/list.h"
+#include "core/pool.h"
 #include "mem/mem.h"
 #include "progress/worker.h"
 #include "proto/am_ids.h"
@@ -215,16 +216,6 @@ typedef struct tag_table {
     uint32_t free_count;
 } tag_table_t;
 
-typedef struct tag_block tag_block_t;
-
-/* Fixed-size objects recycled through a freelist, allocated in blocks (tag.c). */
-typedef struct tag_pool {
-    fy_list_t free;
-    tag_block_t *blocks;
-    size_t object_size;
-    const char *what;
-} tag_pool_t;
-
 /* Per endpoint (the module's endpoint state); all-zero is the initial state, then ep is set. */
 typedef struct fy_tag_ep {
     ferry_ep_t *ep;             /* the endpoint this state belongs to */
@@ -248,7 +239,7 @@ typedef struct fy_tag_worker {
     fy_list_t retry;      /* transfers whose one-sided step got FERRY_ERR_NO_RESOURCE */
     fy_list_t pump;       /* COOP/NULL sends with DATA to hand to the transport */
     fy_list_t flow_off;   /* endpoints told EAGER_OFF (fy_tag_ep_t.flow_link) */
-    tag_pool_t recvs, sends, unexp, ctls;
+    fy_pool_t recvs, sends, unexp, ctls; /* tag_recv_t, tag_send_t, tag_unexp_t, tag_ctl_t */
     void *spare_bufs; /* unexpected-message buffers of TAG_UNEXP_BUF bytes, a chain */
     unsigned spare_count;
     tag_table_t send_table, recv_table;

@@ -55,9 +55,8 @@ typedef struct tag_iovs {
 
 /* Every pooled object starts with this. */
 typedef struct tag_obj {
-    fy_list_link_t link; /* freelist, or the one queue the object is in */
-    uint32_t in_use;
-    uint32_t magic;
+    fy_list_link_t link; /* the one queue the object is in */
+    uint32_t magic;      /* TAG_MAGIC_*: what the object is (0 once given back) */
 } tag_obj_t;
 
 #define TAG_MAGIC_RECV 0x52454356u  /* "RECV" */
@@ -178,8 +177,8 @@ typedef struct tag_ctl {
 
 /* ------------------------------------------------------------------ tag.c */
 
-void *tag_pool_get(tag_pool_t *pool, uint32_t magic);
-void tag_pool_put(tag_pool_t *pool, void *object);
+void *tag_pool_get(fy_pool_t *pool, uint32_t magic);
+void tag_pool_put(fy_pool_t *pool, void *object);
 
 /* Ids: insert returns 0 on allocation failure (logged). */
 uint64_t tag_table_insert(tag_table_t *table, void *object);

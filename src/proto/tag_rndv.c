@@ -107,42 +107,6 @@ static bool tag_recv_get_issue(tag_recv_t *recv);
 
 /* ------------------------------------------------------------------ configuration, choice */
 
-static bool tag_parse_size(const char *s, uint64_t *value)
-{
-    char *end;
-    if (*s < '0' || *s > '9')
-        return false;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return false;
-    unsigned shift = 0;
-    switch (*end) {
-    case '\0':
-        break;
-    case 'k':
-    case 'K':
-        shift = 10;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        break;
-    default:
-        return false;
-    }
-    if (shift != 0 && end[1] != '\0')
-        return false;
-    if (v > (UINT64_MAX >> shift))
-        return false;
-    *value = (uint64_t)v << shift;
-    return true;
-}
-
 void tag_rndv_config(fy_tag_worker_t *tw)
 {
     static atomic_int warned_thresh, warned_mode;
@@ -152,7 +116,7 @@ void tag_rndv_config(fy_tag_worker_t *tw)
 
     tw->thresh_forced = SIZE_MAX;
     if (strcasecmp(thresh, "auto") != 0) {
-        if (tag_parse_size(thresh, &value) && value < SIZE_MAX)
+        if (fy_config_parse_size(thresh, &value) && value < SIZE_MAX)
             tw->thresh_forced = (size_t)value;
         else if (atomic_exchange(&warned_thresh, 1) == 0)
             fy_warn("invalid FERRY_RNDV_THRESH=\"%s\": expected a size (65536, 64k) or auto; "

@@ -210,6 +210,37 @@ static void test_size(void **state)
     unsetenv(var.name);
 }
 
+/* The one size parser, as the tagged-message layer uses it for FERRY_RNDV_THRESH. */
+static void test_parse_size(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        bool ok;
+        uint64_t value;
+    } cases[] = {
+        {"0", true, 0},
+        {"65536", true, 65536},
+        {"64k", true, 65536},
+        {" 1M ", true, 1u << 20},
+        {"2g", true, 2ull << 30},
+        {"18446744073709551615", true, UINT64_MAX},
+        {"18446744073709551616", false, 0},
+        {"17179869184g", false, 0},
+        {"", false, 0},
+        {"auto", false, 0},
+        {"-1", false, 0},
+        {"64kb", false, 0},
+        {"1 k", false, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t value = 12345;
+        bool ok = fy_config_parse_size(cases[i].text, &value);
+        assert_int_equal(ok, cases[i].ok);
+        assert_int_equal(value, cases[i].ok ? cases[i].value : 12345);
+    }
+}
+
 static void test_string(void **state)
 {
     (void)state;
@@ -517,6 +548,7 @@ int main(void)
         cmocka_unit_test_teardown(test_bool, capture_teardown),
         cmocka_unit_test_teardown(test_int, capture_teardown),
         cmocka_unit_test_teardown(test_size, capture_teardown),
+        cmocka_unit_test_teardown(test_parse_size, capture_teardown),
         cmocka_unit_test_teardown(test_string, capture_teardown),
         cmocka_unit_test_teardown(test_bad_values_warn_once, capture_teardown),
         cmocka_unit_test_teardown(test_bad_default, capture_teardown),

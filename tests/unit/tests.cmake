@@ -8,6 +8,7 @@ ferry_add_test(NAME test_status SOURCES unit/test_status.c
 ferry_add_test(NAME test_log SOURCES unit/test_log.c INTERNAL LABELS threads)
 ferry_add_test(NAME test_config SOURCES unit/test_config.c INTERNAL LABELS threads)
 ferry_add_test(NAME test_list SOURCES unit/test_list.c INTERNAL)
+ferry_add_test(NAME test_pool SOURCES unit/test_pool.c INTERNAL)
 
 # src/wireup
 ferry_add_test(NAME test_address SOURCES unit/test_address.c INTERNAL)

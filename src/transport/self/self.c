@@ -8,6 +8,7 @@
 #include "core/compiler.h"
 #include "core/list.h"
 #include "core/log.h"
+#include "core/pool.h"
 #include "transport/transport.h"
 
 /* Messages whose header + payload fit here travel in the queue entry itself. */
@@ -29,7 +30,7 @@ struct fy_tl_worker {
     ferry_worker_t *worker;
     const fy_tl_local_t *local;
     fy_list_t queue; /* self_msg_t to deliver, in order */
-    fy_list_t free;  /* self_msg_t to reuse */
+    fy_pool_t msgs;  /* self_msg_t */
     unsigned queued;
 };
 
@@ -70,14 +71,14 @@ static ferry_status_t self_init(ferry_worker_t *worker, const fy_tl_local_t *loc
     tlw->local = local;
     *local->poll_skip |= local->poll_bit; /* nothing queued: progress need not call poll */
     fy_list_init(&tlw->queue);
-    fy_list_init(&tlw->free);
+    fy_pool_init(&tlw->msgs, sizeof(self_msg_t), 16, "self-transport messages");
     *tlw_p = tlw;
     return FERRY_OK;
 }
 
 static void self_msg_release(fy_tl_worker_t *tlw, self_msg_t *msg)
 {
-    fy_list_push_head(&tlw->free, &msg->link);
+    fy_pool_put(&tlw->msgs, msg);
 }
 
 static void self_finalize(fy_tl_worker_t *tlw)
@@ -87,10 +88,8 @@ static void self_finalize(fy_tl_worker_t *tlw)
         self_msg_t *msg = fy_list_entry(link, self_msg_t, link);
         if (msg->data != NULL && msg->data != msg->inline_data + msg->header_length)
             fy_am_buffer_free(msg->data);
-        free(msg);
     }
-    while ((link = fy_list_pop_head(&tlw->free)) != NULL)
-        free(fy_list_entry(link, self_msg_t, link));
+    fy_pool_destroy(&tlw->msgs, NULL, NULL);
     free(tlw);
 }
 
@@ -174,16 +173,9 @@ static void self_ep_destroy(fy_tl_ep_t *tlep)
 
 static self_msg_t *self_msg_get(fy_tl_worker_t *tlw)
 {
-    fy_list_link_t *link;
     if (tlw->queued >= SELF_QUEUE_MAX)
         return NULL;
-    link = fy_list_pop_head(&tlw->free);
-    if (link != NULL)
-        return fy_list_entry(link, self_msg_t, link);
-    self_msg_t *msg = malloc(sizeof(*msg));
-    if (msg == NULL)
-        fy_error("malloc(%zu) for a self message failed", sizeof(*msg));
-    return msg;
+    return fy_pool_get(&tlw->msgs);
 }
 
 static ferry_status_t self_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header,

@@ -441,7 +441,7 @@ static ferry_status_t tcp_init(ferry_worker_t *worker, const fy_tl_local_t *loca
     tlw->local = local;
     fy_list_init(&tlw->peers);
     fy_list_init(&tlw->conns);
-    fy_list_init(&tlw->free_reqs);
+    fy_pool_init(&tlw->reqs, sizeof(tcp_req_t), TCP_REQ_BLOCK, "tcp send requests");
     tlw->max_frame = ferry_config_size(&tcp_max_frame_var);
     tlw->timeout_ns = ferry_config_size(&tcp_timeout_var) * 1000000u;
     tlw->connect_timeout_ns = ferry_config_size(&tcp_connect_timeout_var) * 1000000u;
@@ -508,8 +508,7 @@ static void tcp_finalize(fy_tl_worker_t *tlw)
         tcp_io_drop_queue(peer, FERRY_ERR_CANCELED);
         free(peer);
     }
-    while ((link = fy_list_pop_head(&tlw->free_reqs)) != NULL)
-        free(fy_list_entry(link, tcp_req_t, link));
+    fy_pool_destroy(&tlw->reqs, tcp_req_release, tlw); /* completes what waits to be reported */
     fy_worker_fd_remove(tlw->worker, &tlw->epfd_entry);
     close(tlw->listen.fd);
     close(tlw->timerfd);

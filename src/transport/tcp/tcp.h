@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 
 #include "core/list.h"
+#include "core/pool.h"
 #include "transport/tcp/tcp_frame.h"
 #include "transport/transport.h"
 
@@ -29,6 +30,8 @@
 #define TCP_REQ_INLINE (TCP_FRAME_HEADER_SIZE + 256u + 1024u)
 /* Payload pieces a request keeps inline (more: a malloc'ed array). */
 #define TCP_REQ_IOV_INLINE 4u
+/* Send requests allocated at once when the pool is empty. */
+#define TCP_REQ_BLOCK 16u
 /* Receive buffer of a connection: small frames are parsed out of it in batches. */
 #define TCP_RXBUF_SIZE 65536u
 /* A worker with one connection reads it directly while spinning, and asks epoll every this
@@ -172,7 +175,7 @@ struct fy_tl_worker {
     fy_list_t conns;      /* tcp_conn_t, all states */
     unsigned conn_count;  /* not DEAD */
     unsigned dead_count;
-    fy_list_t free_reqs;
+    fy_pool_t reqs; /* tcp_req_t */
     uint64_t max_frame;
     uint64_t timeout_ns;
     uint64_t connect_timeout_ns;
@@ -198,6 +201,9 @@ void tcp_poll_skip_update(fy_tl_worker_t *tlw);
 
 /* tcp_io.c */
 tcp_req_t *tcp_req_get(fy_tl_worker_t *tlw);
+/* Worker destruction (fy_pool_destroy of tlw->reqs): a request still in use is freed, and a
+ * completion still waiting in the deferred queue is reported now. */
+void tcp_req_release(void *arg, void *object);
 void tcp_req_complete(fy_tl_worker_t *tlw, tcp_req_t *req, ferry_status_t status);
 ferry_status_t tcp_send_control(tcp_peer_t *peer, fy_tl_ep_t *chan, uint8_t type, const void *body,
                                 size_t body_length, bool terminate);

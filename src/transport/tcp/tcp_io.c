@@ -31,25 +31,29 @@ static void tcp_req_deferred_cb(fy_deferred_t *self)
     tcp_req_t *req = fy_container_of(self, tcp_req_t, deferred);
     ferry_completion_t *comp = req->comp;
     ferry_status_t status = req->status;
-    /* freed, not recycled: the worker may run this after the transport was finalized */
+    /* recycled first: the callback may send again (finalize completes the requests still
+     * queued here itself: tcp_req_release) */
     tcp_req_free(req);
-    free(req);
+    fy_pool_put(&req->tlw->reqs, req);
     fy_completion_update(comp, status);
+}
+
+void tcp_req_release(void *arg, void *object)
+{
+    fy_tl_worker_t *tlw = arg;
+    tcp_req_t *req = object;
+    bool deferred = fy_list_is_linked(&req->deferred.link);
+    fy_worker_undefer(tlw->worker, &req->deferred);
+    tcp_req_free(req);
+    if (deferred)
+        fy_completion_update(req->comp, req->status);
 }
 
 tcp_req_t *tcp_req_get(fy_tl_worker_t *tlw)
 {
-    tcp_req_t *req;
-    fy_list_link_t *link = fy_list_pop_head(&tlw->free_reqs);
-    if (link != NULL) {
-        req = fy_list_entry(link, tcp_req_t, link);
-    } else {
-        req = malloc(sizeof(*req));
-        if (req == NULL) {
-            fy_error("tcp: malloc(%zu) for a send request failed", sizeof(*req));
-            return NULL;
-        }
-    }
+    tcp_req_t *req = fy_pool_get(&tlw->reqs);
+    if (req == NULL)
+        return NULL;
     req->tlw = tlw;
     req->chan = NULL;
     req->comp = NULL;
@@ -83,7 +87,7 @@ static void tcp_req_free(tcp_req_t *req)
 static void tcp_req_recycle(tcp_req_t *req)
 {
     tcp_req_free(req);
-    fy_list_push_head(&req->tlw->free_reqs, &req->link);
+    fy_pool_put(&req->tlw->reqs, req);
 }
 
 /* The request is finished (written, or dropped with status): out of the queue; its
