@@ -7,8 +7,8 @@
 #include <ferry/ferry.h>
 
 #include "core/list.h"
-#include "proto/segment.h"
 #include "progress/worker.h"
+#include "proto/segment.h"
 
 typedef enum seg_state {
     SEG_NOT_PREPARED,

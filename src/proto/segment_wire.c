@@ -105,8 +105,7 @@ ferry_status_t seg_wire_decode(unsigned id, const void *header, size_t header_le
         return wire_bad(reason_p, "header of the wrong size");
     if (h[0] != SEG_WIRE_VERSION)
         return wire_bad(reason_p, "unknown protocol version");
-    if (id == FY_AM_ID_SEG_NOTIFY ? payload_length > FERRY_SEGMENT_NOTIFY_MAX
-                                     : payload_length != 0)
+    if (id == FY_AM_ID_SEG_NOTIFY ? payload_length > FERRY_SEGMENT_NOTIFY_MAX : payload_length != 0)
         return wire_bad(reason_p, "payload of the wrong size");
 
     switch (id) {
