@@ -21,10 +21,10 @@
 #include <ferry/ferry.h>
 
 #include "core/config.h"
-#include "ferry_build_info.h"
 #include "info.h"
 #include "progress/worker.h"
 #include "transport/transport.h"
+#include <ferry/info.h>
 
 extern char **environ;
 

@@ -1,7 +1,7 @@
 /* ferry_info: what ferry sees on this host. Shared state of its sections (see
  * docs/ferry_info.md for the output). */
-#ifndef FERRY_INFO_H
-#define FERRY_INFO_H
+#ifndef FERRY_INFO_TOOL_H
+#define FERRY_INFO_TOOL_H
 
 #include <stdbool.h>
 
