@@ -106,7 +106,7 @@ normalise() {
         -e 's/"(length|address_length|record_length)": [0-9]+/"\1": <n>/g' \
         -e 's/compiler: [^,"]*/compiler: <compiler>/g' \
         -e 's/build type: [^,"]*/build type: <type>/g' \
-        -e 's/sanitizers: [^,"]*/sanitizers: <sanitizers>/g' \
+        -e 's/sanitizers: [^"]*(, pmix: )/sanitizers: <sanitizers>\1/g' \
         -e 's/pmix: [^"]*/pmix: <pmix>/g' \
         -e 's/(\(libferry_bootstrap\): ).*/\1<methods>/' \
         -e 's/"bootstrap_methods": "[^"]*"/"bootstrap_methods": "<methods>"/' \
