@@ -60,8 +60,8 @@ ferry_status_t tcp_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer
 
     if (!tcp_record_decode(record, record_length, &rec)) {
         snprintf(text, text_len,
-                 "malformed: %zu bytes (expected version %u, 1 to %u addresses of 4 or 6, "
-                 "%u + %u bytes per address, a port)",
+                 "malformed: %zu bytes (a tcp record is version %u, a port other than 0 and 1 "
+                 "to %u addresses of family 4 or 6: %u + %u bytes per address)",
                  record_length, TCP_RECORD_VERSION, TCP_RECORD_MAX_ADDRS, TCP_RECORD_FIXED_SIZE,
                  TCP_RECORD_ENTRY_SIZE);
         if (tlw != NULL) {
