@@ -341,4 +341,9 @@ void fy_ep_terminated(ferry_ep_t *ep);
  * as ferry_ep_create does. Returns FERRY_OK or FERRY_ERR_INVALID_ADDRESS (logged). */
 ferry_status_t fy_address_peer(const void *address, size_t length, fy_tl_peer_t *peer);
 
+/* For record_fields (wireup/introspect.c): when *count < max, fields[*count] becomes key =
+ * the formatted value (truncated to fit) and *count grows by one; otherwise nothing. */
+void fy_tl_field_add(ferry_info_field_t *fields, size_t max, size_t *count, const char *key,
+                     const char *format, ...) __attribute__((format(printf, 5, 6)));
+
 #endif

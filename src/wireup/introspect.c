@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "wireup/introspect.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -166,16 +167,26 @@ static fy_tl_peer_t introspect_peer(const fy_address_t *address)
         .worker_uuid = address->worker_uuid, .host = address->host, .pid = address->pid};
 }
 
+/* What every call that reads an address checks first: the caller's structure (info, of at
+ * least min_size bytes), then the address, parsed into *parsed. Returns FERRY_OK,
+ * FERRY_ERR_INVALID_PARAM or FERRY_ERR_INVALID_ADDRESS (each logged). */
+static ferry_status_t introspect_parse(const char *call, const char *type, const void *info,
+                                       size_t min_size, const void *address, size_t length,
+                                       fy_address_t *parsed)
+{
+    if (!fy_info_struct_ok(call, type, info, min_size))
+        return FERRY_ERR_INVALID_PARAM;
+    return fy_address_parse(address, length, parsed);
+}
+
 FERRY_EXPORT ferry_status_t ferry_address_decode(const void *address, size_t length,
                                                  ferry_address_info_t *info)
 {
     ferry_address_info_t filled;
     fy_address_t parsed;
 
-    if (!fy_info_struct_ok("ferry_address_decode", "ferry_address_info_t", info,
-                           INTROSPECT_ADDRESS_SIZE_V1))
-        return FERRY_ERR_INVALID_PARAM;
-    ferry_status_t status = fy_address_parse(address, length, &parsed);
+    ferry_status_t status = introspect_parse("ferry_address_decode", "ferry_address_info_t", info,
+                                             INTROSPECT_ADDRESS_SIZE_V1, address, length, &parsed);
     if (status != FERRY_OK)
         return status;
     memset(&filled, 0, sizeof(filled));
@@ -212,10 +223,9 @@ FERRY_EXPORT ferry_status_t ferry_address_record_decode(const void *address, siz
     ferry_address_record_info_t filled;
     fy_address_t parsed;
 
-    if (!fy_info_struct_ok("ferry_address_record_decode", "ferry_address_record_info_t", info,
-                           INTROSPECT_RECORD_SIZE_V1))
-        return FERRY_ERR_INVALID_PARAM;
-    ferry_status_t status = fy_address_parse(address, length, &parsed);
+    ferry_status_t status =
+        introspect_parse("ferry_address_record_decode", "ferry_address_record_info_t", info,
+                         INTROSPECT_RECORD_SIZE_V1, address, length, &parsed);
     if (status != FERRY_OK)
         return status;
     if (index >= parsed.record_count) {
@@ -272,6 +282,20 @@ FERRY_EXPORT ferry_status_t ferry_address_record_decode(const void *address, siz
     return FERRY_OK;
 }
 
+void fy_tl_field_add(ferry_info_field_t *fields, size_t max, size_t *count, const char *key,
+                     const char *format, ...)
+{
+    va_list ap;
+
+    if (*count >= max)
+        return;
+    snprintf(fields[*count].key, sizeof(fields[*count].key), "%s", key);
+    va_start(ap, format);
+    vsnprintf(fields[*count].value, sizeof(fields[*count].value), format, ap);
+    va_end(ap);
+    (*count)++;
+}
+
 /* ------------------------------------------------------------------ the endpoint choice */
 
 /* Append "name: why" for each transport the worker uses, in order, before stop (all of them
@@ -311,10 +335,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_choose(ferry_worker_t *worker, const void *
         fy_warn("ferry_ep_choose: worker is NULL");
         return FERRY_ERR_INVALID_PARAM;
     }
-    if (!fy_info_struct_ok("ferry_ep_choose", "ferry_ep_choice_t", choice,
-                           INTROSPECT_CHOICE_SIZE_V1))
-        return FERRY_ERR_INVALID_PARAM;
-    ferry_status_t status = fy_address_parse(address, length, &parsed);
+    ferry_status_t status = introspect_parse("ferry_ep_choose", "ferry_ep_choice_t", choice,
+                                             INTROSPECT_CHOICE_SIZE_V1, address, length, &parsed);
     if (status != FERRY_OK)
         return status;
     fy_tl_peer_t peer = introspect_peer(&parsed);

@@ -115,20 +115,14 @@ ferry_status_t shm_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer
 size_t shm_record_fields(const void *record, size_t record_length, ferry_info_field_t *fields,
                          size_t max)
 {
+    char name[SHM_SOCKET_NAME_MAX + 1];
     shm_record_t rec;
     size_t count = 0;
 
     if (!shm_record_read(record, record_length, &rec))
         return 0;
-    if (count < max) {
-        snprintf(fields[count].key, sizeof(fields[count].key), "uid");
-        snprintf(fields[count].value, sizeof(fields[count].value), "%" PRIu32, rec.uid);
-        count++;
-    }
-    if (count < max) {
-        snprintf(fields[count].key, sizeof(fields[count].key), "socket");
-        shm_record_name_text(&rec, fields[count].value, sizeof(fields[count].value));
-        count++;
-    }
+    shm_record_name_text(&rec, name, sizeof(name));
+    fy_tl_field_add(fields, max, &count, "uid", "%" PRIu32, rec.uid);
+    fy_tl_field_add(fields, max, &count, "socket", "%s", name);
     return count;
 }

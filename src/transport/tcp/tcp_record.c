@@ -88,20 +88,14 @@ ferry_status_t tcp_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer
 size_t tcp_record_fields(const void *record, size_t record_length, ferry_info_field_t *fields,
                          size_t max)
 {
+    char addrs[TCP_RECORD_MAX_ADDRS * (INET6_ADDRSTRLEN + 1)];
     tcp_record_t rec;
     size_t count = 0;
 
     if (!tcp_record_decode(record, record_length, &rec))
         return 0;
-    if (count < max) {
-        snprintf(fields[count].key, sizeof(fields[count].key), "port");
-        snprintf(fields[count].value, sizeof(fields[count].value), "%u", rec.port);
-        count++;
-    }
-    if (count < max) {
-        snprintf(fields[count].key, sizeof(fields[count].key), "addresses");
-        tcp_record_addrs_text(&rec, " ", fields[count].value, sizeof(fields[count].value));
-        count++;
-    }
+    tcp_record_addrs_text(&rec, " ", addrs, sizeof(addrs));
+    fy_tl_field_add(fields, max, &count, "port", "%u", rec.port);
+    fy_tl_field_add(fields, max, &count, "addresses", "%s", addrs);
     return count;
 }
