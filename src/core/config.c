@@ -83,7 +83,7 @@ typedef union config_value {
     uint64_t u;
 } config_value_t;
 
-static const char *config_type_name(fy_config_type_t type)
+FERRY_EXPORT const char *ferry_config_type_name(ferry_config_type_t type)
 {
     switch (type) {
     case FERRY_CONFIG_BOOL:
@@ -255,7 +255,7 @@ static void config_check_type(const fy_config_var_t *var, fy_config_type_t type)
     if (fy_unlikely(var->type != type) &&
         config_first_time(CONFIG_ONCE_WRONG_TYPE, var->name, strlen(var->name))) {
         fy_error("configuration variable %s is declared as %s but read as %s (a bug in ferry)",
-                 var->name, config_type_name(var->type), config_type_name(type));
+                 var->name, ferry_config_type_name(var->type), ferry_config_type_name(type));
     }
 }
 

@@ -22,12 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum fy_config_type {
-    FERRY_CONFIG_BOOL,   /* y/yes/on/1/true, n/no/off/0/false */
-    FERRY_CONFIG_INT,    /* signed decimal */
-    FERRY_CONFIG_SIZE,   /* unsigned, optional suffix k/K/m/M/g/G (powers of 1024) */
-    FERRY_CONFIG_STRING, /* any text */
-} fy_config_type_t;
+#include <ferry/info.h>
+
+/* The types are the public ones (include/ferry/info.h: FERRY_CONFIG_BOOL, _INT, _SIZE,
+ * _STRING), which ferry_config_query reports. */
+typedef ferry_config_type_t fy_config_type_t;
 
 typedef struct fy_config_var {
     const char *name; /* full environment name, "FERRY_..." */

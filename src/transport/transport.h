@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include <ferry/ferry.h>
+#include <ferry/info.h>
 
 #include "core/completion.h"
 #include "core/host_id.h"
@@ -39,16 +40,16 @@ typedef struct fy_tl_ep fy_tl_ep_t;         /* a transport's per-endpoint state 
 /* ------------------------------------------------------------------------------------------
  * Capabilities */
 
-#define FY_TL_CAP_AM 0x1u           /* active messages */
-#define FY_TL_CAP_AM_ORDERED 0x2u   /* AMs of one endpoint arrive in order */
-#define FY_TL_CAP_SAME_HOST 0x4u    /* reaches only peers on this host (shared buffers) */
-#define FY_TL_CAP_SAME_WORKER 0x8u  /* reaches only its own worker */
-#define FY_TL_CAP_RMA 0x10u         /* one-sided operations without the target's progress */
-#define FY_TL_CAP_RMA_ORDERED 0x20u /* one-sided operations take effect in issue order */
-#define FY_TL_CAP_CMA 0x40u         /* cross-memory attach to the peer works (per endpoint) */
-#define FY_TL_CAP_STREAM                                                                           \
-    0x80u /* a byte stream (tcp): any message size in one frame, and                               \
-           * a placement reads large payloads straight into place */
+/* The public FERRY_TRANSPORT_CAP_* bits (include/ferry/info.h) are the one list; these are
+ * the names the layers inside use. */
+#define FY_TL_CAP_AM FERRY_TRANSPORT_CAP_AM
+#define FY_TL_CAP_AM_ORDERED FERRY_TRANSPORT_CAP_AM_ORDERED
+#define FY_TL_CAP_SAME_HOST FERRY_TRANSPORT_CAP_SAME_HOST
+#define FY_TL_CAP_SAME_WORKER FERRY_TRANSPORT_CAP_SAME_WORKER
+#define FY_TL_CAP_RMA FERRY_TRANSPORT_CAP_RMA
+#define FY_TL_CAP_RMA_ORDERED FERRY_TRANSPORT_CAP_RMA_ORDERED
+#define FY_TL_CAP_CMA FERRY_TRANSPORT_CAP_CMA /* set by ep_init, per endpoint */
+#define FY_TL_CAP_STREAM FERRY_TRANSPORT_CAP_STREAM
 
 typedef struct fy_tl_caps {
     unsigned flags;       /* FY_TL_CAP_* */
@@ -149,13 +150,21 @@ typedef struct fy_tl_ops {
                       size_t record_length);
 
     /* Explain a record of this transport (the peer's, or this worker's own) for people
-     * (ferry_address_describe): one line of text into text[text_len]; and, when tlw is not
-     * NULL, whether this worker reaches it and why not (why[why_len]). Returns FERRY_OK,
-     * FERRY_ERR_INVALID_ADDRESS (the record is malformed: text says how). Pure. Not NULL. */
+     * (ferry_address_record_decode): one line of text into text[text_len]; and, when tlw is
+     * not NULL, whether this worker reaches it (*reachable_p: what reachable() answers) and,
+     * when not, why (why[why_len]: what differs, and the fix when there is one). Returns
+     * FERRY_OK, FERRY_ERR_INVALID_ADDRESS (the record is malformed: text says how; with a
+     * tlw, *reachable_p is false and why says the same). Pure; logs nothing. Not NULL. */
     ferry_status_t (*record_describe)(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer,
                                       const void *record, size_t record_length, char *text,
                                       size_t text_len, bool *reachable_p, char *why,
                                       size_t why_len);
+
+    /* The same record for programs (ferry_address_record_decode): up to max named fields
+     * (lower-case keys; numbers in decimal), the number filled returned; 0 for a malformed
+     * record. Pure; logs nothing. May be NULL (the record holds nothing worth a field). */
+    size_t (*record_fields)(const void *record, size_t record_length, ferry_info_field_t *fields,
+                            size_t max);
 
     /* Start a connection to the peer for ep. Never blocks: the handshake finishes from
      * progress; sends issued before are queued. *caps_p holds the transport's capabilities
@@ -233,8 +242,8 @@ typedef struct fy_tl_ops {
      * only in fy_am_buffer_alloc buffers). */
     bool (*am_data_release)(fy_tl_worker_t *tlw, void *data);
 
-    /* Append human-readable facts (mapped memory, queue sizes) for ferry_worker_describe.
-     * May be NULL. */
+    /* Human-readable facts (mapped memory, queue sizes) for ferry_worker_transport_describe:
+     * one line into buffer[length]. May be NULL. */
     void (*describe)(fy_tl_worker_t *tlw, char *buffer, size_t length);
 } fy_tl_ops_t;
 
@@ -331,5 +340,10 @@ void fy_ep_terminated(ferry_ep_t *ep);
 /* Who sent this worker address (a peer's handshake carries its address): checks the blob
  * as ferry_ep_create does. Returns FERRY_OK or FERRY_ERR_INVALID_ADDRESS (logged). */
 ferry_status_t fy_address_peer(const void *address, size_t length, fy_tl_peer_t *peer);
+
+/* For record_fields (wireup/introspect.c): when *count < max, fields[*count] becomes key =
+ * the formatted value (truncated to fit) and *count grows by one; otherwise nothing. */
+void fy_tl_field_add(ferry_info_field_t *fields, size_t max, size_t *count, const char *key,
+                     const char *format, ...) __attribute__((format(printf, 5, 6)));
 
 #endif

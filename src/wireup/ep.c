@@ -72,9 +72,8 @@ static void ep_free(ferry_ep_t *ep)
     free(ep);
 }
 
-/* The first enabled transport (in list order) whose record in the address reaches the peer. */
-static int ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
-                               const fy_tl_peer_t *peer, const fy_address_record_t **record_p)
+int fy_ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
+                           const fy_tl_peer_t *peer, const fy_address_record_t **record_p)
 {
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
@@ -106,7 +105,7 @@ FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *
         return status;
     peer = (fy_tl_peer_t){
         .worker_uuid = address.worker_uuid, .host = address.host, .pid = address.pid};
-    t = ep_select_transport(worker, &address, &peer, &record);
+    t = fy_ep_select_transport(worker, &address, &peer, &record);
     if (t < 0) {
         fy_warn("ferry_ep_create: no enabled transport reaches the worker of pid %u "
                 "(this worker enables %u transports; run ferry_info -e on the address file "

@@ -11,6 +11,7 @@
 #include "core/list.h"
 #include "progress/worker.h"
 #include "transport/transport.h"
+#include "wireup/address.h"
 
 typedef enum fy_ep_state {
     FY_EP_OPEN,    /* usable (possibly still connecting inside the transport) */
@@ -43,6 +44,12 @@ static inline void *fy_ep_module_state(const ferry_ep_t *ep, unsigned module)
 {
     return ep->module_state[module];
 }
+
+/* The transport ferry_ep_create uses for a parsed address: the first the worker enabled (in
+ * list order) whose record in the address reaches the peer. Returns its index in
+ * fy_transports[] with *record_p set to that record, or -1 (unreachable). Pure. */
+int fy_ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
+                           const fy_tl_peer_t *peer, const fy_address_record_t **record_p);
 
 /* Free every endpoint of the worker (worker destruction). */
 void fy_ep_destroy_all(ferry_worker_t *worker);

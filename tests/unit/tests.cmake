@@ -13,3 +13,8 @@ ferry_add_test(NAME test_pool SOURCES unit/test_pool.c INTERNAL)
 # src/wireup
 ferry_add_test(NAME test_address SOURCES unit/test_address.c INTERNAL)
 ferry_add_test(NAME test_rkey SOURCES unit/test_rkey.c INTERNAL)
+
+# include/ferry/info.h, through the public headers (libferry.so and libferry_bootstrap.so, as
+# an application links them); one variable set in the environment, read back
+ferry_add_test(NAME test_info SOURCES unit/test_info.c LIBS ferry_bootstrap
+               ENV FERRY_WAIT_SPIN_US=7k)

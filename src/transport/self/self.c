@@ -115,8 +115,12 @@ static ferry_status_t self_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer
                                            size_t why_len)
 {
     (void)record;
-    snprintf(text, text_len, "%zu bytes (the worker id in the address header is all it needs)",
-             record_length);
+    if (record_length == 0)
+        snprintf(text, text_len, "empty (the worker id in the address header is all it needs)");
+    else
+        snprintf(text, text_len,
+                 "%zu bytes, unused (the worker id in the address header is all it needs)",
+                 record_length);
     if (tlw != NULL) {
         *reachable_p = self_reachable(tlw, peer, record, record_length);
         if (!*reachable_p)

@@ -1125,16 +1125,6 @@ static ferry_status_t shm_address(fy_tl_worker_t *tlw, void *buffer, size_t *len
     return FERRY_OK;
 }
 
-static bool shm_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
-                          size_t record_length)
-{
-    shm_record_t rec;
-    if (record_length != sizeof(rec))
-        return false;
-    memcpy(&rec, record, sizeof(rec));
-    return fy_host_id_equal(&peer->host, &tlw->local->host) && rec.uid == tlw->record.uid;
-}
-
 static bool shm_am_data_release(fy_tl_worker_t *tlw, void *data)
 {
     uint8_t *base = (uint8_t *)tlw->region + SHM_REGION_HEADER_SIZE;
@@ -1174,7 +1164,9 @@ const fy_tl_ops_t fy_tl_shm_ops = {
     .init = shm_init,
     .finalize = shm_finalize,
     .address = shm_address,
-    .reachable = shm_reachable,
+    .reachable = shm_record_reachable,
+    .record_describe = shm_record_describe,
+    .record_fields = shm_record_fields,
     .ep_init = shm_ep_init,
     .ep_terminate = shm_ep_terminate,
     .ep_destroy = shm_ep_destroy,

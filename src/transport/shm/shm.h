@@ -146,6 +146,15 @@ fy_tl_ep_t *shm_ep_alloc(fy_tl_worker_t *tlw, ferry_ep_t *ep);
 void shm_ep_free(fy_tl_ep_t *tlep);
 void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status);
 
+/* shm_record.c: the address record (the slots reachable, record_describe, record_fields) */
+bool shm_record_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
+                          size_t record_length);
+ferry_status_t shm_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer,
+                                   const void *record, size_t record_length, char *text,
+                                   size_t text_len, bool *reachable_p, char *why, size_t why_len);
+size_t shm_record_fields(const void *record, size_t record_length, ferry_info_field_t *fields,
+                         size_t max);
+
 /* shm_rma.c: one-sided operations without the target (mapped memory, cross-memory attach) */
 ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op);
 /* Does the kernel let this process read and write pid's memory with cross-memory attach?

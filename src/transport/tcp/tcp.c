@@ -1,7 +1,7 @@
 /* The tcp transport: active messages between workers on different hosts (or, with
  * FERRY_TRANSPORTS=tcp, on one host) over TCP. This file: the ops table, query, the worker's
  * part (listening socket, interface choice, address record, the epoll set and the timer),
- * reachable, the endpoint slots and poll/arm. See tcp.h for the other files. */
+ * the endpoint slots and poll/arm. See tcp.h for the other files. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -525,27 +525,6 @@ static ferry_status_t tcp_address(fy_tl_worker_t *tlw, void *buffer, size_t *len
     return FERRY_OK;
 }
 
-static bool tcp_addr_is_loopback(const tcp_record_addr_t *a)
-{
-    return a->family == 4 ? a->bytes[0] == 127
-                          : memcmp(a->bytes, in6addr_loopback.s6_addr, 16) == 0;
-}
-
-static bool tcp_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
-                          size_t record_length)
-{
-    tcp_record_t rec;
-    if (!tcp_record_decode(record, record_length, &rec))
-        return false;
-    if (fy_host_id_equal(&peer->host, &tlw->local->host))
-        return true; /* loopback (or any of its addresses: they are this host's) */
-    for (unsigned i = 0; i < rec.count; i++) {
-        if (!tcp_addr_is_loopback(&rec.addrs[i]))
-            return true;
-    }
-    return false; /* only loopback, and the peer is elsewhere: never */
-}
-
 /* ------------------------------------------------------------------ endpoints */
 
 static ferry_status_t tcp_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_tl_peer_t *address,
@@ -670,14 +649,8 @@ static ferry_status_t tcp_send_short(fy_tl_ep_t *chan, uint8_t id, const void *h
 
 static void tcp_describe(fy_tl_worker_t *tlw, char *buffer, size_t length)
 {
-    char addrs[TCP_RECORD_MAX_ADDRS * (INET6_ADDRSTRLEN + 2)] = "";
-    size_t used = 0;
-    for (unsigned i = 0; i < tlw->record.count && used < sizeof(addrs); i++) {
-        char text[INET6_ADDRSTRLEN];
-        inet_ntop(tlw->record.addrs[i].family == 4 ? AF_INET : AF_INET6, tlw->record.addrs[i].bytes,
-                  text, sizeof(text));
-        used += (size_t)snprintf(addrs + used, sizeof(addrs) - used, "%s%s", i ? ", " : "", text);
-    }
+    char addrs[TCP_RECORD_MAX_ADDRS * (INET6_ADDRSTRLEN + 2)];
+    tcp_record_addrs_text(&tlw->record, ", ", addrs, sizeof(addrs));
     snprintf(buffer, length,
              "port %u, addresses %s — %s; %u connections; timeout %llu ms, connect timeout "
              "%llu ms, max frame %llu B",
@@ -694,7 +667,9 @@ const fy_tl_ops_t fy_tl_tcp_ops = {
     .init = tcp_init,
     .finalize = tcp_finalize,
     .address = tcp_address,
-    .reachable = tcp_reachable,
+    .reachable = tcp_record_reachable,
+    .record_describe = tcp_record_describe,
+    .record_fields = tcp_record_fields,
     .ep_init = tcp_ep_init,
     .ep_terminate = tcp_ep_terminate,
     .ep_destroy = tcp_ep_destroy,

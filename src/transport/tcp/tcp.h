@@ -1,6 +1,7 @@
 /* The tcp transport's internal state, shared by its files:
  *   tcp.c       ops table, query, worker init/finalize (listening socket, interface choice,
- *               address record), reachable, poll/arm, the timer
+ *               address record), poll/arm, the timer
+ *   tcp_record.c the address record: reachable, what it says (record_describe, record_fields)
  *   tcp_conn.c  peers and connections: connect with a timeout, accept, HELLO, simultaneous
  *               connects, channels (one per ferry endpoint), idle close, silence, failure
  *   tcp_io.c    the send queue (writev, partial writes) and the receive state machine
@@ -221,5 +222,17 @@ void tcp_io_drop_chan(fy_tl_ep_t *chan);
 bool tcp_io_recv(tcp_conn_t *conn);
 ferry_status_t tcp_io_write_now(tcp_conn_t *conn, const void *bytes, size_t length);
 void tcp_conn_set_out(tcp_conn_t *conn, bool want);
+
+/* tcp_record.c: the address record (the slots reachable, record_describe, record_fields) */
+bool tcp_record_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
+                          size_t record_length);
+ferry_status_t tcp_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer,
+                                   const void *record, size_t record_length, char *text,
+                                   size_t text_len, bool *reachable_p, char *why, size_t why_len);
+size_t tcp_record_fields(const void *record, size_t record_length, ferry_info_field_t *fields,
+                         size_t max);
+/* The record's addresses as text, separated by separator ("192.0.2.2 127.0.0.1"). */
+void tcp_record_addrs_text(const tcp_record_t *rec, const char *separator, char *buffer,
+                           size_t length);
 
 #endif
