@@ -12,6 +12,8 @@
  * (@ref ferry_api_tag), named segments (@ref ferry_api_segment) and DMA-style transfer queues
  * (@ref ferry_api_dma). Every operation that may not finish at once follows the completion
  * model of @ref ferry_api_completion. Statuses: @ref ferry_api_status (ferry/status.h).
+ * Introspection — what ferry can use here, its configuration, and which transport an endpoint
+ * would use and why: @ref ferry_api_info (ferry/info.h).
  *
  * Threads: a worker and its endpoints are used by one thread at a time. ferry starts no thread
  * (except the copy threads of FERRY_SEGMENT_COPY_THREADS, see @ref ferry_api_dma).

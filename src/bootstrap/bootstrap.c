@@ -24,38 +24,38 @@
 #include "core/config.h"
 #include "core/log.h"
 
-static const ferry_config_var_t bootstrap_method_var = {
+static const fy_config_var_t bootstrap_method_var = {
     .name = "FERRY_BOOTSTRAP_METHOD",
     .type = FERRY_CONFIG_STRING,
     .default_value = "auto",
     .description = "how ferry_bootstrap_init finds the job's other processes when the program "
                    "asks for auto: auto (pmix under a PMIx launcher, tcp when "
                    "FERRY_BOOTSTRAP_ROOT is set, else single), pmix, tcp or single"};
-static const ferry_config_var_t *const bootstrap_method_reg
+static const fy_config_var_t *const bootstrap_method_reg
     __attribute__((used, section("ferry_config_registry"))) = &bootstrap_method_var;
 
-static const ferry_config_var_t bootstrap_timeout_var = {
+static const fy_config_var_t bootstrap_timeout_var = {
     .name = "FERRY_BOOTSTRAP_TIMEOUT_MS",
     .type = FERRY_CONFIG_INT,
     .default_value = "30000",
     .description = "bootstrap: how long joining the job (tcp: rank 0 waiting for the others, "
                    "the others retrying their connection) and each collective may take, in ms"};
-static const ferry_config_var_t *const bootstrap_timeout_reg
+static const fy_config_var_t *const bootstrap_timeout_reg
     __attribute__((used, section("ferry_config_registry"))) = &bootstrap_timeout_var;
 
-static const ferry_config_var_t bootstrap_max_length_var = {
+static const fy_config_var_t bootstrap_max_length_var = {
     .name = "FERRY_BOOTSTRAP_MAX_LENGTH",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "1m",
     .description = "bootstrap: the largest allgather contribution per rank, in bytes (tcp: "
                    "longer messages from a peer are refused as malformed)"};
-static const ferry_config_var_t *const bootstrap_max_length_reg
+static const fy_config_var_t *const bootstrap_max_length_reg
     __attribute__((used, section("ferry_config_registry"))) = &bootstrap_max_length_var;
 
 /* This library's part of the registry (hidden: this object's own section). */
-extern const ferry_config_var_t *const __start_ferry_config_registry[]
+extern const fy_config_var_t *const __start_ferry_config_registry[]
     __attribute__((weak, visibility("hidden")));
-extern const ferry_config_var_t *const __stop_ferry_config_registry[]
+extern const fy_config_var_t *const __stop_ferry_config_registry[]
     __attribute__((weak, visibility("hidden")));
 
 __attribute__((constructor)) static void bootstrap_register_config(void)
@@ -120,8 +120,8 @@ static ferry_status_t bootstrap_choose(ferry_bootstrap_method_t asked,
 {
     if (asked != FERRY_BOOTSTRAP_METHOD_AUTO) {
         if ((unsigned)asked >= FERRY_ARRAY_SIZE(bootstrap_method_names)) {
-            ferry_error("ferry_bootstrap_init: unknown method %d (auto, pmix, tcp or single)",
-                        (int)asked);
+            fy_error("ferry_bootstrap_init: unknown method %d (auto, pmix, tcp or single)",
+                     (int)asked);
             return FERRY_ERR_INVALID_PARAM;
         }
         *method_p = asked;
@@ -137,9 +137,9 @@ static ferry_status_t bootstrap_choose(ferry_bootstrap_method_t asked,
         }
     }
     if (strcmp(name, "auto") != 0) {
-        ferry_error("FERRY_BOOTSTRAP_METHOD=\"%s\" is not a bootstrap method: use auto, pmix, "
-                    "tcp or single",
-                    name);
+        fy_error("FERRY_BOOTSTRAP_METHOD=\"%s\" is not a bootstrap method: use auto, pmix, "
+                 "tcp or single",
+                 name);
         return FERRY_ERR_INVALID_PARAM;
     }
     if (bootstrap_env_set("PMIX_RANK") || bootstrap_env_set("PMIX_NAMESPACE"))
@@ -190,8 +190,8 @@ static ferry_status_t bootstrap_locality(ferry_bootstrap_t *bs)
     char mine[BOOTSTRAP_HOST_ID_SIZE];
     char *all = malloc((size_t)bs->size * BOOTSTRAP_HOST_ID_SIZE);
     if (all == NULL) {
-        ferry_error("malloc(%zu) for the bootstrap's host identities failed",
-                    (size_t)bs->size * BOOTSTRAP_HOST_ID_SIZE);
+        fy_error("malloc(%zu) for the bootstrap's host identities failed",
+                 (size_t)bs->size * BOOTSTRAP_HOST_ID_SIZE);
         return FERRY_ERR_NO_MEMORY;
     }
     bootstrap_host_id(mine);
@@ -213,7 +213,7 @@ FERRY_EXPORT ferry_status_t ferry_bootstrap_init(const ferry_bootstrap_params_t 
 
     ferry_log_init();
     if (bs_p == NULL) {
-        ferry_error("ferry_bootstrap_init: bs_p is NULL");
+        fy_error("ferry_bootstrap_init: bs_p is NULL");
         return FERRY_ERR_INVALID_PARAM;
     }
     status =
@@ -222,15 +222,15 @@ FERRY_EXPORT ferry_status_t ferry_bootstrap_init(const ferry_bootstrap_params_t 
         return status;
     const bootstrap_ops_t *ops = bootstrap_ops_of(method);
     if (ops == NULL) {
-        ferry_error("ferry_bootstrap_init: method %s is not built into this libferry_bootstrap "
-                    "(built: %s); install libpmix-dev and rebuild for pmix",
-                    ferry_bootstrap_method_name(method), ferry_bootstrap_methods_built());
+        fy_error("ferry_bootstrap_init: method %s is not built into this libferry_bootstrap "
+                 "(built: %s); install libpmix-dev and rebuild for pmix",
+                 ferry_bootstrap_method_name(method), ferry_bootstrap_methods_built());
         return FERRY_ERR_UNSUPPORTED;
     }
 
     ferry_bootstrap_t *bs = calloc(1, sizeof(*bs));
     if (bs == NULL) {
-        ferry_error("calloc(%zu) for a bootstrap failed", sizeof(*bs));
+        fy_error("calloc(%zu) for a bootstrap failed", sizeof(*bs));
         return FERRY_ERR_NO_MEMORY;
     }
     bs->ops = ops;
@@ -247,8 +247,8 @@ FERRY_EXPORT ferry_status_t ferry_bootstrap_init(const ferry_bootstrap_params_t 
         goto err_free;
     bs->local = calloc(bs->size, sizeof(*bs->local));
     if (bs->local == NULL) {
-        ferry_error("calloc(%u, %zu) for the bootstrap's locality failed", bs->size,
-                    sizeof(*bs->local));
+        fy_error("calloc(%u, %zu) for the bootstrap's locality failed", bs->size,
+                 sizeof(*bs->local));
         status = FERRY_ERR_NO_MEMORY;
         goto err_finalize;
     }
@@ -256,8 +256,8 @@ FERRY_EXPORT ferry_status_t ferry_bootstrap_init(const ferry_bootstrap_params_t 
     if (status != FERRY_OK)
         goto err_free_local;
     bs->local[bs->rank] = true;
-    ferry_debug("bootstrap: rank %u of %u by %s", bs->rank, bs->size,
-                ferry_bootstrap_method_name(method));
+    fy_debug("bootstrap: rank %u of %u by %s", bs->rank, bs->size,
+             ferry_bootstrap_method_name(method));
     *bs_p = bs;
     return FERRY_OK;
 
@@ -303,21 +303,21 @@ FERRY_EXPORT ferry_status_t ferry_bootstrap_allgather(ferry_bootstrap_t *bs, con
                                                       size_t length, void *all)
 {
     if (bs == NULL || (length > 0 && (mine == NULL || all == NULL))) {
-        ferry_error("ferry_bootstrap_allgather(bs %p, mine %p, length %zu, all %p): NULL "
-                    "argument",
-                    (void *)bs, mine, length, all);
+        fy_error("ferry_bootstrap_allgather(bs %p, mine %p, length %zu, all %p): NULL "
+                 "argument",
+                 (void *)bs, mine, length, all);
         return FERRY_ERR_INVALID_PARAM;
     }
     if (length > bs->max_length || (uint64_t)length * bs->size > BOOTSTRAP_MAX_TOTAL) {
-        ferry_error("ferry_bootstrap_allgather: %zu bytes per rank, %u ranks: more than "
-                    "FERRY_BOOTSTRAP_MAX_LENGTH=%zu per rank or 4 GiB in all",
-                    length, bs->size, bs->max_length);
+        fy_error("ferry_bootstrap_allgather: %zu bytes per rank, %u ranks: more than "
+                 "FERRY_BOOTSTRAP_MAX_LENGTH=%zu per rank or 4 GiB in all",
+                 length, bs->size, bs->max_length);
         return FERRY_ERR_INVALID_PARAM;
     }
     if (bs->failed != FERRY_OK) {
-        ferry_error("ferry_bootstrap_allgather: an earlier collective failed (%s): the "
-                    "bootstrap is unusable",
-                    ferry_status_string(bs->failed));
+        fy_error("ferry_bootstrap_allgather: an earlier collective failed (%s): the "
+                 "bootstrap is unusable",
+                 ferry_status_string(bs->failed));
         return FERRY_ERR_ILLEGAL_STATE;
     }
     ferry_status_t status = bs->ops->allgather(bs, mine, length, all);
@@ -329,13 +329,13 @@ FERRY_EXPORT ferry_status_t ferry_bootstrap_allgather(ferry_bootstrap_t *bs, con
 FERRY_EXPORT ferry_status_t ferry_bootstrap_barrier(ferry_bootstrap_t *bs)
 {
     if (bs == NULL) {
-        ferry_error("ferry_bootstrap_barrier: bs is NULL");
+        fy_error("ferry_bootstrap_barrier: bs is NULL");
         return FERRY_ERR_INVALID_PARAM;
     }
     if (bs->failed != FERRY_OK) {
-        ferry_error("ferry_bootstrap_barrier: an earlier collective failed (%s): the bootstrap "
-                    "is unusable",
-                    ferry_status_string(bs->failed));
+        fy_error("ferry_bootstrap_barrier: an earlier collective failed (%s): the bootstrap "
+                 "is unusable",
+                 ferry_status_string(bs->failed));
         return FERRY_ERR_ILLEGAL_STATE;
     }
     ferry_status_t status = bs->ops->barrier(bs);

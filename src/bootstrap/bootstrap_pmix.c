@@ -27,15 +27,15 @@ static ferry_status_t pmix_init(ferry_bootstrap_t *bs)
     pmix_proc_t job;
 
     if (pm == NULL) {
-        ferry_error("calloc(%zu) for the pmix bootstrap failed", sizeof(*pm));
+        fy_error("calloc(%zu) for the pmix bootstrap failed", sizeof(*pm));
         return FERRY_ERR_NO_MEMORY;
     }
     pmix_status_t rc = PMIx_Init(&pm->me, NULL, 0);
     if (rc != PMIX_SUCCESS) {
-        ferry_error("pmix bootstrap: PMIx_Init failed: %s (was this process started by a PMIx "
-                    "launcher such as mpirun or srun --mpi=pmix? PMIX_NAMESPACE=%s)",
-                    PMIx_Error_string(rc),
-                    getenv("PMIX_NAMESPACE") != NULL ? getenv("PMIX_NAMESPACE") : "(unset)");
+        fy_error("pmix bootstrap: PMIx_Init failed: %s (was this process started by a PMIx "
+                 "launcher such as mpirun or srun --mpi=pmix? PMIX_NAMESPACE=%s)",
+                 PMIx_Error_string(rc),
+                 getenv("PMIX_NAMESPACE") != NULL ? getenv("PMIX_NAMESPACE") : "(unset)");
         free(pm);
         return FERRY_ERR_IO;
     }
@@ -43,10 +43,10 @@ static ferry_status_t pmix_init(ferry_bootstrap_t *bs)
     rc = PMIx_Get(&job, PMIX_JOB_SIZE, NULL, 0, &value);
     if (rc != PMIX_SUCCESS || value == NULL || value->type != PMIX_UINT32 ||
         value->data.uint32 == 0 || pm->me.rank >= value->data.uint32) {
-        ferry_error("pmix bootstrap: PMIx_Get(%s, PMIX_JOB_SIZE) failed or is unusable: %s "
-                    "(type %d, rank %u)",
-                    pm->me.nspace, PMIx_Error_string(rc), value != NULL ? (int)value->type : -1,
-                    pm->me.rank);
+        fy_error("pmix bootstrap: PMIx_Get(%s, PMIX_JOB_SIZE) failed or is unusable: %s "
+                 "(type %d, rank %u)",
+                 pm->me.nspace, PMIx_Error_string(rc), value != NULL ? (int)value->type : -1,
+                 pm->me.rank);
         if (value != NULL)
             PMIX_VALUE_RELEASE(value);
         PMIx_Finalize(NULL, 0);
@@ -71,8 +71,8 @@ static ferry_status_t pmix_locality(ferry_bootstrap_t *bs)
     pmix_status_t rc = PMIx_Get(&job, PMIX_LOCAL_PEERS, NULL, 0, &value);
     if (rc != PMIX_SUCCESS || value == NULL || value->type != PMIX_STRING ||
         value->data.string == NULL) {
-        ferry_info("pmix bootstrap: no PMIX_LOCAL_PEERS (%s): exchanging host identities",
-                   PMIx_Error_string(rc));
+        fy_info("pmix bootstrap: no PMIX_LOCAL_PEERS (%s): exchanging host identities",
+                PMIx_Error_string(rc));
         if (value != NULL)
             PMIX_VALUE_RELEASE(value);
         return FERRY_ERR_UNSUPPORTED;
@@ -105,8 +105,8 @@ static ferry_status_t pmix_fence(ferry_bootstrap_t *bs, bool collect)
     PMIX_INFO_DESTRUCT(&info[0]);
     PMIX_INFO_DESTRUCT(&info[1]);
     if (rc != PMIX_SUCCESS) {
-        ferry_error("pmix bootstrap rank %u: PMIx_Fence(%s) failed: %s", bs->rank,
-                    collect ? "collect data" : "barrier", PMIx_Error_string(rc));
+        fy_error("pmix bootstrap rank %u: PMIx_Fence(%s) failed: %s", bs->rank,
+                 collect ? "collect data" : "barrier", PMIx_Error_string(rc));
         return rc == PMIX_ERR_TIMEOUT ? FERRY_ERR_TIMED_OUT : FERRY_ERR_IO;
     }
     return FERRY_OK;
@@ -135,8 +135,8 @@ static ferry_status_t pmix_allgather(ferry_bootstrap_t *bs, const void *mine, si
     if (rc == PMIX_SUCCESS)
         rc = PMIx_Commit();
     if (rc != PMIX_SUCCESS) {
-        ferry_error("pmix bootstrap rank %u: PMIx_Put/Commit(%s, %zu bytes) failed: %s", bs->rank,
-                    key, length, PMIx_Error_string(rc));
+        fy_error("pmix bootstrap rank %u: PMIx_Put/Commit(%s, %zu bytes) failed: %s", bs->rank, key,
+                 length, PMIx_Error_string(rc));
         return FERRY_ERR_IO;
     }
     ferry_status_t status = pmix_fence(bs, true);
@@ -151,16 +151,15 @@ static ferry_status_t pmix_allgather(ferry_bootstrap_t *bs, const void *mine, si
         PMIX_LOAD_PROCID(&proc, pm->me.nspace, r);
         rc = PMIx_Get(&proc, key, NULL, 0, &value);
         if (rc != PMIX_SUCCESS || value == NULL) {
-            ferry_error("pmix bootstrap rank %u: PMIx_Get(rank %u, %s) failed: %s", bs->rank, r,
-                        key, PMIx_Error_string(rc));
+            fy_error("pmix bootstrap rank %u: PMIx_Get(rank %u, %s) failed: %s", bs->rank, r, key,
+                     PMIx_Error_string(rc));
             return FERRY_ERR_IO;
         }
         if (value->type != PMIX_BYTE_OBJECT || value->data.bo.size != length) {
-            ferry_error("pmix bootstrap rank %u: rank %u gave %zu bytes (type %d) to allgather "
-                        "%s, this rank %zu: every rank must give the same length",
-                        bs->rank, r,
-                        value->type == PMIX_BYTE_OBJECT ? value->data.bo.size : (size_t)0,
-                        (int)value->type, key, length);
+            fy_error("pmix bootstrap rank %u: rank %u gave %zu bytes (type %d) to allgather "
+                     "%s, this rank %zu: every rank must give the same length",
+                     bs->rank, r, value->type == PMIX_BYTE_OBJECT ? value->data.bo.size : (size_t)0,
+                     (int)value->type, key, length);
             PMIX_VALUE_RELEASE(value);
             return FERRY_ERR_PROTOCOL;
         }
@@ -181,8 +180,8 @@ static void pmix_finalize(ferry_bootstrap_t *bs)
         return;
     pmix_status_t rc = PMIx_Finalize(NULL, 0);
     if (rc != PMIX_SUCCESS)
-        ferry_warn("pmix bootstrap rank %u: PMIx_Finalize failed: %s", bs->rank,
-                   PMIx_Error_string(rc));
+        fy_warn("pmix bootstrap rank %u: PMIx_Finalize failed: %s", bs->rank,
+                PMIx_Error_string(rc));
     free(bs->priv);
     bs->priv = NULL;
 }

@@ -30,30 +30,30 @@
 #include "core/config.h"
 #include "core/log.h"
 
-static const ferry_config_var_t tcp_root_var = {
+static const fy_config_var_t tcp_root_var = {
     .name = "FERRY_BOOTSTRAP_ROOT",
     .type = FERRY_CONFIG_STRING,
     .default_value = "",
     .description = "tcp bootstrap: host:port (or [ipv6]:port) where rank 0 listens and the "
                    "other ranks connect; setting it selects the tcp method under auto"};
-static const ferry_config_var_t *const tcp_root_reg
+static const fy_config_var_t *const tcp_root_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_root_var;
 
-static const ferry_config_var_t tcp_rank_var = {
+static const fy_config_var_t tcp_rank_var = {
     .name = "FERRY_BOOTSTRAP_RANK",
     .type = FERRY_CONFIG_STRING,
     .default_value = "",
     .description = "tcp bootstrap: this process's rank, 0 .. FERRY_BOOTSTRAP_SIZE-1 (decimal; "
                    "required)"};
-static const ferry_config_var_t *const tcp_rank_reg
+static const fy_config_var_t *const tcp_rank_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_rank_var;
 
-static const ferry_config_var_t tcp_size_var = {
+static const fy_config_var_t tcp_size_var = {
     .name = "FERRY_BOOTSTRAP_SIZE",
     .type = FERRY_CONFIG_STRING,
     .default_value = "",
     .description = "tcp bootstrap: the number of processes in the job (decimal; required)"};
-static const ferry_config_var_t *const tcp_size_reg
+static const fy_config_var_t *const tcp_size_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_size_var;
 
 #define TCP_MAX_SIZE (1u << 20)  /* ranks in a job */
@@ -135,11 +135,11 @@ static ferry_status_t tcp_write_all(int fd, const void *data, size_t length, uin
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             int ready = tcp_wait(fd, POLLOUT, deadline);
             if (ready == 0 && peer != NULL)
-                ferry_error("bootstrap: sending to %s (fd %d) timed out: it does not read "
-                            "(FERRY_BOOTSTRAP_TIMEOUT_MS)",
-                            peer, fd);
+                fy_error("bootstrap: sending to %s (fd %d) timed out: it does not read "
+                         "(FERRY_BOOTSTRAP_TIMEOUT_MS)",
+                         peer, fd);
             if (ready < 0 && peer != NULL)
-                ferry_error("bootstrap: poll(fd %d, %s) failed: %m", fd, peer);
+                fy_error("bootstrap: poll(fd %d, %s) failed: %m", fd, peer);
             if (ready <= 0)
                 return ready == 0 ? FERRY_ERR_TIMED_OUT : FERRY_ERR_IO;
             continue;
@@ -147,7 +147,7 @@ static ferry_status_t tcp_write_all(int fd, const void *data, size_t length, uin
         if (n < 0) {
             int error = errno;
             if (peer != NULL)
-                ferry_error("bootstrap: send to %s (fd %d) failed: %s", peer, fd, strerror(error));
+                fy_error("bootstrap: send to %s (fd %d) failed: %s", peer, fd, strerror(error));
             return error == EPIPE || error == ECONNRESET ? FERRY_ERR_CONNECTION_RESET
                                                          : FERRY_ERR_IO;
         }
@@ -168,24 +168,23 @@ static ferry_status_t tcp_read_all(int fd, void *data, size_t length, uint64_t d
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             int ready = tcp_wait(fd, POLLIN, deadline);
             if (ready == 0) {
-                ferry_error("bootstrap: %s (fd %d) sent nothing in time: it did not reach the "
-                            "same collective, or it hangs (FERRY_BOOTSTRAP_TIMEOUT_MS)",
-                            peer, fd);
+                fy_error("bootstrap: %s (fd %d) sent nothing in time: it did not reach the "
+                         "same collective, or it hangs (FERRY_BOOTSTRAP_TIMEOUT_MS)",
+                         peer, fd);
                 return FERRY_ERR_TIMED_OUT;
             }
             if (ready < 0) {
-                ferry_error("bootstrap: poll(fd %d, %s) failed: %m", fd, peer);
+                fy_error("bootstrap: poll(fd %d, %s) failed: %m", fd, peer);
                 return FERRY_ERR_IO;
             }
             continue;
         }
         if (n == 0 || (n < 0 && errno == ECONNRESET)) {
-            ferry_error("bootstrap: %s (fd %d) closed the connection: it exited or failed", peer,
-                        fd);
+            fy_error("bootstrap: %s (fd %d) closed the connection: it exited or failed", peer, fd);
             return FERRY_ERR_CONNECTION_RESET;
         }
         if (n < 0) {
-            ferry_error("bootstrap: recv from %s (fd %d) failed: %m", peer, fd);
+            fy_error("bootstrap: recv from %s (fd %d) failed: %m", peer, fd);
             return FERRY_ERR_IO;
         }
         p += n;
@@ -248,12 +247,12 @@ static ferry_status_t tcp_recv_header(int fd, uint64_t max_length, uint64_t dead
     status = bootstrap_wire_decode(bytes, max_length, header, &reason);
     if (status != FERRY_OK) {
         if (header->magic == BOOTSTRAP_WIRE_MAGIC && header->version != BOOTSTRAP_WIRE_VERSION)
-            ferry_error("bootstrap: %s speaks bootstrap wire version %u, this process %u: run "
-                        "the same ferry version in every process",
-                        peer, header->version, BOOTSTRAP_WIRE_VERSION);
+            fy_error("bootstrap: %s speaks bootstrap wire version %u, this process %u: run "
+                     "the same ferry version in every process",
+                     peer, header->version, BOOTSTRAP_WIRE_VERSION);
         else
-            ferry_error("bootstrap: malformed message from %s (type %u, length %llu): %s", peer,
-                        header->type, (unsigned long long)header->length, reason);
+            fy_error("bootstrap: malformed message from %s (type %u, length %llu): %s", peer,
+                     header->type, (unsigned long long)header->length, reason);
         return status;
     }
     if (header->type == BOOTSTRAP_WIRE_REJECT || header->type == BOOTSTRAP_WIRE_ABORT) {
@@ -263,10 +262,10 @@ static ferry_status_t tcp_recv_header(int fd, uint64_t max_length, uint64_t dead
         if (status != FERRY_OK)
             return status;
         bootstrap_wire_reason_decode(payload, (size_t)header->length, &status, text);
-        ferry_error("bootstrap: %s %s: %s (%s)", peer,
-                    header->type == BOOTSTRAP_WIRE_REJECT ? "refused this process"
-                                                          : "aborted the collective",
-                    text, ferry_status_name(status));
+        fy_error("bootstrap: %s %s: %s (%s)", peer,
+                 header->type == BOOTSTRAP_WIRE_REJECT ? "refused this process"
+                                                       : "aborted the collective",
+                 text, ferry_status_name(status));
         return header->type == BOOTSTRAP_WIRE_REJECT ? FERRY_ERR_CONNECTION_REFUSED : status;
     }
     return FERRY_OK;
@@ -275,24 +274,24 @@ static ferry_status_t tcp_recv_header(int fd, uint64_t max_length, uint64_t dead
 /* ---------------------------------------------------------------- environment */
 
 /* A decimal number in [min, max] from a required variable. */
-static ferry_status_t tcp_env_number(const ferry_config_var_t *var, unsigned min, unsigned max,
+static ferry_status_t tcp_env_number(const fy_config_var_t *var, unsigned min, unsigned max,
                                      unsigned *value_p)
 {
     const char *text = ferry_config_string(var);
     char *end;
 
     if (text[0] == '\0') {
-        ferry_error("tcp bootstrap: %s is not set: give every process FERRY_BOOTSTRAP_ROOT, "
-                    "FERRY_BOOTSTRAP_RANK and FERRY_BOOTSTRAP_SIZE",
-                    var->name);
+        fy_error("tcp bootstrap: %s is not set: give every process FERRY_BOOTSTRAP_ROOT, "
+                 "FERRY_BOOTSTRAP_RANK and FERRY_BOOTSTRAP_SIZE",
+                 var->name);
         return FERRY_ERR_INVALID_PARAM;
     }
     errno = 0;
     unsigned long value = strtoul(text, &end, 10);
     if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0 || value < min ||
         value > max) {
-        ferry_error("tcp bootstrap: %s=\"%s\": expected a decimal number from %u to %u", var->name,
-                    text, min, max);
+        fy_error("tcp bootstrap: %s=\"%s\": expected a decimal number from %u to %u", var->name,
+                 text, min, max);
         return FERRY_ERR_INVALID_PARAM;
     }
     *value_p = (unsigned)value;
@@ -320,9 +319,9 @@ static ferry_status_t tcp_parse_root(tcp_state_t *tcp)
     unsigned long number = port != NULL ? strtoul(port, &end, 10) : 0;
     if (port == NULL || host_length == 0 || host_length >= sizeof(tcp->host) || *port < '0' ||
         *port > '9' || *end != '\0' || errno != 0 || number == 0 || number > 65535) {
-        ferry_error("tcp bootstrap: FERRY_BOOTSTRAP_ROOT=\"%s\": expected host:port or "
-                    "[ipv6]:port with a port from 1 to 65535 (where rank 0 listens)",
-                    text);
+        fy_error("tcp bootstrap: FERRY_BOOTSTRAP_ROOT=\"%s\": expected host:port or "
+                 "[ipv6]:port with a port from 1 to 65535 (where rank 0 listens)",
+                 text);
         return FERRY_ERR_INVALID_PARAM;
     }
     memcpy(tcp->host, host, host_length);
@@ -336,8 +335,8 @@ static ferry_status_t tcp_resolve(const tcp_state_t *tcp, struct addrinfo **list
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     int rc = getaddrinfo(tcp->host, tcp->port, &hints, list_p);
     if (rc != 0) {
-        ferry_error("tcp bootstrap: cannot resolve FERRY_BOOTSTRAP_ROOT host \"%s\": %s", tcp->host,
-                    gai_strerror(rc));
+        fy_error("tcp bootstrap: cannot resolve FERRY_BOOTSTRAP_ROOT host \"%s\": %s", tcp->host,
+                 gai_strerror(rc));
         return FERRY_ERR_INVALID_PARAM;
     }
     return FERRY_OK;
@@ -388,12 +387,12 @@ static ferry_status_t tcp_listen(const tcp_state_t *tcp, unsigned size, int *fd_
         close(fd);
     }
     freeaddrinfo(list);
-    ferry_error("tcp bootstrap rank 0: cannot listen on FERRY_BOOTSTRAP_ROOT=%s: %s%s", tcp->root,
-                strerror(error),
-                error == EADDRINUSE ? " (another job or program uses that port: choose another)"
-                : error == EADDRNOTAVAIL ? " (the host is not an address of this machine: rank 0 "
-                                           "must run where FERRY_BOOTSTRAP_ROOT points)"
-                                         : "");
+    fy_error("tcp bootstrap rank 0: cannot listen on FERRY_BOOTSTRAP_ROOT=%s: %s%s", tcp->root,
+             strerror(error),
+             error == EADDRINUSE      ? " (another job or program uses that port: choose another)"
+             : error == EADDRNOTAVAIL ? " (the host is not an address of this machine: rank 0 "
+                                        "must run where FERRY_BOOTSTRAP_ROOT points)"
+                                      : "");
     return FERRY_ERR_IO;
 }
 
@@ -437,12 +436,12 @@ static bool tcp_root_admit(ferry_bootstrap_t *bs, tcp_state_t *tcp, tcp_pending_
         if (tcp_send_message(p->fd, &welcome, NULL, tcp_deadline(bs->timeout_ms), peer) != FERRY_OK)
             return false; /* logged; it may reconnect */
         tcp->fds[header.rank] = p->fd;
-        ferry_debug("tcp bootstrap rank 0: rank %u joined from %s", header.rank, p->from);
+        fy_debug("tcp bootstrap rank 0: rank %u joined from %s", header.rank, p->from);
         return true;
     }
-    ferry_warn("tcp bootstrap rank 0 (FERRY_BOOTSTRAP_ROOT=%s): refusing the connection from "
-               "%s: %s",
-               tcp->root, p->from, text);
+    fy_warn("tcp bootstrap rank 0 (FERRY_BOOTSTRAP_ROOT=%s): refusing the connection from "
+            "%s: %s",
+            tcp->root, p->from, text);
     if (header.magic == BOOTSTRAP_WIRE_MAGIC)
         tcp_send_reason(bs, p->fd, BOOTSTRAP_WIRE_REJECT, 0, 0, FERRY_ERR_CONNECTION_REFUSED, text,
                         deadline);
@@ -458,13 +457,13 @@ static void tcp_root_accept(tcp_pending_t *pending, size_t *count, int listen_fd
 
     if (fd < 0) {
         if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-            ferry_warn("tcp bootstrap rank 0: accept(fd %d) failed: %m", listen_fd);
+            fy_warn("tcp bootstrap rank 0: accept(fd %d) failed: %m", listen_fd);
         return;
     }
     if (*count == TCP_MAX_PENDING) {
-        ferry_warn("tcp bootstrap rank 0 (FERRY_BOOTSTRAP_ROOT=%s): %d connections have not "
-                   "sent their HELLO yet: closing a new one",
-                   tcp->root, TCP_MAX_PENDING);
+        fy_warn("tcp bootstrap rank 0 (FERRY_BOOTSTRAP_ROOT=%s): %d connections have not "
+                "sent their HELLO yet: closing a new one",
+                tcp->root, TCP_MAX_PENDING);
         close(fd);
         return;
     }
@@ -482,9 +481,9 @@ static bool tcp_root_read_hello(tcp_pending_t *p, const tcp_state_t *tcp)
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return true;
     if (n <= 0) {
-        ferry_warn("tcp bootstrap rank 0 (FERRY_BOOTSTRAP_ROOT=%s): the connection from %s "
-                   "ended after %zu bytes, before a complete HELLO%s%s",
-                   tcp->root, p->from, p->got, n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+        fy_warn("tcp bootstrap rank 0 (FERRY_BOOTSTRAP_ROOT=%s): the connection from %s "
+                "ended after %zu bytes, before a complete HELLO%s%s",
+                tcp->root, p->from, p->got, n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
         return false;
     }
     p->got += (size_t)n;
@@ -504,10 +503,10 @@ static void tcp_root_log_missing(const ferry_bootstrap_t *bs, const tcp_state_t 
             used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%u",
                                      missing > 1 ? ", " : "", r);
     }
-    ferry_error("tcp bootstrap rank 0 (FERRY_BOOTSTRAP_ROOT=%s): %u of %u ranks did not join "
-                "within %d ms (FERRY_BOOTSTRAP_TIMEOUT_MS): rank %s%s; are they started, with "
-                "the same FERRY_BOOTSTRAP_ROOT and FERRY_BOOTSTRAP_SIZE?",
-                tcp->root, missing, bs->size - 1, bs->timeout_ms, list, missing > 8 ? ", ..." : "");
+    fy_error("tcp bootstrap rank 0 (FERRY_BOOTSTRAP_ROOT=%s): %u of %u ranks did not join "
+             "within %d ms (FERRY_BOOTSTRAP_TIMEOUT_MS): rank %s%s; are they started, with "
+             "the same FERRY_BOOTSTRAP_ROOT and FERRY_BOOTSTRAP_SIZE?",
+             tcp->root, missing, bs->size - 1, bs->timeout_ms, list, missing > 8 ? ", ..." : "");
 }
 
 static ferry_status_t tcp_root_join(ferry_bootstrap_t *bs, tcp_state_t *tcp)
@@ -534,9 +533,9 @@ static ferry_status_t tcp_root_join(ferry_bootstrap_t *bs, tcp_state_t *tcp)
             pfds[1 + i] = (struct pollfd){.fd = pending[i].fd, .events = POLLIN};
         int n = poll(pfds, 1 + count, ms);
         if (n < 0 && errno != EINTR) {
-            ferry_error("tcp bootstrap rank 0: poll(listening fd %d and %zu connections) "
-                        "failed: %m",
-                        listen_fd, count);
+            fy_error("tcp bootstrap rank 0: poll(listening fd %d and %zu connections) "
+                     "failed: %m",
+                     listen_fd, count);
             status = FERRY_ERR_IO;
             break;
         }
@@ -627,9 +626,9 @@ static ferry_status_t tcp_rank_join(ferry_bootstrap_t *bs, tcp_state_t *tcp)
     }
     freeaddrinfo(list);
     if (fd < 0) {
-        ferry_error("tcp bootstrap rank %u: cannot connect to rank 0 at FERRY_BOOTSTRAP_ROOT=%s "
-                    "within %d ms: %s (is rank 0 started, and listening there?)",
-                    bs->rank, tcp->root, bs->timeout_ms, strerror(error));
+        fy_error("tcp bootstrap rank %u: cannot connect to rank 0 at FERRY_BOOTSTRAP_ROOT=%s "
+                 "within %d ms: %s (is rank 0 started, and listening there?)",
+                 bs->rank, tcp->root, bs->timeout_ms, strerror(error));
         return FERRY_ERR_CONNECTION_REFUSED;
     }
 
@@ -641,10 +640,10 @@ static ferry_status_t tcp_rank_join(ferry_bootstrap_t *bs, tcp_state_t *tcp)
         status = tcp_recv_header(fd, 0, deadline, peer, &answer);
     if (status == FERRY_OK && (answer.type != BOOTSTRAP_WIRE_WELCOME || answer.rank != bs->rank ||
                                answer.size != bs->size)) {
-        ferry_error("bootstrap: %s answered HELLO with %s for rank %u of %u (expected WELCOME "
-                    "for rank %u of %u)",
-                    peer, bootstrap_wire_type_name(answer.type), answer.rank, answer.size, bs->rank,
-                    bs->size);
+        fy_error("bootstrap: %s answered HELLO with %s for rank %u of %u (expected WELCOME "
+                 "for rank %u of %u)",
+                 peer, bootstrap_wire_type_name(answer.type), answer.rank, answer.size, bs->rank,
+                 bs->size);
         status = FERRY_ERR_PROTOCOL;
     }
     if (status != FERRY_OK) {
@@ -682,7 +681,7 @@ static ferry_status_t tcp_init(ferry_bootstrap_t *bs)
         return status;
     tcp_state_t *tcp = calloc(1, sizeof(*tcp));
     if (tcp == NULL) {
-        ferry_error("calloc(%zu) for the tcp bootstrap failed", sizeof(*tcp));
+        fy_error("calloc(%zu) for the tcp bootstrap failed", sizeof(*tcp));
         return FERRY_ERR_NO_MEMORY;
     }
     tcp->root_fd = -1;
@@ -696,8 +695,8 @@ static ferry_status_t tcp_init(ferry_bootstrap_t *bs)
     } else if (rank == 0) {
         tcp->fds = malloc(size * sizeof(*tcp->fds));
         if (tcp->fds == NULL) {
-            ferry_error("malloc(%zu) for the tcp bootstrap's connections failed",
-                        size * sizeof(*tcp->fds));
+            fy_error("malloc(%zu) for the tcp bootstrap's connections failed",
+                     size * sizeof(*tcp->fds));
             status = FERRY_ERR_NO_MEMORY;
             goto err_free;
         }
@@ -751,12 +750,12 @@ static ferry_status_t tcp_root_collective(ferry_bootstrap_t *bs, tcp_state_t *tc
             break;
         if (header.type != type || header.seq != tcp->seq || header.rank != r ||
             header.size != bs->size || header.length != length) {
-            ferry_error("tcp bootstrap rank 0: collective #%u is %s of %zu bytes per rank, but "
-                        "rank %u sent %s #%u of %llu bytes as rank %u of %u: every rank must "
-                        "call the same collectives in the same order with the same length",
-                        tcp->seq, bootstrap_wire_type_name(type), length, r,
-                        bootstrap_wire_type_name(header.type), header.seq,
-                        (unsigned long long)header.length, header.rank, header.size);
+            fy_error("tcp bootstrap rank 0: collective #%u is %s of %zu bytes per rank, but "
+                     "rank %u sent %s #%u of %llu bytes as rank %u of %u: every rank must "
+                     "call the same collectives in the same order with the same length",
+                     tcp->seq, bootstrap_wire_type_name(type), length, r,
+                     bootstrap_wire_type_name(header.type), header.seq,
+                     (unsigned long long)header.length, header.rank, header.size);
             status = FERRY_ERR_PROTOCOL;
             break;
         }
@@ -794,11 +793,11 @@ static ferry_status_t tcp_rank_collective(ferry_bootstrap_t *bs, tcp_state_t *tc
         return status;
     if (header.type != BOOTSTRAP_WIRE_RESULT || header.seq != tcp->seq || header.rank != bs->rank ||
         header.size != bs->size || header.length != total) {
-        ferry_error("bootstrap: %s answered collective #%u (%s, %llu bytes in all) with %s #%u "
-                    "of %llu bytes for rank %u of %u",
-                    peer, tcp->seq, bootstrap_wire_type_name(type), (unsigned long long)total,
-                    bootstrap_wire_type_name(header.type), header.seq,
-                    (unsigned long long)header.length, header.rank, header.size);
+        fy_error("bootstrap: %s answered collective #%u (%s, %llu bytes in all) with %s #%u "
+                 "of %llu bytes for rank %u of %u",
+                 peer, tcp->seq, bootstrap_wire_type_name(type), (unsigned long long)total,
+                 bootstrap_wire_type_name(header.type), header.seq,
+                 (unsigned long long)header.length, header.rank, header.size);
         return FERRY_ERR_PROTOCOL;
     }
     if (total > 0)

@@ -29,28 +29,28 @@ const char *bootstrap_wire_type_name(unsigned type)
 void bootstrap_wire_encode(const bootstrap_wire_header_t *header,
                            uint8_t out[BOOTSTRAP_WIRE_HEADER_SIZE])
 {
-    ferry_le_put32(out + 0, header->magic);
-    ferry_le_put16(out + 4, header->version);
-    ferry_le_put16(out + 6, header->type);
-    ferry_le_put32(out + 8, header->rank);
-    ferry_le_put32(out + 12, header->size);
-    ferry_le_put32(out + 16, header->seq);
-    ferry_le_put32(out + 20, header->flags);
-    ferry_le_put64(out + 24, header->length);
+    fy_le_put32(out + 0, header->magic);
+    fy_le_put16(out + 4, header->version);
+    fy_le_put16(out + 6, header->type);
+    fy_le_put32(out + 8, header->rank);
+    fy_le_put32(out + 12, header->size);
+    fy_le_put32(out + 16, header->seq);
+    fy_le_put32(out + 20, header->flags);
+    fy_le_put64(out + 24, header->length);
 }
 
 ferry_status_t bootstrap_wire_decode(const uint8_t in[BOOTSTRAP_WIRE_HEADER_SIZE],
                                      uint64_t max_length, bootstrap_wire_header_t *header,
                                      const char **reason_p)
 {
-    header->magic = ferry_le_get32(in + 0);
-    header->version = ferry_le_get16(in + 4);
-    header->type = ferry_le_get16(in + 6);
-    header->rank = ferry_le_get32(in + 8);
-    header->size = ferry_le_get32(in + 12);
-    header->seq = ferry_le_get32(in + 16);
-    header->flags = ferry_le_get32(in + 20);
-    header->length = ferry_le_get64(in + 24);
+    header->magic = fy_le_get32(in + 0);
+    header->version = fy_le_get16(in + 4);
+    header->type = fy_le_get16(in + 6);
+    header->rank = fy_le_get32(in + 8);
+    header->size = fy_le_get32(in + 12);
+    header->seq = fy_le_get32(in + 16);
+    header->flags = fy_le_get32(in + 20);
+    header->length = fy_le_get64(in + 24);
 
     if (header->magic != BOOTSTRAP_WIRE_MAGIC) {
         *reason_p = "bad magic: not a ferry bootstrap peer";
@@ -102,7 +102,7 @@ size_t bootstrap_wire_reason_encode(ferry_status_t status, const char *text,
     size_t length = strlen(text);
     if (length > BOOTSTRAP_WIRE_REASON_MAX)
         length = BOOTSTRAP_WIRE_REASON_MAX;
-    ferry_le_put32(out, (uint32_t)(int32_t)status);
+    fy_le_put32(out, (uint32_t)(int32_t)status);
     memcpy(out + 4, text, length);
     return 4 + length;
 }
@@ -110,7 +110,7 @@ size_t bootstrap_wire_reason_encode(ferry_status_t status, const char *text,
 void bootstrap_wire_reason_decode(const uint8_t *in, size_t length, ferry_status_t *status_p,
                                   char text[BOOTSTRAP_WIRE_REASON_MAX + 1])
 {
-    int32_t status = (int32_t)ferry_le_get32(in);
+    int32_t status = (int32_t)fy_le_get32(in);
     size_t n = length - 4;
 
     if (n > BOOTSTRAP_WIRE_REASON_MAX)

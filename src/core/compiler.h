@@ -5,10 +5,10 @@
 #include <stddef.h>
 
 #define FERRY_EXPORT __attribute__((visibility("default")))
-#define ferry_likely(x) __builtin_expect(!!(x), 1)
-#define ferry_unlikely(x) __builtin_expect(!!(x), 0)
+#define fy_likely(x) __builtin_expect(!!(x), 1)
+#define fy_unlikely(x) __builtin_expect(!!(x), 0)
 #define FERRY_CACHE_LINE 64
-#define ferry_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define fy_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #define FERRY_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

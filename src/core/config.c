@@ -25,9 +25,9 @@ extern char **environ;
 /* Bounds of the "ferry_config_registry" linker section (the registry). Weak so that a link
  * without any registered variable still succeeds (both are then NULL); hidden so that
  * libferry.so sees its own section, not the executable's. */
-extern const ferry_config_var_t *const __start_ferry_config_registry[]
+extern const fy_config_var_t *const __start_ferry_config_registry[]
     __attribute__((weak, visibility("hidden")));
-extern const ferry_config_var_t *const __stop_ferry_config_registry[]
+extern const fy_config_var_t *const __stop_ferry_config_registry[]
     __attribute__((weak, visibility("hidden")));
 
 /* ---------------------------------------------------------------- warn once */
@@ -83,7 +83,7 @@ typedef union config_value {
     uint64_t u;
 } config_value_t;
 
-static const char *config_type_name(ferry_config_type_t type)
+FERRY_EXPORT const char *ferry_config_type_name(ferry_config_type_t type)
 {
     switch (type) {
     case FERRY_CONFIG_BOOL:
@@ -98,7 +98,7 @@ static const char *config_type_name(ferry_config_type_t type)
     return "unknown";
 }
 
-static const char *config_expected_form(ferry_config_type_t type)
+static const char *config_expected_form(fy_config_type_t type)
 {
     switch (type) {
     case FERRY_CONFIG_BOOL:
@@ -210,7 +210,7 @@ static bool config_parse_size(const char *s, size_t len, uint64_t *value)
 }
 
 /* Parse text as type, ignoring surrounding blanks. */
-static bool config_parse(ferry_config_type_t type, const char *text, config_value_t *value)
+static bool config_parse(fy_config_type_t type, const char *text, config_value_t *value)
 {
     const char *s = text;
     const char *end = text + strlen(text);
@@ -234,24 +234,33 @@ static bool config_parse(ferry_config_type_t type, const char *text, config_valu
     return false;
 }
 
+bool fy_config_parse_size(const char *text, uint64_t *value_p)
+{
+    config_value_t value;
+    if (!config_parse(FERRY_CONFIG_SIZE, text, &value))
+        return false;
+    *value_p = value.u;
+    return true;
+}
+
 /* The environment value of var, or NULL when unset or empty. */
-static const char *config_env_value(const ferry_config_var_t *var)
+static const char *config_env_value(const fy_config_var_t *var)
 {
     const char *value = getenv(var->name);
     return value != NULL && value[0] != '\0' ? value : NULL;
 }
 
-static void config_check_type(const ferry_config_var_t *var, ferry_config_type_t type)
+static void config_check_type(const fy_config_var_t *var, fy_config_type_t type)
 {
-    if (ferry_unlikely(var->type != type) &&
+    if (fy_unlikely(var->type != type) &&
         config_first_time(CONFIG_ONCE_WRONG_TYPE, var->name, strlen(var->name))) {
-        ferry_error("configuration variable %s is declared as %s but read as %s (a bug in ferry)",
-                    var->name, config_type_name(var->type), config_type_name(type));
+        fy_error("configuration variable %s is declared as %s but read as %s (a bug in ferry)",
+                 var->name, ferry_config_type_name(var->type), ferry_config_type_name(type));
     }
 }
 
 /* The value of var read as type: the environment's, else the default's. */
-static config_value_t config_get(const ferry_config_var_t *var, ferry_config_type_t type)
+static config_value_t config_get(const fy_config_var_t *var, fy_config_type_t type)
 {
     config_value_t value;
     const char *env = config_env_value(var);
@@ -264,37 +273,37 @@ static config_value_t config_get(const ferry_config_var_t *var, ferry_config_typ
         if (config_parse(type, env, &value))
             return value;
         if (config_first_time(CONFIG_ONCE_BAD_VALUE, var->name, strlen(var->name))) {
-            ferry_warn("invalid %s=\"%s\": expected %s; using the default \"%s\"", var->name, env,
-                       config_expected_form(type), def);
+            fy_warn("invalid %s=\"%s\": expected %s; using the default \"%s\"", var->name, env,
+                    config_expected_form(type), def);
         }
     }
 
     if (def[0] == '\0' || !config_parse(type, def, &value)) {
         if (config_first_time(CONFIG_ONCE_BAD_DEFAULT, var->name, strlen(var->name))) {
-            ferry_error("default value \"%s\" of %s is not %s (a bug in ferry)", def, var->name,
-                        config_expected_form(type));
+            fy_error("default value \"%s\" of %s is not %s (a bug in ferry)", def, var->name,
+                     config_expected_form(type));
         }
     }
     return value;
 }
 
-FERRY_EXPORT bool ferry_config_bool(const ferry_config_var_t *var)
+FERRY_EXPORT bool ferry_config_bool(const fy_config_var_t *var)
 {
     return config_get(var, FERRY_CONFIG_BOOL).b;
 }
 
-FERRY_EXPORT int64_t ferry_config_int(const ferry_config_var_t *var)
+FERRY_EXPORT int64_t ferry_config_int(const fy_config_var_t *var)
 {
     return config_get(var, FERRY_CONFIG_INT).i;
 }
 
-FERRY_EXPORT uint64_t ferry_config_size(const ferry_config_var_t *var)
+FERRY_EXPORT uint64_t ferry_config_size(const fy_config_var_t *var)
 {
     return config_get(var, FERRY_CONFIG_SIZE).u;
 }
 
 /* Never logs: ferry_log_init() reads its own variables with it. */
-FERRY_EXPORT const char *ferry_config_string(const ferry_config_var_t *var)
+FERRY_EXPORT const char *ferry_config_string(const fy_config_var_t *var)
 {
     const char *env = config_env_value(var);
     if (env != NULL)
@@ -307,24 +316,24 @@ FERRY_EXPORT const char *ferry_config_string(const ferry_config_var_t *var)
 /* Sections of companion libraries (ferry_config_registry_add). */
 #define CONFIG_MAX_EXTRA 8
 typedef struct config_range {
-    const ferry_config_var_t *const *start;
-    const ferry_config_var_t *const *stop;
+    const fy_config_var_t *const *start;
+    const fy_config_var_t *const *stop;
 } config_range_t;
 
 static config_range_t config_extra[CONFIG_MAX_EXTRA];
 static size_t config_extra_count;
 /* Snapshots: the current one last. Older ones stay (callers may hold them); never freed. */
-static const ferry_config_var_t **config_snapshots[CONFIG_MAX_EXTRA + 1];
+static const fy_config_var_t **config_snapshots[CONFIG_MAX_EXTRA + 1];
 static size_t config_snapshot_count;
-static const ferry_config_var_t **config_sorted;
+static const fy_config_var_t **config_sorted;
 static size_t config_sorted_count;
 static bool config_sorted_valid;
 static pthread_mutex_t config_sorted_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int config_compare_vars(const void *a, const void *b)
 {
-    const ferry_config_var_t *va = *(const ferry_config_var_t *const *)a;
-    const ferry_config_var_t *vb = *(const ferry_config_var_t *const *)b;
+    const fy_config_var_t *va = *(const fy_config_var_t *const *)a;
+    const fy_config_var_t *vb = *(const fy_config_var_t *const *)b;
     int c = strcmp(va->name, vb->name);
     if (c != 0)
         return c;
@@ -354,17 +363,17 @@ static void config_sort_locked(void)
     config_sorted_valid = true;
     if (count == 0 || config_snapshot_count == FERRY_ARRAY_SIZE(config_snapshots))
         return;
-    const ferry_config_var_t **sorted = malloc(count * sizeof(*sorted));
+    const fy_config_var_t **sorted = malloc(count * sizeof(*sorted));
     if (sorted == NULL) {
-        ferry_error("malloc(%zu) for the configuration registry failed: out of memory",
-                    count * sizeof(*sorted));
+        fy_error("malloc(%zu) for the configuration registry failed: out of memory",
+                 count * sizeof(*sorted));
         return;
     }
 
     size_t n = 0;
     for (size_t r = 0; r < range_count; ++r) {
         for (size_t i = 0; i < config_range_length(&ranges[r]); ++i) {
-            const ferry_config_var_t *var = ranges[r].start[i];
+            const fy_config_var_t *var = ranges[r].start[i];
             if (var != NULL && var->name != NULL) /* skip any padding */
                 sorted[n++] = var;
         }
@@ -378,7 +387,7 @@ static void config_sort_locked(void)
         if (unique > 0 && sorted[unique - 1] == sorted[i])
             continue;
         if (unique > 0 && strcmp(sorted[unique - 1]->name, sorted[i]->name) == 0)
-            ferry_warn("configuration variable %s is declared more than once", sorted[i]->name);
+            fy_warn("configuration variable %s is declared more than once", sorted[i]->name);
         sorted[unique++] = sorted[i];
     }
     config_snapshots[config_snapshot_count++] = sorted;
@@ -386,34 +395,34 @@ static void config_sort_locked(void)
     config_sorted_count = unique;
 }
 
-FERRY_EXPORT void ferry_config_registry_add(const ferry_config_var_t *const *start,
-                                            const ferry_config_var_t *const *stop)
+FERRY_EXPORT void ferry_config_registry_add(const fy_config_var_t *const *start,
+                                            const fy_config_var_t *const *stop)
 {
     pthread_mutex_lock(&config_sorted_lock);
     if (config_extra_count < CONFIG_MAX_EXTRA) {
         config_extra[config_extra_count++] = (config_range_t){start, stop};
         config_sorted_valid = false;
     } else {
-        ferry_error("ferry_config_registry_add: more than %d registry sections (a bug in ferry)",
-                    CONFIG_MAX_EXTRA);
+        fy_error("ferry_config_registry_add: more than %d registry sections (a bug in ferry)",
+                 CONFIG_MAX_EXTRA);
     }
     pthread_mutex_unlock(&config_sorted_lock);
 }
 
-size_t ferry_config_vars(const ferry_config_var_t *const **vars_p)
+size_t fy_config_vars(const fy_config_var_t *const **vars_p)
 {
     pthread_mutex_lock(&config_sorted_lock);
     if (!config_sorted_valid)
         config_sort_locked();
-    *vars_p = (const ferry_config_var_t *const *)config_sorted;
+    *vars_p = (const fy_config_var_t *const *)config_sorted;
     size_t count = config_sorted_count;
     pthread_mutex_unlock(&config_sorted_lock);
     return count;
 }
 
 /* Is name[0..len) registered (exactly, case-sensitively)? vars is sorted by name. */
-static bool config_is_registered(const ferry_config_var_t *const *vars, size_t count,
-                                 const char *name, size_t len)
+static bool config_is_registered(const fy_config_var_t *const *vars, size_t count, const char *name,
+                                 size_t len)
 {
     size_t lo = 0;
     size_t hi = count;
@@ -434,16 +443,16 @@ static bool config_is_registered(const ferry_config_var_t *const *vars, size_t c
     return false;
 }
 
-void ferry_config_check_environment(void)
+void fy_config_check_environment(void)
 {
     static const char prefix[] = "FERRY_";
-    const ferry_config_var_t *const *vars;
-    size_t count = ferry_config_vars(&vars);
+    const fy_config_var_t *const *vars;
+    size_t count = fy_config_vars(&vars);
     const char **names = NULL;
 
     for (char **env = environ; env != NULL && *env != NULL; ++env) {
         const char *entry = *env;
-        /* Case-insensitive: "ferry_log_level" is a typo worth reporting too. */
+        /* Case-insensitive: "fy_log_level" is a typo worth reporting too. */
         if (strncasecmp(entry, prefix, sizeof(prefix) - 1) != 0)
             continue;
         const char *equal = strchr(entry, '=');
@@ -460,15 +469,15 @@ void ferry_config_check_environment(void)
             for (size_t i = 0; names != NULL && i < count; ++i)
                 names[i] = vars[i]->name;
         }
-        const char *closest = names != NULL ? ferry_closest_name(name, names, count) : NULL;
+        const char *closest = names != NULL ? fy_closest_name(name, names, count) : NULL;
         if (closest != NULL) {
-            ferry_warn("%s is set but is not a ferry configuration variable: did you mean %s? "
-                       "(ferry_info -c lists them)",
-                       name, closest);
+            fy_warn("%s is set but is not a ferry configuration variable: did you mean %s? "
+                    "(ferry_info -c lists them)",
+                    name, closest);
         } else {
-            ferry_warn("%s is set but is not a ferry configuration variable (ferry_info -c lists "
-                       "them)",
-                       name);
+            fy_warn("%s is set but is not a ferry configuration variable (ferry_info -c lists "
+                    "them)",
+                    name);
         }
         free(name);
     }
@@ -515,7 +524,7 @@ static size_t config_distance(const char *a, size_t alen, const char *b, size_t 
     return prev[blen];
 }
 
-const char *ferry_closest_name(const char *word, const char *const *candidates, size_t count)
+const char *fy_closest_name(const char *word, const char *const *candidates, size_t count)
 {
     if (word == NULL || candidates == NULL || count == 0)
         return NULL;

@@ -1,13 +1,13 @@
 /* Configuration registry. Every tunable is declared once, in the file that uses it:
  *
- *     static const ferry_config_var_t shm_fifo_cells_var = {
+ *     static const fy_config_var_t shm_fifo_cells_var = {
  *         .name = "FERRY_SHM_FIFO_CELLS", .type = FERRY_CONFIG_SIZE, .default_value = "1024",
  *         .description = "cells in each worker's shared-memory receive FIFO (power of 2)"};
- *     static const ferry_config_var_t *const shm_fifo_cells_reg
+ *     static const fy_config_var_t *const shm_fifo_cells_reg
  *         __attribute__((used, section("ferry_config_registry"))) = &shm_fifo_cells_var;
  *
  * The linker collects the "ferry_config_registry" section, which is the registry: ferry_info -c
- * lists it and ferry_config_check_environment() warns about FERRY_* names not in it. Values
+ * lists it and fy_config_check_environment() warns about FERRY_* names not in it. Values
  * come from the environment variable of that name, else the default.
  *
  * Companion libraries (libferry_bootstrap) declare their variables the same way, in their own
@@ -22,47 +22,52 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum ferry_config_type {
-    FERRY_CONFIG_BOOL,   /* y/yes/on/1/true, n/no/off/0/false */
-    FERRY_CONFIG_INT,    /* signed decimal */
-    FERRY_CONFIG_SIZE,   /* unsigned, optional suffix k/K/m/M/g/G (powers of 1024) */
-    FERRY_CONFIG_STRING, /* any text */
-} ferry_config_type_t;
+#include <ferry/info.h>
 
-typedef struct ferry_config_var {
+/* The types are the public ones (include/ferry/info.h: FERRY_CONFIG_BOOL, _INT, _SIZE,
+ * _STRING), which ferry_config_query reports. */
+typedef ferry_config_type_t fy_config_type_t;
+
+typedef struct fy_config_var {
     const char *name; /* full environment name, "FERRY_..." */
-    ferry_config_type_t type;
+    fy_config_type_t type;
     const char *default_value; /* text, parsed like an environment value */
     const char *description;
-} ferry_config_var_t;
+} fy_config_var_t;
 
 /* Typed values: from the environment, else the default. A value that does not parse is
  * warned about once (naming the variable, the value and the expected form) and the default is
  * used. Not for fast paths: read them at init time. */
-bool ferry_config_bool(const ferry_config_var_t *var);
-int64_t ferry_config_int(const ferry_config_var_t *var);
-uint64_t ferry_config_size(const ferry_config_var_t *var);
-const char *ferry_config_string(const ferry_config_var_t *var); /* never NULL */
+bool ferry_config_bool(const fy_config_var_t *var);
+int64_t ferry_config_int(const fy_config_var_t *var);
+uint64_t ferry_config_size(const fy_config_var_t *var);
+const char *ferry_config_string(const fy_config_var_t *var); /* never NULL */
 
 /* Add a companion library's registry section [start, stop) (its own hidden
  * __start_/__stop_ferry_config_registry). At most 8; a variable seen twice (a static link
  * merges the sections) is listed once. */
-void ferry_config_registry_add(const ferry_config_var_t *const *start,
-                               const ferry_config_var_t *const *stop);
+void ferry_config_registry_add(const fy_config_var_t *const *start,
+                               const fy_config_var_t *const *stop);
 
 /* The registry: *vars_p receives the array of registered variables, sorted by name (one
  * snapshot, built on the first call and again after ferry_config_registry_add; an older
  * snapshot stays valid; thread-safe). Returns how many there are.
  * (The section is not named like this function: the assembler would resolve the function's
  * symbol to the section of the same name in a file that both registers and calls.) */
-size_t ferry_config_vars(const ferry_config_var_t *const **vars_p);
+size_t fy_config_vars(const fy_config_var_t *const **vars_p);
+
+/* The one size parser: decimal digits with an optional k, m or g suffix (KiB, MiB, GiB),
+ * blanks around it ignored; what FERRY_* variables of type SIZE take, and sizes inside a
+ * string variable (FERRY_RNDV_THRESH: a size or "auto"). Returns false (nothing written) when
+ * text is not a size or overflows 64 bits. */
+bool fy_config_parse_size(const char *text, uint64_t *value_p);
 
 /* Warn once per process about each FERRY_* environment variable that is not registered,
  * naming the closest registered one ("did you mean FERRY_LOG_LEVEL?"). */
-void ferry_config_check_environment(void);
+void fy_config_check_environment(void);
 
 /* The candidate closest to word by edit distance (case-insensitive), or NULL if none is
  * within a useful distance. Shared by the config check and the transport-name check. */
-const char *ferry_closest_name(const char *word, const char *const *candidates, size_t count);
+const char *fy_closest_name(const char *word, const char *const *candidates, size_t count);
 
 #endif

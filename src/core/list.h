@@ -1,21 +1,19 @@
-/* NOTE to the core engineer: this file is already written and used by the worker and the
- * transports; keep its API (add to it if needed, but do not rename). */
 /* An intrusive, circular, doubly-linked list shared by every layer.
  *
- *   ferry_list_t queue;                 ferry_list_init(&queue);
- *   struct item { ferry_list_link_t link; ... };
- *   ferry_list_push_tail(&queue, &item->link);
+ *   fy_list_t queue;                 fy_list_init(&queue);
+ *   struct item { fy_list_link_t link; ... };
+ *   fy_list_push_tail(&queue, &item->link);
  *
  * Walking a list is a plain `for` (no macro):
  *
- *   for (ferry_list_link_t *l = ferry_list_first(&queue), *next; l != ferry_list_end(&queue);
+ *   for (fy_list_link_t *l = fy_list_first(&queue), *next; l != fy_list_end(&queue);
  *        l = next) {
  *       next = l->next;                  // saved first: the body may remove (and free) l
- *       struct item *it = ferry_list_entry(l, struct item, link);
+ *       struct item *it = fy_list_entry(l, struct item, link);
  *   }
  *
- * or ferry_list_foreach(&queue, cb, arg) with a callback that may remove its link.
- * A link is "not linked" after ferry_list_link_init() or ferry_list_remove(); a zeroed link is
+ * or fy_list_foreach(&queue, cb, arg) with a callback that may remove its link.
+ * A link is "not linked" after fy_list_link_init() or fy_list_remove(); a zeroed link is
  * neither linked nor safe to remove. Nothing here locks: the owner of the list serialises.
  */
 #ifndef FERRY_CORE_LIST_H
@@ -26,39 +24,39 @@
 
 #include "core/compiler.h"
 
-typedef struct ferry_list_link {
-    struct ferry_list_link *next;
-    struct ferry_list_link *prev;
-} ferry_list_link_t;
+typedef struct fy_list_link {
+    struct fy_list_link *next;
+    struct fy_list_link *prev;
+} fy_list_link_t;
 
 /* The head is a link too: an empty list points to itself. */
-typedef ferry_list_link_t ferry_list_t;
+typedef fy_list_link_t fy_list_t;
 
-#define ferry_list_entry(link_ptr, type, member) ferry_container_of(link_ptr, type, member)
+#define fy_list_entry(link_ptr, type, member) fy_container_of(link_ptr, type, member)
 
-static inline void ferry_list_init(ferry_list_t *list)
+static inline void fy_list_init(fy_list_t *list)
 {
     list->next = list;
     list->prev = list;
 }
 
-static inline bool ferry_list_is_empty(const ferry_list_t *list)
+static inline bool fy_list_is_empty(const fy_list_t *list)
 {
     return list->next == list;
 }
 
-static inline ferry_list_link_t *ferry_list_first(ferry_list_t *list)
+static inline fy_list_link_t *fy_list_first(fy_list_t *list)
 {
     return list->next;
 }
 
-static inline ferry_list_link_t *ferry_list_end(ferry_list_t *list)
+static inline fy_list_link_t *fy_list_end(fy_list_t *list)
 {
     return list;
 }
 
-static inline void ferry_list_insert_between(ferry_list_link_t *link, ferry_list_link_t *prev,
-                                             ferry_list_link_t *next)
+static inline void fy_list_insert_between(fy_list_link_t *link, fy_list_link_t *prev,
+                                          fy_list_link_t *next)
 {
     link->prev = prev;
     link->next = next;
@@ -66,18 +64,18 @@ static inline void ferry_list_insert_between(ferry_list_link_t *link, ferry_list
     next->prev = link;
 }
 
-static inline void ferry_list_push_tail(ferry_list_t *list, ferry_list_link_t *link)
+static inline void fy_list_push_tail(fy_list_t *list, fy_list_link_t *link)
 {
-    ferry_list_insert_between(link, list->prev, list);
+    fy_list_insert_between(link, list->prev, list);
 }
 
-static inline void ferry_list_push_head(ferry_list_t *list, ferry_list_link_t *link)
+static inline void fy_list_push_head(fy_list_t *list, fy_list_link_t *link)
 {
-    ferry_list_insert_between(link, list, list->next);
+    fy_list_insert_between(link, list, list->next);
 }
 
 /* Unlink; the link is left pointing to itself so that a second remove is harmless. */
-static inline void ferry_list_remove(ferry_list_link_t *link)
+static inline void fy_list_remove(fy_list_link_t *link)
 {
     link->prev->next = link->next;
     link->next->prev = link->prev;
@@ -86,67 +84,66 @@ static inline void ferry_list_remove(ferry_list_link_t *link)
 }
 
 /* Remove and return the first link, or NULL when empty. */
-static inline ferry_list_link_t *ferry_list_pop_head(ferry_list_t *list)
+static inline fy_list_link_t *fy_list_pop_head(fy_list_t *list)
 {
-    ferry_list_link_t *first = list->next;
+    fy_list_link_t *first = list->next;
     if (first == list)
         return NULL;
-    ferry_list_remove(first);
+    fy_list_remove(first);
     return first;
 }
 
-/* A link that was initialised (ferry_list_init / ferry_list_link_init) or removed is not on
+/* A link that was initialised (fy_list_init / fy_list_link_init) or removed is not on
  * any list. */
-static inline bool ferry_list_is_linked(const ferry_list_link_t *link)
+static inline bool fy_list_is_linked(const fy_list_link_t *link)
 {
     return link->next != link;
 }
 
-/* Mark a link as not on any list (same as ferry_list_init: the head is a link too). */
-static inline void ferry_list_link_init(ferry_list_link_t *link)
+/* Mark a link as not on any list (same as fy_list_init: the head is a link too). */
+static inline void fy_list_link_init(fy_list_link_t *link)
 {
-    ferry_list_init(link);
+    fy_list_init(link);
 }
 
 /* The first link without removing it, or NULL when empty. */
-static inline ferry_list_link_t *ferry_list_peek_head(ferry_list_t *list)
+static inline fy_list_link_t *fy_list_peek_head(fy_list_t *list)
 {
     return list->next != list ? list->next : NULL;
 }
 
 /* Number of links: O(n), for tests and diagnostics. */
-static inline size_t ferry_list_length(const ferry_list_t *list)
+static inline size_t fy_list_length(const fy_list_t *list)
 {
     size_t n = 0;
-    for (const ferry_list_link_t *l = list->next; l != list; l = l->next)
+    for (const fy_list_link_t *l = list->next; l != list; l = l->next)
         ++n;
     return n;
 }
 
 /* Move every link of src to the tail of dst, in order; src is left empty. */
-static inline void ferry_list_splice_tail(ferry_list_t *dst, ferry_list_t *src)
+static inline void fy_list_splice_tail(fy_list_t *dst, fy_list_t *src)
 {
-    if (ferry_list_is_empty(src))
+    if (fy_list_is_empty(src))
         return;
-    ferry_list_link_t *first = src->next;
-    ferry_list_link_t *last = src->prev;
+    fy_list_link_t *first = src->next;
+    fy_list_link_t *last = src->prev;
     first->prev = dst->prev;
     dst->prev->next = first;
     last->next = dst;
     dst->prev = last;
-    ferry_list_init(src);
+    fy_list_init(src);
 }
 
-/* Called by ferry_list_foreach for each link in order; it may remove (and free) that link, but
+/* Called by fy_list_foreach for each link in order; it may remove (and free) that link, but
  * no other. Return true to stop the walk. */
-typedef bool (*ferry_list_foreach_cb_t)(ferry_list_link_t *link, void *arg);
+typedef bool (*fy_list_foreach_cb_t)(fy_list_link_t *link, void *arg);
 
 /* Call cb on each link from head to tail. Returns the link at which cb returned true (it may
  * have been removed by then), or NULL after a full walk. */
-static inline ferry_list_link_t *ferry_list_foreach(ferry_list_t *list, ferry_list_foreach_cb_t cb,
-                                                    void *arg)
+static inline fy_list_link_t *fy_list_foreach(fy_list_t *list, fy_list_foreach_cb_t cb, void *arg)
 {
-    for (ferry_list_link_t *l = list->next, *next; l != list; l = next) {
+    for (fy_list_link_t *l = list->next, *next; l != list; l = next) {
         next = l->next;
         if (cb(l, arg))
             return l;

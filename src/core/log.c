@@ -19,23 +19,23 @@
 #include "core/compiler.h"
 #include "core/config.h"
 
-static const ferry_config_var_t log_level_var = {
+static const fy_config_var_t log_level_var = {
     .name = "FERRY_LOG_LEVEL",
     .type = FERRY_CONFIG_STRING,
     .default_value = "warn",
     .description = "messages to print: error, warn, info, debug or trace (or 0-4)"};
-static const ferry_config_var_t *const log_level_reg
+static const fy_config_var_t *const log_level_reg
     __attribute__((used, section("ferry_config_registry"))) = &log_level_var;
 
-static const ferry_config_var_t log_file_var = {
-    .name = "FERRY_LOG_FILE",
-    .type = FERRY_CONFIG_STRING,
-    .default_value = "",
-    .description = "append log lines to this file instead of stderr"};
-static const ferry_config_var_t *const log_file_reg
+static const fy_config_var_t log_file_var = {.name = "FERRY_LOG_FILE",
+                                             .type = FERRY_CONFIG_STRING,
+                                             .default_value = "",
+                                             .description =
+                                                 "append log lines to this file instead of stderr"};
+static const fy_config_var_t *const log_file_reg
     __attribute__((used, section("ferry_config_registry"))) = &log_file_var;
 
-FERRY_EXPORT ferry_log_level_t ferry_log_level_current = FERRY_LOG_LEVEL_WARN;
+FERRY_EXPORT fy_log_level_t ferry_log_level_current = FERRY_LOG_LEVEL_WARN;
 
 /* Where lines go: stderr until ferry_log_init() opens FERRY_LOG_FILE. Written once, inside
  * pthread_once, before any line of this process is formatted by log_emit(). */
@@ -56,7 +56,7 @@ static const char *log_basename(const char *path)
 
 /* Format and write one line to fd. Never calls ferry_log_init(), so that ferry_log_init()
  * itself can use it. */
-static void log_emit(int fd, ferry_log_level_t level, const char *file, int line, const char *fmt,
+static void log_emit(int fd, fy_log_level_t level, const char *file, int line, const char *fmt,
                      va_list ap)
 {
     char buf[LOG_LINE_MAX];
@@ -97,10 +97,10 @@ static void log_emit(int fd, ferry_log_level_t level, const char *file, int line
     }
 }
 
-static void log_emit_fmt(int fd, ferry_log_level_t level, int line, const char *fmt, ...)
+static void log_emit_fmt(int fd, fy_log_level_t level, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-static void log_emit_fmt(int fd, ferry_log_level_t level, int line, const char *fmt, ...)
+static void log_emit_fmt(int fd, fy_log_level_t level, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -114,7 +114,7 @@ static bool log_is_blank(char c)
 }
 
 /* "warn", " WARN " or "1" -> FERRY_LOG_LEVEL_WARN; false if text is none of those. */
-static bool log_parse_level(const char *text, ferry_log_level_t *level_p)
+static bool log_parse_level(const char *text, fy_log_level_t *level_p)
 {
     while (log_is_blank(*text))
         ++text;
@@ -126,7 +126,7 @@ static bool log_parse_level(const char *text, ferry_log_level_t *level_p)
         const char *name = log_level_names[i];
         if ((strlen(name) == len && strncasecmp(text, name, len) == 0) ||
             (len == 1 && text[0] == (char)('0' + i))) {
-            *level_p = (ferry_log_level_t)i;
+            *level_p = (fy_log_level_t)i;
             return true;
         }
     }
@@ -139,7 +139,7 @@ static void log_init_once(void)
 
     /* The level first, so that the warnings below obey it. */
     const char *level_text = ferry_config_string(&log_level_var);
-    ferry_log_level_t level = FERRY_LOG_LEVEL_WARN;
+    fy_log_level_t level = FERRY_LOG_LEVEL_WARN;
     bool level_ok = log_parse_level(level_text, &level);
     __atomic_store_n(&ferry_log_level_current, level, __ATOMIC_RELAXED);
 
@@ -172,8 +172,8 @@ FERRY_EXPORT void ferry_log_init(void)
     errno = saved_errno;
 }
 
-FERRY_EXPORT void ferry_log_write(ferry_log_level_t level, const char *file, int line,
-                                  const char *fmt, ...)
+FERRY_EXPORT void ferry_log_write(fy_log_level_t level, const char *file, int line, const char *fmt,
+                                  ...)
 {
     int saved_errno = errno; /* first: fmt may use %m */
 

@@ -7,7 +7,7 @@
 #include <time.h>
 
 /* Monotonic time in ns (vDSO: no system call). */
-static inline uint64_t ferry_time_now_ns(void)
+static inline uint64_t fy_time_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -15,7 +15,7 @@ static inline uint64_t ferry_time_now_ns(void)
 }
 
 /* Coarse monotonic time in ns (a few ms resolution, cheaper). */
-static inline uint64_t ferry_time_coarse_ns(void)
+static inline uint64_t fy_time_coarse_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -23,7 +23,7 @@ static inline uint64_t ferry_time_coarse_ns(void)
 }
 
 /* Tell the CPU we are spinning. */
-static inline void ferry_cpu_relax(void)
+static inline void fy_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();

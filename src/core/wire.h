@@ -8,40 +8,40 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint16_t ferry_le_get16(const uint8_t *p)
+static inline uint16_t fy_le_get16(const uint8_t *p)
 {
     uint16_t v;
     memcpy(&v, p, sizeof(v));
     return le16toh(v);
 }
 
-static inline uint32_t ferry_le_get32(const uint8_t *p)
+static inline uint32_t fy_le_get32(const uint8_t *p)
 {
     uint32_t v;
     memcpy(&v, p, sizeof(v));
     return le32toh(v);
 }
 
-static inline uint64_t ferry_le_get64(const uint8_t *p)
+static inline uint64_t fy_le_get64(const uint8_t *p)
 {
     uint64_t v;
     memcpy(&v, p, sizeof(v));
     return le64toh(v);
 }
 
-static inline void ferry_le_put16(uint8_t *p, uint16_t v)
+static inline void fy_le_put16(uint8_t *p, uint16_t v)
 {
     v = htole16(v);
     memcpy(p, &v, sizeof(v));
 }
 
-static inline void ferry_le_put32(uint8_t *p, uint32_t v)
+static inline void fy_le_put32(uint8_t *p, uint32_t v)
 {
     v = htole32(v);
     memcpy(p, &v, sizeof(v));
 }
 
-static inline void ferry_le_put64(uint8_t *p, uint64_t v)
+static inline void fy_le_put64(uint8_t *p, uint64_t v)
 {
     v = htole64(v);
     memcpy(p, &v, sizeof(v));

@@ -19,13 +19,13 @@
 #include "mem/memfd.h"
 #include "wireup/context.h"
 
-static const ferry_config_var_t mem_max_regions_var = {
+static const fy_config_var_t mem_max_regions_var = {
     .name = "FERRY_MEM_MAX_REGIONS",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "16384",
     .description = "registrations a context can hold at once (the key table peers map is 64 "
                    "bytes per registration, allocated lazily by the kernel)"};
-static const ferry_config_var_t *const mem_max_regions_reg
+static const fy_config_var_t *const mem_max_regions_reg
     __attribute__((used, section("ferry_config_registry"))) = &mem_max_regions_var;
 
 #define MEM_ACCESS_ALL FERRY_ACCESS_ALL
@@ -35,7 +35,7 @@ static ferry_status_t mem_memfd(const char *what, size_t size, int *fd_p, void *
 {
     char name[48];
     snprintf(name, sizeof(name), "ferry-%s-%d", what, (int)getpid());
-    return ferry_memfd_create(name, size, fd_p, map_p);
+    return fy_memfd_create(name, size, fd_p, map_p);
 }
 
 ferry_status_t mem_context_init(mem_context_t *mc)
@@ -46,10 +46,10 @@ ferry_status_t mem_context_init(mem_context_t *mc)
 
     memset(mc, 0, sizeof(*mc));
     mc->keytable_fd = -1;
-    ferry_list_init(&mc->cache);
+    fy_list_init(&mc->cache);
     if (capacity < 16 || capacity > (1u << 24)) {
-        ferry_warn("FERRY_MEM_MAX_REGIONS=%llu is outside 16..16777216; using %s",
-                   (unsigned long long)capacity, mem_max_regions_var.default_value);
+        fy_warn("FERRY_MEM_MAX_REGIONS=%llu is outside 16..16777216; using %s",
+                (unsigned long long)capacity, mem_max_regions_var.default_value);
         capacity = 16384;
     }
     if (getrandom(&mc->uuid, sizeof(mc->uuid), 0) != sizeof(mc->uuid))
@@ -69,7 +69,7 @@ ferry_status_t mem_context_init(mem_context_t *mc)
     mc->slots = calloc(capacity, sizeof(*mc->slots));
     mc->generations = calloc(capacity, sizeof(*mc->generations));
     if (mc->slots == NULL || mc->generations == NULL) {
-        ferry_error("calloc for %llu registration slots failed", (unsigned long long)capacity);
+        fy_error("calloc for %llu registration slots failed", (unsigned long long)capacity);
         status = FERRY_ERR_NO_MEMORY;
         goto err_free;
     }
@@ -95,8 +95,7 @@ void mem_context_cleanup(mem_context_t *mc)
         }
     }
     if (leaked > 0)
-        ferry_warn("ferry_context_destroy: %u registrations were not deregistered; freed now",
-                   leaked);
+        fy_warn("ferry_context_destroy: %u registrations were not deregistered; freed now", leaked);
     free(mc->slots);
     free(mc->generations);
     munmap(mc->keytable, mc->keytable_size);
@@ -128,9 +127,9 @@ static ferry_status_t mem_publish(mem_context_t *mc, ferry_mem_t *mem)
         mc->free_hint = i + 1;
         return FERRY_OK;
     }
-    ferry_error("ferry_mem_register: all %u registration slots are in use (raise "
-                "FERRY_MEM_MAX_REGIONS, or deregister)",
-                mc->capacity);
+    fy_error("ferry_mem_register: all %u registration slots are in use (raise "
+             "FERRY_MEM_MAX_REGIONS, or deregister)",
+             mc->capacity);
     return FERRY_ERR_LIMIT;
 }
 
@@ -144,8 +143,8 @@ static void mem_unpublish(mem_context_t *mc, ferry_mem_t *mem)
 static void mem_free(ferry_mem_t *mem)
 {
     mem_unpublish(&mem->context->mem, mem);
-    if (ferry_list_is_linked(&mem->cache_link))
-        ferry_list_remove(&mem->cache_link);
+    if (fy_list_is_linked(&mem->cache_link))
+        fy_list_remove(&mem->cache_link);
     if (mem->alloc_fd >= 0) {
         munmap(mem->iov[0].buffer, mem->alloc_size);
         close(mem->alloc_fd);
@@ -164,10 +163,10 @@ static ferry_mem_t *mem_create(ferry_context_t *context, const ferry_iov_t *iov,
     uint64_t offset = 0;
 
     if (mem == NULL) {
-        ferry_error("calloc(%zu) for a registration failed", sizeof(*mem));
+        fy_error("calloc(%zu) for a registration failed", sizeof(*mem));
         return NULL;
     }
-    ferry_list_init(&mem->cache_link);
+    fy_list_init(&mem->cache_link);
     mem->context = context;
     mem->access = access;
     mem->flags = flags;
@@ -180,7 +179,7 @@ static ferry_mem_t *mem_create(ferry_context_t *context, const ferry_iov_t *iov,
         mem->iov = malloc(iovcnt * sizeof(*mem->iov));
         mem->ends = malloc(iovcnt * sizeof(*mem->ends));
         if (mem->iov == NULL || mem->ends == NULL) {
-            ferry_error("malloc for a %zu-piece registration failed", iovcnt);
+            fy_error("malloc for a %zu-piece registration failed", iovcnt);
             if (mem->iov != &mem->iov_inline)
                 free(mem->iov);
             if (mem->ends != &mem->end_inline)
@@ -202,9 +201,8 @@ static ferry_mem_t *mem_create(ferry_context_t *context, const ferry_iov_t *iov,
 static ferry_mem_t *mem_cache_find(mem_context_t *mc, const ferry_iov_t *iov, size_t iovcnt,
                                    unsigned access, unsigned flags)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&mc->cache); l != ferry_list_end(&mc->cache);
-         l = l->next) {
-        ferry_mem_t *mem = ferry_list_entry(l, ferry_mem_t, cache_link);
+    for (fy_list_link_t *l = fy_list_first(&mc->cache); l != fy_list_end(&mc->cache); l = l->next) {
+        ferry_mem_t *mem = fy_list_entry(l, ferry_mem_t, cache_link);
         if (mem->iovcnt != iovcnt || mem->access != access || mem->flags != flags)
             continue;
         size_t i;
@@ -260,7 +258,7 @@ FERRY_EXPORT ferry_status_t ferry_mem_register(ferry_context_t *context, const f
         return status;
     }
     if (!(flags & FERRY_MEM_SINGLE_USE))
-        ferry_list_push_head(&mc->cache, &mem->cache_link);
+        fy_list_push_head(&mc->cache, &mem->cache_link);
     *mem_p = mem;
     return FERRY_OK;
 }
@@ -293,7 +291,7 @@ FERRY_EXPORT ferry_status_t ferry_mem_alloc(ferry_context_t *context, size_t siz
     if (status != FERRY_OK)
         return status;
     if (fstat(fd, &st) != 0) {
-        ferry_error("fstat(memfd %d) failed: %s", fd, strerror(errno));
+        fy_error("fstat(memfd %d) failed: %s", fd, strerror(errno));
         status = FERRY_ERR_SHMEM;
         goto err_unmap;
     }
@@ -340,28 +338,27 @@ ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t leng
                                 const void *owner, uint64_t token, bool continues)
 {
     if (!mem_range_ok(mem->length, offset, length)) {
-        ferry_debug("remote access refused: [%llu, +%llu) is outside the %zu-byte region %u",
-                    (unsigned long long)offset, (unsigned long long)length, mem->length,
-                    mem->index);
+        fy_debug("remote access refused: [%llu, +%llu) is outside the %zu-byte region %u",
+                 (unsigned long long)offset, (unsigned long long)length, mem->length, mem->index);
         return FERRY_ERR_ACCESS;
     }
     if ((mem->access & access) != access) {
-        ferry_debug("remote access refused: region %u grants access 0x%x, 0x%x asked", mem->index,
-                    mem->access, access);
+        fy_debug("remote access refused: region %u grants access 0x%x, 0x%x asked", mem->index,
+                 mem->access, access);
         return FERRY_ERR_ACCESS;
     }
     if ((mem->flags & FERRY_MEM_SINGLE_USE) && continues) {
         if (mem->use_owner == NULL || mem->use_owner != owner || mem->use_token != token) {
-            ferry_debug("remote access refused: a request continues an operation that did not "
-                        "claim single-use region %u",
-                        mem->index);
+            fy_debug("remote access refused: a request continues an operation that did not "
+                     "claim single-use region %u",
+                     mem->index);
             return FERRY_ERR_ACCESS;
         }
     } else if (mem->flags & FERRY_MEM_SINGLE_USE) {
         uint64_t unused = 0;
         if (!atomic_compare_exchange_strong(&mem->context->mem.entries[mem->index].uses, &unused,
                                             1)) {
-            ferry_debug("remote access refused: single-use region %u was already used", mem->index);
+            fy_debug("remote access refused: single-use region %u was already used", mem->index);
             return FERRY_ERR_ACCESS;
         }
         mem->use_owner = owner;

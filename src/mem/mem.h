@@ -56,7 +56,7 @@ typedef struct mem_keytable_header {
 #define MEM_FLAG_ALLOC 0x10000u
 
 struct ferry_mem {
-    ferry_list_link_t cache_link; /* in the context's registration cache */
+    fy_list_link_t cache_link; /* in the context's registration cache */
     ferry_context_t *context;
     uint32_t index;
     uint32_t generation;
@@ -86,7 +86,7 @@ typedef struct mem_context {
     uint32_t *generations; /* next generation of each slot */
     uint32_t capacity;     /* FERRY_MEM_MAX_REGIONS */
     uint32_t free_hint;
-    ferry_list_t cache; /* registrations, for reuse */
+    fy_list_t cache; /* registrations, for reuse */
     uint64_t uuid;
 } mem_context_t;
 

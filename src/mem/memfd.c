@@ -12,25 +12,25 @@
 
 #define MEMFD_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
-ferry_status_t ferry_memfd_create(const char *name, size_t size, int *fd_p, void **map_p)
+ferry_status_t fy_memfd_create(const char *name, size_t size, int *fd_p, void **map_p)
 {
     int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     void *map;
     if (fd < 0) {
-        ferry_error("memfd_create(%s) failed: %s", name, strerror(errno));
+        fy_error("memfd_create(%s) failed: %s", name, strerror(errno));
         return FERRY_ERR_SHMEM;
     }
     if (ftruncate(fd, (off_t)size) != 0) {
-        ferry_error("ftruncate(memfd %s, %zu bytes) failed: %s", name, size, strerror(errno));
+        fy_error("ftruncate(memfd %s, %zu bytes) failed: %s", name, size, strerror(errno));
         goto err_close;
     }
     if (fcntl(fd, F_ADD_SEALS, MEMFD_SEALS) != 0) {
-        ferry_error("fcntl(memfd %s, F_ADD_SEALS) failed: %s", name, strerror(errno));
+        fy_error("fcntl(memfd %s, F_ADD_SEALS) failed: %s", name, strerror(errno));
         goto err_close;
     }
     map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) {
-        ferry_error("mmap(memfd %s, %zu bytes) failed: %s", name, size, strerror(errno));
+        fy_error("mmap(memfd %s, %zu bytes) failed: %s", name, size, strerror(errno));
         goto err_close;
     }
     *fd_p = fd;

@@ -11,6 +11,6 @@
  * seals (a peer that maps it can never fault on it), and map it read-write. Sets *fd_p and
  * *map_p on success. Returns FERRY_OK or FERRY_ERR_SHMEM (logged: the call, name, size,
  * strerror). */
-ferry_status_t ferry_memfd_create(const char *name, size_t size, int *fd_p, void **map_p);
+ferry_status_t fy_memfd_create(const char *name, size_t size, int *fd_p, void **map_p);
 
 #endif

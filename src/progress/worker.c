@@ -13,15 +13,16 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/time.h"
+#include "wireup/address.h"
 #include "wireup/ep.h"
 
-static const ferry_config_var_t worker_spin_var = {
+static const fy_config_var_t worker_spin_var = {
     .name = "FERRY_WAIT_SPIN_US",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "50",
     .description = "microseconds ferry_worker_wait polls before it sleeps in the kernel (a "
                    "wake-up from sleep costs ~40 us here)"};
-static const ferry_config_var_t *const worker_spin_reg
+static const fy_config_var_t *const worker_spin_reg
     __attribute__((used, section("ferry_config_registry"))) = &worker_spin_var;
 
 /* While spinning, the epoll set (sockets: connects, hang-ups) is looked at every this many
@@ -30,43 +31,42 @@ static const ferry_config_var_t *const worker_spin_reg
 /* How many epoll events one progress call handles at most. */
 #define WORKER_EPOLL_BATCH 16
 
-ferry_status_t ferry_worker_fd_add(ferry_worker_t *worker, ferry_worker_fd_t *entry,
-                                   uint32_t events)
+ferry_status_t fy_worker_fd_add(ferry_worker_t *worker, fy_worker_fd_t *entry, uint32_t events)
 {
     struct epoll_event ev = {.events = events, .data.ptr = entry};
     if (epoll_ctl(worker->epoll_fd, EPOLL_CTL_ADD, entry->fd, &ev) != 0) {
-        ferry_error("epoll_ctl(ADD, epoll fd %d, fd %d) failed: %s", worker->epoll_fd, entry->fd,
-                    strerror(errno));
+        fy_error("epoll_ctl(ADD, epoll fd %d, fd %d) failed: %s", worker->epoll_fd, entry->fd,
+                 strerror(errno));
         return FERRY_ERR_IO;
     }
     return FERRY_OK;
 }
 
-void ferry_worker_fd_remove(ferry_worker_t *worker, ferry_worker_fd_t *entry)
+void fy_worker_fd_remove(ferry_worker_t *worker, fy_worker_fd_t *entry)
 {
     if (entry->fd >= 0 && epoll_ctl(worker->epoll_fd, EPOLL_CTL_DEL, entry->fd, NULL) != 0)
-        ferry_debug("epoll_ctl(DEL, fd %d): %s", entry->fd, strerror(errno));
+        fy_debug("epoll_ctl(DEL, fd %d): %s", entry->fd, strerror(errno));
 }
 
-void ferry_worker_defer(ferry_worker_t *worker, ferry_deferred_t *deferred)
+void fy_worker_defer(ferry_worker_t *worker, fy_deferred_t *deferred)
 {
-    ferry_list_push_tail(&worker->deferred, &deferred->link);
+    fy_list_push_tail(&worker->deferred, &deferred->link);
 }
 
-void ferry_worker_undefer(ferry_worker_t *worker, ferry_deferred_t *deferred)
+void fy_worker_undefer(ferry_worker_t *worker, fy_deferred_t *deferred)
 {
     (void)worker;
-    ferry_list_remove(&deferred->link);
+    fy_list_remove(&deferred->link);
 }
 
 static unsigned worker_run_deferred(ferry_worker_t *worker)
 {
     unsigned count = 0;
-    ferry_list_link_t *link;
+    fy_list_link_t *link;
     /* Callbacks may queue more; run only what is there now plus what they add (bounded by
      * the queue draining), one at a time so that a callback may remove any entry. */
-    while ((link = ferry_list_pop_head(&worker->deferred)) != NULL) {
-        ferry_deferred_t *deferred = ferry_list_entry(link, ferry_deferred_t, link);
+    while ((link = fy_list_pop_head(&worker->deferred)) != NULL) {
+        fy_deferred_t *deferred = fy_list_entry(link, fy_deferred_t, link);
         deferred->cb(deferred);
         count++;
     }
@@ -84,14 +84,14 @@ static unsigned worker_poll_fds(ferry_worker_t *worker, int timeout_ms, ferry_st
         if (n < 0) {
             if (errno == EINTR)
                 break;
-            ferry_error("epoll_wait(epoll fd %d) failed: %s", worker->epoll_fd, strerror(errno));
+            fy_error("epoll_wait(epoll fd %d) failed: %s", worker->epoll_fd, strerror(errno));
             if (status != NULL)
                 *status = FERRY_ERR_IO;
             break;
         }
         if (n == 0)
             break;
-        ferry_worker_fd_t *entry = ev.data.ptr;
+        fy_worker_fd_t *entry = ev.data.ptr;
         if (entry->cb != NULL) {
             entry->cb(entry->arg, ev.events);
             count++;
@@ -105,9 +105,19 @@ static void worker_disarm(ferry_worker_t *worker)
     worker->armed = 0;
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
-        if (ferry_transports[t]->disarm != NULL)
-            ferry_transports[t]->disarm(worker->tl[t]);
+        if (fy_transports[t]->disarm != NULL)
+            fy_transports[t]->disarm(worker->tl[t]);
     }
+}
+
+static unsigned worker_progress_modules(ferry_worker_t *worker)
+{
+    unsigned count = 0;
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        if ((worker->module_progress & (1u << m)) && fy_modules[m]->progress != NULL)
+            count += fy_modules[m]->progress(worker);
+    }
+    return count;
 }
 
 FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
@@ -116,26 +126,22 @@ FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
 
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
-        if (ferry_transports[t]->poll != NULL && !(worker->tl_poll_skip & (1u << t)))
-            count += ferry_transports[t]->poll(worker->tl[t]);
+        if (fy_transports[t]->poll != NULL && !(worker->tl_poll_skip & (1u << t)))
+            count += fy_transports[t]->poll(worker->tl[t]);
     }
-    if (ferry_unlikely(worker->rma.need_progress > 0))
-        count += ferry_rma_progress(worker); /* sends that waited for room */
-    if (ferry_unlikely(worker->tag.need_progress > 0))
-        count += ferry_tag_progress(worker); /* tagged transfers that waited for room */
-    if (ferry_unlikely(worker->seg.need_progress > 0))
-        count += ferry_segment_progress(worker); /* segment messages, DMA queues, timeouts */
-    if (ferry_unlikely(worker->armed)) {
+    if (fy_unlikely(worker->module_progress != 0))
+        count += worker_progress_modules(worker); /* what waited for room, timeouts */
+    if (fy_unlikely(worker->armed)) {
         worker_disarm(worker);
         count += worker_poll_fds(worker, 0, NULL);
-    } else if (ferry_unlikely((++worker->poll_count & 63) == 0)) {
-        uint64_t now = ferry_time_now_ns();
+    } else if (fy_unlikely((++worker->poll_count & 63) == 0)) {
+        uint64_t now = fy_time_now_ns();
         if (now >= worker->next_epoll_ns) {
             worker->next_epoll_ns = now + WORKER_EPOLL_INTERVAL_NS;
             count += worker_poll_fds(worker, 0, NULL);
         }
     }
-    if (ferry_unlikely(!ferry_list_is_empty(&worker->deferred)))
+    if (fy_unlikely(!fy_list_is_empty(&worker->deferred)))
         count += worker_run_deferred(worker);
     return count;
 }
@@ -152,18 +158,17 @@ FERRY_EXPORT ferry_status_t ferry_worker_arm(ferry_worker_t *worker)
 {
     if (worker == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    /* one-sided requests or replies waiting for room must not sleep: the peer that frees it
-     * does not signal us */
-    if (!ferry_list_is_empty(&worker->deferred) || worker->rma.need_progress > 0)
+    if (!fy_list_is_empty(&worker->deferred))
         return FERRY_ERR_BUSY;
-    /* a tagged one-sided step refused for lack of room is retried by progress only (control
-     * messages and DATA refused by a transport are woken by that transport) */
-    if (!ferry_list_is_empty(&worker->tag.retry))
-        return FERRY_ERR_BUSY;
+    /* work that only a module's progress moves on: no peer will signal it */
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        if (fy_modules[m]->busy != NULL && fy_modules[m]->busy(worker))
+            return FERRY_ERR_BUSY;
+    }
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
-        if (ferry_transports[t]->arm != NULL &&
-            ferry_transports[t]->arm(worker->tl[t]) == FERRY_ERR_BUSY) {
+        if (fy_transports[t]->arm != NULL &&
+            fy_transports[t]->arm(worker->tl[t]) == FERRY_ERR_BUSY) {
             worker_disarm(worker);
             return FERRY_ERR_BUSY;
         }
@@ -178,17 +183,17 @@ FERRY_EXPORT ferry_status_t ferry_worker_wait(ferry_worker_t *worker, int timeou
 
     if (worker == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    uint64_t start = ferry_time_now_ns();
+    uint64_t start = fy_time_now_ns();
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000u;
     uint64_t spin_end = start + worker->wait_spin_ns;
     for (;;) {
         if (ferry_worker_progress(worker) > 0)
             return FERRY_OK;
-        uint64_t now = ferry_time_now_ns();
+        uint64_t now = fy_time_now_ns();
         if (now >= deadline)
             return FERRY_ERR_TIMED_OUT;
         if (now < spin_end) {
-            ferry_cpu_relax();
+            fy_cpu_relax();
             continue;
         }
         if (ferry_worker_arm(worker) == FERRY_ERR_BUSY)
@@ -226,21 +231,45 @@ static ferry_status_t worker_build_address(ferry_worker_t *worker)
         unsigned t = worker->tl_active[i];
         size_t length = sizeof(worker->address) - offset - FERRY_ADDRESS_RECORD_HEADER_SIZE;
         uint8_t *rec = worker->address + offset;
-        ferry_status_t status = ferry_transports[t]->address(
+        ferry_status_t status = fy_transports[t]->address(
             worker->tl[t], rec + FERRY_ADDRESS_RECORD_HEADER_SIZE, &length);
         if (status != FERRY_OK)
             return status;
-        rec[0] = ferry_transports[t]->id;
+        rec[0] = fy_transports[t]->id;
         rec[1] = 0;
         uint16_t len16 = (uint16_t)length;
         memcpy(rec + 2, &len16, sizeof(len16));
         offset += FERRY_ADDRESS_RECORD_HEADER_SIZE + length;
         records++;
     }
-    ferry_address_write_header(worker->address, worker->uuid, &worker->context->host,
-                               (uint32_t)getpid(), records);
-    ferry_address_finish(worker->address, (uint16_t)offset);
+    fy_address_write_header(worker->address, worker->uuid, &worker->context->host,
+                            (uint32_t)getpid(), records);
+    fy_address_finish(worker->address, (uint16_t)offset);
     worker->address_length = offset;
+    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+        fy_tl_local_t *local = &worker->tl_local[worker->tl_active[i]];
+        local->address = worker->address;
+        local->address_length = worker->address_length;
+    }
+    return FERRY_OK;
+}
+
+/* Clean up the modules that were initialized, in list order. */
+static void worker_cleanup_modules(ferry_worker_t *worker, size_t count)
+{
+    for (size_t m = 0; m < count; m++)
+        fy_modules[m]->cleanup(worker);
+}
+
+static ferry_status_t worker_init_modules(ferry_worker_t *worker)
+{
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        ferry_status_t status = fy_modules[m]->init(worker, &worker->module_state[m]);
+        if (status != FERRY_OK) {
+            worker_cleanup_modules(worker, m);
+            return status;
+        }
+    }
     return FERRY_OK;
 }
 
@@ -248,7 +277,7 @@ static void worker_finalize_transports(ferry_worker_t *worker)
 {
     for (unsigned i = worker->tl_active_count; i-- > 0;) {
         unsigned t = worker->tl_active[i];
-        ferry_transports[t]->finalize(worker->tl[t]);
+        fy_transports[t]->finalize(worker->tl[t]);
         worker->tl[t] = NULL;
     }
     worker->tl_active_count = 0;
@@ -265,40 +294,46 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
         return FERRY_ERR_INVALID_PARAM;
     worker = calloc(1, sizeof(*worker));
     if (worker == NULL) {
-        ferry_error("calloc(%zu) for a worker failed", sizeof(*worker));
+        fy_error("calloc(%zu) for a worker failed", sizeof(*worker));
         return FERRY_ERR_NO_MEMORY;
     }
     worker->context = context;
     if (params != NULL)
         worker->params = *params;
-    ferry_list_init(&worker->eps);
-    ferry_list_init(&worker->deferred);
-    ferry_rma_worker_init(worker);     /* allocates nothing */
-    ferry_tag_init(worker);            /* allocates nothing */
-    ferry_segment_worker_init(worker); /* allocates nothing */
+    fy_list_init(&worker->eps);
+    fy_list_init(&worker->deferred);
     worker->wait_spin_ns = ferry_config_size(&worker_spin_var) * 1000u;
     if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {
-        ferry_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
-                    strerror(errno));
+        fy_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
+                 strerror(errno));
         status = FERRY_ERR_IO;
         goto err_free_worker;
     }
     worker->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (worker->epoll_fd < 0) {
-        ferry_error("epoll_create1 failed: %s (check the open-files limit, ulimit -n)",
-                    strerror(errno));
+        fy_error("epoll_create1 failed: %s (check the open-files limit, ulimit -n)",
+                 strerror(errno));
         status = FERRY_ERR_IO;
         goto err_free_worker;
     }
-    for (size_t t = 0; t < ferry_transports_count; t++) {
+    for (size_t t = 0; t < fy_transports_count; t++) {
         if (!context->enabled[t])
             continue;
-        status = ferry_transports[t]->init(worker, &worker->tl[t]);
+        worker->tl_local[t] = (fy_tl_local_t){.worker_uuid = worker->uuid,
+                                              .host = context->host,
+                                              .caps = context->caps[t],
+                                              .keytable_fd = context->mem.keytable_fd,
+                                              .poll_skip = &worker->tl_poll_skip,
+                                              .poll_bit = 1u << t};
+        status = fy_transports[t]->init(worker, &worker->tl_local[t], &worker->tl[t]);
         if (status != FERRY_OK)
             goto err_finalize_transports;
         worker->tl_active[worker->tl_active_count++] = (unsigned)t;
     }
     status = worker_build_address(worker);
+    if (status != FERRY_OK)
+        goto err_finalize_transports;
+    status = worker_init_modules(worker);
     if (status != FERRY_OK)
         goto err_finalize_transports;
     context->worker_count++;
@@ -317,13 +352,11 @@ FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
 {
     if (worker == NULL)
         return;
-    ferry_ep_destroy_all(worker);
+    fy_ep_destroy_all(worker);
     worker_run_deferred(worker); /* canceled operations report to their completions */
     worker_finalize_transports(worker);
     worker_run_deferred(worker);
-    ferry_rma_worker_cleanup(worker);
-    ferry_tag_cleanup(worker); /* after the one-sided layer completed what tagged transfers used */
-    ferry_segment_worker_cleanup(worker); /* segments, remote segments, DMA queues left */
+    worker_cleanup_modules(worker, fy_modules_count);
     close(worker->epoll_fd);
     worker->context->worker_count--;
     free(worker);

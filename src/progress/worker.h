@@ -1,93 +1,71 @@
-/* The worker: one progress engine (epoll set, eventfd wake-ups, AM handler table, deferred
- * callbacks) and the per-worker state of each enabled transport. */
-#ifndef FERRY_PROGRESS_WORKER_H
-#define FERRY_PROGRESS_WORKER_H
+/* The worker: the progress engine (epoll set, deferred callbacks, the active-message handler
+ * table) and the list of protocol modules. It names no protocol: each protocol's per-worker
+ * state is reached through its module (progress/module.h). The engine services transports use
+ * (descriptors, deferred calls, delivery) are declared in transport/transport.h, the upward
+ * contract; protocols use them too. */
+#ifndef FY_PROGRESS_WORKER_H
+#define FY_PROGRESS_WORKER_H
 
 #include <stdint.h>
 
 #include <ferry/ferry.h>
 
+#include "core/completion.h"
 #include "core/list.h"
-#include "mem/segment.h"
-#include "proto/rma.h"
-#include "proto/tag.h"
+#include "progress/module.h"
 #include "transport/transport.h"
 #include "wireup/context.h"
 
-/* A descriptor watched by the worker's epoll set; events are dispatched from progress. */
-typedef void (*ferry_worker_fd_cb_t)(void *arg, uint32_t events);
+/* An internal handler's placement (fy_am_set_internal_place; transports ask fy_am_place). */
+typedef void *(*fy_am_place_cb_t)(void *arg, ferry_ep_t *ep, const void *header,
+                                  size_t header_length, size_t length);
 
-typedef struct ferry_worker_fd {
-    int fd;
-    ferry_worker_fd_cb_t cb;
-    void *arg;
-} ferry_worker_fd_t;
-
-/* A callback to run from progress (never from inside the call that queued it). */
-typedef struct ferry_deferred ferry_deferred_t;
-typedef void (*ferry_deferred_cb_t)(ferry_deferred_t *self);
-struct ferry_deferred {
-    ferry_list_link_t link;
-    ferry_deferred_cb_t cb;
-};
-
-/* An internal handler's placement (proto/am.h: ferry_am_set_internal_place). */
-typedef void *(*ferry_am_place_cb_t)(void *arg, ferry_ep_t *ep, const void *header,
-                                     size_t header_length, size_t length);
-
-typedef struct ferry_am_handler {
+typedef struct fy_am_handler {
     ferry_am_handler_cb_t cb;
-    ferry_am_place_cb_t place; /* NULL: no placement */
+    fy_am_place_cb_t place; /* NULL: no placement */
     void *arg;
     unsigned warned; /* dropped-message warnings already printed for this id */
-} ferry_am_handler_t;
+} fy_am_handler_t;
 
-#define FERRY_AM_ID_ALL 256 /* ids FERRY_AM_ID_MAX..255 are ferry's own protocols */
+#define FY_AM_ID_ALL 256 /* ids FERRY_AM_ID_MAX..255 are ferry's own protocols (am_ids.h) */
 
 struct ferry_worker {
     ferry_context_t *context;
     ferry_worker_params_t params;
     int epoll_fd;
     uint64_t uuid;
-    ferry_tl_worker_t *tl[FERRY_TL_MAX]; /* NULL where the transport is not enabled */
-    unsigned tl_active[FERRY_TL_MAX];    /* indices of the enabled transports */
+    fy_tl_worker_t *tl[FY_TL_MAX]; /* NULL where the transport is not enabled */
+    unsigned tl_active[FY_TL_MAX]; /* indices of the enabled transports */
     unsigned tl_active_count;
     uint32_t tl_poll_skip; /* bit t: transport t has nothing to poll now (it says so itself) */
-    ferry_am_handler_t am[FERRY_AM_ID_ALL];
-    ferry_list_t eps;       /* every endpoint of this worker (ferry_ep_t.link) */
-    ferry_list_t deferred;  /* ferry_deferred_t to run from progress */
+    fy_tl_local_t tl_local[FY_TL_MAX]; /* what each transport is told about this worker */
+    /* bit m: module m asked to be progressed (fy_worker_module_progress_set) */
+    uint32_t module_progress;
+    void *module_state[FY_MODULE_MAX]; /* each module's per-worker state (module init) */
+    fy_am_handler_t am[FY_AM_ID_ALL];
+    fy_list_t eps;          /* every endpoint of this worker (ferry_ep_t.link) */
+    fy_list_t deferred;     /* fy_deferred_t to run from progress */
     unsigned poll_count;    /* progress calls; every few, the epoll set is polled */
     uint64_t next_epoll_ns; /* when a spinning progress looks at the epoll set next */
     int armed;              /* arm() returned OK: the next progress drains the epoll set */
     uint64_t wait_spin_ns;
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
-    ferry_rma_worker_t rma;     /* one-sided operations (proto/rma.c, proto/rma_am.c) */
-    ferry_tag_worker_t tag;     /* tagged messages (proto/tag.c, proto/tag_rndv.c) */
-    ferry_segment_worker_t seg; /* named segments (mem/segment.c, rsegment.c, segment_dma.c) */
 };
 
-/* Add fd to the epoll set (events: EPOLLIN etc.; level-triggered unless EPOLLET is given).
- * entry must stay valid until removed. Returns FERRY_OK or FERRY_ERR_IO (logged). */
-ferry_status_t ferry_worker_fd_add(ferry_worker_t *worker, ferry_worker_fd_t *entry,
-                                   uint32_t events);
-void ferry_worker_fd_remove(ferry_worker_t *worker, ferry_worker_fd_t *entry);
-
-/* Queue a callback to run from the next progress. */
-void ferry_worker_defer(ferry_worker_t *worker, ferry_deferred_t *deferred);
-/* Remove a queued callback that has not run yet (no effect if it is not queued). */
-void ferry_worker_undefer(ferry_worker_t *worker, ferry_deferred_t *deferred);
-
-/* Update a completion from progress: record the first error, decrement, run the callback
- * when the count reaches 0. NULL is ignored. */
-static inline void ferry_completion_update(ferry_completion_t *comp, ferry_status_t status)
+/* A module's per-worker state (what its init returned). */
+static inline void *fy_worker_module_state(const ferry_worker_t *worker, unsigned module)
 {
-    if (comp == NULL)
-        return;
-    if (status < 0 && comp->status == FERRY_OK)
-        comp->status = status;
-    if (--comp->count == 0 && comp->cb != NULL)
-        comp->cb(comp);
+    return worker->module_state[module];
+}
+
+/* Ask progress to call the module's progress slot (on), or stop (off). Cheap: one bit. */
+static inline void fy_worker_module_progress_set(ferry_worker_t *worker, unsigned module, bool on)
+{
+    if (on)
+        worker->module_progress |= 1u << module;
+    else
+        worker->module_progress &= ~(1u << module);
 }
 
 #endif

@@ -1,64 +1,10 @@
-/* Active messages: the handler table, sending through the endpoint's transport, delivery, and
- * receive buffers a handler may keep. */
+/* Active messages: sending through the endpoint's transport (the handler table and delivery
+ * are the engine's: progress/am_table.c). */
 #define _GNU_SOURCE
 #include "proto/am.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "core/compiler.h"
-#include "core/log.h"
-#include "progress/worker.h"
 #include "wireup/ep.h"
-
-/* Header in front of a private receive buffer: how ferry_am_data_release frees it. */
-typedef struct am_buffer {
-    uint64_t magic;
-    uint64_t length;
-} am_buffer_t;
-
-#define AM_BUFFER_MAGIC 0x66657272795f616dull /* "ferry_am" */
-
-FERRY_EXPORT ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigned id,
-                                                 ferry_am_handler_cb_t cb, void *arg)
-{
-    if (worker == NULL || id >= FERRY_AM_ID_MAX)
-        return FERRY_ERR_INVALID_PARAM;
-    worker->am[id].cb = cb;
-    worker->am[id].place = NULL;
-    worker->am[id].arg = arg;
-    worker->am[id].warned = 0;
-    return FERRY_OK;
-}
-
-ferry_status_t ferry_am_set_internal_place(ferry_worker_t *worker, unsigned id,
-                                           ferry_am_place_cb_t place)
-{
-    if (worker == NULL || id < FERRY_AM_ID_MAX || id >= FERRY_AM_ID_ALL)
-        return FERRY_ERR_INVALID_PARAM;
-    worker->am[id].place = place;
-    return FERRY_OK;
-}
-
-void *ferry_am_place(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const void *header,
-                     size_t header_length, size_t length)
-{
-    ferry_am_handler_t *handler = &worker->am[id & (FERRY_AM_ID_ALL - 1)];
-    if (handler->place == NULL || handler->cb == NULL)
-        return NULL;
-    return handler->place(handler->arg, ep, header, header_length, length);
-}
-
-ferry_status_t ferry_am_set_internal_handler(ferry_worker_t *worker, unsigned id,
-                                             ferry_am_handler_cb_t cb, void *arg)
-{
-    if (worker == NULL || id < FERRY_AM_ID_MAX || id >= FERRY_AM_ID_ALL)
-        return FERRY_ERR_INVALID_PARAM;
-    worker->am[id].cb = cb;
-    worker->am[id].arg = arg;
-    worker->am[id].warned = 0;
-    return FERRY_OK;
-}
 
 static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const void *header,
                                              size_t header_length, const ferry_iov_t *iov,
@@ -68,16 +14,16 @@ FERRY_EXPORT ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const voi
                                           size_t header_length, const ferry_iov_t *iov,
                                           size_t iovcnt, ferry_completion_t *comp)
 {
-    if (ferry_unlikely(id >= FERRY_AM_ID_MAX))
+    if (fy_unlikely(id >= FERRY_AM_ID_MAX))
         return FERRY_ERR_INVALID_PARAM;
     return am_send_checked(ep, id, header, header_length, iov, iovcnt, comp);
 }
 
-ferry_status_t ferry_am_send_internal(ferry_ep_t *ep, unsigned id, const void *header,
-                                      size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
-                                      ferry_completion_t *comp)
+ferry_status_t fy_am_send_internal(ferry_ep_t *ep, unsigned id, const void *header,
+                                   size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
+                                   ferry_completion_t *comp)
 {
-    if (ferry_unlikely(id < FERRY_AM_ID_MAX || id >= FERRY_AM_ID_ALL))
+    if (fy_unlikely(id < FERRY_AM_ID_MAX || id >= FY_AM_ID_ALL))
         return FERRY_ERR_INVALID_PARAM;
     return am_send_checked(ep, id, header, header_length, iov, iovcnt, comp);
 }
@@ -86,99 +32,19 @@ static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const 
                                              size_t header_length, const ferry_iov_t *iov,
                                              size_t iovcnt, ferry_completion_t *comp)
 {
-    if (ferry_unlikely(ep == NULL || header_length > FERRY_AM_HEADER_MAX ||
-                       (header == NULL && header_length > 0) || (iov == NULL && iovcnt > 0)))
+    if (fy_unlikely(ep == NULL || header_length > FERRY_AM_HEADER_MAX ||
+                    (header == NULL && header_length > 0) || (iov == NULL && iovcnt > 0)))
         return FERRY_ERR_INVALID_PARAM;
-    if (ferry_unlikely(ep->state != FERRY_EP_OPEN))
+    if (fy_unlikely(ep->state != FY_EP_OPEN))
         return ep->error;
     if (iovcnt <= 1) {
         const void *payload = iovcnt ? iov[0].buffer : NULL;
         size_t length = iovcnt ? iov[0].length : 0;
-        if (ferry_unlikely(payload == NULL && length > 0))
+        if (fy_unlikely(payload == NULL && length > 0))
             return FERRY_ERR_INVALID_PARAM;
-        if (header_length + length <= ep->max_short && ep->tl->send_short != NULL) {
-            ferry_status_t status =
-                ep->tl->send_short(ep->tl_ep, (uint8_t)id, header, header_length, payload, length);
-            if (status != FERRY_ERR_UNSUPPORTED)
-                return status;
-        }
+        if (header_length + length <= ep->caps.max_short && ep->tl->send_short != NULL)
+            return ep->tl->send_short(ep->tl_ep, (uint8_t)id, header, header_length, payload,
+                                      length);
     }
     return ep->tl->sendv(ep->tl_ep, (uint8_t)id, header, header_length, iov, iovcnt, comp);
-}
-
-ferry_status_t ferry_am_deliver(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id,
-                                const void *header, size_t header_length, void *data, size_t length,
-                                unsigned flags)
-{
-    ferry_am_handler_t *handler = &worker->am[id & (FERRY_AM_ID_ALL - 1)];
-    ferry_am_recv_params_t params = {.reply_ep = ep, .flags = flags};
-    ferry_status_t status;
-
-    if (ferry_unlikely(handler->cb == NULL)) {
-        if (handler->warned++ == 0)
-            ferry_warn("dropping active message id %u (%zu bytes) from endpoint %p: no handler "
-                       "is set for this id (ferry_am_set_handler); further drops of id %u are "
-                       "not logged",
-                       id, length, (void *)ep, id);
-        return FERRY_OK;
-    }
-    status = handler->cb(handler->arg, header, header_length, data, length, &params);
-    if (status == FERRY_INPROGRESS) {
-        if (flags & FERRY_AM_RECV_KEEPABLE)
-            return FERRY_INPROGRESS;
-        ferry_warn("active message handler of id %u returned FERRY_INPROGRESS for data it "
-                   "may not keep (FERRY_AM_RECV_KEEPABLE was not set); the data is reused",
-                   id);
-    }
-    return FERRY_OK;
-}
-
-void *ferry_am_buffer_alloc(size_t length)
-{
-    am_buffer_t *buffer;
-    if (length > SIZE_MAX - sizeof(*buffer))
-        return NULL;
-    buffer = malloc(sizeof(*buffer) + length);
-    if (buffer == NULL) {
-        ferry_error("malloc(%zu) for a receive buffer failed", sizeof(*buffer) + length);
-        return NULL;
-    }
-    buffer->magic = AM_BUFFER_MAGIC;
-    buffer->length = length;
-    return buffer + 1;
-}
-
-void ferry_am_buffer_free(void *data)
-{
-    am_buffer_t *buffer = (am_buffer_t *)data - 1;
-    buffer->magic = 0;
-    free(buffer);
-}
-
-void ferry_am_deliver_buffer(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id,
-                             const void *header, size_t header_length, void *data, size_t length)
-{
-    if (ferry_am_deliver(worker, ep, id, header, header_length, data, length,
-                         FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS)
-        ferry_am_buffer_free(data);
-}
-
-FERRY_EXPORT void ferry_am_data_release(ferry_worker_t *worker, void *data)
-{
-    if (worker == NULL || data == NULL)
-        return;
-    for (unsigned i = 0; i < worker->tl_active_count; i++) {
-        unsigned t = worker->tl_active[i];
-        if (ferry_transports[t]->am_data_release != NULL &&
-            ferry_transports[t]->am_data_release(worker->tl[t], data))
-            return;
-    }
-    am_buffer_t *buffer = (am_buffer_t *)data - 1;
-    if (buffer->magic != AM_BUFFER_MAGIC) {
-        ferry_error("ferry_am_data_release(%p): not data kept from an active-message handler "
-                    "(released twice?)",
-                    data);
-        return;
-    }
-    ferry_am_buffer_free(data);
 }

@@ -25,56 +25,34 @@
 #define RMA_BLOCK_REQS 64
 
 typedef struct rma_req {
-    ferry_list_link_t ep_link;     /* ep->rma.active/queued/flushes, worker->rma.flushes, free */
-    ferry_list_link_t worker_link; /* worker->rma.outstanding (operations only) */
-    ferry_deferred_t notify;       /* reports to user_comp from progress */
+    fy_list_link_t ep_link;     /* ep->rma.active/queued/flushes, worker->rma.flushes, free */
+    fy_list_link_t worker_link; /* worker->rma.outstanding (operations only) */
+    fy_deferred_t notify;       /* reports to user_comp from progress */
     ferry_worker_t *worker;
     ferry_ep_t *ep; /* NULL once complete, or when the endpoint was freed */
     uint64_t seq;
     ferry_completion_t comp;       /* updated by the transport or rma_am.c */
     ferry_completion_t *user_comp; /* may be NULL */
     ferry_status_t status;
-    int fenced;        /* queued: starts only when every request issued before it completed */
-    int in_use;        /* not on the freelist */
-    ferry_rma_op_t op; /* queued: the operation, with private copies of its arrays */
+    int fenced;     /* queued: starts only when every request issued before it completed */
+    fy_rma_op_t op; /* queued: the operation, with private copies of its arrays */
     ferry_iov_t local_inline;
     ferry_remote_iov_t remote_inline;
 } rma_req_t;
 
-typedef struct rma_block {
-    struct rma_block *next;
-    rma_req_t reqs[RMA_BLOCK_REQS];
-} rma_block_t;
-
 static void rma_req_comp_cb(ferry_completion_t *comp);
-static void rma_notify_cb(ferry_deferred_t *self);
+static void rma_notify_cb(fy_deferred_t *self);
 
 /* ------------------------------------------------------------------ requests */
 
 static rma_req_t *rma_req_get(ferry_worker_t *worker)
 {
-    ferry_list_link_t *link = ferry_list_pop_head(&worker->rma.free);
-    rma_req_t *req;
-
-    if (ferry_unlikely(link == NULL)) {
-        rma_block_t *block = malloc(sizeof(*block));
-        if (block == NULL) {
-            ferry_error("malloc(%zu) for %d one-sided operation requests failed", sizeof(*block),
-                        RMA_BLOCK_REQS);
-            return NULL;
-        }
-        block->next = worker->rma.blocks;
-        worker->rma.blocks = block;
-        for (int i = 1; i < RMA_BLOCK_REQS; i++) {
-            block->reqs[i].in_use = 0;
-            ferry_list_push_tail(&worker->rma.free, &block->reqs[i].ep_link);
-        }
-        link = &block->reqs[0].ep_link;
-        ferry_list_link_init(link);
-    }
-    req = ferry_list_entry(link, rma_req_t, ep_link);
-    ferry_list_link_init(&req->worker_link);
-    ferry_list_link_init(&req->notify.link);
+    rma_req_t *req = fy_pool_get(&fy_rma_worker_of(worker)->reqs);
+    if (fy_unlikely(req == NULL))
+        return NULL;
+    fy_list_link_init(&req->ep_link);
+    fy_list_link_init(&req->worker_link);
+    fy_list_link_init(&req->notify.link);
     req->notify.cb = rma_notify_cb;
     req->worker = worker;
     req->ep = NULL;
@@ -82,7 +60,6 @@ static rma_req_t *rma_req_get(ferry_worker_t *worker)
     req->user_comp = NULL;
     req->status = FERRY_OK;
     req->fenced = 0;
-    req->in_use = 1;
     req->op.local = NULL;
     req->op.remote = NULL;
     return req;
@@ -101,12 +78,11 @@ static void rma_req_free_copies(rma_req_t *req)
 static void rma_req_put(ferry_worker_t *worker, rma_req_t *req)
 {
     rma_req_free_copies(req);
-    req->in_use = 0;
-    ferry_list_push_head(&worker->rma.free, &req->ep_link);
+    fy_pool_put(&fy_rma_worker_of(worker)->reqs, req);
 }
 
 /* Keep the operation for a later start: its arrays are the caller's only during the call. */
-static ferry_status_t rma_req_copy_op(rma_req_t *req, const ferry_rma_op_t *op)
+static ferry_status_t rma_req_copy_op(rma_req_t *req, const fy_rma_op_t *op)
 {
     req->op = *op;
     req->op.local = NULL;
@@ -117,8 +93,8 @@ static ferry_status_t rma_req_copy_op(rma_req_t *req, const ferry_rma_op_t *op)
     } else if (op->local_count > 1) {
         ferry_iov_t *local = malloc(op->local_count * sizeof(*local));
         if (local == NULL) {
-            ferry_error("malloc(%zu) to queue a one-sided operation behind a fence failed",
-                        op->local_count * sizeof(*local));
+            fy_error("malloc(%zu) to queue a one-sided operation behind a fence failed",
+                     op->local_count * sizeof(*local));
             return FERRY_ERR_NO_MEMORY;
         }
         memcpy(local, op->local, op->local_count * sizeof(*local));
@@ -130,8 +106,8 @@ static ferry_status_t rma_req_copy_op(rma_req_t *req, const ferry_rma_op_t *op)
     } else if (op->remote_count > 1) {
         ferry_remote_iov_t *remote = malloc(op->remote_count * sizeof(*remote));
         if (remote == NULL) {
-            ferry_error("malloc(%zu) to queue a one-sided operation behind a fence failed",
-                        op->remote_count * sizeof(*remote));
+            fy_error("malloc(%zu) to queue a one-sided operation behind a fence failed",
+                     op->remote_count * sizeof(*remote));
             rma_req_free_copies(req);
             return FERRY_ERR_NO_MEMORY;
         }
@@ -148,16 +124,16 @@ static void rma_notify(rma_req_t *req)
         rma_req_put(req->worker, req);
         return;
     }
-    ferry_worker_defer(req->worker, &req->notify);
+    fy_worker_defer(req->worker, &req->notify);
 }
 
-static void rma_notify_cb(ferry_deferred_t *self)
+static void rma_notify_cb(fy_deferred_t *self)
 {
-    rma_req_t *req = ferry_container_of(self, rma_req_t, notify);
+    rma_req_t *req = fy_container_of(self, rma_req_t, notify);
     ferry_completion_t *comp = req->user_comp;
     ferry_status_t status = req->status;
     rma_req_put(req->worker, req);
-    ferry_completion_update(comp, status);
+    fy_completion_update(comp, status);
 }
 
 /* ------------------------------------------------------------------ order: flushes, fences */
@@ -166,21 +142,21 @@ static void rma_notify_cb(ferry_deferred_t *self)
  * are all older than queued ones (once the queue is not empty, every new one joins it). */
 static uint64_t rma_ep_oldest(ferry_ep_t *ep)
 {
-    ferry_list_link_t *link = ferry_list_peek_head(&ep->rma.active);
+    fy_list_link_t *link = fy_list_peek_head(&fy_rma_ep_of(ep)->active);
     if (link == NULL)
-        link = ferry_list_peek_head(&ep->rma.queued);
-    return link != NULL ? ferry_list_entry(link, rma_req_t, ep_link)->seq : UINT64_MAX;
+        link = fy_list_peek_head(&fy_rma_ep_of(ep)->queued);
+    return link != NULL ? fy_list_entry(link, rma_req_t, ep_link)->seq : UINT64_MAX;
 }
 
 /* Complete the flushes of list that no request older than them is left for. */
-static void rma_check_flushes(ferry_list_t *flushes, uint64_t oldest)
+static void rma_check_flushes(fy_list_t *flushes, uint64_t oldest)
 {
-    ferry_list_link_t *link;
-    while ((link = ferry_list_peek_head(flushes)) != NULL) {
-        rma_req_t *rec = ferry_list_entry(link, rma_req_t, ep_link);
+    fy_list_link_t *link;
+    while ((link = fy_list_peek_head(flushes)) != NULL) {
+        rma_req_t *rec = fy_list_entry(link, rma_req_t, ep_link);
         if (rec->seq > oldest)
             break;
-        ferry_list_remove(link);
+        fy_list_remove(link);
         rec->ep = NULL;
         rma_notify(rec);
     }
@@ -188,39 +164,38 @@ static void rma_check_flushes(ferry_list_t *flushes, uint64_t oldest)
 
 static void rma_worker_check_flushes(ferry_worker_t *worker)
 {
-    ferry_list_link_t *link;
-    if (ferry_list_is_empty(&worker->rma.flushes))
+    fy_list_link_t *link;
+    if (fy_list_is_empty(&fy_rma_worker_of(worker)->flushes))
         return;
-    link = ferry_list_peek_head(&worker->rma.outstanding);
-    rma_check_flushes(&worker->rma.flushes,
-                      link != NULL ? ferry_list_entry(link, rma_req_t, worker_link)->seq
-                                   : UINT64_MAX);
+    link = fy_list_peek_head(&fy_rma_worker_of(worker)->outstanding);
+    rma_check_flushes(&fy_rma_worker_of(worker)->flushes,
+                      link != NULL ? fy_list_entry(link, rma_req_t, worker_link)->seq : UINT64_MAX);
 }
 
 static void rma_retry_add(ferry_ep_t *ep)
 {
-    if (ferry_list_is_linked(&ep->rma.retry_link))
+    if (fy_list_is_linked(&fy_rma_ep_of(ep)->retry_link))
         return;
-    ferry_list_push_tail(&ep->worker->rma.retry, &ep->rma.retry_link);
-    ep->worker->rma.need_progress++;
+    fy_list_push_tail(&fy_rma_worker_of(ep->worker)->retry, &fy_rma_ep_of(ep)->retry_link);
+    rma_need_progress(ep->worker, 1);
 }
 
 static void rma_retry_remove(ferry_ep_t *ep)
 {
-    if (!ferry_list_is_linked(&ep->rma.retry_link))
+    if (!fy_list_is_linked(&fy_rma_ep_of(ep)->retry_link))
         return;
-    ferry_list_remove(&ep->rma.retry_link);
-    ep->worker->rma.need_progress--;
+    fy_list_remove(&fy_rma_ep_of(ep)->retry_link);
+    rma_need_progress(ep->worker, -1);
 }
 
-static ferry_status_t rma_start(ferry_ep_t *ep, const ferry_rma_op_t *op)
+static ferry_status_t rma_start(ferry_ep_t *ep, const fy_rma_op_t *op)
 {
     if (ep->tl->rma != NULL) {
         ferry_status_t status = ep->tl->rma(ep->tl_ep, op);
         if (status != FERRY_ERR_UNSUPPORTED)
             return status;
     }
-    return ferry_rma_am_start(ep, op);
+    return fy_rma_am_start(ep, op);
 }
 
 static void rma_req_finish(rma_req_t *req, ferry_status_t status);
@@ -229,26 +204,26 @@ static void rma_req_finish(rma_req_t *req, ferry_status_t status);
  * is fenced, at once otherwise. Returns the number of requests started. */
 static unsigned rma_ep_start_queued(ferry_ep_t *ep)
 {
-    ferry_rma_ep_t *rep = &ep->rma;
-    ferry_list_link_t *link;
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
+    fy_list_link_t *link;
     unsigned count = 0;
 
     if (rep->starting)
         return 0; /* the caller's loop goes on */
     rma_retry_remove(ep);
-    if (rep->failed || ep->state != FERRY_EP_OPEN)
+    if (rep->failed || ep->state != FY_EP_OPEN)
         return 0;
     rep->starting = 1;
-    while (!rep->failed && (link = ferry_list_peek_head(&rep->queued)) != NULL) {
-        rma_req_t *req = ferry_list_entry(link, rma_req_t, ep_link);
-        if (req->fenced && !ferry_list_is_empty(&rep->active))
+    while (!rep->failed && (link = fy_list_peek_head(&rep->queued)) != NULL) {
+        rma_req_t *req = fy_list_entry(link, rma_req_t, ep_link);
+        if (req->fenced && !fy_list_is_empty(&rep->active))
             break;
-        ferry_list_remove(link); /* out of reach of a failure while the transport runs */
+        fy_list_remove(link); /* out of reach of a failure while the transport runs */
         req->comp = (ferry_completion_t){.cb = rma_req_comp_cb, .count = 1, .status = FERRY_OK};
         req->op.comp = &req->comp;
         ferry_status_t status = rma_start(ep, &req->op);
         if (status == FERRY_ERR_NO_RESOURCE) {
-            ferry_list_push_head(&rep->queued, link);
+            fy_list_push_head(&rep->queued, link);
             rma_retry_add(ep);
             break;
         }
@@ -256,7 +231,7 @@ static unsigned rma_ep_start_queued(ferry_ep_t *ep)
         req->fenced = 0;
         count++;
         if (status == FERRY_INPROGRESS)
-            ferry_list_push_tail(&rep->active, &req->ep_link);
+            fy_list_push_tail(&rep->active, &req->ep_link);
         else
             rma_req_finish(req, status); /* done at once, or failed */
     }
@@ -270,14 +245,14 @@ static void rma_req_finish(rma_req_t *req, ferry_status_t status)
     ferry_worker_t *worker = req->worker;
     ferry_ep_t *ep = req->ep;
 
-    ferry_list_remove(&req->ep_link);
-    ferry_list_remove(&req->worker_link);
+    fy_list_remove(&req->ep_link);
+    fy_list_remove(&req->worker_link);
     req->status = status;
     req->ep = NULL;
     rma_notify(req);
     if (ep != NULL) {
-        rma_check_flushes(&ep->rma.flushes, rma_ep_oldest(ep));
-        if (!ferry_list_is_empty(&ep->rma.queued))
+        rma_check_flushes(&fy_rma_ep_of(ep)->flushes, rma_ep_oldest(ep));
+        if (!fy_list_is_empty(&fy_rma_ep_of(ep)->queued))
             rma_ep_start_queued(ep);
     }
     rma_worker_check_flushes(worker);
@@ -285,27 +260,27 @@ static void rma_req_finish(rma_req_t *req, ferry_status_t status)
 
 static void rma_req_comp_cb(ferry_completion_t *comp)
 {
-    rma_req_t *req = ferry_container_of(comp, rma_req_t, comp);
+    rma_req_t *req = fy_container_of(comp, rma_req_t, comp);
     rma_req_finish(req, comp->status);
 }
 
 /* Start op on ep, or queue it behind a fence; track it if it does not finish now. */
-static ferry_status_t rma_issue(ferry_ep_t *ep, ferry_rma_op_t *op, ferry_completion_t *user_comp)
+static ferry_status_t rma_issue(ferry_ep_t *ep, fy_rma_op_t *op, ferry_completion_t *user_comp)
 {
     ferry_worker_t *worker = ep->worker;
-    ferry_rma_ep_t *rep = &ep->rma;
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
     int fenced = rep->fence_pending;
     ferry_status_t status;
     rma_req_t *req;
 
-    if (fenced && ferry_list_is_empty(&rep->active) && ferry_list_is_empty(&rep->queued))
+    if (fenced && fy_list_is_empty(&rep->active) && fy_list_is_empty(&rep->queued))
         fenced = 0; /* what the fence waited for has completed */
     req = rma_req_get(worker);
-    if (ferry_unlikely(req == NULL))
+    if (fy_unlikely(req == NULL))
         return FERRY_ERR_NO_MEMORY;
     req->ep = ep;
     req->user_comp = user_comp;
-    if (ferry_unlikely(fenced || !ferry_list_is_empty(&rep->queued))) {
+    if (fy_unlikely(fenced || !fy_list_is_empty(&rep->queued))) {
         status = rma_req_copy_op(req, op);
         if (status != FERRY_OK) {
             rma_req_put(worker, req);
@@ -313,9 +288,9 @@ static ferry_status_t rma_issue(ferry_ep_t *ep, ferry_rma_op_t *op, ferry_comple
         }
         rep->fence_pending = 0;
         req->fenced = fenced;
-        req->seq = worker->rma.next_seq++;
-        ferry_list_push_tail(&rep->queued, &req->ep_link);
-        ferry_list_push_tail(&worker->rma.outstanding, &req->worker_link);
+        req->seq = fy_rma_worker_of(worker)->next_seq++;
+        fy_list_push_tail(&rep->queued, &req->ep_link);
+        fy_list_push_tail(&fy_rma_worker_of(worker)->outstanding, &req->worker_link);
         return FERRY_INPROGRESS;
     }
     rep->fence_pending = 0;
@@ -323,9 +298,9 @@ static ferry_status_t rma_issue(ferry_ep_t *ep, ferry_rma_op_t *op, ferry_comple
     op->comp = &req->comp;
     status = rma_start(ep, op);
     if (status == FERRY_INPROGRESS) {
-        req->seq = worker->rma.next_seq++;
-        ferry_list_push_tail(&rep->active, &req->ep_link);
-        ferry_list_push_tail(&worker->rma.outstanding, &req->worker_link);
+        req->seq = fy_rma_worker_of(worker)->next_seq++;
+        fy_list_push_tail(&rep->active, &req->ep_link);
+        fy_list_push_tail(&fy_rma_worker_of(worker)->outstanding, &req->worker_link);
         return FERRY_INPROGRESS;
     }
     rma_req_put(worker, req);
@@ -350,21 +325,21 @@ static const char *rma_access_name(unsigned access)
 static ferry_status_t rma_check_key(const char *call, ferry_ep_t *ep, const ferry_rkey_t *rkey,
                                     unsigned access)
 {
-    if (ferry_unlikely(ep == NULL || rkey == NULL)) {
-        ferry_warn("%s: the %s is NULL", call, ep == NULL ? "endpoint" : "remote key");
+    if (fy_unlikely(ep == NULL || rkey == NULL)) {
+        fy_warn("%s: the %s is NULL", call, ep == NULL ? "endpoint" : "remote key");
         return FERRY_ERR_INVALID_PARAM;
     }
-    if (ferry_unlikely(rkey->ep != ep)) {
-        ferry_warn("%s: the remote key (region %u of pid %u) was unpacked on endpoint %p, not on "
-                   "endpoint %p (use a key on the endpoint it was unpacked on)",
-                   call, rkey->key.index, rkey->key.pid, (void *)rkey->ep, (void *)ep);
+    if (fy_unlikely(rkey->ep != ep)) {
+        fy_warn("%s: the remote key (region %u of pid %u) was unpacked on endpoint %p, not on "
+                "endpoint %p (use a key on the endpoint it was unpacked on)",
+                call, rkey->key.index, rkey->key.pid, (void *)rkey->ep, (void *)ep);
         return FERRY_ERR_INVALID_PARAM;
     }
-    if (ferry_unlikely(ep->state != FERRY_EP_OPEN))
+    if (fy_unlikely(ep->state != FY_EP_OPEN))
         return ep->error;
-    if (ferry_unlikely((rkey->key.access & access) != access)) {
-        ferry_warn("%s: the key of region %u of pid %u does not grant %s (it grants 0x%x)", call,
-                   rkey->key.index, rkey->key.pid, rma_access_name(access), rkey->key.access);
+    if (fy_unlikely((rkey->key.access & access) != access)) {
+        fy_warn("%s: the key of region %u of pid %u does not grant %s (it grants 0x%x)", call,
+                rkey->key.index, rkey->key.pid, rma_access_name(access), rkey->key.access);
         return FERRY_ERR_ACCESS;
     }
     return FERRY_OK;
@@ -373,12 +348,12 @@ static ferry_status_t rma_check_key(const char *call, ferry_ep_t *ep, const ferr
 static ferry_status_t rma_check_range(const char *call, const ferry_rkey_t *rkey, uint64_t offset,
                                       uint64_t length)
 {
-    if (ferry_likely(mem_range_ok(rkey->key.length, offset, length)))
+    if (fy_likely(mem_range_ok(rkey->key.length, offset, length)))
         return FERRY_OK;
-    ferry_warn("%s: [offset %llu, +%llu bytes) is outside region %u of pid %u (%llu bytes)%s", call,
-               (unsigned long long)offset, (unsigned long long)length, rkey->key.index,
-               rkey->key.pid, (unsigned long long)rkey->key.length,
-               offset > UINT64_MAX - length ? ": offset + length overflows" : "");
+    fy_warn("%s: [offset %llu, +%llu bytes) is outside region %u of pid %u (%llu bytes)%s", call,
+            (unsigned long long)offset, (unsigned long long)length, rkey->key.index, rkey->key.pid,
+            (unsigned long long)rkey->key.length,
+            offset > UINT64_MAX - length ? ": offset + length overflows" : "");
     return FERRY_ERR_ACCESS;
 }
 
@@ -391,8 +366,8 @@ static inline void *rma_direct(const ferry_ep_t *ep, const ferry_rkey_t *rkey, u
                                uint64_t offset, uint64_t length)
 {
     const mem_keytable_entry_t *e = rkey->entry;
-    if (e == NULL || (rkey->key.flags & FERRY_MEM_SINGLE_USE) || ep->rma.fence_pending ||
-        !ferry_list_is_empty(&ep->rma.queued))
+    if (e == NULL || (rkey->key.flags & FERRY_MEM_SINGLE_USE) || fy_rma_ep_of(ep)->fence_pending ||
+        !fy_list_is_empty(&fy_rma_ep_of(ep)->queued))
         return NULL;
     if (atomic_load_explicit(&e->state, memory_order_acquire) !=
             (((uint64_t)rkey->key.generation << 1) | 1u) ||
@@ -401,17 +376,17 @@ static inline void *rma_direct(const ferry_ep_t *ep, const ferry_rkey_t *rkey, u
     return (char *)rkey->mapped + offset;
 }
 
-static ferry_status_t rma_contig(const char *call, ferry_rma_kind_t kind, ferry_ep_t *ep,
-                                 void *buffer, size_t length, uint64_t remote_offset,
-                                 ferry_rkey_t *rkey, ferry_completion_t *comp)
+static ferry_status_t rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep, void *buffer,
+                                 size_t length, uint64_t remote_offset, ferry_rkey_t *rkey,
+                                 ferry_completion_t *comp)
 {
-    unsigned access = kind == FERRY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
+    unsigned access = kind == FY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
     /* the direct path first: its own checks (the owner's entry: live, access, range) suffice */
-    if (ferry_likely(ep != NULL && rkey != NULL && rkey->ep == ep && ep->state == FERRY_EP_OPEN &&
-                     buffer != NULL && length > 0)) {
+    if (fy_likely(ep != NULL && rkey != NULL && rkey->ep == ep && ep->state == FY_EP_OPEN &&
+                  buffer != NULL && length > 0)) {
         void *direct = rma_direct(ep, rkey, access, remote_offset, length);
         if (direct != NULL) {
-            if (kind == FERRY_RMA_PUT)
+            if (kind == FY_RMA_PUT)
                 memcpy(direct, buffer, length);
             else
                 memcpy(buffer, direct, length);
@@ -420,20 +395,20 @@ static ferry_status_t rma_contig(const char *call, ferry_rma_kind_t kind, ferry_
     }
     ferry_status_t status = rma_check_key(call, ep, rkey, access);
 
-    if (ferry_unlikely(status != FERRY_OK))
+    if (fy_unlikely(status != FERRY_OK))
         return status;
-    if (ferry_unlikely(buffer == NULL && length > 0)) {
-        ferry_warn("%s: NULL buffer for %zu bytes", call, length);
+    if (fy_unlikely(buffer == NULL && length > 0)) {
+        fy_warn("%s: NULL buffer for %zu bytes", call, length);
         return FERRY_ERR_INVALID_PARAM;
     }
     status = rma_check_range(call, rkey, remote_offset, length);
-    if (ferry_unlikely(status != FERRY_OK))
+    if (fy_unlikely(status != FERRY_OK))
         return status;
     if (length == 0)
         return FERRY_OK;
     void *direct = rma_direct(ep, rkey, access, remote_offset, length);
     if (direct != NULL) {
-        if (kind == FERRY_RMA_PUT)
+        if (kind == FY_RMA_PUT)
             memcpy(direct, buffer, length);
         else
             memcpy(buffer, direct, length);
@@ -441,38 +416,38 @@ static ferry_status_t rma_contig(const char *call, ferry_rma_kind_t kind, ferry_
     }
     ferry_iov_t local = {.buffer = buffer, .length = length};
     ferry_remote_iov_t remote = {.offset = remote_offset, .length = length};
-    ferry_rma_op_t op = {.kind = kind,
-                         .rkey = rkey,
-                         .local = &local,
-                         .local_count = 1,
-                         .remote = &remote,
-                         .remote_count = 1,
-                         .length = length};
+    fy_rma_op_t op = {.kind = kind,
+                      .rkey = rkey,
+                      .local = &local,
+                      .local_count = 1,
+                      .remote = &remote,
+                      .remote_count = 1,
+                      .length = length};
     return rma_issue(ep, &op, comp);
 }
 
-static ferry_status_t rma_vector(const char *call, ferry_rma_kind_t kind, ferry_ep_t *ep,
+static ferry_status_t rma_vector(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep,
                                  const ferry_iov_t *iov, size_t iovcnt,
                                  const ferry_remote_iov_t *remote, size_t remote_count,
                                  ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    unsigned access = kind == FERRY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
+    unsigned access = kind == FY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE : FERRY_ACCESS_REMOTE_READ;
     ferry_status_t status = rma_check_key(call, ep, rkey, access);
     uint64_t local_total = 0, remote_total = 0;
 
     if (status != FERRY_OK)
         return status;
     if ((iov == NULL && iovcnt > 0) || (remote == NULL && remote_count > 0)) {
-        ferry_warn("%s: NULL %s with a count of %zu", call,
-                   iov == NULL && iovcnt > 0 ? "iov" : "remote ranges",
-                   iov == NULL && iovcnt > 0 ? iovcnt : remote_count);
+        fy_warn("%s: NULL %s with a count of %zu", call,
+                iov == NULL && iovcnt > 0 ? "iov" : "remote ranges",
+                iov == NULL && iovcnt > 0 ? iovcnt : remote_count);
         return FERRY_ERR_INVALID_PARAM;
     }
     for (size_t i = 0; i < iovcnt; i++) {
         if ((iov[i].buffer == NULL && iov[i].length > 0) ||
             iov[i].length > UINT64_MAX - local_total) {
-            ferry_warn("%s: local piece %zu (%p, %zu bytes) is NULL or overflows the total", call,
-                       i, iov[i].buffer, iov[i].length);
+            fy_warn("%s: local piece %zu (%p, %zu bytes) is NULL or overflows the total", call, i,
+                    iov[i].buffer, iov[i].length);
             return FERRY_ERR_INVALID_PARAM;
         }
         local_total += iov[i].length;
@@ -482,31 +457,31 @@ static ferry_status_t rma_vector(const char *call, ferry_rma_kind_t kind, ferry_
         if (status != FERRY_OK)
             return status;
         if (remote[i].length > UINT64_MAX - remote_total) {
-            ferry_warn("%s: the remote ranges' total length overflows 64 bits", call);
+            fy_warn("%s: the remote ranges' total length overflows 64 bits", call);
             return FERRY_ERR_INVALID_PARAM;
         }
         remote_total += remote[i].length;
     }
     if (local_total != remote_total) {
-        ferry_warn("%s: the %zu local pieces hold %llu bytes but the %zu remote ranges %llu "
-                   "(both lists must cover the same total)",
-                   call, iovcnt, (unsigned long long)local_total, remote_count,
-                   (unsigned long long)remote_total);
+        fy_warn("%s: the %zu local pieces hold %llu bytes but the %zu remote ranges %llu "
+                "(both lists must cover the same total)",
+                call, iovcnt, (unsigned long long)local_total, remote_count,
+                (unsigned long long)remote_total);
         return FERRY_ERR_INVALID_PARAM;
     }
     if (local_total == 0)
         return FERRY_OK;
-    ferry_rma_op_t op = {.kind = kind,
-                         .rkey = rkey,
-                         .local = iov,
-                         .local_count = iovcnt,
-                         .remote = remote,
-                         .remote_count = remote_count,
-                         .length = local_total};
+    fy_rma_op_t op = {.kind = kind,
+                      .rkey = rkey,
+                      .local = iov,
+                      .local_count = iovcnt,
+                      .remote = remote,
+                      .remote_count = remote_count,
+                      .length = local_total};
     return rma_issue(ep, &op, comp);
 }
 
-static ferry_status_t rma_atomic(const char *call, ferry_rma_kind_t kind, ferry_ep_t *ep,
+static ferry_status_t rma_atomic(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep,
                                  ferry_atomic_op_t aop, uint64_t value, uint64_t compare,
                                  size_t size, uint64_t remote_offset, ferry_rkey_t *rkey,
                                  uint64_t *result, ferry_completion_t *comp)
@@ -516,28 +491,28 @@ static ferry_status_t rma_atomic(const char *call, ferry_rma_kind_t kind, ferry_
 
     if (status != FERRY_OK)
         return status;
-    if (kind == FERRY_RMA_ATOMIC_POST)
+    if (kind == FY_RMA_ATOMIC_POST)
         op_ok = aop == FERRY_ATOMIC_ADD || aop == FERRY_ATOMIC_AND || aop == FERRY_ATOMIC_OR ||
                 aop == FERRY_ATOMIC_XOR;
     else
         op_ok = aop == FERRY_ATOMIC_ADD || aop == FERRY_ATOMIC_SWAP || aop == FERRY_ATOMIC_CSWAP;
     if (!op_ok) {
-        ferry_warn("%s: atomic operation %d is not one this call performs (post: ADD, AND, OR, "
-                   "XOR; fetch: ADD, SWAP, CSWAP)",
-                   call, (int)aop);
+        fy_warn("%s: atomic operation %d is not one this call performs (post: ADD, AND, OR, "
+                "XOR; fetch: ADD, SWAP, CSWAP)",
+                call, (int)aop);
         return FERRY_ERR_INVALID_PARAM;
     }
     if (size != 4 && size != 8) {
-        ferry_warn("%s: size %zu: atomics are 4 or 8 bytes", call, size);
+        fy_warn("%s: size %zu: atomics are 4 or 8 bytes", call, size);
         return FERRY_ERR_INVALID_PARAM;
     }
-    if (kind == FERRY_RMA_ATOMIC_FETCH && result == NULL) {
-        ferry_warn("%s: NULL result", call);
+    if (kind == FY_RMA_ATOMIC_FETCH && result == NULL) {
+        fy_warn("%s: NULL result", call);
         return FERRY_ERR_INVALID_PARAM;
     }
     if (remote_offset % size != 0) {
-        ferry_warn("%s: offset %llu is not aligned to the %zu-byte word", call,
-                   (unsigned long long)remote_offset, size);
+        fy_warn("%s: offset %llu is not aligned to the %zu-byte word", call,
+                (unsigned long long)remote_offset, size);
         return FERRY_ERR_INVALID_PARAM;
     }
     status = rma_check_range(call, rkey, remote_offset, size);
@@ -551,16 +526,16 @@ static ferry_status_t rma_atomic(const char *call, ferry_rma_kind_t kind, ferry_
         return FERRY_OK;
     }
     ferry_remote_iov_t remote = {.offset = remote_offset, .length = size};
-    ferry_rma_op_t op = {.kind = kind,
-                         .rkey = rkey,
-                         .remote = &remote,
-                         .remote_count = 1,
-                         .length = size,
-                         .atomic_op = aop,
-                         .atomic_size = (unsigned)size,
-                         .value = value,
-                         .compare = compare,
-                         .result = result};
+    fy_rma_op_t op = {.kind = kind,
+                      .rkey = rkey,
+                      .remote = &remote,
+                      .remote_count = 1,
+                      .length = size,
+                      .atomic_op = aop,
+                      .atomic_size = (unsigned)size,
+                      .value = value,
+                      .compare = compare,
+                      .result = result};
     return rma_issue(ep, &op, comp);
 }
 
@@ -570,7 +545,7 @@ FERRY_EXPORT ferry_status_t ferry_put(ferry_ep_t *ep, const void *buffer, size_t
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
-    return rma_contig("ferry_put", FERRY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey,
+    return rma_contig("ferry_put", FY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey,
                       comp);
 }
 
@@ -578,30 +553,28 @@ FERRY_EXPORT ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t lengt
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
-    return rma_contig("ferry_get", FERRY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp);
+    return rma_contig("ferry_get", FY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_vector("ferry_putv", FERRY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey,
-                      comp);
+    return rma_vector("ferry_putv", FY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_vector("ferry_getv", FERRY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey,
-                      comp);
+    return rma_vector("ferry_getv", FY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
                                               size_t size, uint64_t remote_offset,
                                               ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_atomic("ferry_atomic_post", FERRY_RMA_ATOMIC_POST, ep, op, value, 0, size,
+    return rma_atomic("ferry_atomic_post", FY_RMA_ATOMIC_POST, ep, op, value, 0, size,
                       remote_offset, rkey, NULL, comp);
 }
 
@@ -610,7 +583,7 @@ FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t
                                                uint64_t remote_offset, ferry_rkey_t *rkey,
                                                uint64_t *result, ferry_completion_t *comp)
 {
-    return rma_atomic("ferry_atomic_fetch", FERRY_RMA_ATOMIC_FETCH, ep, op, value, compare, size,
+    return rma_atomic("ferry_atomic_fetch", FY_RMA_ATOMIC_FETCH, ep, op, value, compare, size,
                       remote_offset, rkey, result, comp);
 }
 
@@ -618,10 +591,11 @@ FERRY_EXPORT ferry_status_t ferry_ep_fence(ferry_ep_t *ep)
 {
     if (ep == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
-    if (!ferry_list_is_empty(&ep->rma.active) || !ferry_list_is_empty(&ep->rma.queued))
-        ep->rma.fence_pending = 1;
+    if (!fy_list_is_empty(&fy_rma_ep_of(ep)->active) ||
+        !fy_list_is_empty(&fy_rma_ep_of(ep)->queued))
+        fy_rma_ep_of(ep)->fence_pending = 1;
     return FERRY_OK;
 }
 
@@ -631,17 +605,17 @@ FERRY_EXPORT ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *c
 
     if (ep == NULL || comp == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
-    if (ferry_list_is_empty(&ep->rma.active) && ferry_list_is_empty(&ep->rma.queued))
+    if (fy_list_is_empty(&fy_rma_ep_of(ep)->active) && fy_list_is_empty(&fy_rma_ep_of(ep)->queued))
         return FERRY_OK;
     rec = rma_req_get(ep->worker);
     if (rec == NULL)
         return FERRY_ERR_NO_MEMORY;
     rec->ep = ep;
     rec->user_comp = comp;
-    rec->seq = ep->worker->rma.next_seq;
-    ferry_list_push_tail(&ep->rma.flushes, &rec->ep_link);
+    rec->seq = fy_rma_worker_of(ep->worker)->next_seq;
+    fy_list_push_tail(&fy_rma_ep_of(ep)->flushes, &rec->ep_link);
     return FERRY_INPROGRESS;
 }
 
@@ -651,95 +625,107 @@ FERRY_EXPORT ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_com
 
     if (worker == NULL || comp == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    if (ferry_list_is_empty(&worker->rma.outstanding))
+    if (fy_list_is_empty(&fy_rma_worker_of(worker)->outstanding))
         return FERRY_OK;
     rec = rma_req_get(worker);
     if (rec == NULL)
         return FERRY_ERR_NO_MEMORY;
     rec->user_comp = comp;
-    rec->seq = worker->rma.next_seq;
-    ferry_list_push_tail(&worker->rma.flushes, &rec->ep_link);
+    rec->seq = fy_rma_worker_of(worker)->next_seq;
+    fy_list_push_tail(&fy_rma_worker_of(worker)->flushes, &rec->ep_link);
     return FERRY_INPROGRESS;
 }
 
 /* ------------------------------------------------------------------ life cycle */
 
-void ferry_rma_worker_init(ferry_worker_t *worker)
+void rma_need_progress(ferry_worker_t *worker, int delta)
 {
-    ferry_rma_worker_t *rw = &worker->rma;
-    rw->next_seq = 1;
-    ferry_list_init(&rw->outstanding);
-    ferry_list_init(&rw->flushes);
-    ferry_list_init(&rw->free);
-    ferry_list_init(&rw->retry);
-    rw->blocks = NULL;
-    rw->need_progress = 0;
-    ferry_rma_am_init(worker);
+    fy_rma_worker_t *rw = fy_rma_worker_of(worker);
+    rw->need_progress = (unsigned)((int)rw->need_progress + delta);
+    fy_worker_module_progress_set(worker, FY_MODULE_RMA, rw->need_progress > 0);
 }
 
-void ferry_rma_worker_cleanup(ferry_worker_t *worker)
+static ferry_status_t rma_module_init(ferry_worker_t *worker, void **state_p)
 {
-    ferry_rma_worker_t *rw = &worker->rma;
-    ferry_list_link_t *link;
+    fy_rma_worker_t *rw = calloc(1, sizeof(*rw));
+    if (rw == NULL) {
+        fy_error("calloc(%zu) for the one-sided operations of a worker failed", sizeof(*rw));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    *state_p = rw; /* before fy_rma_am_init, which reaches it */
+    rw->next_seq = 1;
+    fy_list_init(&rw->outstanding);
+    fy_list_init(&rw->flushes);
+    fy_pool_init(&rw->reqs, sizeof(rma_req_t), RMA_BLOCK_REQS, "one-sided operation requests");
+    fy_list_init(&rw->retry);
+    rw->need_progress = 0;
+    fy_rma_am_init(worker);
+    return FERRY_OK;
+}
+
+/* Worker destruction: a request still in use keeps private copies of its arrays. */
+static void rma_req_release(void *arg, void *object)
+{
+    (void)arg;
+    rma_req_free_copies(object);
+}
+
+static void rma_module_cleanup(ferry_worker_t *worker)
+{
+    fy_rma_worker_t *rw = fy_rma_worker_of(worker);
+    fy_list_link_t *link;
     unsigned left = 0;
 
     /* Every endpoint was freed and the deferred callbacks ran: what is still here was never
      * completed by its transport. Report it now rather than leak it. */
-    while ((link = ferry_list_pop_head(&rw->outstanding)) != NULL) {
-        rma_req_t *req = ferry_list_entry(link, rma_req_t, worker_link);
-        ferry_list_remove(&req->ep_link);
-        ferry_list_remove(&req->notify.link);
+    while ((link = fy_list_pop_head(&rw->outstanding)) != NULL) {
+        rma_req_t *req = fy_list_entry(link, rma_req_t, worker_link);
+        fy_list_remove(&req->ep_link);
+        fy_list_remove(&req->notify.link);
         rma_req_free_copies(req);
-        ferry_completion_update(req->user_comp, FERRY_ERR_CANCELED);
+        fy_completion_update(req->user_comp, FERRY_ERR_CANCELED);
         left++;
     }
-    while ((link = ferry_list_pop_head(&rw->flushes)) != NULL) {
-        rma_req_t *rec = ferry_list_entry(link, rma_req_t, ep_link);
-        ferry_completion_update(rec->user_comp, FERRY_ERR_CANCELED);
+    while ((link = fy_list_pop_head(&rw->flushes)) != NULL) {
+        rma_req_t *rec = fy_list_entry(link, rma_req_t, ep_link);
+        fy_completion_update(rec->user_comp, FERRY_ERR_CANCELED);
     }
     if (left > 0)
-        ferry_warn("ferry_worker_destroy: %u one-sided operations were never completed by "
-                   "their transport; reported as FERRY_ERR_CANCELED",
-                   left);
-    ferry_rma_am_cleanup(worker);
-    while (rw->blocks != NULL) {
-        rma_block_t *block = rw->blocks;
-        rw->blocks = block->next;
-        for (int i = 0; i < RMA_BLOCK_REQS; i++) {
-            if (block->reqs[i].in_use)
-                rma_req_free_copies(&block->reqs[i]);
-        }
-        free(block);
-    }
-    ferry_list_init(&rw->free);
+        fy_warn("ferry_worker_destroy: %u one-sided operations were never completed by "
+                "their transport; reported as FERRY_ERR_CANCELED",
+                left);
+    fy_rma_am_cleanup(worker);
+    fy_pool_destroy(&rw->reqs, rma_req_release, NULL);
+    free(rw);
 }
 
-unsigned ferry_rma_progress(ferry_worker_t *worker)
+unsigned fy_rma_progress(ferry_worker_t *worker)
 {
-    ferry_rma_worker_t *rw = &worker->rma;
-    ferry_list_link_t *link;
+    fy_rma_worker_t *rw = fy_rma_worker_of(worker);
+    fy_list_link_t *link;
     unsigned count = 0;
 
-    if (!ferry_list_is_empty(&rw->retry)) {
-        ferry_list_t again;
-        ferry_list_init(&again);
-        ferry_list_splice_tail(&again, &rw->retry);
-        while ((link = ferry_list_pop_head(&again)) != NULL) {
-            ferry_ep_t *ep = ferry_container_of(link, ferry_ep_t, rma.retry_link);
-            rw->need_progress--;
+    if (!fy_list_is_empty(&rw->retry)) {
+        fy_list_t again;
+        fy_list_init(&again);
+        fy_list_splice_tail(&again, &rw->retry);
+        while ((link = fy_list_pop_head(&again)) != NULL) {
+            ferry_ep_t *ep = fy_container_of(link, fy_rma_ep_t, retry_link)->ep;
+            rma_need_progress(worker, -1);
             count += rma_ep_start_queued(ep);
         }
     }
-    return count + ferry_rma_am_progress(worker);
+    return count + fy_rma_am_progress(worker);
 }
 
-void ferry_rma_ep_init(ferry_ep_t *ep)
+static void rma_ep_init(ferry_ep_t *ep)
 {
-    ferry_rma_ep_t *rep = &ep->rma;
-    ferry_list_init(&rep->active);
-    ferry_list_init(&rep->queued);
-    ferry_list_init(&rep->flushes);
-    ferry_list_link_init(&rep->retry_link);
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
+    rep->ep = ep;
+    fy_list_init(&rep->active);
+    fy_list_init(&rep->queued);
+    fy_list_init(&rep->flushes);
+    fy_list_link_init(&rep->retry_link);
     rep->fence_pending = 0;
     rep->starting = 0;
     rep->failed = 0;
@@ -747,38 +733,38 @@ void ferry_rma_ep_init(ferry_ep_t *ep)
     rep->am_blocked_pass = 0;
 }
 
-void ferry_rma_ep_fail(ferry_ep_t *ep, ferry_status_t status)
+void fy_rma_ep_fail(ferry_ep_t *ep, ferry_status_t status)
 {
-    ferry_rma_ep_t *rep = &ep->rma;
-    ferry_list_link_t *link;
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
+    fy_list_link_t *link;
 
     rep->failed = 1;
     rep->fence_pending = 0;
     rma_retry_remove(ep);
-    for (link = ferry_list_first(&rep->flushes); link != ferry_list_end(&rep->flushes);
+    for (link = fy_list_first(&rep->flushes); link != fy_list_end(&rep->flushes);
          link = link->next) {
-        rma_req_t *rec = ferry_list_entry(link, rma_req_t, ep_link);
+        rma_req_t *rec = fy_list_entry(link, rma_req_t, ep_link);
         if (rec->status == FERRY_OK)
             rec->status = status;
     }
-    while ((link = ferry_list_pop_head(&rep->queued)) != NULL)
-        rma_req_finish(ferry_list_entry(link, rma_req_t, ep_link), status);
-    ferry_rma_am_ep_fail(ep, status);
+    while ((link = fy_list_pop_head(&rep->queued)) != NULL)
+        rma_req_finish(fy_list_entry(link, rma_req_t, ep_link), status);
+    fy_rma_am_ep_fail(ep, status);
 }
 
-void ferry_rma_ep_cleanup(ferry_ep_t *ep)
+static void rma_ep_free(ferry_ep_t *ep)
 {
-    ferry_status_t status = ep->state == FERRY_EP_FAILED ? ep->error : FERRY_ERR_CANCELED;
-    ferry_rma_ep_t *rep = &ep->rma;
-    ferry_list_link_t *link;
+    ferry_status_t status = ep->state == FY_EP_FAILED ? ep->error : FERRY_ERR_CANCELED;
+    fy_rma_ep_t *rep = fy_rma_ep_of(ep);
+    fy_list_link_t *link;
 
-    ferry_rma_ep_fail(ep, status);
+    fy_rma_ep_fail(ep, status);
     /* Operations the transport still owns complete from its ep_destroy; they stay in the
      * worker's list (for worker flushes) but forget the endpoint. */
-    while ((link = ferry_list_pop_head(&rep->active)) != NULL)
-        ferry_list_entry(link, rma_req_t, ep_link)->ep = NULL;
-    while ((link = ferry_list_pop_head(&rep->flushes)) != NULL) {
-        rma_req_t *rec = ferry_list_entry(link, rma_req_t, ep_link);
+    while ((link = fy_list_pop_head(&rep->active)) != NULL)
+        fy_list_entry(link, rma_req_t, ep_link)->ep = NULL;
+    while ((link = fy_list_pop_head(&rep->flushes)) != NULL) {
+        rma_req_t *rec = fy_list_entry(link, rma_req_t, ep_link);
         if (rec->status == FERRY_OK)
             rec->status = status;
         rec->ep = NULL;
@@ -786,3 +772,22 @@ void ferry_rma_ep_cleanup(ferry_ep_t *ep)
     }
     rma_worker_check_flushes(ep->worker);
 }
+
+static bool rma_module_busy(ferry_worker_t *worker)
+{
+    /* requests or replies waiting for room must not sleep: the peer that frees it does not
+     * signal us */
+    return fy_rma_worker_of(worker)->need_progress > 0;
+}
+
+const fy_module_ops_t fy_rma_module = {
+    .name = "rma",
+    .ep_state_size = sizeof(fy_rma_ep_t),
+    .init = rma_module_init,
+    .cleanup = rma_module_cleanup,
+    .progress = fy_rma_progress,
+    .busy = rma_module_busy,
+    .ep_init = rma_ep_init,
+    .ep_stop = fy_rma_ep_fail,
+    .ep_free = rma_ep_free,
+};

@@ -4,7 +4,7 @@
  * attach is denied, and of atomics on memory a peer cannot map.
  *
  * Wire format: little-endian, fixed size, the version byte first.
- *   request (FERRY_AM_ID_RMA_REQUEST), 56 bytes:
+ *   request (FY_AM_ID_RMA_REQUEST), 56 bytes:
  *      0 u8 version   1 u8 op (1 put, 2 get, 3 atomic post, 4 atomic fetch)
  *      2 u8 atomic op (ferry_atomic_op_t)   3 u8 atomic size (4 or 8)
  *      4 u32 key slot   8 u32 key generation   12 u32 flags (bit 0: CONTINUES, the request
@@ -15,7 +15,7 @@
  *        the target refuses every request of a range that ends outside the region and no part
  *        of it is written)
  *     payload: put data (length bytes); nothing otherwise
- *   reply (FERRY_AM_ID_RMA_REPLY), 24 bytes:
+ *   reply (FY_AM_ID_RMA_REPLY), 24 bytes:
  *      0 u8 version   1 u8[3] reserved   4 s32 status   8 u64 request id   16 u64 result
  *     payload: get data (the request's length) when the status is FERRY_OK
  *
@@ -53,7 +53,7 @@
 #include "proto/rma.h"
 #include "wireup/ep.h"
 
-static const ferry_config_var_t rma_am_chunk_var = {
+static const fy_config_var_t rma_am_chunk_var = {
     .name = "FERRY_RMA_AM_CHUNK",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "256k",
@@ -61,7 +61,7 @@ static const ferry_config_var_t rma_am_chunk_var = {
                    "protocol (larger transfers are split; 4k .. 1g); on a transport that copies "
                    "through fixed buffers (shm: 4 KiB) a request is also kept within one buffer, "
                    "so that it is not fragmented and reassembled before the target's copy"};
-static const ferry_config_var_t *const rma_am_chunk_reg
+static const fy_config_var_t *const rma_am_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &rma_am_chunk_var;
 
 #define RMA_AM_VERSION 1u
@@ -79,18 +79,17 @@ static const ferry_config_var_t *const rma_am_chunk_reg
 enum { RMA_AM_PUT = 1, RMA_AM_GET = 2, RMA_AM_POST = 3, RMA_AM_FETCH = 4 };
 #define RMA_AM_FLAG_CONTINUES 0x1u
 
-/* One operation of the initiator (one ferry_rma_op_t). */
+/* One operation of the initiator (one fy_rma_op_t). */
 typedef struct rma_am_op {
-    ferry_list_link_t link; /* freelist, or am->unsent while requests remain to be sent */
+    fy_list_link_t link; /* freelist, or am->unsent while requests remain to be sent */
     ferry_worker_t *worker;
     ferry_ep_t *ep;
     ferry_completion_t *comp;
-    ferry_rma_kind_t kind;
+    fy_rma_kind_t kind;
     ferry_status_t status;
     unsigned pending; /* requests sent and not finished (reply and send completion) */
     int unsent;       /* on am->unsent */
-    int in_use;
-    int first_sent; /* the first request went out: the others CONTINUE it */
+    int first_sent;   /* the first request went out: the others CONTINUE it */
     uint64_t first_id;
     uint32_t key_index;
     uint32_t key_generation;
@@ -113,7 +112,7 @@ typedef struct rma_am_op {
 
 /* One request on the wire. */
 struct rma_am_piece {
-    ferry_list_link_t link; /* freelist */
+    fy_list_link_t link; /* freelist */
     rma_am_op_t *op;
     ferry_ep_t *ep; /* the reply must come from it */
     uint64_t length;
@@ -127,23 +126,13 @@ struct rma_am_piece {
 
 /* A reply the transport had no room for: sent again from progress. */
 typedef struct rma_am_reply {
-    ferry_list_link_t link;
+    fy_list_link_t link;
     ferry_ep_t *ep;
     ferry_completion_t comp;
     size_t length;
     uint8_t header[RMA_AM_REPLY_SIZE];
     uint8_t data[];
 } rma_am_reply_t;
-
-typedef struct rma_am_op_block {
-    struct rma_am_op_block *next;
-    rma_am_op_t ops[RMA_AM_BLOCK_OPS];
-} rma_am_op_block_t;
-
-typedef struct rma_am_piece_block {
-    struct rma_am_piece_block *next;
-    rma_am_piece_t pieces[RMA_AM_BLOCK_PIECES];
-} rma_am_piece_block_t;
 
 typedef struct rma_am_request {
     unsigned version;
@@ -168,14 +157,14 @@ static void am_request_encode(const rma_am_request_t *r, uint8_t *p)
     p[1] = (uint8_t)r->op;
     p[2] = (uint8_t)r->atomic_op;
     p[3] = (uint8_t)r->atomic_size;
-    ferry_le_put32(p + 4, r->index);
-    ferry_le_put32(p + 8, r->generation);
-    ferry_le_put32(p + 12, r->flags);
-    ferry_le_put64(p + 16, r->offset);
-    ferry_le_put64(p + 24, r->length);
-    ferry_le_put64(p + 32, r->id);
-    ferry_le_put64(p + 40, r->value);
-    ferry_le_put64(p + 48, r->compare);
+    fy_le_put32(p + 4, r->index);
+    fy_le_put32(p + 8, r->generation);
+    fy_le_put32(p + 12, r->flags);
+    fy_le_put64(p + 16, r->offset);
+    fy_le_put64(p + 24, r->length);
+    fy_le_put64(p + 32, r->id);
+    fy_le_put64(p + 40, r->value);
+    fy_le_put64(p + 48, r->compare);
 }
 
 static void am_request_decode(const uint8_t *p, rma_am_request_t *r)
@@ -184,23 +173,23 @@ static void am_request_decode(const uint8_t *p, rma_am_request_t *r)
     r->op = p[1];
     r->atomic_op = p[2];
     r->atomic_size = p[3];
-    r->index = ferry_le_get32(p + 4);
-    r->generation = ferry_le_get32(p + 8);
-    r->flags = ferry_le_get32(p + 12);
-    r->offset = ferry_le_get64(p + 16);
-    r->length = ferry_le_get64(p + 24);
-    r->id = ferry_le_get64(p + 32);
-    r->value = ferry_le_get64(p + 40);
-    r->compare = ferry_le_get64(p + 48);
+    r->index = fy_le_get32(p + 4);
+    r->generation = fy_le_get32(p + 8);
+    r->flags = fy_le_get32(p + 12);
+    r->offset = fy_le_get64(p + 16);
+    r->length = fy_le_get64(p + 24);
+    r->id = fy_le_get64(p + 32);
+    r->value = fy_le_get64(p + 40);
+    r->compare = fy_le_get64(p + 48);
 }
 
 static void am_reply_encode(uint8_t *p, uint64_t id, ferry_status_t status, uint64_t result)
 {
     p[0] = RMA_AM_VERSION;
     p[1] = p[2] = p[3] = 0;
-    ferry_le_put32(p + 4, (uint32_t)(int32_t)status);
-    ferry_le_put64(p + 8, id);
-    ferry_le_put64(p + 16, result);
+    fy_le_put32(p + 4, (uint32_t)(int32_t)status);
+    fy_le_put64(p + 8, id);
+    fy_le_put64(p + 16, result);
 }
 
 /* A malformed message from a peer: one warning per worker and kind, then debug lines. */
@@ -214,33 +203,19 @@ static void am_drop(unsigned *warned, const char *fmt, ...)
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
     if ((*warned)++ == 0)
-        ferry_warn("%s; dropped (further ones are logged at debug level)", text);
+        fy_warn("%s; dropped (further ones are logged at debug level)", text);
     else
-        ferry_debug("%s; dropped", text);
+        fy_debug("%s; dropped", text);
 }
 
 /* ------------------------------------------------------------------ allocation */
 
-static rma_am_op_t *am_op_get(ferry_rma_am_worker_t *am)
+static rma_am_op_t *am_op_get(fy_rma_am_worker_t *am)
 {
-    ferry_list_link_t *link = ferry_list_pop_head(&am->free_ops);
-    if (ferry_unlikely(link == NULL)) {
-        rma_am_op_block_t *block = malloc(sizeof(*block));
-        if (block == NULL) {
-            ferry_error("malloc(%zu) for one-sided operation state failed", sizeof(*block));
-            return NULL;
-        }
-        block->next = am->op_blocks;
-        am->op_blocks = block;
-        for (int i = 1; i < RMA_AM_BLOCK_OPS; i++) {
-            block->ops[i].in_use = 0;
-            ferry_list_push_tail(&am->free_ops, &block->ops[i].link);
-        }
-        link = &block->ops[0].link;
-        ferry_list_link_init(link);
-    }
-    rma_am_op_t *op = ferry_list_entry(link, rma_am_op_t, link);
-    op->in_use = 1;
+    rma_am_op_t *op = fy_pool_get(&am->ops);
+    if (fy_unlikely(op == NULL))
+        return NULL;
+    fy_list_link_init(&op->link);
     op->local = NULL;
     op->remote = NULL;
     return op;
@@ -256,45 +231,40 @@ static void am_op_free_copies(rma_am_op_t *op)
     op->remote = NULL;
 }
 
-static void am_op_put(ferry_rma_am_worker_t *am, rma_am_op_t *op)
+static void am_op_put(fy_rma_am_worker_t *am, rma_am_op_t *op)
 {
     am_op_free_copies(op);
-    op->in_use = 0;
-    ferry_list_push_head(&am->free_ops, &op->link);
+    fy_pool_put(&am->ops, op);
 }
 
-static rma_am_piece_t *am_piece_get(ferry_rma_am_worker_t *am)
+/* Worker destruction: an operation still in use keeps private copies of its arrays. */
+static void am_op_release(void *arg, void *object)
 {
-    ferry_list_link_t *link = ferry_list_pop_head(&am->free_pieces);
-    if (ferry_unlikely(link == NULL)) {
-        rma_am_piece_block_t *block = malloc(sizeof(*block));
-        if (block == NULL) {
-            ferry_error("malloc(%zu) for one-sided request state failed", sizeof(*block));
-            return NULL;
-        }
-        block->next = am->piece_blocks;
-        am->piece_blocks = block;
-        for (int i = 1; i < RMA_AM_BLOCK_PIECES; i++)
-            ferry_list_push_tail(&am->free_pieces, &block->pieces[i].link);
-        link = &block->pieces[0].link;
-        ferry_list_link_init(link);
-    }
-    return ferry_list_entry(link, rma_am_piece_t, link);
+    (void)arg;
+    am_op_free_copies(object);
 }
 
-static void am_piece_put(ferry_rma_am_worker_t *am, rma_am_piece_t *piece)
+static rma_am_piece_t *am_piece_get(fy_rma_am_worker_t *am)
 {
-    ferry_list_push_head(&am->free_pieces, &piece->link);
+    rma_am_piece_t *piece = fy_pool_get(&am->pieces);
+    if (fy_likely(piece != NULL))
+        fy_list_link_init(&piece->link);
+    return piece;
+}
+
+static void am_piece_put(fy_rma_am_worker_t *am, rma_am_piece_t *piece)
+{
+    fy_pool_put(&am->pieces, piece);
 }
 
 /* A slot of the id table for piece; *id_p receives the request id. */
-static ferry_status_t am_slot_get(ferry_rma_am_worker_t *am, rma_am_piece_t *piece, uint64_t *id_p)
+static ferry_status_t am_slot_get(fy_rma_am_worker_t *am, rma_am_piece_t *piece, uint64_t *id_p)
 {
-    if (ferry_unlikely(am->free_count == 0)) {
+    if (fy_unlikely(am->free_count == 0)) {
         uint32_t old = am->capacity;
         uint32_t capacity = old ? old * 2 : 64;
         if (old >= (1u << 30)) {
-            ferry_error("one-sided operations: %u requests await replies; no room for more", old);
+            fy_error("one-sided operations: %u requests await replies; no room for more", old);
             return FERRY_ERR_NO_MEMORY;
         }
         rma_am_piece_t **slots = realloc(am->slots, capacity * sizeof(*slots));
@@ -307,7 +277,7 @@ static ferry_status_t am_slot_get(ferry_rma_am_worker_t *am, rma_am_piece_t *pie
         if (free_slots != NULL)
             am->free_slots = free_slots;
         if (slots == NULL || generations == NULL || free_slots == NULL) {
-            ferry_error("realloc of the one-sided request table to %u entries failed", capacity);
+            fy_error("realloc of the one-sided request table to %u entries failed", capacity);
             return FERRY_ERR_NO_MEMORY;
         }
         for (uint32_t i = capacity; i-- > old;) {
@@ -324,7 +294,7 @@ static ferry_status_t am_slot_get(ferry_rma_am_worker_t *am, rma_am_piece_t *pie
     return FERRY_OK;
 }
 
-static void am_slot_put(ferry_rma_am_worker_t *am, uint32_t slot)
+static void am_slot_put(fy_rma_am_worker_t *am, uint32_t slot)
 {
     am->slots[slot] = NULL;
     if (++am->generations[slot] == 0)
@@ -374,33 +344,33 @@ static void am_local_advance(rma_am_op_t *op, uint64_t length)
     }
 }
 
-static void am_op_complete(ferry_rma_am_worker_t *am, rma_am_op_t *op)
+static void am_op_complete(fy_rma_am_worker_t *am, rma_am_op_t *op)
 {
     ferry_completion_t *comp = op->comp;
     ferry_status_t status = op->status;
     am_op_put(am, op);
-    ferry_completion_update(comp, status);
+    fy_completion_update(comp, status);
 }
 
-static void am_op_queue(ferry_rma_am_worker_t *am, rma_am_op_t *op)
+static void am_op_queue(fy_rma_am_worker_t *am, rma_am_op_t *op)
 {
-    ferry_list_push_tail(&am->unsent, &op->link);
+    fy_list_push_tail(&am->unsent, &op->link);
     op->unsent = 1;
-    op->ep->rma.am_unsent++;
-    op->worker->rma.need_progress++;
+    fy_rma_ep_of(op->ep)->am_unsent++;
+    rma_need_progress(op->worker, 1);
 }
 
 static void am_op_unqueue(rma_am_op_t *op)
 {
-    ferry_list_remove(&op->link);
+    fy_list_remove(&op->link);
     op->unsent = 0;
-    op->ep->rma.am_unsent--;
-    op->worker->rma.need_progress--;
+    fy_rma_ep_of(op->ep)->am_unsent--;
+    rma_need_progress(op->worker, -1);
 }
 
 /* Part of a request finished (its reply, or its send); when both are, it counts for its
  * operation. */
-static void am_piece_done(ferry_rma_am_worker_t *am, rma_am_piece_t *piece, ferry_status_t status)
+static void am_piece_done(fy_rma_am_worker_t *am, rma_am_piece_t *piece, ferry_status_t status)
 {
     rma_am_op_t *op = piece->op;
     if (status < 0 && op->status == FERRY_OK)
@@ -414,8 +384,8 @@ static void am_piece_done(ferry_rma_am_worker_t *am, rma_am_piece_t *piece, ferr
 
 static void am_piece_send_cb(ferry_completion_t *comp)
 {
-    rma_am_piece_t *piece = ferry_container_of(comp, rma_am_piece_t, send_comp);
-    ferry_rma_am_worker_t *am = &piece->op->worker->rma.am;
+    rma_am_piece_t *piece = fy_container_of(comp, rma_am_piece_t, send_comp);
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(piece->op->worker)->am;
     piece->send_pending = 0;
     if (comp->status < 0 && piece->awaiting_reply) {
         /* the request did not go out whole: no reply will come */
@@ -426,7 +396,7 @@ static void am_piece_send_cb(ferry_completion_t *comp)
 }
 
 /* Send one request: length bytes at remote offset, from the op's cursor. */
-static ferry_status_t am_piece_send(ferry_rma_am_worker_t *am, rma_am_op_t *op, uint64_t offset,
+static ferry_status_t am_piece_send(fy_rma_am_worker_t *am, rma_am_op_t *op, uint64_t offset,
                                     uint64_t length)
 {
     ferry_iov_t stack[RMA_AM_IOV_STACK], *iov = NULL;
@@ -453,16 +423,16 @@ static ferry_status_t am_piece_send(ferry_rma_am_worker_t *am, rma_am_op_t *op, 
     piece->send_pending = 0;
     piece->send_comp = (ferry_completion_t){.cb = am_piece_send_cb, .count = 1, .status = FERRY_OK};
     switch (op->kind) {
-    case FERRY_RMA_PUT:
+    case FY_RMA_PUT:
         r.op = RMA_AM_PUT;
         break;
-    case FERRY_RMA_GET:
+    case FY_RMA_GET:
         r.op = RMA_AM_GET;
         break;
-    case FERRY_RMA_ATOMIC_POST:
+    case FY_RMA_ATOMIC_POST:
         r.op = RMA_AM_POST;
         break;
-    case FERRY_RMA_ATOMIC_FETCH:
+    case FY_RMA_ATOMIC_FETCH:
         r.op = RMA_AM_FETCH;
         break;
     }
@@ -474,21 +444,21 @@ static ferry_status_t am_piece_send(ferry_rma_am_worker_t *am, rma_am_op_t *op, 
     r.length = length;
     r.value = op->value;
     r.compare = op->compare;
-    if (op->kind == FERRY_RMA_PUT || op->kind == FERRY_RMA_GET)
+    if (op->kind == FY_RMA_PUT || op->kind == FY_RMA_GET)
         r.compare = op->remote[op->ri].offset + op->remote[op->ri].length;
     if (op->first_sent) {
         r.flags = RMA_AM_FLAG_CONTINUES;
         r.value = op->first_id; /* only puts and gets have more than one request */
     }
     am_request_encode(&r, header);
-    if (op->kind == FERRY_RMA_PUT) {
+    if (op->kind == FY_RMA_PUT) {
         iovcnt = am_local_slice(op, op->li, op->loff, length, NULL);
         iov = stack;
         if (iovcnt > RMA_AM_IOV_STACK) {
             iov = malloc(iovcnt * sizeof(*iov));
             if (iov == NULL) {
-                ferry_error("malloc(%zu) for a %zu-piece put request failed", iovcnt * sizeof(*iov),
-                            iovcnt);
+                fy_error("malloc(%zu) for a %zu-piece put request failed", iovcnt * sizeof(*iov),
+                         iovcnt);
                 am_slot_put(am, piece->slot);
                 am_piece_put(am, piece);
                 return FERRY_ERR_NO_MEMORY;
@@ -496,8 +466,8 @@ static ferry_status_t am_piece_send(ferry_rma_am_worker_t *am, rma_am_op_t *op, 
         }
         am_local_slice(op, op->li, op->loff, length, iov);
     }
-    status = ferry_am_send_internal(op->ep, FERRY_AM_ID_RMA_REQUEST, header, sizeof(header), iov,
-                                    iovcnt, &piece->send_comp);
+    status = fy_am_send_internal(op->ep, FY_AM_ID_RMA_REQUEST, header, sizeof(header), iov, iovcnt,
+                                 &piece->send_comp);
     if (iov != stack)
         free(iov);
     if (status != FERRY_OK && status != FERRY_INPROGRESS) {
@@ -516,7 +486,7 @@ static ferry_status_t am_piece_send(ferry_rma_am_worker_t *am, rma_am_op_t *op, 
 
 /* Send the op's requests from its cursor until all went out, the transport has no room
  * (FERRY_ERR_NO_RESOURCE), or an error. */
-static ferry_status_t am_op_send(ferry_rma_am_worker_t *am, rma_am_op_t *op)
+static ferry_status_t am_op_send(fy_rma_am_worker_t *am, rma_am_op_t *op)
 {
     while (op->ri < op->remote_count) {
         const ferry_remote_iov_t *r = &op->remote[op->ri];
@@ -527,26 +497,26 @@ static ferry_status_t am_op_send(ferry_rma_am_worker_t *am, rma_am_op_t *op)
             continue;
         }
         uint64_t chunk = am->chunk;
-        if (op->ep->max_bcopy < chunk && op->ep->max_bcopy >= 4 * RMA_AM_REQUEST_SIZE)
-            chunk = op->ep->max_bcopy - RMA_AM_REQUEST_SIZE; /* one buffer: no reassembly */
+        if (op->ep->caps.max_bcopy < chunk && op->ep->caps.max_bcopy >= 4 * RMA_AM_REQUEST_SIZE)
+            chunk = op->ep->caps.max_bcopy - RMA_AM_REQUEST_SIZE; /* one buffer: no reassembly */
         uint64_t length = left < chunk ? left : chunk;
         ferry_status_t status = am_piece_send(am, op, r->offset + op->roff, length);
         if (status != FERRY_OK)
             return status;
         op->roff += length;
-        if (op->kind == FERRY_RMA_PUT || op->kind == FERRY_RMA_GET)
+        if (op->kind == FY_RMA_PUT || op->kind == FY_RMA_GET)
             am_local_advance(op, length);
     }
     return FERRY_OK;
 }
 
-ferry_status_t ferry_rma_am_start(ferry_ep_t *ep, const ferry_rma_op_t *op)
+ferry_status_t fy_rma_am_start(ferry_ep_t *ep, const fy_rma_op_t *op)
 {
-    ferry_rma_am_worker_t *am = &ep->worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(ep->worker)->am;
     ferry_status_t status;
     rma_am_op_t *aop;
 
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
     aop = am_op_get(am);
     if (aop == NULL)
@@ -593,7 +563,7 @@ ferry_status_t ferry_rma_am_start(ferry_ep_t *ep, const ferry_rma_op_t *op)
             goto err_no_memory;
         memcpy(aop->remote, op->remote, op->remote_count * sizeof(*aop->remote));
     }
-    if (ep->rma.am_unsent > 0) {
+    if (fy_rma_ep_of(ep)->am_unsent > 0) {
         am_op_queue(am, aop); /* behind this endpoint's requests that wait for room */
         return FERRY_INPROGRESS;
     }
@@ -611,9 +581,9 @@ ferry_status_t ferry_rma_am_start(ferry_ep_t *ep, const ferry_rma_op_t *op)
     return FERRY_INPROGRESS;
 
 err_no_memory:
-    ferry_error("malloc for the %zu local pieces and %zu remote ranges of a one-sided operation "
-                "failed",
-                op->local_count, op->remote_count);
+    fy_error("malloc for the %zu local pieces and %zu remote ranges of a one-sided operation "
+             "failed",
+             op->local_count, op->remote_count);
     am_op_put(am, aop);
     return FERRY_ERR_NO_MEMORY;
 }
@@ -623,7 +593,7 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
                                        const ferry_am_recv_params_t *params)
 {
     ferry_worker_t *worker = arg;
-    ferry_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     const uint8_t *h = header;
     rma_am_piece_t *piece;
 
@@ -635,16 +605,16 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
                 RMA_AM_REPLY_SIZE, RMA_AM_VERSION);
         return FERRY_OK;
     }
-    ferry_status_t status = (ferry_status_t)(int32_t)ferry_le_get32(h + 4);
-    uint64_t id = ferry_le_get64(h + 8);
-    uint64_t result = ferry_le_get64(h + 16);
+    ferry_status_t status = (ferry_status_t)(int32_t)fy_le_get32(h + 4);
+    uint64_t id = fy_le_get64(h + 8);
+    uint64_t result = fy_le_get64(h + 16);
     uint32_t slot = (uint32_t)id;
     if (slot >= am->capacity || (piece = am->slots[slot]) == NULL ||
         am->generations[slot] != (uint32_t)(id >> 32) || piece->ep != params->reply_ep) {
-        if (params->reply_ep->rma.failed) {
+        if (fy_rma_ep_of(params->reply_ep)->failed) {
             /* its operations were completed when it closed or failed */
-            ferry_debug("one-sided reply 0x%llx on closed endpoint %p dropped",
-                        (unsigned long long)id, (void *)params->reply_ep);
+            fy_debug("one-sided reply 0x%llx on closed endpoint %p dropped", (unsigned long long)id,
+                     (void *)params->reply_ep);
             return FERRY_OK;
         }
         am_drop(&am->warned_reply,
@@ -660,7 +630,7 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
         am_drop(&am->warned_reply, "one-sided reply from endpoint %p with status %d",
                 (void *)params->reply_ep, (int)status);
         status = FERRY_ERR_PROTOCOL;
-    } else if (status == FERRY_OK && op->kind == FERRY_RMA_GET) {
+    } else if (status == FERRY_OK && op->kind == FY_RMA_GET) {
         if (length != piece->length) {
             am_drop(&am->warned_reply,
                     "one-sided reply from endpoint %p carries %zu bytes for a get of %llu",
@@ -698,7 +668,7 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
                 left -= batch;
             }
         }
-    } else if (status == FERRY_OK && op->kind == FERRY_RMA_ATOMIC_FETCH) {
+    } else if (status == FERRY_OK && op->kind == FY_RMA_ATOMIC_FETCH) {
         *op->result = op->atomic_size == 4 ? (uint32_t)result : result;
     }
     am_piece_done(am, piece, status);
@@ -709,32 +679,31 @@ static ferry_status_t am_reply_handler(void *arg, const void *header, size_t hea
 
 static void am_reply_sent_cb(ferry_completion_t *comp)
 {
-    free(ferry_container_of(comp, rma_am_reply_t, comp));
+    free(fy_container_of(comp, rma_am_reply_t, comp));
 }
 
 /* Send a reply; if the transport has no room now, keep a copy to send from progress. */
 static void am_reply(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t id, ferry_status_t status,
                      uint64_t result, const ferry_iov_t *iov, size_t iovcnt, uint64_t length)
 {
-    ferry_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     uint8_t header[RMA_AM_REPLY_SIZE];
     ferry_status_t sent;
 
     am_reply_encode(header, id, status, result);
-    sent = ferry_am_send_internal(ep, FERRY_AM_ID_RMA_REPLY, header, sizeof(header), iov, iovcnt,
-                                  NULL);
+    sent = fy_am_send_internal(ep, FY_AM_ID_RMA_REPLY, header, sizeof(header), iov, iovcnt, NULL);
     if (sent == FERRY_OK || sent == FERRY_INPROGRESS)
         return;
     if (sent != FERRY_ERR_NO_RESOURCE) {
-        ferry_debug("one-sided reply to request 0x%llx on endpoint %p not sent: %s",
-                    (unsigned long long)id, (void *)ep, ferry_status_string(sent));
+        fy_debug("one-sided reply to request 0x%llx on endpoint %p not sent: %s",
+                 (unsigned long long)id, (void *)ep, ferry_status_string(sent));
         return;
     }
     rma_am_reply_t *rec = malloc(sizeof(*rec) + length);
     if (rec == NULL) {
-        ferry_error("malloc(%llu) to keep a one-sided reply failed: the peer's operation will "
-                    "not complete",
-                    (unsigned long long)(sizeof(*rec) + length));
+        fy_error("malloc(%llu) to keep a one-sided reply failed: the peer's operation will "
+                 "not complete",
+                 (unsigned long long)(sizeof(*rec) + length));
         return;
     }
     memcpy(rec->header, header, sizeof(header));
@@ -746,8 +715,8 @@ static void am_reply(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t id, ferry_
         memcpy(dst, iov[i].buffer, iov[i].length);
         dst += iov[i].length;
     }
-    ferry_list_push_tail(&am->replies, &rec->link);
-    worker->rma.need_progress++;
+    fy_list_push_tail(&am->replies, &rec->link);
+    rma_need_progress(worker, 1);
 }
 
 /* Copy length bytes of src into the region at offset. */
@@ -808,7 +777,7 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
                                          const ferry_am_recv_params_t *params)
 {
     ferry_worker_t *worker = arg;
-    ferry_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     ferry_iov_t stack[RMA_AM_IOV_STACK], *pieces = stack;
     ferry_iov_t word = {.buffer = NULL, .length = 0};
     ferry_ep_t *ep = params->reply_ep;
@@ -837,9 +806,9 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
     }
     ferry_mem_t *mem = mem_lookup(worker->context, r.index, r.generation);
     if (mem == NULL) {
-        ferry_debug("remote access refused: region %u generation %u is not registered "
-                    "(deregistered?)",
-                    r.index, r.generation);
+        fy_debug("remote access refused: region %u generation %u is not registered "
+                 "(deregistered?)",
+                 r.index, r.generation);
         status = FERRY_ERR_ACCESS;
         goto reply;
     }
@@ -851,9 +820,9 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
         /* checked before the access is (a single use is claimed by it) */
         mem_translate(mem, r.offset, r.length, &word, 1, &consumed);
         if (consumed != r.length || ((uintptr_t)word.buffer & (r.atomic_size - 1)) != 0) {
-            ferry_debug("remote atomic refused: offset %llu of region %u is at %p, not a "
-                        "naturally aligned %u-byte word in one piece",
-                        (unsigned long long)r.offset, r.index, word.buffer, r.atomic_size);
+            fy_debug("remote atomic refused: offset %llu of region %u is at %p, not a "
+                     "naturally aligned %u-byte word in one piece",
+                     (unsigned long long)r.offset, r.index, word.buffer, r.atomic_size);
             status = FERRY_ERR_INVALID_PARAM;
             goto reply;
         }
@@ -875,8 +844,8 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
         if (consumed < r.length) {
             pieces = malloc(mem->iovcnt * sizeof(*pieces));
             if (pieces == NULL) {
-                ferry_error("malloc(%zu) for the pieces of a %llu-byte get reply failed",
-                            mem->iovcnt * sizeof(*pieces), (unsigned long long)r.length);
+                fy_error("malloc(%zu) for the pieces of a %llu-byte get reply failed",
+                         mem->iovcnt * sizeof(*pieces), (unsigned long long)r.length);
                 pieces = stack;
                 npieces = 0;
                 status = FERRY_ERR_NO_MEMORY;
@@ -900,59 +869,48 @@ reply:
 
 /* ------------------------------------------------------------------ life cycle, progress */
 
-void ferry_rma_am_init(ferry_worker_t *worker)
+void fy_rma_am_init(ferry_worker_t *worker)
 {
-    ferry_rma_am_worker_t *am = &worker->rma.am;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
     uint64_t chunk = ferry_config_size(&rma_am_chunk_var);
 
     memset(am, 0, sizeof(*am));
-    ferry_list_init(&am->unsent);
-    ferry_list_init(&am->replies);
-    ferry_list_init(&am->free_ops);
-    ferry_list_init(&am->free_pieces);
+    fy_list_init(&am->unsent);
+    fy_list_init(&am->replies);
+    fy_pool_init(&am->ops, sizeof(rma_am_op_t), RMA_AM_BLOCK_OPS,
+                 "target-executed one-sided operations");
+    fy_pool_init(&am->pieces, sizeof(rma_am_piece_t), RMA_AM_BLOCK_PIECES,
+                 "target-executed one-sided requests");
     if (chunk < RMA_AM_CHUNK_MIN || chunk > RMA_AM_CHUNK_MAX) {
-        ferry_warn("FERRY_RMA_AM_CHUNK=%llu is outside %u..%llu; using %s",
-                   (unsigned long long)chunk, RMA_AM_CHUNK_MIN, RMA_AM_CHUNK_MAX,
-                   rma_am_chunk_var.default_value);
+        fy_warn("FERRY_RMA_AM_CHUNK=%llu is outside %u..%llu; using %s", (unsigned long long)chunk,
+                RMA_AM_CHUNK_MIN, RMA_AM_CHUNK_MAX, rma_am_chunk_var.default_value);
         chunk = 256u << 10;
     }
     am->chunk = chunk;
-    ferry_am_set_internal_handler(worker, FERRY_AM_ID_RMA_REQUEST, am_request_handler, worker);
-    ferry_am_set_internal_handler(worker, FERRY_AM_ID_RMA_REPLY, am_reply_handler, worker);
+    fy_am_set_internal_handler(worker, FY_AM_ID_RMA_REQUEST, am_request_handler, worker);
+    fy_am_set_internal_handler(worker, FY_AM_ID_RMA_REPLY, am_reply_handler, worker);
 }
 
-void ferry_rma_am_cleanup(ferry_worker_t *worker)
+void fy_rma_am_cleanup(ferry_worker_t *worker)
 {
-    ferry_rma_am_worker_t *am = &worker->rma.am;
-    ferry_list_link_t *link;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
+    fy_list_link_t *link;
 
-    while ((link = ferry_list_pop_head(&am->replies)) != NULL)
-        free(ferry_list_entry(link, rma_am_reply_t, link));
-    while (am->op_blocks != NULL) {
-        rma_am_op_block_t *block = am->op_blocks;
-        am->op_blocks = block->next;
-        for (int i = 0; i < RMA_AM_BLOCK_OPS; i++) {
-            if (block->ops[i].in_use)
-                am_op_free_copies(&block->ops[i]);
-        }
-        free(block);
-    }
-    while (am->piece_blocks != NULL) {
-        rma_am_piece_block_t *block = am->piece_blocks;
-        am->piece_blocks = block->next;
-        free(block);
-    }
+    while ((link = fy_list_pop_head(&am->replies)) != NULL)
+        free(fy_list_entry(link, rma_am_reply_t, link));
+    fy_pool_destroy(&am->ops, am_op_release, NULL);
+    fy_pool_destroy(&am->pieces, NULL, NULL);
     free(am->slots);
     free(am->generations);
     free(am->free_slots);
     memset(am, 0, sizeof(*am));
 }
 
-void ferry_rma_am_ep_fail(ferry_ep_t *ep, ferry_status_t status)
+void fy_rma_am_ep_fail(ferry_ep_t *ep, ferry_status_t status)
 {
     ferry_worker_t *worker = ep->worker;
-    ferry_rma_am_worker_t *am = &worker->rma.am;
-    ferry_list_link_t *link, *next;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
+    fy_list_link_t *link, *next;
 
     /* requests whose replies would come from ep */
     for (uint32_t slot = 0; slot < am->capacity; slot++) {
@@ -964,9 +922,9 @@ void ferry_rma_am_ep_fail(ferry_ep_t *ep, ferry_status_t status)
         am_piece_done(am, piece, status);
     }
     /* operations with requests still to send to ep */
-    for (link = ferry_list_first(&am->unsent); link != ferry_list_end(&am->unsent); link = next) {
+    for (link = fy_list_first(&am->unsent); link != fy_list_end(&am->unsent); link = next) {
         next = link->next;
-        rma_am_op_t *op = ferry_list_entry(link, rma_am_op_t, link);
+        rma_am_op_t *op = fy_list_entry(link, rma_am_op_t, link);
         if (op->ep != ep)
             continue;
         am_op_unqueue(op);
@@ -976,35 +934,35 @@ void ferry_rma_am_ep_fail(ferry_ep_t *ep, ferry_status_t status)
             am_op_complete(am, op);
     }
     /* replies that waited for room on ep */
-    for (link = ferry_list_first(&am->replies); link != ferry_list_end(&am->replies); link = next) {
+    for (link = fy_list_first(&am->replies); link != fy_list_end(&am->replies); link = next) {
         next = link->next;
-        rma_am_reply_t *rec = ferry_list_entry(link, rma_am_reply_t, link);
+        rma_am_reply_t *rec = fy_list_entry(link, rma_am_reply_t, link);
         if (rec->ep != ep)
             continue;
-        ferry_list_remove(link);
-        worker->rma.need_progress--;
+        fy_list_remove(link);
+        rma_need_progress(worker, -1);
         free(rec);
     }
 }
 
-unsigned ferry_rma_am_progress(ferry_worker_t *worker)
+unsigned fy_rma_am_progress(ferry_worker_t *worker)
 {
-    ferry_rma_am_worker_t *am = &worker->rma.am;
-    ferry_list_link_t *link, *next;
+    fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
+    fy_list_link_t *link, *next;
     unsigned count = 0;
     uint64_t pass = ++am->pass;
 
-    for (link = ferry_list_first(&am->unsent); link != ferry_list_end(&am->unsent); link = next) {
+    for (link = fy_list_first(&am->unsent); link != fy_list_end(&am->unsent); link = next) {
         next = link->next;
-        rma_am_op_t *op = ferry_list_entry(link, rma_am_op_t, link);
+        rma_am_op_t *op = fy_list_entry(link, rma_am_op_t, link);
         ferry_ep_t *ep = op->ep;
-        if (ep->rma.am_blocked_pass == pass)
+        if (fy_rma_ep_of(ep)->am_blocked_pass == pass)
             continue; /* keep this endpoint's order */
         unsigned before = op->pending;
         ferry_status_t status = am_op_send(am, op);
         count += op->pending != before;
         if (status == FERRY_ERR_NO_RESOURCE) {
-            ep->rma.am_blocked_pass = pass;
+            fy_rma_ep_of(ep)->am_blocked_pass = pass;
             continue;
         }
         am_op_unqueue(op);
@@ -1013,26 +971,26 @@ unsigned ferry_rma_am_progress(ferry_worker_t *worker)
         if (op->pending == 0)
             am_op_complete(am, op);
     }
-    for (link = ferry_list_first(&am->replies); link != ferry_list_end(&am->replies); link = next) {
+    for (link = fy_list_first(&am->replies); link != fy_list_end(&am->replies); link = next) {
         next = link->next;
-        rma_am_reply_t *rec = ferry_list_entry(link, rma_am_reply_t, link);
-        if (rec->ep->rma.am_blocked_pass == pass)
+        rma_am_reply_t *rec = fy_list_entry(link, rma_am_reply_t, link);
+        if (fy_rma_ep_of(rec->ep)->am_blocked_pass == pass)
             continue;
         ferry_iov_t iov = {.buffer = rec->data, .length = rec->length};
         ferry_status_t status =
-            ferry_am_send_internal(rec->ep, FERRY_AM_ID_RMA_REPLY, rec->header, sizeof(rec->header),
-                                   &iov, rec->length ? 1 : 0, &rec->comp);
+            fy_am_send_internal(rec->ep, FY_AM_ID_RMA_REPLY, rec->header, sizeof(rec->header), &iov,
+                                rec->length ? 1 : 0, &rec->comp);
         if (status == FERRY_ERR_NO_RESOURCE) {
-            rec->ep->rma.am_blocked_pass = pass;
+            fy_rma_ep_of(rec->ep)->am_blocked_pass = pass;
             continue;
         }
-        ferry_list_remove(link);
-        worker->rma.need_progress--;
+        fy_list_remove(link);
+        rma_need_progress(worker, -1);
         count++;
         if (status != FERRY_INPROGRESS) {
             if (status != FERRY_OK)
-                ferry_debug("one-sided reply on endpoint %p not sent: %s", (void *)rec->ep,
-                            ferry_status_string(status));
+                fy_debug("one-sided reply on endpoint %p not sent: %s", (void *)rec->ep,
+                         ferry_status_string(status));
             free(rec);
         }
     }

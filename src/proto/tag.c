@@ -19,14 +19,14 @@
 #include "proto/tag_int.h"
 #include "wireup/ep.h"
 
-static const ferry_config_var_t tag_unexpected_max_var = {
+static const fy_config_var_t tag_unexpected_max_var = {
     .name = "FERRY_TAG_UNEXPECTED_MAX",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "8M",
     .description = "bytes of unexpected eager messages a worker buffers before it asks their "
                    "senders to use rendezvous for everything (EAGER_OFF) until it has consumed "
                    "half of them (EAGER_ON): back-pressure, never loss"};
-static const ferry_config_var_t *const tag_unexpected_max_reg
+static const fy_config_var_t *const tag_unexpected_max_reg
     __attribute__((used, section("ferry_config_registry"))) = &tag_unexpected_max_var;
 
 /* Objects allocated at once when a pool is empty. */
@@ -34,77 +34,21 @@ static const ferry_config_var_t *const tag_unexpected_max_reg
 /* Spare unexpected-message buffers kept for reuse. */
 #define TAG_SPARE_MAX 64
 
-struct tag_block {
-    tag_block_t *next;
-    size_t count;
-    size_t object_size;
-    _Alignas(max_align_t) unsigned char data[];
-};
-
 /* ------------------------------------------------------------------ pools */
 
-static void tag_pool_init(tag_pool_t *pool, size_t size, const char *what)
+void *tag_pool_get(fy_pool_t *pool, uint32_t magic)
 {
-    ferry_list_init(&pool->free);
-    pool->blocks = NULL;
-    pool->object_size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
-    pool->what = what;
-}
-
-void *tag_pool_get(tag_pool_t *pool, uint32_t magic)
-{
-    ferry_list_link_t *link = ferry_list_pop_head(&pool->free);
-    tag_obj_t *obj;
-
-    if (ferry_unlikely(link == NULL)) {
-        size_t bytes = sizeof(tag_block_t) + TAG_BLOCK_OBJECTS * pool->object_size;
-        tag_block_t *block = malloc(bytes);
-        if (block == NULL) {
-            ferry_error("malloc(%zu) for %d tagged-message %s failed", bytes, TAG_BLOCK_OBJECTS,
-                        pool->what);
-            return NULL;
-        }
-        block->next = pool->blocks;
-        block->count = TAG_BLOCK_OBJECTS;
-        block->object_size = pool->object_size;
-        pool->blocks = block;
-        for (size_t i = 0; i < TAG_BLOCK_OBJECTS; i++) {
-            obj = (tag_obj_t *)(block->data + i * pool->object_size);
-            obj->in_use = 0;
-            obj->magic = 0;
-            ferry_list_push_tail(&pool->free, &obj->link);
-        }
-        link = ferry_list_pop_head(&pool->free);
-    }
-    obj = ferry_container_of(link, tag_obj_t, link);
-    obj->in_use = 1;
-    obj->magic = magic;
+    tag_obj_t *obj = fy_pool_get(pool);
+    if (fy_likely(obj != NULL))
+        obj->magic = magic;
     return obj;
 }
 
-void tag_pool_put(tag_pool_t *pool, void *object)
+void tag_pool_put(fy_pool_t *pool, void *object)
 {
     tag_obj_t *obj = object;
-    obj->in_use = 0;
     obj->magic = 0;
-    ferry_list_push_head(&pool->free, &obj->link);
-}
-
-/* Call release on every object still in use, then free the blocks. */
-static void tag_pool_destroy(tag_pool_t *pool, void (*release)(ferry_worker_t *, void *),
-                             ferry_worker_t *worker)
-{
-    while (pool->blocks != NULL) {
-        tag_block_t *block = pool->blocks;
-        pool->blocks = block->next;
-        for (size_t i = 0; i < block->count; i++) {
-            tag_obj_t *obj = (tag_obj_t *)(block->data + i * block->object_size);
-            if (obj->in_use && release != NULL)
-                release(worker, obj);
-        }
-        free(block);
-    }
-    ferry_list_init(&pool->free);
+    fy_pool_put(pool, obj);
 }
 
 /* ------------------------------------------------------------------ id tables */
@@ -114,7 +58,7 @@ static bool tag_table_grow(tag_table_t *table)
     uint32_t old = table->capacity;
     uint32_t capacity = old ? old * 2 : 64;
     if (capacity <= old) {
-        ferry_error("tagged-message id table full (%u transfers in progress)", old);
+        fy_error("tagged-message id table full (%u transfers in progress)", old);
         return false;
     }
     void **slots = realloc(table->slots, capacity * sizeof(*slots));
@@ -138,7 +82,7 @@ static bool tag_table_grow(tag_table_t *table)
     return true;
 
 err_nomem:
-    ferry_error("realloc for a tagged-message id table of %u entries failed", capacity);
+    fy_error("realloc for a tagged-message id table of %u entries failed", capacity);
     return false;
 }
 
@@ -188,27 +132,29 @@ void tag_warn(ferry_worker_t *worker, tag_warn_kind_t kind, const char *fmt, ...
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    if (worker->tag.warned[kind]++ == 0)
-        ferry_warn("tagged messages: %s; dropped (further messages of this kind are logged at "
-                   "debug level)",
-                   text);
+    if (fy_tag_worker_of(worker)->warned[kind]++ == 0)
+        fy_warn("tagged messages: %s; dropped (further messages of this kind are logged at "
+                "debug level)",
+                text);
     else
-        ferry_debug("tagged messages: %s; dropped", text);
+        fy_debug("tagged messages: %s; dropped", text);
 }
 
 void tag_need_progress(ferry_worker_t *worker, int delta)
 {
-    worker->tag.need_progress = (unsigned)((int)worker->tag.need_progress + delta);
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    tw->need_progress = (unsigned)((int)tw->need_progress + delta);
+    fy_worker_module_progress_set(worker, FY_MODULE_TAG, tw->need_progress > 0);
 }
 
 static ferry_status_t tag_iov_check(const ferry_iov_t *iov, size_t iovcnt, uint64_t *length_p)
 {
     uint64_t total = 0;
-    if (ferry_unlikely(iov == NULL && iovcnt > 0))
+    if (fy_unlikely(iov == NULL && iovcnt > 0))
         return FERRY_ERR_INVALID_PARAM;
     for (size_t i = 0; i < iovcnt; i++) {
-        if (ferry_unlikely((iov[i].buffer == NULL && iov[i].length > 0) ||
-                           iov[i].length > UINT64_MAX - total))
+        if (fy_unlikely((iov[i].buffer == NULL && iov[i].length > 0) ||
+                        iov[i].length > UINT64_MAX - total))
             return FERRY_ERR_INVALID_PARAM;
         total += iov[i].length;
     }
@@ -226,8 +172,8 @@ ferry_status_t tag_iovs_copy(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iov
     if (iovcnt > TAG_IOV_INLINE) {
         dst->iov = malloc(iovcnt * sizeof(*iov));
         if (dst->iov == NULL) {
-            ferry_error("malloc(%zu) for a copy of %zu tagged-message pieces failed",
-                        iovcnt * sizeof(*iov), iovcnt);
+            fy_error("malloc(%zu) for a copy of %zu tagged-message pieces failed",
+                     iovcnt * sizeof(*iov), iovcnt);
             dst->iov = dst->iov_inline;
             dst->iovcnt = 0;
             return FERRY_ERR_NO_MEMORY;
@@ -343,7 +289,7 @@ void tag_recv_unref(tag_recv_t *recv)
     if (--recv->refs > 0)
         return;
     tag_iovs_release(&recv->buf);
-    tag_pool_put(&recv->worker->tag.recvs, recv);
+    tag_pool_put(&fy_tag_worker_of(recv->worker)->recvs, recv);
 }
 
 void tag_send_unref(tag_send_t *send)
@@ -351,25 +297,25 @@ void tag_send_unref(tag_send_t *send)
     if (--send->refs > 0)
         return;
     tag_iovs_release(&send->buf);
-    tag_pool_put(&send->worker->tag.sends, send);
+    tag_pool_put(&fy_tag_worker_of(send->worker)->sends, send);
 }
 
-static void tag_recv_deferred_cb(ferry_deferred_t *self)
+static void tag_recv_deferred_cb(fy_deferred_t *self)
 {
-    tag_recv_t *recv = ferry_container_of(self, tag_recv_t, deferred);
+    tag_recv_t *recv = fy_container_of(self, tag_recv_t, deferred);
     ferry_completion_t *comp = recv->comp;
     ferry_status_t status = recv->status;
     tag_recv_unref(recv);
-    ferry_completion_update(comp, status);
+    fy_completion_update(comp, status);
 }
 
-static void tag_send_deferred_cb(ferry_deferred_t *self)
+static void tag_send_deferred_cb(fy_deferred_t *self)
 {
-    tag_send_t *send = ferry_container_of(self, tag_send_t, deferred);
+    tag_send_t *send = fy_container_of(self, tag_send_t, deferred);
     ferry_completion_t *comp = send->comp;
     ferry_status_t status = send->status;
     tag_send_unref(send);
-    ferry_completion_update(comp, status);
+    fy_completion_update(comp, status);
 }
 
 void tag_recv_finish(tag_recv_t *recv, ferry_status_t status)
@@ -377,7 +323,7 @@ void tag_recv_finish(tag_recv_t *recv, ferry_status_t status)
     if (recv->state == TAG_RECV_FINISHED)
         return;
     if (recv->state == TAG_RECV_POSTED)
-        ferry_list_remove(&recv->obj.link);
+        fy_list_remove(&recv->obj.link);
     recv->state = TAG_RECV_FINISHED;
     recv->status = status;
     tag_rndv_recv_release(recv);
@@ -394,7 +340,7 @@ void tag_recv_finish(tag_recv_t *recv, ferry_status_t status)
 void tag_recv_complete_user(tag_recv_t *recv)
 {
     recv->user_waits_inner = false;
-    ferry_worker_defer(recv->worker, &recv->deferred);
+    fy_worker_defer(recv->worker, &recv->deferred);
 }
 
 void tag_send_finish(tag_send_t *send, ferry_status_t status)
@@ -418,7 +364,7 @@ void tag_send_complete_user(tag_send_t *send)
 {
     send->user_waits_inner = false;
     if (send->comp != NULL)
-        ferry_worker_defer(send->worker, &send->deferred);
+        fy_worker_defer(send->worker, &send->deferred);
     else
         tag_send_unref(send);
 }
@@ -428,12 +374,12 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
                            ferry_tag_info_t *info, ferry_completion_t *comp,
                            ferry_status_t *status_p)
 {
-    tag_recv_t *recv = tag_pool_get(&worker->tag.recvs, TAG_MAGIC_RECV);
-    if (ferry_unlikely(recv == NULL)) {
+    tag_recv_t *recv = tag_pool_get(&fy_tag_worker_of(worker)->recvs, TAG_MAGIC_RECV);
+    if (fy_unlikely(recv == NULL)) {
         *status_p = FERRY_ERR_NO_MEMORY;
         return NULL;
     }
-    ferry_list_link_init(&recv->deferred.link);
+    fy_list_link_init(&recv->deferred.link);
     recv->deferred.cb = tag_recv_deferred_cb;
     recv->worker = worker;
     recv->comp = comp;
@@ -453,8 +399,8 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
     recv->buf.iov = recv->buf.iov_inline;
     recv->buf.iovcnt = 0;
     *status_p = tag_iovs_copy(&recv->buf, iov, iovcnt);
-    if (ferry_unlikely(*status_p != FERRY_OK)) {
-        tag_pool_put(&worker->tag.recvs, recv);
+    if (fy_unlikely(*status_p != FERRY_OK)) {
+        tag_pool_put(&fy_tag_worker_of(worker)->recvs, recv);
         return NULL;
     }
     return recv;
@@ -462,10 +408,10 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
 
 tag_send_t *tag_send_alloc(ferry_worker_t *worker)
 {
-    tag_send_t *send = tag_pool_get(&worker->tag.sends, TAG_MAGIC_SEND);
+    tag_send_t *send = tag_pool_get(&fy_tag_worker_of(worker)->sends, TAG_MAGIC_SEND);
     if (send == NULL)
         return NULL;
-    ferry_list_link_init(&send->deferred.link);
+    fy_list_link_init(&send->deferred.link);
     send->deferred.cb = tag_send_deferred_cb;
     send->worker = worker;
     send->ep = NULL;
@@ -499,62 +445,61 @@ ferry_status_t tag_ctl_send(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wi
     size_t length = tag_wire_encode(msg, header);
     ferry_status_t status;
 
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
-    if (ep->tag.ctl_queued == 0) {
-        status = ferry_am_send_internal(ep, msg->id, header, length, NULL, 0, NULL);
+    if (fy_tag_ep_of(ep)->ctl_queued == 0) {
+        status = fy_am_send_internal(ep, msg->id, header, length, NULL, 0, NULL);
         if (status == FERRY_OK || status == FERRY_INPROGRESS)
             return FERRY_OK;
         if (status != FERRY_ERR_NO_RESOURCE)
             return status;
     }
-    tag_ctl_t *ctl = tag_pool_get(&worker->tag.ctls, TAG_MAGIC_CTL);
+    tag_ctl_t *ctl = tag_pool_get(&fy_tag_worker_of(worker)->ctls, TAG_MAGIC_CTL);
     if (ctl == NULL)
         return FERRY_ERR_NO_MEMORY;
     ctl->ep = ep;
     ctl->id = msg->id;
     ctl->length = length;
     memcpy(ctl->header, header, length);
-    ferry_list_push_tail(&worker->tag.ctl, &ctl->obj.link);
-    ep->tag.ctl_queued++;
+    fy_list_push_tail(&fy_tag_worker_of(worker)->ctl, &ctl->obj.link);
+    fy_tag_ep_of(ep)->ctl_queued++;
     tag_need_progress(worker, 1);
     return FERRY_OK;
 }
 
 static void tag_ctl_drop(ferry_worker_t *worker, tag_ctl_t *ctl)
 {
-    ferry_list_remove(&ctl->obj.link);
-    ctl->ep->tag.ctl_queued--;
+    fy_list_remove(&ctl->obj.link);
+    fy_tag_ep_of(ctl->ep)->ctl_queued--;
     tag_need_progress(worker, -1);
-    tag_pool_put(&worker->tag.ctls, ctl);
+    tag_pool_put(&fy_tag_worker_of(worker)->ctls, ctl);
 }
 
 /* Send queued control messages in order; an endpoint without room keeps the rest of its own
  * for the next pass (its order), the others go on. */
 static unsigned tag_ctl_progress(ferry_worker_t *worker)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     unsigned count = 0;
     uint32_t pass = ++tw->ctl_pass;
 
-    for (ferry_list_link_t *l = ferry_list_first(&tw->ctl), *next; l != ferry_list_end(&tw->ctl);
-         l = next) {
+    for (fy_list_link_t *l = fy_list_first(&tw->ctl), *next; l != fy_list_end(&tw->ctl); l = next) {
         next = l->next;
-        tag_ctl_t *ctl = ferry_container_of(l, tag_ctl_t, obj.link);
+        tag_ctl_t *ctl = fy_container_of(l, tag_ctl_t, obj.link);
         ferry_ep_t *ep = ctl->ep;
-        if (ep->tag.ctl_pass == pass)
+        if (fy_tag_ep_of(ep)->ctl_pass == pass)
             continue;
         ferry_status_t status =
-            ep->state == FERRY_EP_OPEN
-                ? ferry_am_send_internal(ep, ctl->id, ctl->header, ctl->length, NULL, 0, NULL)
+            ep->state == FY_EP_OPEN
+                ? fy_am_send_internal(ep, ctl->id, ctl->header, ctl->length, NULL, 0, NULL)
                 : ep->error;
         if (status == FERRY_ERR_NO_RESOURCE) {
-            ep->tag.ctl_pass = pass;
+            fy_tag_ep_of(ep)->ctl_pass = pass;
             continue;
         }
         if (status != FERRY_OK && status != FERRY_INPROGRESS)
-            ferry_debug("tagged messages: control message %u to endpoint %p dropped: %s", ctl->id,
-                        (void *)ep, ferry_status_string(status));
+            fy_debug("tagged messages: control message %u to endpoint %p dropped: %s", ctl->id,
+                     (void *)ep, ferry_status_string(status));
         next = l->next; /* the send cannot have changed the queue, but stay safe */
         tag_ctl_drop(worker, ctl);
         count++;
@@ -566,42 +511,41 @@ static unsigned tag_ctl_progress(ferry_worker_t *worker)
 
 static void tag_flow_send(ferry_worker_t *worker, ferry_ep_t *ep, bool on)
 {
-    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_FLOW};
+    tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_FLOW};
     msg.u.flow.version = TAG_WIRE_VERSION;
     msg.u.flow.eager_on = on ? 1 : 0;
     ferry_status_t status = tag_ctl_send(worker, ep, &msg);
     if (status != FERRY_OK)
-        ferry_debug("tagged messages: EAGER_%s to endpoint %p not sent: %s", on ? "ON" : "OFF",
-                    (void *)ep, ferry_status_string(status));
+        fy_debug("tagged messages: EAGER_%s to endpoint %p not sent: %s", on ? "ON" : "OFF",
+                 (void *)ep, ferry_status_string(status));
 }
 
 static void tag_flow_forget(ferry_worker_t *worker, ferry_ep_t *ep)
 {
     (void)worker;
-    if (!ep->tag.told_off)
+    if (!fy_tag_ep_of(ep)->told_off)
         return;
-    ep->tag.told_off = 0;
-    ferry_list_remove(&ep->tag.flow_link);
+    fy_tag_ep_of(ep)->told_off = 0;
+    fy_list_remove(&fy_tag_ep_of(ep)->flow_link);
 }
 
 /* After buffered bytes were consumed: EAGER_ON to every sender told OFF once we are at half. */
 static void tag_flow_check_on(ferry_worker_t *worker)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
-    ferry_list_link_t *link;
-    if (ferry_likely(ferry_list_is_empty(&tw->flow_off)) ||
-        tw->unexpected_bytes > tw->unexpected_max / 2)
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    fy_list_link_t *link;
+    if (fy_likely(fy_list_is_empty(&tw->flow_off)) || tw->unexpected_bytes > tw->unexpected_max / 2)
         return;
-    while ((link = ferry_list_pop_head(&tw->flow_off)) != NULL) {
-        ferry_ep_t *ep = ferry_container_of(link, ferry_ep_t, tag.flow_link);
-        ep->tag.told_off = 0;
+    while ((link = fy_list_pop_head(&tw->flow_off)) != NULL) {
+        ferry_ep_t *ep = fy_container_of(link, fy_tag_ep_t, flow_link)->ep;
+        fy_tag_ep_of(ep)->told_off = 0;
         tag_flow_send(worker, ep, true);
     }
 }
 
 static void tag_unexp_release(ferry_worker_t *worker, tag_unexp_t *u)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     switch (u->data_kind) {
     case TAG_DATA_INLINE:
         break;
@@ -628,7 +572,7 @@ static void tag_unexp_release(ferry_worker_t *worker, tag_unexp_t *u)
     tag_pool_put(&tw->unexp, u);
 }
 
-static void *tag_spare_get(ferry_tag_worker_t *tw)
+static void *tag_spare_get(fy_tag_worker_t *tw)
 {
     void *buf = tw->spare_bufs;
     if (buf != NULL) {
@@ -638,7 +582,7 @@ static void *tag_spare_get(ferry_tag_worker_t *tw)
     }
     buf = malloc(TAG_UNEXP_BUF);
     if (buf == NULL)
-        ferry_error("malloc(%u) for an unexpected tagged message failed", TAG_UNEXP_BUF);
+        fy_error("malloc(%u) for an unexpected tagged message failed", TAG_UNEXP_BUF);
     return buf;
 }
 
@@ -646,7 +590,7 @@ static void *tag_spare_get(ferry_tag_worker_t *tw)
 static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t tag,
                                            void *data, size_t length, unsigned flags)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     ferry_status_t result = FERRY_OK;
     tag_unexp_t *u = tag_pool_get(&tw->unexp, TAG_MAGIC_UNEXP);
 
@@ -667,12 +611,11 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
     } else {
         /* a private buffer of the transport (larger than what it copies through a shared
          * buffer) is kept as it is; a shared one is copied out so that it returns at once */
-        const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
-        size_t apart = caps != NULL && caps->header_apart >= sizeof(tag_wire_eager_t)
+        size_t apart = ep->caps.header_apart >= sizeof(tag_wire_eager_t)
                            ? sizeof(tag_wire_eager_t)
                            : 0; /* the header travelled beside the shared buffer */
         if ((flags & FERRY_AM_RECV_KEEPABLE) &&
-            length + sizeof(tag_wire_eager_t) > ep->max_bcopy + apart) {
+            length + sizeof(tag_wire_eager_t) > ep->caps.max_bcopy + apart) {
             u->data_kind = TAG_DATA_AM;
             u->data = data;
             result = FERRY_INPROGRESS;
@@ -680,7 +623,7 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
             u->data_kind = TAG_DATA_MALLOC;
             u->data = malloc(length);
             if (u->data == NULL)
-                ferry_error("malloc(%zu) for an unexpected tagged message failed", length);
+                fy_error("malloc(%zu) for an unexpected tagged message failed", length);
         }
     }
     if (u->data == NULL) {
@@ -692,42 +635,42 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
         memcpy(u->data, data, length);
     u->accounted = length + TAG_UNEXP_OVERHEAD;
     tw->unexpected_bytes += u->accounted;
-    ferry_list_push_tail(&tw->unexpected, &u->obj.link);
-    if (tw->unexpected_bytes > tw->unexpected_max && !ep->tag.told_off &&
-        ep->state == FERRY_EP_OPEN) {
-        ferry_debug("tagged messages: %llu unexpected bytes buffered (FERRY_TAG_UNEXPECTED_MAX "
-                    "%llu): EAGER_OFF to endpoint %p",
-                    (unsigned long long)tw->unexpected_bytes,
-                    (unsigned long long)tw->unexpected_max, (void *)ep);
-        ep->tag.told_off = 1;
-        ferry_list_push_tail(&tw->flow_off, &ep->tag.flow_link);
+    fy_list_push_tail(&tw->unexpected, &u->obj.link);
+    if (tw->unexpected_bytes > tw->unexpected_max && !fy_tag_ep_of(ep)->told_off &&
+        ep->state == FY_EP_OPEN) {
+        fy_debug("tagged messages: %llu unexpected bytes buffered (FERRY_TAG_UNEXPECTED_MAX "
+                 "%llu): EAGER_OFF to endpoint %p",
+                 (unsigned long long)tw->unexpected_bytes, (unsigned long long)tw->unexpected_max,
+                 (void *)ep);
+        fy_tag_ep_of(ep)->told_off = 1;
+        fy_list_push_tail(&tw->flow_off, &fy_tag_ep_of(ep)->flow_link);
         tag_flow_send(worker, ep, false);
     }
     return result;
 
 err_nomem:
-    ferry_error("tagged messages: an unexpected message of %zu bytes (tag 0x%llx) from endpoint "
-                "%p is LOST: out of memory",
-                length, (unsigned long long)tag, (void *)ep);
+    fy_error("tagged messages: an unexpected message of %zu bytes (tag 0x%llx) from endpoint "
+             "%p is LOST: out of memory",
+             length, (unsigned long long)tag, (void *)ep);
     return FERRY_OK;
 }
 
-static tag_recv_t *tag_match_posted(ferry_tag_worker_t *tw, uint64_t tag)
+static tag_recv_t *tag_match_posted(fy_tag_worker_t *tw, uint64_t tag)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&tw->posted); l != ferry_list_end(&tw->posted);
+    for (fy_list_link_t *l = fy_list_first(&tw->posted); l != fy_list_end(&tw->posted);
          l = l->next) {
-        tag_recv_t *recv = ferry_container_of(l, tag_recv_t, obj.link);
+        tag_recv_t *recv = fy_container_of(l, tag_recv_t, obj.link);
         if (((tag ^ recv->tag) & recv->tag_mask) == 0)
             return recv;
     }
     return NULL;
 }
 
-static tag_unexp_t *tag_match_unexpected(ferry_tag_worker_t *tw, uint64_t tag, uint64_t mask)
+static tag_unexp_t *tag_match_unexpected(fy_tag_worker_t *tw, uint64_t tag, uint64_t mask)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&tw->unexpected);
-         l != ferry_list_end(&tw->unexpected); l = l->next) {
-        tag_unexp_t *u = ferry_container_of(l, tag_unexp_t, obj.link);
+    for (fy_list_link_t *l = fy_list_first(&tw->unexpected); l != fy_list_end(&tw->unexpected);
+         l = l->next) {
+        tag_unexp_t *u = fy_container_of(l, tag_unexp_t, obj.link);
         if (((u->tag ^ tag) & mask) == 0)
             return u;
     }
@@ -744,7 +687,7 @@ static ferry_status_t tag_recv_message(ferry_worker_t *worker, tag_unexp_t *u,
     ferry_status_t status;
 
     if (u->kind == TAG_UNEXP_EAGER) {
-        ferry_list_remove(&u->obj.link);
+        fy_list_remove(&u->obj.link);
         status = tag_scatter_message(iov, iovcnt, u->data, (size_t)u->length);
         tag_info_fill(info, u->ep, u->tag, u->length);
         tag_unexp_release(worker, u);
@@ -754,7 +697,7 @@ static ferry_status_t tag_recv_message(ferry_worker_t *worker, tag_unexp_t *u,
     tag_recv_t *recv = tag_recv_alloc(worker, iov, iovcnt, info, comp, &status);
     if (recv == NULL)
         return status;
-    ferry_list_remove(&u->obj.link);
+    fy_list_remove(&u->obj.link);
     recv->tag = u->tag;
     recv->tag_mask = UINT64_MAX;
     if (u->status != FERRY_OK || u->ep == NULL) {
@@ -773,7 +716,7 @@ static bool tag_decode(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, cons
                        size_t header_length, size_t length, tag_wire_msg_t *msg)
 {
     const char *why = NULL;
-    if (ferry_likely(tag_wire_decode(id, header, header_length, length, msg, &why) == FERRY_OK))
+    if (fy_likely(tag_wire_decode(id, header, header_length, length, msg, &why) == FERRY_OK))
         return true;
     tag_warn(worker, TAG_WARN_MALFORMED,
              "malformed message (id %u, %zu-byte header, %zu-byte payload) from endpoint %p: %s",
@@ -785,16 +728,16 @@ static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_
                                    size_t length, const ferry_am_recv_params_t *params)
 {
     ferry_worker_t *worker = arg;
-    ferry_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     ferry_ep_t *ep = params->reply_ep;
     tag_wire_msg_t msg;
 
-    if (ferry_unlikely(
-            !tag_decode(worker, ep, FERRY_AM_ID_TAG_EAGER, header, header_length, length, &msg)))
+    if (fy_unlikely(
+            !tag_decode(worker, ep, FY_AM_ID_TAG_EAGER, header, header_length, length, &msg)))
         return FERRY_OK;
     uint64_t tag = msg.u.eager.tag;
     tag_recv_t *recv = tag_match_posted(tw, tag);
-    if (ferry_likely(recv != NULL)) {
+    if (fy_likely(recv != NULL)) {
         ferry_status_t status = tag_scatter_message(recv->buf.iov, recv->buf.iovcnt, data, length);
         tag_info_fill(recv->info, ep, tag, length);
         tag_recv_finish(recv, status);
@@ -807,23 +750,23 @@ static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_le
                                  size_t length, const ferry_am_recv_params_t *params)
 {
     ferry_worker_t *worker = arg;
-    ferry_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     ferry_ep_t *ep = params->reply_ep;
     tag_wire_msg_t msg;
     (void)data;
 
-    if (!tag_decode(worker, ep, FERRY_AM_ID_TAG_RTS, header, header_length, length, &msg))
+    if (!tag_decode(worker, ep, FY_AM_ID_TAG_RTS, header, header_length, length, &msg))
         return FERRY_OK;
     tag_recv_t *recv = tag_match_posted(tw, msg.u.rts.tag);
     if (recv != NULL) {
-        ferry_list_remove(&recv->obj.link);
+        fy_list_remove(&recv->obj.link);
         tag_rndv_recv_start(recv, ep, &msg.u.rts);
         return FERRY_OK;
     }
     tag_unexp_t *u = tag_pool_get(&tw->unexp, TAG_MAGIC_UNEXP);
     if (u == NULL) {
         /* tell the sender rather than leave it waiting */
-        tag_wire_msg_t done = {.id = FERRY_AM_ID_TAG_DONE};
+        tag_wire_msg_t done = {.id = FY_AM_ID_TAG_DONE};
         done.u.done.version = TAG_WIRE_VERSION;
         done.u.done.target = TAG_DONE_TO_SEND;
         done.u.done.final = 1;
@@ -842,7 +785,7 @@ static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_le
     u->data = NULL;
     u->data_kind = TAG_DATA_INLINE;
     u->rts = msg.u.rts;
-    ferry_list_push_tail(&tw->unexpected, &u->obj.link);
+    fy_list_push_tail(&tw->unexpected, &u->obj.link);
     return FERRY_OK;
 }
 
@@ -852,8 +795,7 @@ static ferry_status_t tag_on_cts(void *arg, const void *header, size_t header_le
     ferry_worker_t *worker = arg;
     tag_wire_msg_t msg;
     (void)data;
-    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_CTS, header, header_length, length,
-                   &msg))
+    if (tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_CTS, header, header_length, length, &msg))
         tag_rndv_on_cts(worker, params->reply_ep, &msg.u.cts);
     return FERRY_OK;
 }
@@ -863,7 +805,7 @@ static ferry_status_t tag_on_data(void *arg, const void *header, size_t header_l
 {
     ferry_worker_t *worker = arg;
     tag_wire_msg_t msg;
-    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_DATA, header, header_length, length,
+    if (tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_DATA, header, header_length, length,
                    &msg))
         tag_rndv_on_data(worker, params->reply_ep, &msg.u.data, data, length);
     return FERRY_OK;
@@ -875,7 +817,7 @@ static ferry_status_t tag_on_done(void *arg, const void *header, size_t header_l
     ferry_worker_t *worker = arg;
     tag_wire_msg_t msg;
     (void)data;
-    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_DONE, header, header_length, length,
+    if (tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_DONE, header, header_length, length,
                    &msg))
         tag_rndv_on_done(worker, params->reply_ep, &msg.u.done);
     return FERRY_OK;
@@ -887,7 +829,7 @@ static ferry_status_t tag_on_cookie(void *arg, const void *header, size_t header
     ferry_worker_t *worker = arg;
     tag_wire_msg_t msg;
     (void)data;
-    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_COOKIE, header, header_length, length,
+    if (tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_COOKIE, header, header_length, length,
                    &msg))
         tag_rndv_on_cookie(worker, params->reply_ep, &msg.u.cookie);
     return FERRY_OK;
@@ -899,11 +841,11 @@ static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_l
     ferry_worker_t *worker = arg;
     tag_wire_msg_t msg;
     (void)data;
-    if (tag_decode(worker, params->reply_ep, FERRY_AM_ID_TAG_FLOW, header, header_length, length,
+    if (tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_FLOW, header, header_length, length,
                    &msg)) {
-        ferry_debug("tagged messages: EAGER_%s from endpoint %p",
-                    msg.u.flow.eager_on ? "ON" : "OFF", (void *)params->reply_ep);
-        params->reply_ep->tag.eager_off = msg.u.flow.eager_on ? 0 : 1;
+        fy_debug("tagged messages: EAGER_%s from endpoint %p", msg.u.flow.eager_on ? "ON" : "OFF",
+                 (void *)params->reply_ep);
+        fy_tag_ep_of(params->reply_ep)->eager_off = msg.u.flow.eager_on ? 0 : 1;
     }
     return FERRY_OK;
 }
@@ -915,16 +857,16 @@ FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *io
 {
     uint64_t length;
 
-    if (ferry_unlikely(ep == NULL || tag_iov_check(iov, iovcnt, &length) != FERRY_OK))
+    if (fy_unlikely(ep == NULL || tag_iov_check(iov, iovcnt, &length) != FERRY_OK))
         return FERRY_ERR_INVALID_PARAM;
-    if (ferry_unlikely(ep->state != FERRY_EP_OPEN))
+    if (fy_unlikely(ep->state != FY_EP_OPEN))
         return ep->error;
-    if (ferry_unlikely(!ep->tag.ready))
+    if (fy_unlikely(!fy_tag_ep_of(ep)->ready))
         tag_rndv_ep_setup(ep->worker, ep);
-    if (ferry_likely(length <= ep->tag.eager_max && !ep->tag.eager_off)) {
+    if (fy_likely(length <= fy_tag_ep_of(ep)->eager_max && !fy_tag_ep_of(ep)->eager_off)) {
         tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
-        return ferry_am_send_internal(ep, FERRY_AM_ID_TAG_EAGER, &header, sizeof(header), iov,
-                                      iovcnt, comp);
+        return fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, sizeof(header), iov, iovcnt,
+                                   comp);
     }
     return tag_rndv_send(ep->worker, ep, iov, iovcnt, length, tag, comp);
 }
@@ -936,20 +878,20 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_i
     ferry_status_t status;
     uint64_t length;
 
-    if (ferry_unlikely(worker == NULL || comp == NULL ||
-                       tag_iov_check(iov, iovcnt, &length) != FERRY_OK))
+    if (fy_unlikely(worker == NULL || comp == NULL ||
+                    tag_iov_check(iov, iovcnt, &length) != FERRY_OK))
         return FERRY_ERR_INVALID_PARAM;
-    if (ferry_unlikely(!ferry_list_is_empty(&worker->tag.unexpected))) {
-        tag_unexp_t *u = tag_match_unexpected(&worker->tag, tag, tag_mask);
+    if (fy_unlikely(!fy_list_is_empty(&fy_tag_worker_of(worker)->unexpected))) {
+        tag_unexp_t *u = tag_match_unexpected(fy_tag_worker_of(worker), tag, tag_mask);
         if (u != NULL)
             return tag_recv_message(worker, u, iov, iovcnt, info, comp);
     }
     tag_recv_t *recv = tag_recv_alloc(worker, iov, iovcnt, info, comp, &status);
-    if (ferry_unlikely(recv == NULL))
+    if (fy_unlikely(recv == NULL))
         return status;
     recv->tag = tag;
     recv->tag_mask = tag_mask;
-    ferry_list_push_tail(&worker->tag.posted, &recv->obj.link);
+    fy_list_push_tail(&fy_tag_worker_of(worker)->posted, &recv->obj.link);
     return FERRY_INPROGRESS;
 }
 
@@ -959,13 +901,13 @@ FERRY_EXPORT ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag
 {
     if (worker == NULL || (remove && message_p == NULL))
         return FERRY_ERR_INVALID_PARAM;
-    tag_unexp_t *u = tag_match_unexpected(&worker->tag, tag, tag_mask);
+    tag_unexp_t *u = tag_match_unexpected(fy_tag_worker_of(worker), tag, tag_mask);
     if (u == NULL)
         return FERRY_ERR_NO_ELEM;
     tag_info_fill(info, u->ep, u->tag, u->length);
     if (remove) {
-        ferry_list_remove(&u->obj.link);
-        ferry_list_push_tail(&worker->tag.probed, &u->obj.link);
+        fy_list_remove(&u->obj.link);
+        fy_list_push_tail(&fy_tag_worker_of(worker)->probed, &u->obj.link);
         u->probed = true;
         *message_p = u;
     }
@@ -982,10 +924,10 @@ FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,
     if (worker == NULL || message == NULL || comp == NULL ||
         tag_iov_check(iov, iovcnt, &length) != FERRY_OK)
         return FERRY_ERR_INVALID_PARAM;
-    if (message->obj.magic != TAG_MAGIC_UNEXP || !message->obj.in_use || !message->probed) {
-        ferry_warn("ferry_tag_message_recv(%p): not a message taken by ferry_tag_probe(remove) "
-                   "and not received yet",
-                   (void *)message);
+    if (message->obj.magic != TAG_MAGIC_UNEXP || !fy_pool_in_use(message) || !message->probed) {
+        fy_warn("ferry_tag_message_recv(%p): not a message taken by ferry_tag_probe(remove) "
+                "and not received yet",
+                (void *)message);
         return FERRY_ERR_INVALID_PARAM;
     }
     return tag_recv_message(worker, message, iov, iovcnt, info, comp);
@@ -995,10 +937,10 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_
 {
     if (worker == NULL || comp == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    ferry_tag_worker_t *tw = &worker->tag;
-    for (ferry_list_link_t *l = ferry_list_first(&tw->posted); l != ferry_list_end(&tw->posted);
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    for (fy_list_link_t *l = fy_list_first(&tw->posted); l != fy_list_end(&tw->posted);
          l = l->next) {
-        tag_recv_t *recv = ferry_container_of(l, tag_recv_t, obj.link);
+        tag_recv_t *recv = fy_container_of(l, tag_recv_t, obj.link);
         if (recv->comp == comp) {
             tag_recv_finish(recv, FERRY_ERR_CANCELED);
             return FERRY_OK;
@@ -1009,49 +951,62 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_
 
 /* ------------------------------------------------------------------ life cycle */
 
-ferry_status_t ferry_tag_init(ferry_worker_t *worker)
+static ferry_status_t tag_module_init(ferry_worker_t *worker, void **state_p)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
     static const struct {
         unsigned id;
         ferry_am_handler_cb_t cb;
     } handlers[] = {
-        {FERRY_AM_ID_TAG_EAGER, tag_on_eager}, {FERRY_AM_ID_TAG_RTS, tag_on_rts},
-        {FERRY_AM_ID_TAG_CTS, tag_on_cts},     {FERRY_AM_ID_TAG_DATA, tag_on_data},
-        {FERRY_AM_ID_TAG_DONE, tag_on_done},   {FERRY_AM_ID_TAG_COOKIE, tag_on_cookie},
-        {FERRY_AM_ID_TAG_FLOW, tag_on_flow},
+        {FY_AM_ID_TAG_EAGER, tag_on_eager}, {FY_AM_ID_TAG_RTS, tag_on_rts},
+        {FY_AM_ID_TAG_CTS, tag_on_cts},     {FY_AM_ID_TAG_DATA, tag_on_data},
+        {FY_AM_ID_TAG_DONE, tag_on_done},   {FY_AM_ID_TAG_COOKIE, tag_on_cookie},
+        {FY_AM_ID_TAG_FLOW, tag_on_flow},
     };
 
-    memset(tw, 0, sizeof(*tw));
-    ferry_list_init(&tw->posted);
-    ferry_list_init(&tw->unexpected);
-    ferry_list_init(&tw->probed);
-    ferry_list_init(&tw->ctl);
-    ferry_list_init(&tw->retry);
-    ferry_list_init(&tw->pump);
-    ferry_list_init(&tw->flow_off);
-    tag_pool_init(&tw->recvs, sizeof(tag_recv_t), "receives");
-    tag_pool_init(&tw->sends, sizeof(tag_send_t), "sends");
-    tag_pool_init(&tw->unexp, sizeof(tag_unexp_t), "unexpected messages");
-    tag_pool_init(&tw->ctls, sizeof(tag_ctl_t), "control messages");
+    ferry_status_t status;
+    fy_tag_worker_t *tw = calloc(1, sizeof(*tw));
+    if (tw == NULL) {
+        fy_error("calloc(%zu) for the tagged messages of a worker failed", sizeof(*tw));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    *state_p = tw;
+    fy_list_init(&tw->posted);
+    fy_list_init(&tw->unexpected);
+    fy_list_init(&tw->probed);
+    fy_list_init(&tw->ctl);
+    fy_list_init(&tw->retry);
+    fy_list_init(&tw->pump);
+    fy_list_init(&tw->flow_off);
+    fy_pool_init(&tw->recvs, sizeof(tag_recv_t), TAG_BLOCK_OBJECTS, "tagged receives");
+    fy_pool_init(&tw->sends, sizeof(tag_send_t), TAG_BLOCK_OBJECTS, "tagged sends");
+    fy_pool_init(&tw->unexp, sizeof(tag_unexp_t), TAG_BLOCK_OBJECTS, "unexpected tagged messages");
+    fy_pool_init(&tw->ctls, sizeof(tag_ctl_t), TAG_BLOCK_OBJECTS, "tagged control messages");
     tw->unexpected_max = ferry_config_size(&tag_unexpected_max_var);
     tag_rndv_config(tw);
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(handlers); i++) {
-        ferry_status_t status =
-            ferry_am_set_internal_handler(worker, handlers[i].id, handlers[i].cb, worker);
+        status = fy_am_set_internal_handler(worker, handlers[i].id, handlers[i].cb, worker);
         if (status != FERRY_OK)
-            return status;
+            goto err_free_state;
     }
     /* rendezvous DATA may be received straight into the matched receive's buffer */
-    return ferry_am_set_internal_place(worker, FERRY_AM_ID_TAG_DATA, tag_rndv_place_data);
+    status = fy_am_set_internal_place(worker, FY_AM_ID_TAG_DATA, tag_rndv_place_data);
+    if (status != FERRY_OK)
+        goto err_free_state;
+    return FERRY_OK;
+
+err_free_state:
+    *state_p = NULL;
+    free(tw);
+    return status;
 }
 
 /* Worker destruction: complete what still waits for its completion, release the rest. */
-static void tag_release_recv(ferry_worker_t *worker, void *object)
+static void tag_release_recv(void *arg, void *object)
 {
+    ferry_worker_t *worker = arg;
     tag_recv_t *recv = object;
-    bool deferred = ferry_list_is_linked(&recv->deferred.link);
-    ferry_worker_undefer(worker, &recv->deferred);
+    bool deferred = fy_list_is_linked(&recv->deferred.link);
+    fy_worker_undefer(worker, &recv->deferred);
     recv->inner_busy = false; /* nothing will complete it any more */
     if (recv->state != TAG_RECV_FINISHED) {
         recv->state = TAG_RECV_FINISHED;
@@ -1061,14 +1016,15 @@ static void tag_release_recv(ferry_worker_t *worker, void *object)
     tag_rndv_recv_release(recv);
     tag_iovs_release(&recv->buf);
     if (deferred)
-        ferry_completion_update(recv->comp, recv->status);
+        fy_completion_update(recv->comp, recv->status);
 }
 
-static void tag_release_send(ferry_worker_t *worker, void *object)
+static void tag_release_send(void *arg, void *object)
 {
+    ferry_worker_t *worker = arg;
     tag_send_t *send = object;
-    bool deferred = ferry_list_is_linked(&send->deferred.link);
-    ferry_worker_undefer(worker, &send->deferred);
+    bool deferred = fy_list_is_linked(&send->deferred.link);
+    fy_worker_undefer(worker, &send->deferred);
     send->inner_busy = false;
     if (send->state != TAG_SEND_FINISHED) {
         send->state = TAG_SEND_FINISHED;
@@ -1078,11 +1034,12 @@ static void tag_release_send(ferry_worker_t *worker, void *object)
     tag_rndv_send_release(send);
     tag_iovs_release(&send->buf);
     if (deferred)
-        ferry_completion_update(send->comp, send->status);
+        fy_completion_update(send->comp, send->status);
 }
 
-static void tag_release_unexp(ferry_worker_t *worker, void *object)
+static void tag_release_unexp(void *arg, void *object)
 {
+    ferry_worker_t *worker = arg;
     tag_unexp_t *u = object;
     if (u->data_kind == TAG_DATA_AM)
         ferry_am_data_release(worker, u->data);
@@ -1090,18 +1047,18 @@ static void tag_release_unexp(ferry_worker_t *worker, void *object)
         free(u->data);
 }
 
-void ferry_tag_cleanup(ferry_worker_t *worker)
+static void tag_module_cleanup(ferry_worker_t *worker)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
-    ferry_list_link_t *link;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    fy_list_link_t *link;
     unsigned left = 0;
 
     /* receives still posted: canceled (the worker is going away) */
-    while ((link = ferry_list_pop_head(&tw->posted)) != NULL) {
-        tag_recv_t *recv = ferry_container_of(link, tag_recv_t, obj.link);
-        ferry_list_link_init(link);
+    while ((link = fy_list_pop_head(&tw->posted)) != NULL) {
+        tag_recv_t *recv = fy_container_of(link, tag_recv_t, obj.link);
+        fy_list_link_init(link);
         recv->state = TAG_RECV_FINISHED;
-        ferry_completion_update(recv->comp, FERRY_ERR_CANCELED);
+        fy_completion_update(recv->comp, FERRY_ERR_CANCELED);
         tag_recv_unref(recv);
     }
     /* transfers still in progress were failed with their endpoints; what is left here was
@@ -1111,13 +1068,13 @@ void ferry_tag_cleanup(ferry_worker_t *worker)
     for (uint32_t i = 0; i < tw->recv_table.capacity; i++)
         left += tw->recv_table.slots[i] != NULL;
     if (left > 0)
-        ferry_warn("ferry_worker_destroy: %u tagged transfers were still in progress; their "
-                   "completions report FERRY_ERR_CANCELED",
-                   left);
-    tag_pool_destroy(&tw->recvs, tag_release_recv, worker);
-    tag_pool_destroy(&tw->sends, tag_release_send, worker);
-    tag_pool_destroy(&tw->unexp, tag_release_unexp, worker);
-    tag_pool_destroy(&tw->ctls, NULL, worker);
+        fy_warn("ferry_worker_destroy: %u tagged transfers were still in progress; their "
+                "completions report FERRY_ERR_CANCELED",
+                left);
+    fy_pool_destroy(&tw->recvs, tag_release_recv, worker);
+    fy_pool_destroy(&tw->sends, tag_release_send, worker);
+    fy_pool_destroy(&tw->unexp, tag_release_unexp, worker);
+    fy_pool_destroy(&tw->ctls, NULL, NULL);
     while (tw->spare_bufs != NULL) {
         void *buf = tw->spare_bufs;
         tw->spare_bufs = *(void **)buf;
@@ -1126,43 +1083,35 @@ void ferry_tag_cleanup(ferry_worker_t *worker)
     tw->spare_count = 0;
     tag_table_free(&tw->send_table);
     tag_table_free(&tw->recv_table);
-    ferry_list_init(&tw->unexpected);
-    ferry_list_init(&tw->probed);
-    ferry_list_init(&tw->ctl);
-    ferry_list_init(&tw->retry);
-    ferry_list_init(&tw->pump);
-    ferry_list_init(&tw->flow_off);
-    tw->need_progress = 0;
+    free(tw);
 }
 
-unsigned ferry_tag_progress(ferry_worker_t *worker)
+static unsigned tag_module_progress(ferry_worker_t *worker)
 {
     unsigned count = 0;
-    if (!ferry_list_is_empty(&worker->tag.ctl))
+    if (!fy_list_is_empty(&fy_tag_worker_of(worker)->ctl))
         count += tag_ctl_progress(worker);
     return count + tag_rndv_progress(worker);
 }
 
-void ferry_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status)
+void fy_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status)
 {
     ferry_worker_t *worker = ep->worker;
-    ferry_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
 
     if (status == FERRY_OK)
         status = FERRY_ERR_CANCELED;
-    for (ferry_list_link_t *l = ferry_list_first(&tw->ctl), *next; l != ferry_list_end(&tw->ctl);
-         l = next) {
+    for (fy_list_link_t *l = fy_list_first(&tw->ctl), *next; l != fy_list_end(&tw->ctl); l = next) {
         next = l->next;
-        tag_ctl_t *ctl = ferry_container_of(l, tag_ctl_t, obj.link);
+        tag_ctl_t *ctl = fy_container_of(l, tag_ctl_t, obj.link);
         if (ctl->ep == ep)
             tag_ctl_drop(worker, ctl);
     }
     tag_flow_forget(worker, ep);
-    ferry_list_t *lists[] = {&tw->unexpected, &tw->probed};
+    fy_list_t *lists[] = {&tw->unexpected, &tw->probed};
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(lists); i++) {
-        for (ferry_list_link_t *l = ferry_list_first(lists[i]); l != ferry_list_end(lists[i]);
-             l = l->next) {
-            tag_unexp_t *u = ferry_container_of(l, tag_unexp_t, obj.link);
+        for (fy_list_link_t *l = fy_list_first(lists[i]); l != fy_list_end(lists[i]); l = l->next) {
+            tag_unexp_t *u = fy_container_of(l, tag_unexp_t, obj.link);
             if (u->ep == ep && u->kind == TAG_UNEXP_RTS && u->status == FERRY_OK)
                 u->status = status;
         }
@@ -1170,17 +1119,40 @@ void ferry_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status)
     tag_rndv_ep_failed(worker, ep, status);
 }
 
-void ferry_tag_ep_cleanup(ferry_ep_t *ep)
+static void tag_ep_free(ferry_ep_t *ep)
 {
-    ferry_tag_worker_t *tw = &ep->worker->tag;
-    ferry_tag_ep_failed(ep, ep->error != FERRY_OK ? ep->error : FERRY_ERR_CANCELED);
-    ferry_list_t *lists[] = {&tw->unexpected, &tw->probed};
+    fy_tag_worker_t *tw = fy_tag_worker_of(ep->worker);
+    fy_tag_ep_failed(ep, ep->error != FERRY_OK ? ep->error : FERRY_ERR_CANCELED);
+    fy_list_t *lists[] = {&tw->unexpected, &tw->probed};
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(lists); i++) {
-        for (ferry_list_link_t *l = ferry_list_first(lists[i]); l != ferry_list_end(lists[i]);
-             l = l->next) {
-            tag_unexp_t *u = ferry_container_of(l, tag_unexp_t, obj.link);
+        for (fy_list_link_t *l = fy_list_first(lists[i]); l != fy_list_end(lists[i]); l = l->next) {
+            tag_unexp_t *u = fy_container_of(l, tag_unexp_t, obj.link);
             if (u->ep == ep)
                 u->ep = NULL;
         }
     }
 }
+
+static void tag_ep_init(ferry_ep_t *ep)
+{
+    fy_tag_ep_of(ep)->ep = ep;
+}
+
+/* A tagged one-sided step refused for lack of room is retried by progress only (control
+ * messages and DATA refused by a transport are woken by that transport). */
+static bool tag_module_busy(ferry_worker_t *worker)
+{
+    return !fy_list_is_empty(&fy_tag_worker_of(worker)->retry);
+}
+
+const fy_module_ops_t fy_tag_module = {
+    .name = "tag",
+    .ep_state_size = sizeof(fy_tag_ep_t),
+    .init = tag_module_init,
+    .cleanup = tag_module_cleanup,
+    .progress = tag_module_progress,
+    .busy = tag_module_busy,
+    .ep_init = tag_ep_init,
+    .ep_stop = fy_tag_ep_failed,
+    .ep_free = tag_ep_free,
+};

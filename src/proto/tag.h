@@ -22,10 +22,9 @@
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
  * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
  * by default tag_rndv_choose, the one place the choice is made, picks SPLIT for messages of
- * FERRY_RNDV_SPLIT_MIN bytes or more when the endpoint's transport has FERRY_TL_CAP_RMA and
- * cross-memory attach to the peer works, else COOP (measurements: docs/ARCHITECTURE.md);
- * whether it works is probed once per endpoint with a 1-byte process_vm_readv of the peer's
- * address 0: EFAULT means the kernel allowed the access):
+ * FERRY_RNDV_SPLIT_MIN bytes or more when the endpoint has FY_TL_CAP_RMA and FY_TL_CAP_CMA
+ * (cross-memory attach to the peer works: its transport probes that once per endpoint), else
+ * COOP (measurements: docs/ARCHITECTURE.md); over a byte stream (FY_TL_CAP_STREAM) NULL):
  *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
  *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
  *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is
@@ -86,15 +85,12 @@
 #include <ferry/ferry.h>
 
 #include "core/list.h"
+#include "core/pool.h"
 #include "mem/mem.h"
-
-#define FERRY_AM_ID_TAG_EAGER 210u
-#define FERRY_AM_ID_TAG_RTS 211u
-#define FERRY_AM_ID_TAG_CTS 212u
-#define FERRY_AM_ID_TAG_DATA 213u
-#define FERRY_AM_ID_TAG_DONE 214u
-#define FERRY_AM_ID_TAG_COOKIE 215u
-#define FERRY_AM_ID_TAG_FLOW 216u /* EAGER_OFF / EAGER_ON */
+#include "progress/worker.h"
+#include "proto/am_ids.h"
+#include "proto/module_list.h"
+#include "wireup/ep.h"
 
 #define TAG_WIRE_VERSION 1u
 
@@ -184,7 +180,7 @@ _Static_assert(sizeof(tag_wire_flow_t) == 8, "FLOW header is 8 bytes");
 
 /* A decoded message: which header, and a private copy of it in host byte order. */
 typedef struct tag_wire_msg {
-    unsigned id; /* FERRY_AM_ID_TAG_* */
+    unsigned id; /* FY_AM_ID_TAG_* */
     union {
         tag_wire_eager_t eager;
         tag_wire_rts_t rts;
@@ -220,40 +216,30 @@ typedef struct tag_table {
     uint32_t free_count;
 } tag_table_t;
 
-typedef struct tag_block tag_block_t;
-
-/* Fixed-size objects recycled through a freelist, allocated in blocks (tag.c). */
-typedef struct tag_pool {
-    ferry_list_t free;
-    tag_block_t *blocks;
-    size_t object_size;
-    const char *what;
-} tag_pool_t;
-
-/* Per endpoint (struct ferry_ep); all-zero is the initial state (nothing else to init). */
-typedef struct ferry_tag_ep {
-    ferry_list_link_t flow_link; /* in the worker's flow_off list while told_off */
-    size_t eager_max;            /* largest eager payload (ready) */
-    size_t chunk;                /* COOP DATA payload (ready) */
-    uint32_t ctl_queued;         /* control messages queued for it (kept in order) */
-    uint32_t ctl_pass;           /* the control-queue pass in which it had no room */
-    uint8_t ready;               /* eager_max and chunk are set */
-    uint8_t eager_off;           /* the peer sent EAGER_OFF and not EAGER_ON yet */
-    uint8_t told_off;            /* we sent EAGER_OFF to the peer and not EAGER_ON yet */
-    int8_t cma;                 /* cross-memory attach to the peer: 0 not probed, 1 works, -1 not */
+/* Per endpoint (the module's endpoint state); all-zero is the initial state, then ep is set. */
+typedef struct fy_tag_ep {
+    ferry_ep_t *ep;             /* the endpoint this state belongs to */
+    fy_list_link_t flow_link;   /* in the worker's flow_off list while told_off */
+    size_t eager_max;           /* largest eager payload (ready) */
+    size_t chunk;               /* COOP DATA payload (ready) */
+    uint32_t ctl_queued;        /* control messages queued for it (kept in order) */
+    uint32_t ctl_pass;          /* the control-queue pass in which it had no room */
+    uint8_t ready;              /* eager_max and chunk are set */
+    uint8_t eager_off;          /* the peer sent EAGER_OFF and not EAGER_ON yet */
+    uint8_t told_off;           /* we sent EAGER_OFF to the peer and not EAGER_ON yet */
     uint8_t coop_fallback_said; /* forced COOP fell back to NULL here: said once */
-} ferry_tag_ep_t;
+} fy_tag_ep_t;
 
-/* Per worker (struct ferry_worker). */
-typedef struct ferry_tag_worker {
-    ferry_list_t posted;     /* receives not matched yet, in post order */
-    ferry_list_t unexpected; /* messages not matched yet, in arrival order */
-    ferry_list_t probed;     /* taken by ferry_tag_probe(remove), not received yet */
-    ferry_list_t ctl;        /* control messages waiting for transport room, in order */
-    ferry_list_t retry;      /* transfers whose one-sided step got FERRY_ERR_NO_RESOURCE */
-    ferry_list_t pump;       /* COOP/NULL sends with DATA to hand to the transport */
-    ferry_list_t flow_off;   /* endpoints told EAGER_OFF (ferry_tag_ep_t.flow_link) */
-    tag_pool_t recvs, sends, unexp, ctls;
+/* Per worker (the module's state). */
+typedef struct fy_tag_worker {
+    fy_list_t posted;     /* receives not matched yet, in post order */
+    fy_list_t unexpected; /* messages not matched yet, in arrival order */
+    fy_list_t probed;     /* taken by ferry_tag_probe(remove), not received yet */
+    fy_list_t ctl;        /* control messages waiting for transport room, in order */
+    fy_list_t retry;      /* transfers whose one-sided step got FERRY_ERR_NO_RESOURCE */
+    fy_list_t pump;       /* COOP/NULL sends with DATA to hand to the transport */
+    fy_list_t flow_off;   /* endpoints told EAGER_OFF (fy_tag_ep_t.flow_link) */
+    fy_pool_t recvs, sends, unexp, ctls; /* tag_recv_t, tag_send_t, tag_unexp_t, tag_ctl_t */
     void *spare_bufs; /* unexpected-message buffers of TAG_UNEXP_BUF bytes, a chain */
     unsigned spare_count;
     tag_table_t send_table, recv_table;
@@ -264,29 +250,29 @@ typedef struct ferry_tag_worker {
     uint64_t section;          /* FERRY_RNDV_SECTION */
     uint64_t null_chunk;       /* FERRY_RNDV_NULL_CHUNK (0: automatic, tag_null_chunk) */
     uint64_t split_min;        /* FERRY_RNDV_SPLIT_MIN */
-    unsigned need_progress;    /* ctl + retry + pump entries: ferry_tag_progress has work */
+    unsigned need_progress;    /* ctl + retry + pump entries: fy_tag_progress has work */
     uint32_t ctl_pass;         /* passes over the control queue */
     unsigned warned[8];        /* warnings already given, per kind (tag_warn_kind_t) */
-} ferry_tag_worker_t;
+} fy_tag_worker_t;
 
-/* Register the tag protocol's handlers and state on a worker (ferry_worker_create; allocates
- * nothing) / free it all (ferry_worker_destroy, after the endpoints were freed and the
- * deferred callbacks and the one-sided layer's cleanup ran: receives still posted complete
- * with FERRY_ERR_CANCELED). */
-ferry_status_t ferry_tag_init(ferry_worker_t *worker);
-void ferry_tag_cleanup(ferry_worker_t *worker);
+/* The module (proto/module_list.c) and its state. Its init registers the handlers; its
+ * cleanup runs after the endpoints were freed and the deferred callbacks and the one-sided
+ * module's cleanup ran: receives still posted complete with FERRY_ERR_CANCELED. */
+extern const fy_module_ops_t fy_tag_module;
 
-/* Retry what waited for transport room (control messages, one-sided steps, DATA); called by
- * ferry_worker_progress while worker->tag.need_progress > 0. Returns the events handled. */
-unsigned ferry_tag_progress(ferry_worker_t *worker);
+static inline fy_tag_worker_t *fy_tag_worker_of(const ferry_worker_t *worker)
+{
+    return (fy_tag_worker_t *)fy_worker_module_state(worker, FY_MODULE_TAG);
+}
 
-/* The endpoint stopped working (ferry_ep_fail, a local close): fail every tagged send and
- * receive in progress with it with status, release their registrations, drop its queued
- * control messages, mark its unexpected RTS failed. Idempotent. */
-void ferry_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status);
+static inline fy_tag_ep_t *fy_tag_ep_of(const ferry_ep_t *ep)
+{
+    return (fy_tag_ep_t *)fy_ep_module_state(ep, FY_MODULE_TAG);
+}
 
-/* The endpoint is being freed: ferry_tag_ep_failed, and nothing refers to it afterwards
- * (unexpected eager messages from it keep their data with a NULL sender). */
-void ferry_tag_ep_cleanup(ferry_ep_t *ep);
+/* The endpoint stopped working (the module's ep_stop): fail every tagged send and receive in
+ * progress with it with status, release their registrations, drop its queued control
+ * messages, mark its unexpected RTS failed. Idempotent. */
+void fy_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status);
 
 #endif

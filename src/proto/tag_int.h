@@ -55,9 +55,8 @@ typedef struct tag_iovs {
 
 /* Every pooled object starts with this. */
 typedef struct tag_obj {
-    ferry_list_link_t link; /* freelist, or the one queue the object is in */
-    uint32_t in_use;
-    uint32_t magic;
+    fy_list_link_t link; /* the one queue the object is in */
+    uint32_t magic;      /* TAG_MAGIC_*: what the object is (0 once given back) */
 } tag_obj_t;
 
 #define TAG_MAGIC_RECV 0x52454356u  /* "RECV" */
@@ -75,8 +74,8 @@ typedef enum tag_recv_state {
 } tag_recv_state_t;
 
 typedef struct tag_recv {
-    tag_obj_t obj;             /* link: posted, retry */
-    ferry_deferred_t deferred; /* completes the user from progress */
+    tag_obj_t obj;          /* link: posted, retry */
+    fy_deferred_t deferred; /* completes the user from progress */
     ferry_worker_t *worker;
     ferry_completion_t *comp; /* the user's (never NULL) */
     ferry_tag_info_t *info;   /* the user's, may be NULL */
@@ -117,7 +116,7 @@ typedef enum tag_send_state {
 
 typedef struct tag_send {
     tag_obj_t obj; /* link: pump, retry */
-    ferry_deferred_t deferred;
+    fy_deferred_t deferred;
     ferry_worker_t *worker;
     ferry_ep_t *ep; /* NULL once finished */
     ferry_completion_t *comp;
@@ -178,8 +177,8 @@ typedef struct tag_ctl {
 
 /* ------------------------------------------------------------------ tag.c */
 
-void *tag_pool_get(tag_pool_t *pool, uint32_t magic);
-void tag_pool_put(tag_pool_t *pool, void *object);
+void *tag_pool_get(fy_pool_t *pool, uint32_t magic);
+void tag_pool_put(fy_pool_t *pool, void *object);
 
 /* Ids: insert returns 0 on allocation failure (logged). */
 uint64_t tag_table_insert(tag_table_t *table, void *object);
@@ -190,7 +189,7 @@ void tag_table_remove(tag_table_t *table, uint64_t id);
 void tag_warn(ferry_worker_t *worker, tag_warn_kind_t kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Send a control message (a header of the FERRY_AM_ID_TAG_* id) to ep, now or, without room,
+/* Send a control message (a header of the FY_AM_ID_TAG_* id) to ep, now or, without room,
  * from progress in order with the endpoint's other control messages. Returns FERRY_OK (sent or
  * queued), FERRY_ERR_NO_MEMORY, or the endpoint's error (nothing queued). */
 ferry_status_t tag_ctl_send(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_msg_t *msg);
@@ -232,14 +231,11 @@ void tag_need_progress(ferry_worker_t *worker, int delta);
 
 /* ------------------------------------------------------------------ tag_rndv.c */
 
-/* Read FERRY_RNDV_* into the worker's state (ferry_tag_init). */
-void tag_rndv_config(ferry_tag_worker_t *tw);
+/* Read FERRY_RNDV_* into the worker's state (fy_tag_init). */
+void tag_rndv_config(fy_tag_worker_t *tw);
 
 /* The endpoint's eager threshold and COOP chunk (sets ep->tag.ready). */
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep);
-
-/* The capabilities of ep's transport (NULL: not found). */
-const ferry_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep);
 
 /* The mode of a rendezvous of length bytes on ep. */
 tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length);
@@ -256,7 +252,7 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
 
 /* Handlers of CTS, DATA, DONE, COOKIE (decoded). ep: where it came from. */
 void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_t *cts);
-/* Placement of DATA payloads (tag_rndv.c; registered with ferry_am_set_internal_place). */
+/* Placement of DATA payloads (tag_rndv.c; registered with fy_am_set_internal_place). */
 void *tag_rndv_place_data(void *arg, ferry_ep_t *ep, const void *header, size_t header_length,
                           size_t length);
 void tag_rndv_on_data(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_data_t *data,
@@ -267,7 +263,7 @@ void tag_rndv_on_cookie(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_c
 /* Retry what is on the pump and retry lists; returns the events handled. */
 unsigned tag_rndv_progress(ferry_worker_t *worker);
 
-/* Fail the transfers of ep (ferry_tag_ep_failed). */
+/* Fail the transfers of ep (fy_tag_ep_failed). */
 void tag_rndv_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t status);
 
 /* Release what a send or receive still holds (registration, key), without completing it. */

@@ -16,7 +16,7 @@
  *                 read and the sender's DONE arrived: DONE(final)
  * Every step that waits (a one-sided operation, a flush, DATA the transport queued) holds the
  * transfer's `inner` completion; one that finds no room waits on the worker's retry or pump
- * list for ferry_tag_progress. */
+ * list for fy_tag_progress. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdatomic.h>
@@ -30,17 +30,17 @@
 #include "proto/tag_int.h"
 #include "wireup/ep.h"
 
-static const ferry_config_var_t rndv_thresh_var = {
+static const fy_config_var_t rndv_thresh_var = {
     .name = "FERRY_RNDV_THRESH",
     .type = FERRY_CONFIG_STRING,
     .default_value = "auto",
     .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
                    "optional k/m/g suffix); auto: the transport's max_bcopy minus the 16-byte "
                    "header (shm: 32 KiB - 16 B), at most 8 KiB - 16"};
-static const ferry_config_var_t *const rndv_thresh_reg
+static const fy_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
 
-static const ferry_config_var_t rndv_mode_var = {
+static const fy_config_var_t rndv_mode_var = {
     .name = "FERRY_RNDV_MODE",
     .type = FERRY_CONFIG_STRING,
     .default_value = "auto",
@@ -50,20 +50,20 @@ static const ferry_config_var_t rndv_mode_var = {
                    "sender writes the second), auto (split from FERRY_RNDV_SPLIT_MIN bytes where "
                    "the transport reads the peer's memory itself and cross-memory attach "
                    "works; coop otherwise and below that)"};
-static const ferry_config_var_t *const rndv_mode_reg
+static const fy_config_var_t *const rndv_mode_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_mode_var;
 
-static const ferry_config_var_t rndv_section_var = {
+static const fy_config_var_t rndv_section_var = {
     .name = "FERRY_RNDV_SECTION",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "32M",
     .description = "GET rendezvous: a sender registers its buffer this many bytes at a time "
                    "(the receiver asks for the next key with DONE, the sender answers COOKIE); "
                    "at least 4k"};
-static const ferry_config_var_t *const rndv_section_reg
+static const fy_config_var_t *const rndv_section_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_section_var;
 
-static const ferry_config_var_t rndv_split_min_var = {
+static const fy_config_var_t rndv_split_min_var = {
     .name = "FERRY_RNDV_SPLIT_MIN",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "64k",
@@ -72,10 +72,10 @@ static const ferry_config_var_t rndv_split_min_var = {
                    "coop (measured here: coop faster at 48 KiB; at 64 KiB the same bandwidth, "
                    "split with a lower latency); a receiver splits only an accepted length of at "
                    "least this"};
-static const ferry_config_var_t *const rndv_split_min_reg
+static const fy_config_var_t *const rndv_split_min_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_split_min_var;
 
-static const ferry_config_var_t rndv_null_chunk_var = {
+static const fy_config_var_t rndv_null_chunk_var = {
     .name = "FERRY_RNDV_NULL_CHUNK",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "0",
@@ -84,7 +84,7 @@ static const ferry_config_var_t rndv_null_chunk_var = {
         "shared memory (larger DATA would be fragmented and reassembled in a malloc'ed buffer: "
         "3 GB/s at 1m against 9), 1m on a stream transport (tcp reads DATA straight into the "
         "receive buffer: 6.0 GB/s at 1 MiB over loopback against 3.8 with 64k)"};
-static const ferry_config_var_t *const rndv_null_chunk_reg
+static const fy_config_var_t *const rndv_null_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_null_chunk_var;
 
 /* The eager threshold where the transport copies any size through one buffer (self). */
@@ -107,43 +107,7 @@ static bool tag_recv_get_issue(tag_recv_t *recv);
 
 /* ------------------------------------------------------------------ configuration, choice */
 
-static bool tag_parse_size(const char *s, uint64_t *value)
-{
-    char *end;
-    if (*s < '0' || *s > '9')
-        return false;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return false;
-    unsigned shift = 0;
-    switch (*end) {
-    case '\0':
-        break;
-    case 'k':
-    case 'K':
-        shift = 10;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        break;
-    default:
-        return false;
-    }
-    if (shift != 0 && end[1] != '\0')
-        return false;
-    if (v > (UINT64_MAX >> shift))
-        return false;
-    *value = (uint64_t)v << shift;
-    return true;
-}
-
-void tag_rndv_config(ferry_tag_worker_t *tw)
+void tag_rndv_config(fy_tag_worker_t *tw)
 {
     static atomic_int warned_thresh, warned_mode;
     const char *thresh = ferry_config_string(&rndv_thresh_var);
@@ -152,12 +116,12 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
 
     tw->thresh_forced = SIZE_MAX;
     if (strcasecmp(thresh, "auto") != 0) {
-        if (tag_parse_size(thresh, &value) && value < SIZE_MAX)
+        if (fy_config_parse_size(thresh, &value) && value < SIZE_MAX)
             tw->thresh_forced = (size_t)value;
         else if (atomic_exchange(&warned_thresh, 1) == 0)
-            ferry_warn("invalid FERRY_RNDV_THRESH=\"%s\": expected a size (65536, 64k) or auto; "
-                       "using auto",
-                       thresh);
+            fy_warn("invalid FERRY_RNDV_THRESH=\"%s\": expected a size (65536, 64k) or auto; "
+                    "using auto",
+                    thresh);
     }
     static const char *const names[] = {"auto", "get", "put", "coop", "null", "split"};
     tw->mode_forced = 0;
@@ -167,9 +131,9 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
             break;
         }
         if (i + 1 == FERRY_ARRAY_SIZE(names) && atomic_exchange(&warned_mode, 1) == 0)
-            ferry_warn("invalid FERRY_RNDV_MODE=\"%s\": expected get, put, coop, null, split or "
-                       "auto; using auto",
-                       mode);
+            fy_warn("invalid FERRY_RNDV_MODE=\"%s\": expected get, put, coop, null, split or "
+                    "auto; using auto",
+                    mode);
     }
     tw->section = ferry_config_size(&rndv_section_var);
     if (tw->section < 4096)
@@ -182,63 +146,28 @@ void tag_rndv_config(ferry_tag_worker_t *tw)
         tw->null_chunk = 1u << 30;
 }
 
-const ferry_tl_caps_t *tag_ep_caps(ferry_worker_t *worker, ferry_ep_t *ep)
-{
-    for (size_t t = 0; t < ferry_transports_count && t < FERRY_TL_MAX; t++) {
-        if (ferry_transports[t] == ep->tl)
-            return &worker->context->caps[t];
-    }
-    return NULL;
-}
-
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    size_t max_bcopy = ep->max_bcopy != 0 ? ep->max_bcopy : TAG_EAGER_CAP;
+    size_t max_bcopy = ep->caps.max_bcopy != 0 ? ep->caps.max_bcopy : TAG_EAGER_CAP;
     size_t eager = max_bcopy < TAG_EAGER_CAP ? max_bcopy : TAG_EAGER_CAP;
     size_t coop = max_bcopy < TAG_COOP_CHUNK_CAP ? max_bcopy : TAG_COOP_CHUNK_CAP;
-    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
+    const fy_tl_caps_t *caps = &ep->caps;
     /* a stream (tcp): up to 1 MiB eager, without the RTS/CTS round trip, which the data queued
      * ahead of each RTS delays (the stream carries any size in one frame; an unexpected one is
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
-    if (caps != NULL &&
-        !(caps->flags & (FERRY_TL_CAP_RMA | FERRY_TL_CAP_SAME_HOST | FERRY_TL_CAP_SAME_WORKER)))
+    if (caps->flags & FY_TL_CAP_STREAM)
         eager = TAG_EAGER_STREAM_CAP;
     /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
      * chunks on shm, 4 KiB-aligned in the user's buffers */
     size_t data_header =
-        caps != NULL && caps->header_apart >= sizeof(tag_wire_data_t) ? 0 : sizeof(tag_wire_data_t);
+        caps->header_apart >= sizeof(tag_wire_data_t) ? 0 : sizeof(tag_wire_data_t);
 
-    ep->tag.eager_max =
-        worker->tag.thresh_forced != SIZE_MAX
-            ? worker->tag.thresh_forced
+    fy_tag_ep_of(ep)->eager_max =
+        fy_tag_worker_of(worker)->thresh_forced != SIZE_MAX
+            ? fy_tag_worker_of(worker)->thresh_forced
             : (eager > sizeof(tag_wire_eager_t) ? eager - sizeof(tag_wire_eager_t) : 0);
-    ep->tag.chunk = coop > data_header + 1024 ? coop - data_header : 1024;
-    ep->tag.ready = 1;
-}
-
-/* Can this process read and write the peer's memory with cross-memory attach? One probe per
- * endpoint: a one-byte process_vm_readv of the peer's address 0 fails with EFAULT when the
- * kernel allows access (it checks permission first), EPERM/EACCES/ENOSYS when it does not. */
-static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
-{
-    if (ep->tag.cma == 0) {
-        const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
-        ep->tag.cma = -1;
-        if (caps != NULL && (caps->flags & FERRY_TL_CAP_SAME_HOST) && ep->peer_pid != 0) {
-            uint8_t byte;
-            struct iovec local = {.iov_base = &byte, .iov_len = 1};
-            struct iovec remote = {.iov_base = NULL, .iov_len = 1};
-            ssize_t n = process_vm_readv((pid_t)ep->peer_pid, &local, 1, &remote, 1, 0);
-            int err = errno;
-            if (n >= 0 || err == EFAULT)
-                ep->tag.cma = 1;
-            else
-                ferry_info("tagged messages: cross-memory attach to pid %u is not possible "
-                           "(%s): rendezvous with it copies through shared buffers (coop)",
-                           ep->peer_pid, strerror(err));
-        }
-    }
-    return ep->tag.cma > 0;
+    fy_tag_ep_of(ep)->chunk = coop > data_header + 1024 ? coop - data_header : 1024;
+    fy_tag_ep_of(ep)->ready = 1;
 }
 
 /* The one place the rendezvous mode is chosen, from measurements (docs/ARCHITECTURE.md,
@@ -249,28 +178,25 @@ static bool tag_cma_works(ferry_worker_t *worker, ferry_ep_t *ep)
  * copy, was slower than one of them at every size measured. */
 tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
 {
-    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
-    /* neither one-sided access nor shared buffers (tcp): the data streams in DATA messages */
-    bool streams_only =
-        caps != NULL &&
-        !(caps->flags & (FERRY_TL_CAP_RMA | FERRY_TL_CAP_SAME_HOST | FERRY_TL_CAP_SAME_WORKER));
-    if (worker->tag.mode_forced != 0) {
-        if (worker->tag.mode_forced == TAG_RNDV_COOP && streams_only) {
-            if (!ep->tag.coop_fallback_said) {
-                ep->tag.coop_fallback_said = 1;
-                ferry_info("tagged messages: FERRY_RNDV_MODE=coop needs shared buffers, which "
-                           "transport %s does not have: rendezvous with endpoint %p use null",
-                           ep->tl->name, (void *)ep);
+    /* a byte stream (tcp): the data streams in DATA messages */
+    bool streams_only = (ep->caps.flags & FY_TL_CAP_STREAM) != 0;
+    if (fy_tag_worker_of(worker)->mode_forced != 0) {
+        if (fy_tag_worker_of(worker)->mode_forced == TAG_RNDV_COOP && streams_only) {
+            if (!fy_tag_ep_of(ep)->coop_fallback_said) {
+                fy_tag_ep_of(ep)->coop_fallback_said = 1;
+                fy_info("tagged messages: FERRY_RNDV_MODE=coop needs shared buffers, which "
+                        "transport %s does not have: rendezvous with endpoint %p use null",
+                        ep->tl->name, (void *)ep);
             }
             return TAG_RNDV_NULL;
         }
-        return (tag_rndv_mode_t)worker->tag.mode_forced;
+        return (tag_rndv_mode_t)fy_tag_worker_of(worker)->mode_forced;
     }
     if (streams_only)
         return TAG_RNDV_NULL;
-    if (length < worker->tag.split_min)
+    if (length < fy_tag_worker_of(worker)->split_min)
         return TAG_RNDV_COOP;
-    if (caps != NULL && (caps->flags & FERRY_TL_CAP_RMA) && tag_cma_works(worker, ep))
+    if ((ep->caps.flags & (FY_TL_CAP_RMA | FY_TL_CAP_CMA)) == (FY_TL_CAP_RMA | FY_TL_CAP_CMA))
         return TAG_RNDV_SPLIT;
     return TAG_RNDV_COOP;
 }
@@ -282,12 +208,12 @@ static bool tag_mode_reads(tag_rndv_mode_t mode)
 
 /* ------------------------------------------------------------------ shared helpers */
 
-static void tag_list_add(ferry_worker_t *worker, ferry_list_t *list, tag_obj_t *obj, bool *flag)
+static void tag_list_add(ferry_worker_t *worker, fy_list_t *list, tag_obj_t *obj, bool *flag)
 {
     if (*flag)
         return;
     *flag = true;
-    ferry_list_push_tail(list, &obj->link);
+    fy_list_push_tail(list, &obj->link);
     tag_need_progress(worker, 1);
 }
 
@@ -296,7 +222,7 @@ static void tag_list_del(ferry_worker_t *worker, tag_obj_t *obj, bool *flag)
     if (!*flag)
         return;
     *flag = false;
-    ferry_list_remove(&obj->link);
+    fy_list_remove(&obj->link);
     tag_need_progress(worker, -1);
 }
 
@@ -311,8 +237,8 @@ static size_t tag_pieces(const tag_iovs_t *iovs, const tag_cursor_t *cur, uint64
     if (count > TAG_IOV_STACK) {
         pieces = malloc(count * sizeof(*pieces));
         if (pieces == NULL) {
-            ferry_error("malloc(%zu) for %zu pieces of a tagged message failed",
-                        count * sizeof(*pieces), count);
+            fy_error("malloc(%zu) for %zu pieces of a tagged message failed",
+                     count * sizeof(*pieces), count);
             return SIZE_MAX;
         }
     }
@@ -333,7 +259,7 @@ static void *tag_cursor_at(const tag_iovs_t *iovs, const tag_cursor_t *cur)
 static void tag_send_done_msg(ferry_worker_t *worker, ferry_ep_t *ep, unsigned target, uint64_t id,
                               bool final, ferry_status_t status, uint64_t done, uint64_t reply_id)
 {
-    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_DONE};
+    tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_DONE};
     msg.u.done.version = TAG_WIRE_VERSION;
     msg.u.done.target = (uint8_t)target;
     msg.u.done.final = final ? 1 : 0;
@@ -343,8 +269,8 @@ static void tag_send_done_msg(ferry_worker_t *worker, ferry_ep_t *ep, unsigned t
     msg.u.done.reply_id = reply_id;
     ferry_status_t sent = tag_ctl_send(worker, ep, &msg);
     if (sent != FERRY_OK)
-        ferry_debug("tagged messages: DONE to endpoint %p not sent: %s", (void *)ep,
-                    ferry_status_string(sent));
+        fy_debug("tagged messages: DONE to endpoint %p not sent: %s", (void *)ep,
+                 ferry_status_string(sent));
 }
 
 static ferry_status_t tag_recv_final_status(const tag_recv_t *recv)
@@ -357,7 +283,7 @@ static void tag_recv_abort(tag_recv_t *recv, ferry_status_t status)
 {
     if (recv->state == TAG_RECV_FINISHED)
         return;
-    if (recv->ep != NULL && recv->ep->state == FERRY_EP_OPEN)
+    if (recv->ep != NULL && recv->ep->state == FY_EP_OPEN)
         tag_send_done_msg(recv->worker, recv->ep, TAG_DONE_TO_SEND, recv->send_id, true, status,
                           recv->received, 0);
     tag_recv_finish(recv, status);
@@ -368,7 +294,7 @@ static void tag_send_abort(tag_send_t *send, ferry_status_t status)
 {
     if (send->state == TAG_SEND_FINISHED)
         return;
-    if (send->recv_id != 0 && send->ep != NULL && send->ep->state == FERRY_EP_OPEN)
+    if (send->recv_id != 0 && send->ep != NULL && send->ep->state == FY_EP_OPEN)
         tag_send_done_msg(send->worker, send->ep, TAG_DONE_TO_RECV, send->recv_id, true, status,
                           send->sent, 0);
     tag_send_finish(send, status);
@@ -376,7 +302,7 @@ static void tag_send_abort(tag_send_t *send, ferry_status_t status)
 
 void tag_rndv_send_release(tag_send_t *send)
 {
-    ferry_tag_worker_t *tw = &send->worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(send->worker);
     tag_list_del(send->worker, &send->obj, &send->in_list);
     if (send->mem != NULL) {
         ferry_mem_deregister(send->mem);
@@ -394,7 +320,7 @@ void tag_rndv_send_release(tag_send_t *send)
 
 void tag_rndv_recv_release(tag_recv_t *recv)
 {
-    ferry_tag_worker_t *tw = &recv->worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(recv->worker);
     tag_list_del(recv->worker, &recv->obj, &recv->in_retry);
     if (recv->mem != NULL) {
         ferry_mem_deregister(recv->mem);
@@ -418,7 +344,8 @@ static ferry_status_t tag_send_register_section(tag_send_t *send,
 {
     ferry_worker_t *worker = send->worker;
     uint64_t left = send->buf.length - send->cursor.pos;
-    uint64_t want = left < worker->tag.section ? left : worker->tag.section;
+    uint64_t want =
+        left < fy_tag_worker_of(worker)->section ? left : fy_tag_worker_of(worker)->section;
     ferry_iov_t stack[TAG_IOV_STACK], *pieces;
     uint64_t bytes;
     ferry_mem_t *mem;
@@ -434,9 +361,9 @@ static ferry_status_t tag_send_register_section(tag_send_t *send,
     if (pieces != stack)
         free(pieces);
     if (status != FERRY_OK) {
-        ferry_debug("tagged messages: registering %llu bytes (%zu pieces) for a GET rendezvous "
-                    "failed: %s",
-                    (unsigned long long)bytes, count, ferry_status_string(status));
+        fy_debug("tagged messages: registering %llu bytes (%zu pieces) for a GET rendezvous "
+                 "failed: %s",
+                 (unsigned long long)bytes, count, ferry_status_string(status));
         return status;
     }
     status = ferry_rkey_pack(mem, &packed, &packed_length);
@@ -458,8 +385,8 @@ static ferry_status_t tag_send_register_section(tag_send_t *send,
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
                              size_t iovcnt, uint64_t length, uint64_t tag, ferry_completion_t *comp)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
-    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_RTS};
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_RTS};
     uint8_t header[sizeof(tag_wire_rts_t)];
     ferry_status_t status;
     tag_send_t *send = tag_send_alloc(worker);
@@ -488,21 +415,21 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
         if (status == FERRY_OK) {
             msg.u.rts.section = send->section_len;
         } else {
-            ferry_info("tagged messages: the GET rendezvous of %llu bytes could not register its "
-                       "buffer (%s); it uses COOP",
-                       (unsigned long long)length, ferry_status_string(status));
+            fy_info("tagged messages: the GET rendezvous of %llu bytes could not register its "
+                    "buffer (%s); it uses COOP",
+                    (unsigned long long)length, ferry_status_string(status));
             send->mode = TAG_RNDV_COOP;
         }
     }
     msg.u.rts.mode = (uint8_t)send->mode;
-    ferry_trace("tagged messages: RTS for %llu bytes (tag 0x%llx) to endpoint %p, mode %u, first "
-                "section %llu",
-                (unsigned long long)length, (unsigned long long)tag, (void *)ep, send->mode,
-                (unsigned long long)msg.u.rts.section);
+    fy_trace("tagged messages: RTS for %llu bytes (tag 0x%llx) to endpoint %p, mode %u, first "
+             "section %llu",
+             (unsigned long long)length, (unsigned long long)tag, (void *)ep, send->mode,
+             (unsigned long long)msg.u.rts.section);
     send->state = tag_mode_reads(send->mode) ? TAG_SEND_WAIT_DONE : TAG_SEND_WAIT_CTS;
     tag_wire_encode(&msg, header);
-    status = ferry_am_send_internal(ep, FERRY_AM_ID_TAG_RTS, header, sizeof(tag_wire_rts_t), NULL,
-                                    0, NULL);
+    status =
+        fy_am_send_internal(ep, FY_AM_ID_TAG_RTS, header, sizeof(tag_wire_rts_t), NULL, 0, NULL);
     if (status != FERRY_OK && status != FERRY_INPROGRESS)
         goto err_release;
     return FERRY_INPROGRESS;
@@ -517,7 +444,7 @@ err_put:
 
 static void tag_send_inner_cb(ferry_completion_t *comp)
 {
-    tag_send_t *send = ferry_container_of(comp, tag_send_t, inner);
+    tag_send_t *send = fy_container_of(comp, tag_send_t, inner);
     ferry_status_t status = comp->status;
 
     send->inner_busy = false;
@@ -613,7 +540,8 @@ static bool tag_send_put_issue(tag_send_t *send)
         return true;
     }
     if (status == FERRY_ERR_NO_RESOURCE) {
-        tag_list_add(send->worker, &send->worker->tag.retry, &send->obj, &send->in_list);
+        tag_list_add(send->worker, &fy_tag_worker_of(send->worker)->retry, &send->obj,
+                     &send->in_list);
         return false;
     }
     if (status != FERRY_OK) {
@@ -634,7 +562,8 @@ static bool tag_send_flush_issue(tag_send_t *send)
         return true;
     }
     if (status == FERRY_ERR_NO_RESOURCE || status == FERRY_ERR_NO_MEMORY) {
-        tag_list_add(send->worker, &send->worker->tag.retry, &send->obj, &send->in_list);
+        tag_list_add(send->worker, &fy_tag_worker_of(send->worker)->retry, &send->obj,
+                     &send->in_list);
         return false;
     }
     if (status != FERRY_OK) {
@@ -648,12 +577,11 @@ static bool tag_send_flush_issue(tag_send_t *send)
 /* NULL: bytes per DATA message to ep (FERRY_RNDV_NULL_CHUNK, or its automatic value). */
 static uint64_t tag_null_chunk(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    if (worker->tag.null_chunk != 0)
-        return worker->tag.null_chunk;
-    const ferry_tl_caps_t *caps = tag_ep_caps(worker, ep);
-    if (caps != NULL && (caps->flags & (FERRY_TL_CAP_SAME_HOST | FERRY_TL_CAP_SAME_WORKER)))
-        return ep->tag.chunk; /* one buffer of the transport: never fragmented */
-    return 1u << 20;          /* a stream: the transport places DATA in the receive buffer */
+    if (fy_tag_worker_of(worker)->null_chunk != 0)
+        return fy_tag_worker_of(worker)->null_chunk;
+    if (!(ep->caps.flags & FY_TL_CAP_STREAM))
+        return fy_tag_ep_of(ep)->chunk; /* one buffer of the transport: never fragmented */
+    return 1u << 20; /* a stream: the transport places DATA in the receive buffer */
 }
 
 /* COOP/NULL: hand DATA to the transport until done, out of room, or the window is full. */
@@ -662,7 +590,8 @@ static unsigned tag_send_pump(tag_send_t *send)
     ferry_worker_t *worker = send->worker;
     unsigned handed = 0;
     ferry_ep_t *ep = send->ep;
-    uint64_t chunk = send->mode == TAG_RNDV_NULL ? tag_null_chunk(worker, ep) : ep->tag.chunk;
+    uint64_t chunk =
+        send->mode == TAG_RNDV_NULL ? tag_null_chunk(worker, ep) : fy_tag_ep_of(ep)->chunk;
     int64_t window = send->mode == TAG_RNDV_NULL ? TAG_NULL_WINDOW : TAG_COOP_WINDOW;
 
     tag_list_del(worker, &send->obj, &send->in_list);
@@ -671,19 +600,19 @@ static unsigned tag_send_pump(tag_send_t *send)
         uint64_t left = send->accepted - send->sent, bytes;
         size_t count = tag_cursor_pieces(&send->buf, &send->cursor, left < chunk ? left : chunk,
                                          pieces, TAG_IOV_STACK, &bytes);
-        tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_DATA};
+        tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_DATA};
         uint8_t header[sizeof(tag_wire_data_t)];
         msg.u.data.version = TAG_WIRE_VERSION;
         msg.u.data.recv_id = send->recv_id;
         msg.u.data.offset = send->sent;
         tag_wire_encode(&msg, header);
         send->inner.count++;
-        ferry_status_t status = ferry_am_send_internal(ep, FERRY_AM_ID_TAG_DATA, header,
-                                                       sizeof(header), pieces, count, &send->inner);
+        ferry_status_t status = fy_am_send_internal(ep, FY_AM_ID_TAG_DATA, header, sizeof(header),
+                                                    pieces, count, &send->inner);
         if (status != FERRY_INPROGRESS)
             send->inner.count--;
         if (status == FERRY_ERR_NO_RESOURCE) {
-            tag_list_add(worker, &worker->tag.pump, &send->obj, &send->in_list);
+            tag_list_add(worker, &fy_tag_worker_of(worker)->pump, &send->obj, &send->in_list);
             break;
         }
         if (status != FERRY_OK && status != FERRY_INPROGRESS) {
@@ -707,7 +636,7 @@ static unsigned tag_send_pump(tag_send_t *send)
 
 void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_t *cts)
 {
-    tag_send_t *send = tag_table_lookup(&worker->tag.send_table, cts->send_id);
+    tag_send_t *send = tag_table_lookup(&fy_tag_worker_of(worker)->send_table, cts->send_id);
 
     if (send == NULL || send->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -802,14 +731,14 @@ static void tag_recv_inner_cb(ferry_completion_t *comp);
 
 static void tag_recv_send_cts(tag_recv_t *recv, tag_rndv_mode_t mode, const uint8_t *key)
 {
-    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_CTS};
+    tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_CTS};
     msg.u.cts.version = TAG_WIRE_VERSION;
     msg.u.cts.mode = (uint8_t)mode;
     msg.u.cts.send_id = recv->send_id;
     msg.u.cts.recv_id = recv->id;
     msg.u.cts.length = recv->accepted;
-    ferry_trace("tagged messages: CTS mode %u (RTS mode %u) for %llu of %llu bytes", mode,
-                recv->mode, (unsigned long long)recv->accepted, (unsigned long long)recv->length);
+    fy_trace("tagged messages: CTS mode %u (RTS mode %u) for %llu of %llu bytes", mode, recv->mode,
+             (unsigned long long)recv->accepted, (unsigned long long)recv->length);
     if (key != NULL)
         memcpy(msg.u.cts.rkey, key, RKEY_PACKED_SIZE);
     recv->mode = mode;
@@ -882,9 +811,9 @@ static void tag_recv_put_start(tag_recv_t *recv)
         return;
     }
     if (status != FERRY_OK) {
-        ferry_info("tagged messages: a PUT rendezvous could not register the %llu-byte receive "
-                   "buffer (%zu pieces: %s); it uses COOP",
-                   (unsigned long long)recv->accepted, count, ferry_status_string(status));
+        fy_info("tagged messages: a PUT rendezvous could not register the %llu-byte receive "
+                "buffer (%zu pieces: %s); it uses COOP",
+                (unsigned long long)recv->accepted, count, ferry_status_string(status));
         tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL);
         return;
     }
@@ -896,7 +825,7 @@ static void tag_recv_put_start(tag_recv_t *recv)
  * register) we read it all as GET. Returns false when the receive ended (CTS not sent). */
 static bool tag_recv_split_start(tag_recv_t *recv)
 {
-    ferry_tag_worker_t *tw = &recv->worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(recv->worker);
     uint64_t split = (recv->accepted / 2) & ~(uint64_t)4095;
     uint8_t key[RKEY_PACKED_SIZE];
     size_t count;
@@ -910,10 +839,9 @@ static bool tag_recv_split_start(tag_recv_t *recv)
         return false;
     }
     if (status != FERRY_OK) {
-        ferry_debug("tagged messages: a SPLIT rendezvous could not register the last %llu bytes "
-                    "of the receive buffer (%zu pieces: %s); it reads all as GET",
-                    (unsigned long long)(recv->accepted - split), count,
-                    ferry_status_string(status));
+        fy_debug("tagged messages: a SPLIT rendezvous could not register the last %llu bytes "
+                 "of the receive buffer (%zu pieces: %s); it reads all as GET",
+                 (unsigned long long)(recv->accepted - split), count, ferry_status_string(status));
         return true;
     }
     recv->split = true;
@@ -961,7 +889,7 @@ static void tag_recv_get_section(tag_recv_t *recv, uint64_t offset, uint64_t len
         /* SPLIT: read from progress, after this poll's other messages: the CTS of every RTS
          * that arrived with this one goes out before we spend a system call on our half, so
          * the sender always has a tail to write while we read */
-        tag_list_add(worker, &worker->tag.retry, &recv->obj, &recv->in_retry);
+        tag_list_add(worker, &fy_tag_worker_of(worker)->retry, &recv->obj, &recv->in_retry);
         return;
     }
     tag_recv_get_issue(recv);
@@ -1023,7 +951,8 @@ static bool tag_recv_get_issue(tag_recv_t *recv)
         return true;
     }
     if (status == FERRY_ERR_NO_RESOURCE) {
-        tag_list_add(recv->worker, &recv->worker->tag.retry, &recv->obj, &recv->in_retry);
+        tag_list_add(recv->worker, &fy_tag_worker_of(recv->worker)->retry, &recv->obj,
+                     &recv->in_retry);
         return false;
     }
     tag_recv_get_done(recv, status);
@@ -1032,7 +961,7 @@ static bool tag_recv_get_issue(tag_recv_t *recv)
 
 static void tag_recv_inner_cb(ferry_completion_t *comp)
 {
-    tag_recv_t *recv = ferry_container_of(comp, tag_recv_t, inner);
+    tag_recv_t *recv = fy_container_of(comp, tag_recv_t, inner);
     recv->inner_busy = false;
     if (recv->state == TAG_RECV_FINISHED) {
         if (recv->rkey != NULL) {
@@ -1069,11 +998,11 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
     recv->split = false;
     recv->peer_done = false;
     recv->cursor = (tag_cursor_t){0, 0, 0};
-    if (ep->state != FERRY_EP_OPEN) {
+    if (ep->state != FY_EP_OPEN) {
         tag_recv_finish(recv, ep->error);
         return;
     }
-    recv->id = tag_table_insert(&worker->tag.recv_table, recv);
+    recv->id = tag_table_insert(&fy_tag_worker_of(worker)->recv_table, recv);
     if (recv->id == 0) {
         tag_recv_abort(recv, FERRY_ERR_NO_MEMORY);
         return;
@@ -1086,7 +1015,7 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
             tag_recv_finish(recv, tag_recv_final_status(recv));
             return;
         }
-        if (worker->tag.mode_forced == 0 && !tag_cma_works(worker, ep)) {
+        if (fy_tag_worker_of(worker)->mode_forced == 0 && !(ep->caps.flags & FY_TL_CAP_CMA)) {
             tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
             return;
         }
@@ -1107,7 +1036,7 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
 void tag_rndv_on_data(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_data_t *data,
                       const void *payload, size_t length)
 {
-    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, data->recv_id);
+    tag_recv_t *recv = tag_table_lookup(&fy_tag_worker_of(worker)->recv_table, data->recv_id);
 
     if (recv == NULL || recv->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -1150,10 +1079,9 @@ void *tag_rndv_place_data(void *arg, ferry_ep_t *ep, const void *header, size_t 
     ferry_worker_t *worker = arg;
     tag_wire_msg_t msg;
     const char *why;
-    if (tag_wire_decode(FERRY_AM_ID_TAG_DATA, header, header_length, length, &msg, &why) !=
-        FERRY_OK)
+    if (tag_wire_decode(FY_AM_ID_TAG_DATA, header, header_length, length, &msg, &why) != FERRY_OK)
         return NULL; /* refused again, and warned about, when delivered */
-    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, msg.u.data.recv_id);
+    tag_recv_t *recv = tag_table_lookup(&fy_tag_worker_of(worker)->recv_table, msg.u.data.recv_id);
     if (recv == NULL || recv->ep != ep || recv->state != TAG_RECV_DATA ||
         msg.u.data.offset != recv->received || length > recv->accepted - recv->received ||
         recv->cursor.index >= recv->buf.iovcnt ||
@@ -1165,7 +1093,7 @@ void *tag_rndv_place_data(void *arg, ferry_ep_t *ep, const void *header, size_t 
 static void tag_rndv_on_done_recv(ferry_worker_t *worker, ferry_ep_t *ep,
                                   const tag_wire_done_t *done)
 {
-    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, done->id);
+    tag_recv_t *recv = tag_table_lookup(&fy_tag_worker_of(worker)->recv_table, done->id);
 
     if (recv == NULL || recv->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -1220,7 +1148,7 @@ static void tag_rndv_on_done_recv(ferry_worker_t *worker, ferry_ep_t *ep,
 static void tag_rndv_on_done_send(ferry_worker_t *worker, ferry_ep_t *ep,
                                   const tag_wire_done_t *done)
 {
-    tag_send_t *send = tag_table_lookup(&worker->tag.send_table, done->id);
+    tag_send_t *send = tag_table_lookup(&fy_tag_worker_of(worker)->send_table, done->id);
 
     if (send == NULL || send->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -1261,7 +1189,7 @@ static void tag_rndv_on_done_send(ferry_worker_t *worker, ferry_ep_t *ep,
     ferry_mem_deregister(send->mem);
     send->mem = NULL;
     send->sent = done->done;
-    tag_wire_msg_t msg = {.id = FERRY_AM_ID_TAG_COOKIE};
+    tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_COOKIE};
     ferry_status_t status = tag_send_register_section(send, msg.u.cookie.rkey);
     if (status != FERRY_OK) {
         tag_send_abort(send, status);
@@ -1271,9 +1199,9 @@ static void tag_rndv_on_done_send(ferry_worker_t *worker, ferry_ep_t *ep,
     msg.u.cookie.recv_id = send->recv_id;
     msg.u.cookie.offset = send->section_off;
     msg.u.cookie.length = send->section_len;
-    ferry_trace("tagged messages: COOKIE for [%llu, +%llu) of send id 0x%llx",
-                (unsigned long long)send->section_off, (unsigned long long)send->section_len,
-                (unsigned long long)send->id);
+    fy_trace("tagged messages: COOKIE for [%llu, +%llu) of send id 0x%llx",
+             (unsigned long long)send->section_off, (unsigned long long)send->section_len,
+             (unsigned long long)send->id);
     status = tag_ctl_send(worker, ep, &msg);
     if (status != FERRY_OK)
         tag_send_finish(send, status);
@@ -1289,7 +1217,7 @@ void tag_rndv_on_done(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_don
 
 void tag_rndv_on_cookie(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cookie_t *cookie)
 {
-    tag_recv_t *recv = tag_table_lookup(&worker->tag.recv_table, cookie->recv_id);
+    tag_recv_t *recv = tag_table_lookup(&fy_tag_worker_of(worker)->recv_table, cookie->recv_id);
 
     if (recv == NULL || recv->ep != ep) {
         tag_warn(worker, TAG_WARN_UNKNOWN_ID,
@@ -1311,16 +1239,16 @@ void tag_rndv_on_cookie(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_c
 
 unsigned tag_rndv_progress(ferry_worker_t *worker)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
-    ferry_list_link_t *link;
-    ferry_list_t again;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    fy_list_link_t *link;
+    fy_list_t again;
     unsigned count = 0;
 
-    if (!ferry_list_is_empty(&tw->retry)) {
-        ferry_list_init(&again);
-        ferry_list_splice_tail(&again, &tw->retry);
-        while ((link = ferry_list_pop_head(&again)) != NULL) {
-            tag_obj_t *obj = ferry_container_of(link, tag_obj_t, link);
+    if (!fy_list_is_empty(&tw->retry)) {
+        fy_list_init(&again);
+        fy_list_splice_tail(&again, &tw->retry);
+        while ((link = fy_list_pop_head(&again)) != NULL) {
+            tag_obj_t *obj = fy_container_of(link, tag_obj_t, link);
             tag_need_progress(worker, -1);
             if (obj->magic == TAG_MAGIC_RECV) {
                 tag_recv_t *recv = (tag_recv_t *)obj;
@@ -1336,11 +1264,11 @@ unsigned tag_rndv_progress(ferry_worker_t *worker)
             }
         }
     }
-    if (!ferry_list_is_empty(&tw->pump)) {
-        ferry_list_init(&again);
-        ferry_list_splice_tail(&again, &tw->pump);
-        while ((link = ferry_list_pop_head(&again)) != NULL) {
-            tag_send_t *send = (tag_send_t *)ferry_container_of(link, tag_obj_t, link);
+    if (!fy_list_is_empty(&tw->pump)) {
+        fy_list_init(&again);
+        fy_list_splice_tail(&again, &tw->pump);
+        while ((link = fy_list_pop_head(&again)) != NULL) {
+            tag_send_t *send = (tag_send_t *)fy_container_of(link, tag_obj_t, link);
             send->in_list = false;
             tag_need_progress(worker, -1);
             count += tag_send_pump(send);
@@ -1351,7 +1279,7 @@ unsigned tag_rndv_progress(ferry_worker_t *worker)
 
 void tag_rndv_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t status)
 {
-    ferry_tag_worker_t *tw = &worker->tag;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     for (uint32_t i = 0; i < tw->send_table.capacity; i++) {
         tag_send_t *send = tw->send_table.slots[i];
         if (send != NULL && send->ep == ep)

@@ -29,19 +29,19 @@ static bool tag_wire_has_key(const uint8_t rkey[RKEY_PACKED_SIZE])
 static size_t tag_wire_size(unsigned id)
 {
     switch (id) {
-    case FERRY_AM_ID_TAG_EAGER:
+    case FY_AM_ID_TAG_EAGER:
         return sizeof(tag_wire_eager_t);
-    case FERRY_AM_ID_TAG_RTS:
+    case FY_AM_ID_TAG_RTS:
         return sizeof(tag_wire_rts_t);
-    case FERRY_AM_ID_TAG_CTS:
+    case FY_AM_ID_TAG_CTS:
         return sizeof(tag_wire_cts_t);
-    case FERRY_AM_ID_TAG_DATA:
+    case FY_AM_ID_TAG_DATA:
         return sizeof(tag_wire_data_t);
-    case FERRY_AM_ID_TAG_DONE:
+    case FY_AM_ID_TAG_DONE:
         return sizeof(tag_wire_done_t);
-    case FERRY_AM_ID_TAG_COOKIE:
+    case FY_AM_ID_TAG_COOKIE:
         return sizeof(tag_wire_cookie_t);
-    case FERRY_AM_ID_TAG_FLOW:
+    case FY_AM_ID_TAG_FLOW:
         return sizeof(tag_wire_flow_t);
     default:
         return 0;
@@ -60,7 +60,7 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
     size_t size = tag_wire_size(id);
     tag_wire_msg_t m;
 
-    if (ferry_likely(id == FERRY_AM_ID_TAG_EAGER)) {
+    if (fy_likely(id == FY_AM_ID_TAG_EAGER)) {
         /* the fast path's message: the same checks, without the generic copy of the union */
         const uint8_t *h = header;
         tag_wire_eager_t eager;
@@ -85,16 +85,16 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
     memcpy(&m.u, header, size);
     if (((const uint8_t *)header)[0] != TAG_WIRE_VERSION)
         return tag_wire_fail(why, "unknown wire version");
-    if (id != FERRY_AM_ID_TAG_EAGER && id != FERRY_AM_ID_TAG_DATA && payload_length != 0)
+    if (id != FY_AM_ID_TAG_EAGER && id != FY_AM_ID_TAG_DATA && payload_length != 0)
         return tag_wire_fail(why, "payload on a message that carries none");
 
     switch (id) {
-    case FERRY_AM_ID_TAG_EAGER:
+    case FY_AM_ID_TAG_EAGER:
         if (!tag_wire_zero(m.u.eager.reserved, sizeof(m.u.eager.reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
         m.u.eager.tag = le64toh(m.u.eager.tag);
         break;
-    case FERRY_AM_ID_TAG_RTS: {
+    case FY_AM_ID_TAG_RTS: {
         tag_wire_rts_t *r = &m.u.rts;
         if (!tag_wire_zero(r->reserved, sizeof(r->reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
@@ -119,7 +119,7 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         }
         break;
     }
-    case FERRY_AM_ID_TAG_CTS: {
+    case FY_AM_ID_TAG_CTS: {
         tag_wire_cts_t *c = &m.u.cts;
         if (!tag_wire_zero(c->reserved, sizeof(c->reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
@@ -141,7 +141,7 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         }
         break;
     }
-    case FERRY_AM_ID_TAG_DATA: {
+    case FY_AM_ID_TAG_DATA: {
         tag_wire_data_t *d = &m.u.data;
         if (!tag_wire_zero(d->reserved, sizeof(d->reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
@@ -155,7 +155,7 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
             return tag_wire_fail(why, "DATA offset + length overflows");
         break;
     }
-    case FERRY_AM_ID_TAG_DONE: {
+    case FY_AM_ID_TAG_DONE: {
         tag_wire_done_t *d = &m.u.done;
         if (d->reserved != 0)
             return tag_wire_fail(why, "reserved bytes not zero");
@@ -182,7 +182,7 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         }
         break;
     }
-    case FERRY_AM_ID_TAG_COOKIE: {
+    case FY_AM_ID_TAG_COOKIE: {
         tag_wire_cookie_t *c = &m.u.cookie;
         if (!tag_wire_zero(c->reserved, sizeof(c->reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
@@ -199,7 +199,7 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
             return tag_wire_fail(why, "COOKIE without a key");
         break;
     }
-    case FERRY_AM_ID_TAG_FLOW:
+    case FY_AM_ID_TAG_FLOW:
         if (!tag_wire_zero(m.u.flow.reserved, sizeof(m.u.flow.reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
         if (m.u.flow.eager_on > 1)
@@ -216,31 +216,31 @@ size_t tag_wire_encode(const tag_wire_msg_t *msg, void *buffer)
     size_t size = tag_wire_size(m.id);
 
     switch (m.id) {
-    case FERRY_AM_ID_TAG_EAGER:
+    case FY_AM_ID_TAG_EAGER:
         m.u.eager.tag = htole64(m.u.eager.tag);
         break;
-    case FERRY_AM_ID_TAG_RTS:
+    case FY_AM_ID_TAG_RTS:
         m.u.rts.tag = htole64(m.u.rts.tag);
         m.u.rts.length = htole64(m.u.rts.length);
         m.u.rts.send_id = htole64(m.u.rts.send_id);
         m.u.rts.section = htole64(m.u.rts.section);
         break;
-    case FERRY_AM_ID_TAG_CTS:
+    case FY_AM_ID_TAG_CTS:
         m.u.cts.send_id = htole64(m.u.cts.send_id);
         m.u.cts.recv_id = htole64(m.u.cts.recv_id);
         m.u.cts.length = htole64(m.u.cts.length);
         break;
-    case FERRY_AM_ID_TAG_DATA:
+    case FY_AM_ID_TAG_DATA:
         m.u.data.recv_id = htole64(m.u.data.recv_id);
         m.u.data.offset = htole64(m.u.data.offset);
         break;
-    case FERRY_AM_ID_TAG_DONE:
+    case FY_AM_ID_TAG_DONE:
         m.u.done.status = (int32_t)htole32((uint32_t)m.u.done.status);
         m.u.done.id = htole64(m.u.done.id);
         m.u.done.done = htole64(m.u.done.done);
         m.u.done.reply_id = htole64(m.u.done.reply_id);
         break;
-    case FERRY_AM_ID_TAG_COOKIE:
+    case FY_AM_ID_TAG_COOKIE:
         m.u.cookie.recv_id = htole64(m.u.cookie.recv_id);
         m.u.cookie.offset = htole64(m.u.cookie.offset);
         m.u.cookie.length = htole64(m.u.cookie.length);

@@ -4,14 +4,14 @@
 
 #include "core/compiler.h"
 
-extern const ferry_tl_ops_t ferry_tl_self_ops;
-extern const ferry_tl_ops_t ferry_tl_shm_ops;
-extern const ferry_tl_ops_t ferry_tl_tcp_ops;
+extern const fy_tl_ops_t fy_tl_self_ops;
+extern const fy_tl_ops_t fy_tl_shm_ops;
+extern const fy_tl_ops_t fy_tl_tcp_ops;
 
-const ferry_tl_ops_t *const ferry_transports[] = {
-    &ferry_tl_self_ops,
-    &ferry_tl_shm_ops,
-    &ferry_tl_tcp_ops,
+const fy_tl_ops_t *const fy_transports[] = {
+    &fy_tl_self_ops,
+    &fy_tl_shm_ops,
+    &fy_tl_tcp_ops,
 };
 
-const size_t ferry_transports_count = FERRY_ARRAY_SIZE(ferry_transports);
+const size_t fy_transports_count = FERRY_ARRAY_SIZE(fy_transports);

@@ -11,189 +11,125 @@
 
 #include "core/log.h"
 #include "core/wire.h"
+#include "transport/transport.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "ferry addresses are little-endian; big-endian hosts need byte swaps here");
 
-static int address_hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static ferry_status_t address_read_boot_id(uint8_t boot_id[16])
-{
-    static const char path[] = "/proc/sys/kernel/random/boot_id";
-    char text[64] = {0};
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        ferry_error("open(%s) failed: %s", path, strerror(errno));
-        return FERRY_ERR_IO;
-    }
-    ssize_t n = read(fd, text, sizeof(text) - 1);
-    int saved = errno;
-    close(fd);
-    if (n < 32) {
-        ferry_error("read(%s) returned %zd: %s", path, n, n < 0 ? strerror(saved) : "too short");
-        return FERRY_ERR_IO;
-    }
-    unsigned nibbles = 0;
-    memset(boot_id, 0, 16);
-    for (ssize_t i = 0; i < n && nibbles < 32; i++) {
-        int v = address_hexval(text[i]);
-        if (v < 0)
-            continue;
-        boot_id[nibbles / 2] |= (uint8_t)(nibbles % 2 ? v : v << 4);
-        nibbles++;
-    }
-    return FERRY_OK;
-}
-
-static ferry_status_t address_read_ns(const char *name, uint64_t *inode)
-{
-    char path[64];
-    struct stat st;
-    snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
-    if (stat(path, &st) != 0) {
-        ferry_error("stat(%s) failed: %s", path, strerror(errno));
-        return FERRY_ERR_IO;
-    }
-    *inode = (uint64_t)st.st_ino;
-    return FERRY_OK;
-}
-
-ferry_status_t ferry_host_id_read(ferry_host_id_t *host)
-{
-    ferry_host_id_t id;
-    ferry_status_t status;
-    memset(&id, 0, sizeof(id));
-    status = address_read_boot_id(id.boot_id);
-    if (status == FERRY_OK)
-        status = address_read_ns("net", &id.net_ns);
-    if (status == FERRY_OK)
-        status = address_read_ns("pid", &id.pid_ns);
-    if (status == FERRY_OK)
-        status = address_read_ns("user", &id.user_ns);
-    if (status == FERRY_OK)
-        *host = id;
-    return status;
-}
-
-bool ferry_host_id_equal(const ferry_host_id_t *a, const ferry_host_id_t *b)
-{
-    return memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) == 0 && a->net_ns == b->net_ns &&
-           a->pid_ns == b->pid_ns && a->user_ns == b->user_ns;
-}
-
-void ferry_address_write_header(void *buffer, uint64_t worker_uuid, const ferry_host_id_t *host,
-                                uint32_t pid, uint16_t record_count)
+void fy_address_write_header(void *buffer, uint64_t worker_uuid, const fy_host_id_t *host,
+                             uint32_t pid, uint16_t record_count)
 {
     uint8_t *p = buffer;
     memset(p, 0, FERRY_ADDRESS_HEADER_SIZE);
-    ferry_le_put32(p + 0, FERRY_ADDRESS_MAGIC);
-    ferry_le_put16(p + 4, FERRY_ADDRESS_VERSION);
-    ferry_le_put64(p + 8, worker_uuid);
+    fy_le_put32(p + 0, FERRY_ADDRESS_MAGIC);
+    fy_le_put16(p + 4, FERRY_ADDRESS_VERSION);
+    fy_le_put64(p + 8, worker_uuid);
     memcpy(p + 16, host->boot_id, 16);
-    ferry_le_put64(p + 32, host->net_ns);
-    ferry_le_put64(p + 40, host->pid_ns);
-    ferry_le_put64(p + 48, host->user_ns);
-    ferry_le_put32(p + 56, pid);
-    ferry_le_put16(p + 60, record_count);
+    fy_le_put64(p + 32, host->net_ns);
+    fy_le_put64(p + 40, host->pid_ns);
+    fy_le_put64(p + 48, host->user_ns);
+    fy_le_put32(p + 56, pid);
+    fy_le_put16(p + 60, record_count);
 }
 
-void ferry_address_finish(void *buffer, uint16_t total_length)
+void fy_address_finish(void *buffer, uint16_t total_length)
 {
-    ferry_le_put16((uint8_t *)buffer + 6, total_length);
+    fy_le_put16((uint8_t *)buffer + 6, total_length);
 }
 
-ferry_status_t ferry_address_parse(const void *blob, size_t length, ferry_address_t *address)
+ferry_status_t fy_address_parse(const void *blob, size_t length, fy_address_t *address)
 {
     const uint8_t *p = blob;
-    ferry_address_t parsed;
+    fy_address_t parsed;
     size_t offset;
 
     if (blob == NULL || length < FERRY_ADDRESS_HEADER_SIZE) {
-        ferry_warn("invalid worker address: %zu bytes, shorter than its %u-byte header "
-                   "(truncated? pass the whole blob from ferry_worker_address)",
-                   length, FERRY_ADDRESS_HEADER_SIZE);
+        fy_warn("invalid worker address: %zu bytes, shorter than its %u-byte header "
+                "(truncated? pass the whole blob from ferry_worker_address)",
+                length, FERRY_ADDRESS_HEADER_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (ferry_le_get32(p) != FERRY_ADDRESS_MAGIC) {
-        ferry_warn("invalid worker address: wrong magic 0x%08x (not a ferry address)",
-                   ferry_le_get32(p));
+    if (fy_le_get32(p) != FERRY_ADDRESS_MAGIC) {
+        fy_warn("invalid worker address: wrong magic 0x%08x (not a ferry address)", fy_le_get32(p));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     memset(&parsed, 0, sizeof(parsed));
-    parsed.version = ferry_le_get16(p + 4);
+    parsed.version = fy_le_get16(p + 4);
     if (parsed.version != FERRY_ADDRESS_VERSION) {
-        ferry_warn("invalid worker address: version %u, this ferry reads version %u "
-                   "(peers must run compatible ferry versions)",
-                   parsed.version, FERRY_ADDRESS_VERSION);
+        fy_warn("invalid worker address: version %u, this ferry reads version %u "
+                "(peers must run compatible ferry versions)",
+                parsed.version, FERRY_ADDRESS_VERSION);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (ferry_le_get16(p + 6) != length) {
-        ferry_warn("invalid worker address: header says %u bytes, %zu given (truncated or "
-                   "padded)",
-                   ferry_le_get16(p + 6), length);
+    if (fy_le_get16(p + 6) != length) {
+        fy_warn("invalid worker address: header says %u bytes, %zu given (truncated or "
+                "padded)",
+                fy_le_get16(p + 6), length);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    parsed.worker_uuid = ferry_le_get64(p + 8);
+    parsed.worker_uuid = fy_le_get64(p + 8);
     memcpy(parsed.host.boot_id, p + 16, 16);
-    parsed.host.net_ns = ferry_le_get64(p + 32);
-    parsed.host.pid_ns = ferry_le_get64(p + 40);
-    parsed.host.user_ns = ferry_le_get64(p + 48);
-    parsed.pid = ferry_le_get32(p + 56);
-    parsed.record_count = ferry_le_get16(p + 60);
+    parsed.host.net_ns = fy_le_get64(p + 32);
+    parsed.host.pid_ns = fy_le_get64(p + 40);
+    parsed.host.user_ns = fy_le_get64(p + 48);
+    parsed.pid = fy_le_get32(p + 56);
+    parsed.record_count = fy_le_get16(p + 60);
     if (parsed.record_count > FERRY_ADDRESS_MAX_RECORDS) {
-        ferry_warn("invalid worker address: %u transport records (at most %u)", parsed.record_count,
-                   FERRY_ADDRESS_MAX_RECORDS);
+        fy_warn("invalid worker address: %u transport records (at most %u)", parsed.record_count,
+                FERRY_ADDRESS_MAX_RECORDS);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (ferry_le_get16(p + 62) != 0) {
-        ferry_warn("invalid worker address: reserved header bytes 62-63 are 0x%04x, not 0",
-                   ferry_le_get16(p + 62));
+    if (fy_le_get16(p + 62) != 0) {
+        fy_warn("invalid worker address: reserved header bytes 62-63 are 0x%04x, not 0",
+                fy_le_get16(p + 62));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     offset = FERRY_ADDRESS_HEADER_SIZE;
     for (unsigned i = 0; i < parsed.record_count; i++) {
         if (length - offset < FERRY_ADDRESS_RECORD_HEADER_SIZE) {
-            ferry_warn("invalid worker address: record %u header truncated", i);
+            fy_warn("invalid worker address: record %u header truncated", i);
             return FERRY_ERR_INVALID_ADDRESS;
         }
         parsed.records[i].transport_id = p[offset];
-        parsed.records[i].length = ferry_le_get16(p + offset + 2);
+        parsed.records[i].length = fy_le_get16(p + offset + 2);
         if (p[offset + 1] != 0) {
-            ferry_warn("invalid worker address: record %u reserved byte is 0x%02x, not 0", i,
-                       p[offset + 1]);
+            fy_warn("invalid worker address: record %u reserved byte is 0x%02x, not 0", i,
+                    p[offset + 1]);
             return FERRY_ERR_INVALID_ADDRESS;
         }
         offset += FERRY_ADDRESS_RECORD_HEADER_SIZE;
         if (length - offset < parsed.records[i].length) {
-            ferry_warn("invalid worker address: record %u claims %u bytes, %zu left", i,
-                       parsed.records[i].length, length - offset);
+            fy_warn("invalid worker address: record %u claims %u bytes, %zu left", i,
+                    parsed.records[i].length, length - offset);
             return FERRY_ERR_INVALID_ADDRESS;
         }
         parsed.records[i].data = p + offset;
         offset += parsed.records[i].length;
     }
     if (offset != length) {
-        ferry_warn("invalid worker address: %zu trailing bytes after the records", length - offset);
+        fy_warn("invalid worker address: %zu trailing bytes after the records", length - offset);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     *address = parsed;
     return FERRY_OK;
 }
 
-const ferry_address_record_t *ferry_address_find(const ferry_address_t *address, uint8_t id)
+const fy_address_record_t *fy_address_find(const fy_address_t *address, uint8_t id)
 {
     for (unsigned i = 0; i < address->record_count; i++) {
         if (address->records[i].transport_id == id)
             return &address->records[i];
     }
     return NULL;
+}
+
+ferry_status_t fy_address_peer(const void *address, size_t length, fy_tl_peer_t *peer)
+{
+    fy_address_t parsed;
+    ferry_status_t status = fy_address_parse(address, length, &parsed);
+    if (status != FERRY_OK)
+        return status;
+    *peer =
+        (fy_tl_peer_t){.worker_uuid = parsed.worker_uuid, .host = parsed.host, .pid = parsed.pid};
+    return FERRY_OK;
 }

@@ -8,7 +8,7 @@
  *   then record count records, each:
  *     0 u8 transport id   1 u8 0   2 u16 record length   4 record bytes
  *
- * Everything is checked by ferry_address_parse() before any field is used. */
+ * Everything is checked by fy_address_parse() before any field is used. */
 #ifndef FERRY_WIREUP_ADDRESS_H
 #define FERRY_WIREUP_ADDRESS_H
 
@@ -18,6 +18,8 @@
 
 #include <ferry/status.h>
 
+#include "core/host_id.h"
+
 #define FERRY_ADDRESS_MAGIC 0x59525246u
 #define FERRY_ADDRESS_VERSION 1u
 #define FERRY_ADDRESS_HEADER_SIZE 64u
@@ -25,48 +27,33 @@
 #define FERRY_ADDRESS_MAX_RECORDS 8u
 #define FERRY_ADDRESS_MAX_SIZE 1024u
 
-/* What makes "the same host" for shared memory: one kernel boot and the same network
- * (abstract sockets), pid (CMA takes a pid) and user namespaces. */
-typedef struct ferry_host_id {
-    uint8_t boot_id[16];
-    uint64_t net_ns;
-    uint64_t pid_ns;
-    uint64_t user_ns;
-} ferry_host_id_t;
-
-typedef struct ferry_address_record {
+typedef struct fy_address_record {
     uint8_t transport_id;
     uint16_t length;
     const uint8_t *data; /* points into the parsed blob */
-} ferry_address_record_t;
+} fy_address_record_t;
 
 /* A parsed address; records point into the blob, which must outlive it. */
-typedef struct ferry_address {
+typedef struct fy_address {
     uint16_t version;
     uint64_t worker_uuid;
-    ferry_host_id_t host;
+    fy_host_id_t host;
     uint32_t pid;
     unsigned record_count;
-    ferry_address_record_t records[FERRY_ADDRESS_MAX_RECORDS];
-} ferry_address_t;
-
-/* Read this host's identity (boot id and namespace inodes). Returns FERRY_OK or FERRY_ERR_IO
- * (logged: the path and strerror). */
-ferry_status_t ferry_host_id_read(ferry_host_id_t *host);
-
-bool ferry_host_id_equal(const ferry_host_id_t *a, const ferry_host_id_t *b);
+    fy_address_record_t records[FERRY_ADDRESS_MAX_RECORDS];
+} fy_address_t;
 
 /* Check and parse a blob of length bytes. Returns FERRY_OK or FERRY_ERR_INVALID_ADDRESS
  * (logged once at warn level with the reason: truncated, magic, version, length, records). */
-ferry_status_t ferry_address_parse(const void *blob, size_t length, ferry_address_t *address);
+ferry_status_t fy_address_parse(const void *blob, size_t length, fy_address_t *address);
 
 /* Write the header for (uuid, host, pid, record_count) into buffer (FERRY_ADDRESS_HEADER_SIZE
- * bytes); the total length is patched by ferry_address_finish(). */
-void ferry_address_write_header(void *buffer, uint64_t worker_uuid, const ferry_host_id_t *host,
-                                uint32_t pid, uint16_t record_count);
-void ferry_address_finish(void *buffer, uint16_t total_length);
+ * bytes); the total length is patched by fy_address_finish(). */
+void fy_address_write_header(void *buffer, uint64_t worker_uuid, const fy_host_id_t *host,
+                             uint32_t pid, uint16_t record_count);
+void fy_address_finish(void *buffer, uint16_t total_length);
 
 /* The record of a transport id, or NULL. */
-const ferry_address_record_t *ferry_address_find(const ferry_address_t *address, uint8_t id);
+const fy_address_record_t *fy_address_find(const fy_address_t *address, uint8_t id);
 
 #endif

@@ -10,25 +10,25 @@
 #include "core/config.h"
 #include "core/log.h"
 
-static const ferry_config_var_t context_transports_var = {
+static const fy_config_var_t context_transports_var = {
     .name = "FERRY_TRANSPORTS",
     .type = FERRY_CONFIG_STRING,
     .default_value = "all",
     .description = "comma-separated transports an endpoint may use (self, shm, tcp), or all"};
-static const ferry_config_var_t *const context_transports_reg
+static const fy_config_var_t *const context_transports_reg
     __attribute__((used, section("ferry_config_registry"))) = &context_transports_var;
 
 /* Mark the transports named in list (comma-separated, or "all") in allowed[]. Unknown names
  * are warned about with the closest valid one. */
-static void context_parse_transports(const char *list, bool allowed[FERRY_TL_MAX])
+static void context_parse_transports(const char *list, bool allowed[FY_TL_MAX])
 {
-    const char *names[FERRY_TL_MAX];
+    const char *names[FY_TL_MAX];
     char *copy, *save = NULL;
 
-    for (size_t i = 0; i < ferry_transports_count; i++)
-        names[i] = ferry_transports[i]->name;
+    for (size_t i = 0; i < fy_transports_count; i++)
+        names[i] = fy_transports[i]->name;
     if (strcmp(list, "all") == 0 || list[0] == '\0') {
-        for (size_t i = 0; i < ferry_transports_count; i++)
+        for (size_t i = 0; i < fy_transports_count; i++)
             allowed[i] = true;
         return;
     }
@@ -37,23 +37,23 @@ static void context_parse_transports(const char *list, bool allowed[FERRY_TL_MAX
         return;
     for (char *tok = strtok_r(copy, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
         size_t i;
-        for (i = 0; i < ferry_transports_count; i++) {
+        for (i = 0; i < fy_transports_count; i++) {
             if (strcmp(tok, names[i]) == 0)
                 break;
         }
-        if (i < ferry_transports_count) {
+        if (i < fy_transports_count) {
             allowed[i] = true;
             continue;
         }
-        const char *closest = ferry_closest_name(tok, names, ferry_transports_count);
-        char known[FERRY_TL_MAX * 16] = "";
+        const char *closest = fy_closest_name(tok, names, fy_transports_count);
+        char known[FY_TL_MAX * 16] = "";
         size_t used = 0;
-        for (size_t k = 0; k < ferry_transports_count && used < sizeof(known); k++)
+        for (size_t k = 0; k < fy_transports_count && used < sizeof(known); k++)
             used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s", k ? ", " : "",
                                      names[k]);
-        ferry_warn("FERRY_TRANSPORTS names an unknown transport '%s'%s%s%s (known: %s)", tok,
-                   closest ? "; did you mean '" : "", closest ? closest : "", closest ? "'?" : "",
-                   known);
+        fy_warn("FERRY_TRANSPORTS names an unknown transport '%s'%s%s%s (known: %s)", tok,
+                closest ? "; did you mean '" : "", closest ? closest : "", closest ? "'?" : "",
+                known);
     }
     free(copy);
 }
@@ -61,7 +61,7 @@ static void context_parse_transports(const char *list, bool allowed[FERRY_TL_MAX
 FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *params,
                                                  ferry_context_t **context_p)
 {
-    bool allowed[FERRY_TL_MAX] = {false};
+    bool allowed[FY_TL_MAX] = {false};
     ferry_context_t *context;
     ferry_status_t status;
     unsigned enabled = 0;
@@ -69,14 +69,14 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
     if (context_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
     ferry_log_init();
-    ferry_config_check_environment();
+    fy_config_check_environment();
 
     context = calloc(1, sizeof(*context));
     if (context == NULL) {
-        ferry_error("calloc(%zu) for a context failed", sizeof(*context));
+        fy_error("calloc(%zu) for a context failed", sizeof(*context));
         return FERRY_ERR_NO_MEMORY;
     }
-    status = ferry_host_id_read(&context->host);
+    status = fy_host_id_read(&context->host);
     if (status != FERRY_OK)
         goto err_free_context;
     status = mem_context_init(&context->mem);
@@ -87,20 +87,20 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
                                  ? params->transports
                                  : ferry_config_string(&context_transports_var),
                              allowed);
-    for (size_t i = 0; i < ferry_transports_count; i++) {
+    for (size_t i = 0; i < fy_transports_count; i++) {
         char why[256] = "";
         if (!allowed[i])
             continue;
-        if (ferry_transports[i]->query(&context->caps[i], why, sizeof(why)) != FERRY_OK) {
-            ferry_info("transport %s is not usable here: %s", ferry_transports[i]->name, why);
+        if (fy_transports[i]->query(&context->caps[i], why, sizeof(why)) != FERRY_OK) {
+            fy_info("transport %s is not usable here: %s", fy_transports[i]->name, why);
             continue;
         }
         context->enabled[i] = true;
         enabled++;
     }
     if (enabled == 0) {
-        ferry_error("no usable transport: FERRY_TRANSPORTS allows none that works here "
-                    "(run ferry_info -d to see why each one is unusable)");
+        fy_error("no usable transport: FERRY_TRANSPORTS allows none that works here "
+                 "(run ferry_info -d to see why each one is unusable)");
         status = FERRY_ERR_NO_DEVICE;
         goto err_cleanup_mem;
     }
@@ -119,9 +119,9 @@ FERRY_EXPORT void ferry_context_destroy(ferry_context_t *context)
     if (context == NULL)
         return;
     if (context->worker_count != 0)
-        ferry_error("ferry_context_destroy: %u workers still exist; destroy them first "
-                    "(the context is leaked to keep them safe)",
-                    context->worker_count);
+        fy_error("ferry_context_destroy: %u workers still exist; destroy them first "
+                 "(the context is leaked to keep them safe)",
+                 context->worker_count);
     else {
         mem_context_cleanup(&context->mem);
         free(context);

@@ -10,13 +10,11 @@
 #include "transport/transport.h"
 #include "wireup/address.h"
 
-#define FERRY_TL_MAX 8
-
 struct ferry_context {
-    ferry_host_id_t host;
-    /* enabled[i]: ferry_transports[i] is allowed by FERRY_TRANSPORTS and usable here */
-    bool enabled[FERRY_TL_MAX];
-    ferry_tl_caps_t caps[FERRY_TL_MAX];
+    fy_host_id_t host;
+    /* enabled[i]: fy_transports[i] is allowed by FERRY_TRANSPORTS and usable here */
+    bool enabled[FY_TL_MAX];
+    fy_tl_caps_t caps[FY_TL_MAX];
     unsigned worker_count;
     mem_context_t mem; /* registrations and the key table peers map */
 };

@@ -2,63 +2,84 @@
 #define _GNU_SOURCE
 #include "wireup/ep.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/compiler.h"
 #include "core/log.h"
+#include "wireup/address.h"
 
-static void ep_error_deferred_cb(ferry_deferred_t *self);
-static void ep_close_deferred_cb(ferry_deferred_t *self);
+static void ep_error_deferred_cb(fy_deferred_t *self);
+static void ep_close_deferred_cb(fy_deferred_t *self);
+
+/* Room for an endpoint and every module's state after it, each aligned for any type. */
+static size_t ep_allocation_size(size_t offsets[FY_MODULE_MAX])
+{
+    const size_t align = _Alignof(max_align_t);
+    size_t size = (sizeof(ferry_ep_t) + align - 1) & ~(align - 1);
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        offsets[m] = size;
+        size += (fy_modules[m]->ep_state_size + align - 1) & ~(align - 1);
+    }
+    return size;
+}
 
 static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *params)
 {
-    ferry_ep_t *ep = calloc(1, sizeof(*ep));
+    size_t offsets[FY_MODULE_MAX];
+    size_t size = ep_allocation_size(offsets);
+    ferry_ep_t *ep = calloc(1, size);
     if (ep == NULL) {
-        ferry_error("calloc(%zu) for an endpoint failed", sizeof(*ep));
+        fy_error("calloc(%zu) for an endpoint failed", size);
         return NULL;
     }
     ep->worker = worker;
-    ep->state = FERRY_EP_OPEN;
+    for (size_t m = 0; m < fy_modules_count; m++)
+        ep->module_state[m] = fy_modules[m]->ep_state_size ? (char *)ep + offsets[m] : NULL;
+    ep->state = FY_EP_OPEN;
     ep->error = FERRY_OK;
     if (params != NULL)
         ep->params = *params;
     ep->error_deferred.cb = ep_error_deferred_cb;
-    ferry_list_init(&ep->error_deferred.link);
+    fy_list_init(&ep->error_deferred.link);
     ep->close_deferred.cb = ep_close_deferred_cb;
-    ferry_list_init(&ep->close_deferred.link);
-    ferry_rma_ep_init(ep);
+    fy_list_init(&ep->close_deferred.link);
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        if (fy_modules[m]->ep_init != NULL)
+            fy_modules[m]->ep_init(ep);
+    }
     return ep;
 }
 
 static void ep_free(ferry_ep_t *ep)
 {
-    ferry_worker_undefer(ep->worker, &ep->error_deferred);
-    if (ferry_list_is_linked(&ep->close_deferred.link)) {
+    fy_worker_undefer(ep->worker, &ep->error_deferred);
+    if (fy_list_is_linked(&ep->close_deferred.link)) {
         /* closed, but freed before its completion ran from progress: complete it now */
         ferry_completion_t *comp = ep->close_comp;
-        ferry_worker_undefer(ep->worker, &ep->close_deferred);
+        fy_worker_undefer(ep->worker, &ep->close_deferred);
         ep->close_comp = NULL;
-        ferry_completion_update(comp, FERRY_OK);
+        fy_completion_update(comp, FERRY_OK);
     }
-    ferry_segment_ep_freed(ep); /* segments: nothing refers to ep after */
-    ferry_rma_ep_cleanup(ep);   /* one-sided operations: canceled; nothing refers to ep after */
-    ferry_tag_ep_cleanup(ep);   /* tagged transfers: failed; nothing refers to ep after */
+    for (size_t m = 0; m < fy_modules_count; m++) { /* nothing refers to ep after */
+        if (fy_modules[m]->ep_free != NULL)
+            fy_modules[m]->ep_free(ep);
+    }
     if (ep->tl_ep != NULL)
         ep->tl->ep_destroy(ep->tl_ep);
-    ferry_list_remove(&ep->link);
+    fy_list_remove(&ep->link);
     free(ep);
 }
 
-/* The first enabled transport (in list order) whose record in the address reaches the peer. */
-static int ep_select_transport(ferry_worker_t *worker, const ferry_address_t *peer,
-                               const ferry_address_record_t **record_p)
+int fy_ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
+                           const fy_tl_peer_t *peer, const fy_address_record_t **record_p)
 {
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
-        const ferry_address_record_t *record = ferry_address_find(peer, ferry_transports[t]->id);
+        const fy_address_record_t *record = fy_address_find(address, fy_transports[t]->id);
         if (record != NULL &&
-            ferry_transports[t]->reachable(worker->tl[t], peer, record->data, record->length)) {
+            fy_transports[t]->reachable(worker->tl[t], peer, record->data, record->length)) {
             *record_p = record;
             return (int)t;
         }
@@ -66,43 +87,45 @@ static int ep_select_transport(ferry_worker_t *worker, const ferry_address_t *pe
     return -1;
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address,
+FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address_blob,
                                             size_t length, const ferry_ep_params_t *params,
                                             ferry_ep_t **ep_p)
 {
-    const ferry_address_record_t *record = NULL;
-    ferry_address_t peer;
+    const fy_address_record_t *record = NULL;
+    fy_address_t address;
+    fy_tl_peer_t peer;
     ferry_status_t status;
     ferry_ep_t *ep;
     int t;
 
     if (worker == NULL || ep_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    status = ferry_address_parse(address, length, &peer);
+    status = fy_address_parse(address_blob, length, &address);
     if (status != FERRY_OK)
         return status;
-    t = ep_select_transport(worker, &peer, &record);
+    peer = (fy_tl_peer_t){
+        .worker_uuid = address.worker_uuid, .host = address.host, .pid = address.pid};
+    t = fy_ep_select_transport(worker, &address, &peer, &record);
     if (t < 0) {
-        ferry_warn("ferry_ep_create: no enabled transport reaches the worker of pid %u "
-                   "(this worker enables %u transports; run ferry_info -e on the address file "
-                   "to see why)",
-                   peer.pid, worker->tl_active_count);
+        fy_warn("ferry_ep_create: no enabled transport reaches the worker of pid %u "
+                "(this worker enables %u transports; run ferry_info -e on the address file "
+                "to see why)",
+                peer.pid, worker->tl_active_count);
         return FERRY_ERR_UNREACHABLE;
     }
     ep = ep_alloc(worker, params);
     if (ep == NULL)
         return FERRY_ERR_NO_MEMORY;
-    ep->tl = ferry_transports[t];
-    ep->max_short = worker->context->caps[t].max_short;
-    ep->max_bcopy = worker->context->caps[t].max_bcopy;
-    ep->peer_host = peer.host;
-    ep->peer_pid = peer.pid;
-    ferry_list_push_tail(&worker->eps, &ep->link);
-    status = ep->tl->ep_init(worker->tl[t], ep, &peer, record->data, record->length, &ep->tl_ep);
+    ep->tl = fy_transports[t];
+    ep->caps = worker->context->caps[t];
+    ep->peer = peer;
+    fy_list_push_tail(&worker->eps, &ep->link);
+    status = ep->tl->ep_init(worker->tl[t], ep, &peer, record->data, record->length, &ep->caps,
+                             &ep->tl_ep);
     if (status != FERRY_OK)
         goto err_free_ep;
-    ferry_info("endpoint %p to pid %u (worker %016llx) uses transport %s", (void *)ep, peer.pid,
-               (unsigned long long)peer.worker_uuid, ep->tl->name);
+    fy_info("endpoint %p to pid %u (worker %016llx) uses transport %s", (void *)ep, peer.pid,
+            (unsigned long long)peer.worker_uuid, ep->tl->name);
     *ep_p = ep;
     return FERRY_OK;
 
@@ -112,8 +135,9 @@ err_free_ep:
     return status;
 }
 
-ferry_status_t ferry_ep_create_accepted(ferry_worker_t *worker, const ferry_tl_ops_t *tl,
-                                        ferry_tl_ep_t *tl_ep, ferry_ep_t **ep_p)
+ferry_status_t fy_ep_create_accepted(ferry_worker_t *worker, const fy_tl_ops_t *tl,
+                                     fy_tl_ep_t *tl_ep, const fy_tl_peer_t *peer,
+                                     const fy_tl_caps_t *caps, ferry_ep_t **ep_p)
 {
     ferry_ep_params_t params = {.error_cb = worker->params.accepted_ep_error_cb,
                                 .error_arg = worker->params.accepted_ep_error_arg};
@@ -123,27 +147,34 @@ ferry_status_t ferry_ep_create_accepted(ferry_worker_t *worker, const ferry_tl_o
     ep->tl = tl;
     ep->tl_ep = tl_ep;
     ep->accepted = 1;
-    ep->peer_host = worker->context->host; /* the transport sets peer_pid */
-    for (size_t t = 0; t < ferry_transports_count; t++) {
-        if (ferry_transports[t] == tl) {
-            ep->max_short = worker->context->caps[t].max_short;
-            ep->max_bcopy = worker->context->caps[t].max_bcopy;
-        }
-    }
-    ferry_list_push_tail(&worker->eps, &ep->link);
-    ferry_info("accepted endpoint %p over transport %s", (void *)ep, tl->name);
+    ep->peer = *peer;
+    ep->caps = *caps;
+    fy_list_push_tail(&worker->eps, &ep->link);
+    fy_info("accepted endpoint %p over transport %s", (void *)ep, tl->name);
     *ep_p = ep;
     return FERRY_OK;
 }
 
-static void ep_error_deferred_cb(ferry_deferred_t *self)
+/* Tell every module, once, that the endpoint carries no more traffic. */
+static void ep_stop_modules(ferry_ep_t *ep, ferry_status_t status)
 {
-    ferry_ep_t *ep = ferry_container_of(self, ferry_ep_t, error_deferred);
+    if (ep->stopped)
+        return;
+    ep->stopped = 1;
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        if (fy_modules[m]->ep_stop != NULL)
+            fy_modules[m]->ep_stop(ep, status);
+    }
+}
+
+static void ep_error_deferred_cb(fy_deferred_t *self)
+{
+    ferry_ep_t *ep = fy_container_of(self, ferry_ep_t, error_deferred);
     ep->error_pending = 0;
     if (ep->close_comp != NULL) {
         ferry_completion_t *comp = ep->close_comp;
         ep->close_comp = NULL;
-        ferry_completion_update(comp, ep->error);
+        fy_completion_update(comp, ep->error);
     }
     if (ep->params.error_cb != NULL)
         ep->params.error_cb(ep->params.error_arg, ep, ep->error);
@@ -151,48 +182,45 @@ static void ep_error_deferred_cb(ferry_deferred_t *self)
         ep_free(ep);
 }
 
-void ferry_ep_fail(ferry_ep_t *ep, ferry_status_t status)
+void fy_ep_fail(ferry_ep_t *ep, ferry_status_t status)
 {
-    if (ep->state == FERRY_EP_CLOSED || ep->state == FERRY_EP_FAILED)
+    if (ep->state == FY_EP_CLOSED || ep->state == FY_EP_FAILED)
         return;
-    ep->state = status == FERRY_ERR_ENDPOINT_CLOSED ? FERRY_EP_CLOSED : FERRY_EP_FAILED;
+    ep->state = status == FERRY_ERR_ENDPOINT_CLOSED ? FY_EP_CLOSED : FY_EP_FAILED;
     ep->error = status;
     if (status == FERRY_ERR_ENDPOINT_CLOSED)
-        ferry_info("endpoint %p (%s): closed by the peer", (void *)ep, ep->tl->name);
+        fy_info("endpoint %p (%s): closed by the peer", (void *)ep, ep->tl->name);
     else /* the transport that detected the failure logged it */
-        ferry_debug("endpoint %p (%s) failed: %s", (void *)ep, ep->tl->name,
-                    ferry_status_string(status));
-    ferry_rma_ep_fail(ep, status); /* its one-sided operations complete with status */
-    ferry_tag_ep_failed(ep, status);
-    ferry_segment_ep_failed(ep, status); /* owner: DISCONNECT; importer: LOST */
+        fy_debug("endpoint %p (%s) failed: %s", (void *)ep, ep->tl->name,
+                 ferry_status_string(status));
+    ep_stop_modules(ep, status);
     if (!ep->error_pending) {
         ep->error_pending = 1;
-        ferry_worker_defer(ep->worker, &ep->error_deferred);
+        fy_worker_defer(ep->worker, &ep->error_deferred);
     }
 }
 
-static void ep_close_deferred_cb(ferry_deferred_t *self)
+static void ep_close_deferred_cb(fy_deferred_t *self)
 {
-    ferry_ep_t *ep = ferry_container_of(self, ferry_ep_t, close_deferred);
+    ferry_ep_t *ep = fy_container_of(self, ferry_ep_t, close_deferred);
     ferry_completion_t *comp = ep->close_comp;
     ep->close_comp = NULL;
-    ferry_completion_update(comp, FERRY_OK);
+    fy_completion_update(comp, FERRY_OK);
     if (ep->accepted)
         ep_free(ep);
 }
 
-void ferry_ep_terminated(ferry_ep_t *ep)
+void fy_ep_terminated(ferry_ep_t *ep)
 {
-    if (ep->state != FERRY_EP_CLOSING)
+    if (ep->state != FY_EP_CLOSING)
         return;
-    ep->state = FERRY_EP_CLOSED;
+    ep->state = FY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
-    ferry_rma_ep_fail(ep, FERRY_ERR_ENDPOINT_CLOSED); /* no reply can come any more */
-    ferry_tag_ep_failed(ep, FERRY_ERR_ENDPOINT_CLOSED);
+    ep_stop_modules(ep, FERRY_ERR_ENDPOINT_CLOSED); /* no reply can come any more */
     /* The close completes from the deferred queue, behind the completions of the sends it
      * waited for (the transport queued those first), so that a close callback can free what
      * the sends' callbacks use. */
-    ferry_worker_defer(ep->worker, &ep->close_deferred);
+    fy_worker_defer(ep->worker, &ep->close_deferred);
 }
 
 FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry_completion_t *comp)
@@ -201,14 +229,14 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
 
     if (ep == NULL || (flags & ~FERRY_EP_CLOSE_FORCE) != 0)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state == FERRY_EP_CLOSED || ep->state == FERRY_EP_FAILED)
+    if (ep->state == FY_EP_CLOSED || ep->state == FY_EP_FAILED)
         return FERRY_OK;
-    if (ep->state == FERRY_EP_CLOSING && !(flags & FERRY_EP_CLOSE_FORCE))
+    if (ep->state == FY_EP_CLOSING && !(flags & FERRY_EP_CLOSE_FORCE))
         return FERRY_ERR_BUSY;
     if (!(flags & FERRY_EP_CLOSE_FORCE)) {
         status = ep->tl->ep_terminate(ep->tl_ep);
         if (status == FERRY_INPROGRESS) {
-            ep->state = FERRY_EP_CLOSING;
+            ep->state = FY_EP_CLOSING;
             ep->error = FERRY_ERR_ENDPOINT_CLOSED;
             ep->close_comp = comp;
             return FERRY_INPROGRESS;
@@ -216,14 +244,13 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
     }
     ep->tl->ep_destroy(ep->tl_ep);
     ep->tl_ep = NULL;
-    ep->state = FERRY_EP_CLOSED;
+    ep->state = FY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
-    ferry_rma_ep_fail(ep, FERRY_ERR_CANCELED);
-    ferry_tag_ep_failed(ep, FERRY_ERR_CANCELED);
+    ep_stop_modules(ep, FERRY_ERR_CANCELED);
     if (ep->close_comp != NULL) {
         ferry_completion_t *pending = ep->close_comp;
         ep->close_comp = NULL;
-        ferry_completion_update(pending, FERRY_ERR_CANCELED);
+        fy_completion_update(pending, FERRY_ERR_CANCELED);
     }
     return FERRY_OK;
 }
@@ -240,12 +267,12 @@ FERRY_EXPORT const char *ferry_ep_transport_name(const ferry_ep_t *ep)
     return ep != NULL && ep->tl != NULL ? ep->tl->name : "none";
 }
 
-void ferry_ep_destroy_all(ferry_worker_t *worker)
+void fy_ep_destroy_all(ferry_worker_t *worker)
 {
-    ferry_list_link_t *link;
-    while ((link = ferry_list_pop_head(&worker->eps)) != NULL) {
-        ferry_ep_t *ep = ferry_list_entry(link, ferry_ep_t, link);
-        ferry_list_init(&ep->link);
+    fy_list_link_t *link;
+    while ((link = fy_list_pop_head(&worker->eps)) != NULL) {
+        ferry_ep_t *ep = fy_list_entry(link, ferry_ep_t, link);
+        fy_list_init(&ep->link);
         ep_free(ep);
     }
 }

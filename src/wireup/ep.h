@@ -1,57 +1,57 @@
-/* Endpoints: a connection to one peer worker over one transport. */
-#ifndef FERRY_WIREUP_EP_H
-#define FERRY_WIREUP_EP_H
+/* Endpoints: a connection to one peer worker over one transport. The endpoint names no
+ * protocol: each module's per-endpoint state sits beside it (fy_ep_module_state), and the
+ * endpoint's life-cycle events reach the modules through their tables (progress/module.h).
+ * The calls transports make (fy_ep_create_accepted, fy_ep_fail, fy_ep_terminated) are
+ * declared in transport/transport.h, the transports' upward contract. */
+#ifndef FY_WIREUP_EP_H
+#define FY_WIREUP_EP_H
 
 #include <ferry/ferry.h>
 
 #include "core/list.h"
 #include "progress/worker.h"
-#include "proto/rma.h"
 #include "transport/transport.h"
+#include "wireup/address.h"
 
-typedef enum ferry_ep_state {
-    FERRY_EP_OPEN,    /* usable (possibly still connecting inside the transport) */
-    FERRY_EP_CLOSING, /* graceful close under way */
-    FERRY_EP_CLOSED,  /* closed locally or by the peer: operations fail */
-    FERRY_EP_FAILED,  /* the connection broke */
-} ferry_ep_state_t;
+typedef enum fy_ep_state {
+    FY_EP_OPEN,    /* usable (possibly still connecting inside the transport) */
+    FY_EP_CLOSING, /* graceful close under way */
+    FY_EP_CLOSED,  /* closed locally or by the peer: operations fail */
+    FY_EP_FAILED,  /* the connection broke */
+} fy_ep_state_t;
 
 struct ferry_ep {
-    ferry_list_link_t link; /* in worker->eps */
+    fy_list_link_t link; /* in worker->eps */
     ferry_worker_t *worker;
-    const ferry_tl_ops_t *tl;
-    ferry_tl_ep_t *tl_ep;
-    size_t max_short;          /* the transport's max_short: AMs up to this go by send_short */
-    size_t max_bcopy;          /* the transport's max_bcopy: larger AMs are fragmented */
-    ferry_host_id_t peer_host; /* who the peer is: checks that a remote key is the peer's */
-    uint32_t peer_pid;
-    ferry_ep_state_t state;
+    const fy_tl_ops_t *tl;
+    fy_tl_ep_t *tl_ep;
+    fy_tl_caps_t caps; /* this endpoint's transport capabilities (ep_init / accepted) */
+    fy_tl_peer_t peer; /* who the peer is: checks that a remote key is the peer's */
+    fy_ep_state_t state;
     ferry_status_t error; /* status returned by operations once CLOSED/FAILED */
     int accepted;         /* created by the worker for a connecting peer */
+    int stopped;          /* the modules' ep_stop ran */
     ferry_ep_params_t params;
     ferry_completion_t *close_comp;
-    ferry_deferred_t error_deferred; /* runs the error callback from progress */
-    int error_pending;               /* error_deferred is queued */
-    ferry_deferred_t close_deferred; /* completes close_comp from progress (after the sends) */
-    ferry_rma_ep_t rma;              /* one-sided operations outstanding (proto/rma.c) */
-    ferry_tag_ep_t tag;              /* tagged-message state (proto/tag.c); zero: initial */
+    fy_deferred_t error_deferred;      /* runs the error callback from progress */
+    int error_pending;                 /* error_deferred is queued */
+    fy_deferred_t close_deferred;      /* completes close_comp from progress (after the sends) */
+    void *module_state[FY_MODULE_MAX]; /* each module's state, in the same allocation */
 };
 
-/* Called by a transport when a peer connected: creates a worker-owned endpoint for replies.
- * Returns FERRY_OK or FERRY_ERR_NO_MEMORY. */
-ferry_status_t ferry_ep_create_accepted(ferry_worker_t *worker, const ferry_tl_ops_t *tl,
-                                        ferry_tl_ep_t *tl_ep, ferry_ep_t **ep_p);
+/* A module's per-endpoint state (ep_state_size bytes, zeroed at creation). */
+static inline void *fy_ep_module_state(const ferry_ep_t *ep, unsigned module)
+{
+    return ep->module_state[module];
+}
 
-/* Called by a transport (from progress) when the connection failed (status) or the peer
- * closed it (FERRY_ERR_ENDPOINT_CLOSED): the endpoint stops accepting operations and its
- * error callback runs from progress. An accepted endpoint is freed after its callback. */
-void ferry_ep_fail(ferry_ep_t *ep, ferry_status_t status);
-
-/* Called by a transport when an ep_terminate that returned FERRY_INPROGRESS is done. The close
- * completion runs from the worker's deferred queue, after the completions queued before. */
-void ferry_ep_terminated(ferry_ep_t *ep);
+/* The transport ferry_ep_create uses for a parsed address: the first the worker enabled (in
+ * list order) whose record in the address reaches the peer. Returns its index in
+ * fy_transports[] with *record_p set to that record, or -1 (unreachable). Pure. */
+int fy_ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
+                           const fy_tl_peer_t *peer, const fy_address_record_t **record_p);
 
 /* Free every endpoint of the worker (worker destruction). */
-void ferry_ep_destroy_all(ferry_worker_t *worker);
+void fy_ep_destroy_all(ferry_worker_t *worker);
 
 #endif

@@ -1,8 +1,10 @@
 /* A program outside the ferry tree: create a context and a worker, print the worker's
- * address length and the library version, clean up. Exit 0 on success. */
+ * address length, the library version and which transport an endpoint to that address would
+ * use (the installed ferry/info.h), clean up. Exit 0 on success. */
 #include <stdio.h>
 
 #include <ferry/ferry.h>
+#include <ferry/info.h>
 
 int main(void)
 {
@@ -30,7 +32,16 @@ int main(void)
         goto err_destroy_worker;
     }
 
-    printf("consumer: ferry %s, worker address %zu bytes\n", ferry_version_string(), length);
+    ferry_ep_choice_t choice = {.size = sizeof(choice)};
+    status = ferry_ep_choose(worker, address, length, &choice);
+    if (status != FERRY_OK || choice.status != FERRY_OK) {
+        fprintf(stderr, "consumer: ferry_ep_choose: %s (%s)\n", ferry_status_string(status),
+                choice.reason);
+        goto err_destroy_worker;
+    }
+
+    printf("consumer: ferry %s, worker address %zu bytes, %zu transports, to itself over %s\n",
+           ferry_version_string(), length, ferry_transport_count(), choice.transport);
 
     ferry_worker_destroy(worker);
     ferry_context_destroy(context);

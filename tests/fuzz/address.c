@@ -1,4 +1,4 @@
-/* Fuzz ferry_address_parse() (src/wireup/address.c) on arbitrary bytes.
+/* Fuzz fy_address_parse() (src/wireup/address.c) on arbitrary bytes.
  *
  * When it accepts the input, every promise of the parsed address is checked: the record count
  * is within FERRY_ADDRESS_MAX_RECORDS, every record lies inside the input, the records follow
@@ -62,10 +62,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    ferry_address_t address;
+    fy_address_t address;
     static uint8_t rebuilt[65536 + FERRY_ADDRESS_HEADER_SIZE];
 
-    if (ferry_address_parse(data, size, &address) != FERRY_OK)
+    if (fy_address_parse(data, size, &address) != FERRY_OK)
         return 0;
 
     /* header */
@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t offset = FERRY_ADDRESS_HEADER_SIZE;
     unsigned sum = 0;
     for (unsigned i = 0; i < address.record_count; i++) {
-        const ferry_address_record_t *r = &address.records[i];
+        const fy_address_record_t *r = &address.records[i];
         if (offset + FERRY_ADDRESS_RECORD_HEADER_SIZE > size)
             fuzz_fail("record header outside the input");
         if (r->transport_id != data[offset] || r->length != fuzz_get16(data + offset + 2))
@@ -101,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t b = 0; b < r->length; b++) /* AddressSanitizer checks each read */
             sum += r->data[b];
         offset += r->length;
-        if (ferry_address_find(&address, r->transport_id) == NULL)
-            fuzz_fail("ferry_address_find misses a record");
+        if (fy_address_find(&address, r->transport_id) == NULL)
+            fuzz_fail("fy_address_find misses a record");
     }
     if (offset != size)
         fuzz_fail("the records do not end at the end of the input");
@@ -112,24 +112,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     /* re-encode with the writer and compare */
-    ferry_address_write_header(rebuilt, address.worker_uuid, &address.host, address.pid,
-                               (uint16_t)address.record_count);
+    fy_address_write_header(rebuilt, address.worker_uuid, &address.host, address.pid,
+                            (uint16_t)address.record_count);
     offset = FERRY_ADDRESS_HEADER_SIZE;
     for (unsigned i = 0; i < address.record_count; i++) {
-        const ferry_address_record_t *r = &address.records[i];
+        const fy_address_record_t *r = &address.records[i];
         rebuilt[offset] = r->transport_id;
         rebuilt[offset + 1] = 0; /* reserved: the parser accepts only 0 */
         memcpy(rebuilt + offset + 2, &r->length, sizeof(r->length));
         memcpy(rebuilt + offset + FERRY_ADDRESS_RECORD_HEADER_SIZE, r->data, r->length);
         offset += FERRY_ADDRESS_RECORD_HEADER_SIZE + r->length;
     }
-    ferry_address_finish(rebuilt, (uint16_t)offset);
+    fy_address_finish(rebuilt, (uint16_t)offset);
     if (offset != size || memcmp(rebuilt, data, size) != 0)
         fuzz_fail("re-encoding the parsed address does not give the input");
 
     /* the parsed address of a re-encoded blob is the same */
-    ferry_address_t again;
-    if (ferry_address_parse(rebuilt, offset, &again) != FERRY_OK ||
+    fy_address_t again;
+    if (fy_address_parse(rebuilt, offset, &again) != FERRY_OK ||
         again.record_count != address.record_count || again.worker_uuid != address.worker_uuid)
         fuzz_fail("the re-encoded address does not parse the same");
 

@@ -1,7 +1,7 @@
-/* Fuzz seg_wire_decode() (src/mem/segment_wire.c), the checker of every segment-protocol header
+/* Fuzz seg_wire_decode() (src/proto/segment_wire.c), the checker of every segment-protocol header
  * a peer sends (CONNECT, REPLY, DISCONNECT, NOTIFY), on arbitrary bytes.
  *
- * Input: byte 0 picks the active-message id (FERRY_AM_ID_SEG_CONNECT + byte % 5: the four
+ * Input: byte 0 picks the active-message id (FY_AM_ID_SEG_CONNECT + byte % 5: the four
  * segment ids and one that is not), byte 1 is the payload length, the rest is the header. When
  * the decoder accepts it, every promise segment.h makes about a decoded header is checked: the
  * exact size for the id, a payload only on NOTIFY and at most FERRY_SEGMENT_NOTIFY_MAX bytes, no
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "mem/segment.h"
+#include "proto/segment.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 2)
         return 0;
-    unsigned id = FERRY_AM_ID_SEG_CONNECT + data[0] % 5u;
+    unsigned id = FY_AM_ID_SEG_CONNECT + data[0] % 5u;
     size_t payload = data[1];
     const uint8_t *header = data + 2;
     size_t header_length = size - 2;
@@ -57,18 +57,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_fail("refused without a reason");
         return 0;
     }
-    if (id > FERRY_AM_ID_SEG_NOTIFY || m.id != id)
+    if (id > FY_AM_ID_SEG_NOTIFY || m.id != id)
         fuzz_fail("accepted an unknown id");
-    if (header_length != sizes[id - FERRY_AM_ID_SEG_CONNECT])
+    if (header_length != sizes[id - FY_AM_ID_SEG_CONNECT])
         fuzz_fail("accepted a header of the wrong size");
-    if (id == FERRY_AM_ID_SEG_NOTIFY ? payload > FERRY_SEGMENT_NOTIFY_MAX : payload != 0)
+    if (id == FY_AM_ID_SEG_NOTIFY ? payload > FERRY_SEGMENT_NOTIFY_MAX : payload != 0)
         fuzz_fail("accepted a payload of the wrong size");
     switch (id) {
-    case FERRY_AM_ID_SEG_CONNECT:
+    case FY_AM_ID_SEG_CONNECT:
         if (m.request_id == 0 || m.segment_id == FERRY_SEGMENT_AUTO_ID)
             fuzz_fail("accepted request id 0 or the automatic segment id");
         break;
-    case FERRY_AM_ID_SEG_REPLY:
+    case FY_AM_ID_SEG_REPLY:
         if (m.request_id == 0)
             fuzz_fail("accepted request id 0");
         if (m.status == FERRY_OK) {

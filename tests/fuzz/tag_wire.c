@@ -1,7 +1,7 @@
 /* Fuzz tag_wire_decode() (src/proto/tag_wire.c), the checker of every tagged-message protocol
  * header a peer sends, on arbitrary bytes.
  *
- * Input: byte 0 picks the active-message id (FERRY_AM_ID_TAG_EAGER + byte % 8: the seven tag
+ * Input: byte 0 picks the active-message id (FY_AM_ID_TAG_EAGER + byte % 8: the seven tag
  * ids and one that is not), bytes 1..4 are the payload length (u32, little-endian), the rest is
  * the header. When the decoder accepts it, every promise tag.h makes about a decoded header is
  * checked: the exact size for the id, version 1, payload only on EAGER and DATA (and never an
@@ -54,18 +54,18 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
                                    sizeof(tag_wire_cts_t),   sizeof(tag_wire_data_t),
                                    sizeof(tag_wire_done_t),  sizeof(tag_wire_cookie_t),
                                    sizeof(tag_wire_flow_t)};
-    if (m->id < FERRY_AM_ID_TAG_EAGER || m->id > FERRY_AM_ID_TAG_FLOW)
+    if (m->id < FY_AM_ID_TAG_EAGER || m->id > FY_AM_ID_TAG_FLOW)
         fuzz_fail("accepted an unknown id");
-    if (header_length != sizes[m->id - FERRY_AM_ID_TAG_EAGER])
+    if (header_length != sizes[m->id - FY_AM_ID_TAG_EAGER])
         fuzz_fail("accepted a header of the wrong size");
-    if (payload != 0 && m->id != FERRY_AM_ID_TAG_EAGER && m->id != FERRY_AM_ID_TAG_DATA)
+    if (payload != 0 && m->id != FY_AM_ID_TAG_EAGER && m->id != FY_AM_ID_TAG_DATA)
         fuzz_fail("accepted a payload on a message without one");
     switch (m->id) {
-    case FERRY_AM_ID_TAG_EAGER:
+    case FY_AM_ID_TAG_EAGER:
         if (m->u.eager.version != TAG_WIRE_VERSION)
             fuzz_fail("EAGER version");
         break;
-    case FERRY_AM_ID_TAG_RTS: {
+    case FY_AM_ID_TAG_RTS: {
         const tag_wire_rts_t *r = &m->u.rts;
         int key = !fuzz_zero(r->rkey, sizeof(r->rkey));
         if (r->version != TAG_WIRE_VERSION || r->mode < TAG_RNDV_GET || r->mode > TAG_RNDV_SPLIT)
@@ -80,7 +80,7 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
         }
         break;
     }
-    case FERRY_AM_ID_TAG_CTS: {
+    case FY_AM_ID_TAG_CTS: {
         const tag_wire_cts_t *c = &m->u.cts;
         int key = !fuzz_zero(c->rkey, sizeof(c->rkey));
         if (c->version != TAG_WIRE_VERSION ||
@@ -93,12 +93,12 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
             fuzz_fail("CTS key presence");
         break;
     }
-    case FERRY_AM_ID_TAG_DATA:
+    case FY_AM_ID_TAG_DATA:
         if (m->u.data.version != TAG_WIRE_VERSION || m->u.data.recv_id == 0 || payload == 0 ||
             m->u.data.offset > UINT64_MAX - payload)
             fuzz_fail("DATA version, id, payload or offset");
         break;
-    case FERRY_AM_ID_TAG_DONE: {
+    case FY_AM_ID_TAG_DONE: {
         const tag_wire_done_t *d = &m->u.done;
         if (d->version != TAG_WIRE_VERSION || d->id == 0 || d->final > 1 ||
             (d->target != TAG_DONE_TO_SEND && d->target != TAG_DONE_TO_RECV))
@@ -112,14 +112,14 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
             fuzz_fail("final DONE with a reply id");
         break;
     }
-    case FERRY_AM_ID_TAG_COOKIE: {
+    case FY_AM_ID_TAG_COOKIE: {
         const tag_wire_cookie_t *c = &m->u.cookie;
         if (c->version != TAG_WIRE_VERSION || c->recv_id == 0 || c->length == 0 ||
             c->offset > UINT64_MAX - c->length || fuzz_zero(c->rkey, sizeof(c->rkey)))
             fuzz_fail("COOKIE version, id, section or key");
         break;
     }
-    case FERRY_AM_ID_TAG_FLOW:
+    case FY_AM_ID_TAG_FLOW:
         if (m->u.flow.version != TAG_WIRE_VERSION || m->u.flow.eager_on > 1)
             fuzz_fail("FLOW version or value");
         break;
@@ -135,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 5)
         return 0;
-    unsigned id = FERRY_AM_ID_TAG_EAGER + data[0] % 8;
+    unsigned id = FY_AM_ID_TAG_EAGER + data[0] % 8;
     memcpy(&payload, data + 1, sizeof(payload));
     payload = le32toh(payload);
     const uint8_t *header = data + 5;

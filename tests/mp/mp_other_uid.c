@@ -47,9 +47,9 @@ static ferry_status_t ou_hello_handler(void *arg, const void *header, size_t hea
 /* The shm record inside an address blob (NULL if there is none). */
 static shm_record_t *ou_shm_record(uint8_t *blob, size_t length)
 {
-    ferry_address_t parsed;
-    FT_CHECK_OK(ferry_address_parse(blob, length, &parsed));
-    const ferry_address_record_t *rec = ferry_address_find(&parsed, ferry_tl_shm_ops.id);
+    fy_address_t parsed;
+    FT_CHECK_OK(fy_address_parse(blob, length, &parsed));
+    const fy_address_record_t *rec = fy_address_find(&parsed, fy_tl_shm_ops.id);
     if (rec == NULL || rec->length != sizeof(shm_record_t))
         return NULL;
     return (shm_record_t *)(blob + (rec->data - blob));

@@ -20,7 +20,7 @@
  *                address, a word across pieces), a deregistered region, a second use of a
  *                single-use region, a key of another endpoint, NULLs, unequal totals, a
  *                corrupted key; the endpoint works after each
- *   malformed    hand-made protocol messages (INTERNAL: ferry_am_send_internal): truncated,
+ *   malformed    hand-made protocol messages (INTERNAL: fy_am_send_internal): truncated,
  *                unknown version or operation, a put whose payload differs from its length,
  *                replies to ids nobody issued: each dropped, one warning per kind, nothing
  *                written, the endpoint still works */
@@ -1030,8 +1030,7 @@ static void rs_send_raw(unsigned id, const uint8_t *header, size_t header_length
                         const void *payload, size_t length)
 {
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
-    FT_CHECK_OK(
-        ferry_am_send_internal(rs_ep, id, header, header_length, &iov, length ? 1 : 0, NULL));
+    FT_CHECK_OK(fy_am_send_internal(rs_ep, id, header, header_length, &iov, length ? 1 : 0, NULL));
 }
 
 static void rs_malformed(rs_region_t *r, const uint8_t *packed_key)
@@ -1052,26 +1051,26 @@ static void rs_malformed(rs_region_t *r, const uint8_t *packed_key)
     rs_le64(req + 32, 0x4242); /* request id */
 
     ft_capture_begin();
-    rs_send_raw(FERRY_AM_ID_RMA_REQUEST, req, 20, payload, 16); /* truncated */
+    rs_send_raw(FY_AM_ID_RMA_REQUEST, req, 20, payload, 16); /* truncated */
     req[0] = 2;
-    rs_send_raw(FERRY_AM_ID_RMA_REQUEST, req, sizeof(req), payload, 16); /* version */
+    rs_send_raw(FY_AM_ID_RMA_REQUEST, req, sizeof(req), payload, 16); /* version */
     req[0] = 1;
     req[1] = 9;
-    rs_send_raw(FERRY_AM_ID_RMA_REQUEST, req, sizeof(req), payload, 16); /* operation */
+    rs_send_raw(FY_AM_ID_RMA_REQUEST, req, sizeof(req), payload, 16); /* operation */
     req[1] = 1;
-    rs_send_raw(FERRY_AM_ID_RMA_REQUEST, req, sizeof(req), payload, 15); /* payload length */
+    rs_send_raw(FY_AM_ID_RMA_REQUEST, req, sizeof(req), payload, 15); /* payload length */
     req[1] = 3;
     req[2] = 4; /* a posted swap */
     req[3] = 8;
     rs_le64(req + 24, 8);
-    rs_send_raw(FERRY_AM_ID_RMA_REQUEST, req, sizeof(req), NULL, 0);
+    rs_send_raw(FY_AM_ID_RMA_REQUEST, req, sizeof(req), NULL, 0);
     memset(reply, 0, sizeof(reply));
     reply[0] = 1;
     rs_le64(reply + 8, 0x0000000700000003ull); /* an id nobody issued */
-    rs_send_raw(FERRY_AM_ID_RMA_REPLY, reply, sizeof(reply), buf, 8);
-    rs_send_raw(FERRY_AM_ID_RMA_REPLY, reply, 8, NULL, 0); /* truncated */
+    rs_send_raw(FY_AM_ID_RMA_REPLY, reply, sizeof(reply), buf, 8);
+    rs_send_raw(FY_AM_ID_RMA_REPLY, reply, 8, NULL, 0); /* truncated */
     reply[0] = 7;
-    rs_send_raw(FERRY_AM_ID_RMA_REPLY, reply, sizeof(reply), NULL, 0); /* version */
+    rs_send_raw(FY_AM_ID_RMA_REPLY, reply, sizeof(reply), NULL, 0); /* version */
     /* messages of one endpoint are delivered in order: when this get is done, so are they */
     rs_expect(&(rs_op_t){.kind = RS_GET, .rkey = r->rkey, .buffer = buf, .length = 64},
               FERRY_INPROGRESS, FERRY_OK, "a get after malformed messages");

@@ -1,5 +1,5 @@
 /* Bad tag-protocol input from a peer: hand-made protocol messages (INTERNAL:
- * ferry_am_send_internal with the header structs of src/proto/tag.h) must each be dropped with
+ * fy_am_send_internal with the header structs of src/proto/tag.h) must each be dropped with
  * one warning (per worker and kind: the rest at debug level) or end only the transfer they
  * name, never crash the receiver nor write outside a buffer; the endpoint they came on, other
  * endpoints and later messages keep working.
@@ -63,6 +63,7 @@
 #include "mem/mem.h"
 #include "progress/worker.h"
 #include "proto/am.h"
+#include "proto/rma.h"
 #include "proto/tag_int.h"
 
 enum { TB_M = 1, TB_A = 2, TB_G = 3 };
@@ -103,7 +104,7 @@ static ferry_worker_t *ab_w;
 static ferry_context_t *ab_ctx;
 static ferry_ep_t *ab_ep;
 static int ab_chan;
-static ab_rec_t ab_rec[8];                        /* by id - FERRY_AM_ID_TAG_EAGER */
+static ab_rec_t ab_rec[8];                        /* by id - FY_AM_ID_TAG_EAGER */
 static uint64_t ab_data17_bytes, ab_data17_wrong; /* case 17: m's DATA after the abort */
 static bool ab_data17_count;
 #define TB_TOKEN_COUNT 0x434e5421 /* m -> a: v0 bytes of DATA m handed to its transport */
@@ -118,15 +119,15 @@ static ferry_status_t ab_record(void *arg, const void *header, size_t header_len
     (void)params;
     FT_CHECK(tag_wire_decode(id, header, header_length, length, &msg, &why) == FERRY_OK,
              "m sent a malformed message (id %u, %zu-byte header): %s", id, header_length, why);
-    if (id == FERRY_AM_ID_TAG_DATA && msg.u.data.recv_id == TB_FAKE_RECV_17 && ab_data17_count) {
+    if (id == FY_AM_ID_TAG_DATA && msg.u.data.recv_id == TB_FAKE_RECV_17 && ab_data17_count) {
         uint64_t seed = ft_tag_seed(TB_M, TB_TAG(17), TB_BIG17);
         const uint8_t *p = data;
         for (size_t i = 0; i < length; i++)
             ab_data17_wrong += p[i] != ft_pattern_byte(seed, msg.u.data.offset + i);
         ab_data17_bytes += length;
     }
-    ab_rec_t *r = &ab_rec[id - FERRY_AM_ID_TAG_EAGER];
-    if (id != FERRY_AM_ID_TAG_DATA) { /* a's fake receives drop DATA */
+    ab_rec_t *r = &ab_rec[id - FY_AM_ID_TAG_EAGER];
+    if (id != FY_AM_ID_TAG_DATA) { /* a's fake receives drop DATA */
         FT_CHECK(r->n - r->taken < AB_QUEUE, "too many messages of id %u not looked at", id);
         r->queue[r->n % AB_QUEUE] = msg;
         r->n++;
@@ -143,7 +144,7 @@ static bool ab_rec_waiting(void *arg)
 /* Progress until m sent a message of id not looked at yet; returns it (in arrival order). */
 static tag_wire_msg_t ab_take(unsigned id, const char *what)
 {
-    ab_rec_t *r = &ab_rec[id - FERRY_AM_ID_TAG_EAGER];
+    ab_rec_t *r = &ab_rec[id - FY_AM_ID_TAG_EAGER];
     ft_progress_until(ab_w, FT_TAG_TIMEOUT, ab_rec_waiting, r, what);
     return r->queue[r->taken++ % AB_QUEUE];
 }
@@ -156,8 +157,8 @@ static void ab_raw(unsigned id, const void *header, size_t header_length, const 
     ft_deadline_t deadline = ft_deadline_in_ms(FT_TAG_TIMEOUT);
     for (;;) {
         comp.count = 1;
-        ferry_status_t status = ferry_am_send_internal(ab_ep, id, header, header_length, &iov,
-                                                       length > 0 ? 1 : 0, &comp);
+        ferry_status_t status =
+            fy_am_send_internal(ab_ep, id, header, header_length, &iov, length > 0 ? 1 : 0, &comp);
         if (status == FERRY_INPROGRESS) {
             ft_progress_until_completion(ab_w, FT_TAG_TIMEOUT, &comp, "a hand-made message");
             FT_CHECK(comp.status == FERRY_OK, "a hand-made message completed with %s",
@@ -167,7 +168,7 @@ static void ab_raw(unsigned id, const void *header, size_t header_length, const 
         if (status == FERRY_OK)
             return;
         FT_CHECK(status == FERRY_ERR_NO_RESOURCE,
-                 "ferry_am_send_internal(id %u, %zu + %zu "
+                 "fy_am_send_internal(id %u, %zu + %zu "
                  "bytes) returned %s",
                  id, header_length, length, ferry_status_name(status));
         ft_progress_once(ab_w);
@@ -187,7 +188,7 @@ static void ab_send(const tag_wire_msg_t *msg, size_t header_length, const void 
 
 static tag_wire_msg_t ab_rts(uint64_t tag, tag_rndv_mode_t mode, uint64_t length, uint64_t send_id)
 {
-    tag_wire_msg_t m = {.id = FERRY_AM_ID_TAG_RTS};
+    tag_wire_msg_t m = {.id = FY_AM_ID_TAG_RTS};
     m.u.rts.version = TAG_WIRE_VERSION;
     m.u.rts.mode = (uint8_t)mode;
     m.u.rts.tag = tag;
@@ -198,7 +199,7 @@ static tag_wire_msg_t ab_rts(uint64_t tag, tag_rndv_mode_t mode, uint64_t length
 
 static tag_wire_msg_t ab_data(uint64_t recv_id, uint64_t offset)
 {
-    tag_wire_msg_t m = {.id = FERRY_AM_ID_TAG_DATA};
+    tag_wire_msg_t m = {.id = FY_AM_ID_TAG_DATA};
     m.u.data.version = TAG_WIRE_VERSION;
     m.u.data.recv_id = recv_id;
     m.u.data.offset = offset;
@@ -208,7 +209,7 @@ static tag_wire_msg_t ab_data(uint64_t recv_id, uint64_t offset)
 static tag_wire_msg_t ab_done(unsigned target, uint64_t id, int final, int32_t status,
                               uint64_t done, uint64_t reply_id)
 {
-    tag_wire_msg_t m = {.id = FERRY_AM_ID_TAG_DONE};
+    tag_wire_msg_t m = {.id = FY_AM_ID_TAG_DONE};
     m.u.done.version = TAG_WIRE_VERSION;
     m.u.done.target = (uint8_t)target;
     m.u.done.final = (uint8_t) final;
@@ -222,7 +223,7 @@ static tag_wire_msg_t ab_done(unsigned target, uint64_t id, int final, int32_t s
 static tag_wire_msg_t ab_cookie(uint64_t recv_id, uint64_t offset, uint64_t length,
                                 const uint8_t key[RKEY_PACKED_SIZE])
 {
-    tag_wire_msg_t m = {.id = FERRY_AM_ID_TAG_COOKIE};
+    tag_wire_msg_t m = {.id = FY_AM_ID_TAG_COOKIE};
     m.u.cookie.version = TAG_WIRE_VERSION;
     m.u.cookie.recv_id = recv_id;
     m.u.cookie.offset = offset;
@@ -260,7 +261,7 @@ static uint8_t *ab_keep_buf;
 /* The CTS m answers an RTS with (a new one); returns it. */
 static tag_wire_cts_t ab_expect_cts(uint64_t send_id, tag_rndv_mode_t mode, uint64_t length)
 {
-    tag_wire_msg_t m = ab_take(FERRY_AM_ID_TAG_CTS, "a CTS");
+    tag_wire_msg_t m = ab_take(FY_AM_ID_TAG_CTS, "a CTS");
     FT_CHECK(m.u.cts.send_id == send_id && m.u.cts.mode == mode && m.u.cts.length == length,
              "CTS for send 0x%llx, mode %u, %llu bytes; expected 0x%llx, mode %u, %llu bytes",
              (unsigned long long)m.u.cts.send_id, m.u.cts.mode, (unsigned long long)m.u.cts.length,
@@ -271,7 +272,7 @@ static tag_wire_cts_t ab_expect_cts(uint64_t send_id, tag_rndv_mode_t mode, uint
 /* The DONE m ends a's fake send with: an abort with status, or (status OK) a section. */
 static tag_wire_done_t ab_expect_done(uint64_t send_id, int32_t status, int final)
 {
-    tag_wire_msg_t m = ab_take(FERRY_AM_ID_TAG_DONE, "a DONE");
+    tag_wire_msg_t m = ab_take(FY_AM_ID_TAG_DONE, "a DONE");
     FT_CHECK(m.u.done.target == TAG_DONE_TO_SEND && m.u.done.id == send_id &&
                  m.u.done.status == status && m.u.done.final == final,
              "DONE (target %u, id 0x%llx, status %d, final %u); expected to send 0x%llx, status "
@@ -288,7 +289,7 @@ static void ab_malformed(void)
     tag_wire_msg_t m;
 
     /* EAGER: truncated, unknown version (for a tag m has a receive posted for), reserved set */
-    m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_EAGER};
+    m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_EAGER};
     m.u.eager.version = TAG_WIRE_VERSION;
     m.u.eager.tag = TB_TAG(1);
     ab_send(&m, 8, payload, 10);
@@ -339,7 +340,7 @@ static void ab_malformed(void)
     m.u.rts.section = 0;
     ab_send(&m, 0, NULL, 0); /* GET of 0 bytes with a key */
     /* CTS: truncated, id 0, mode GET, PUT without key, COOP with key */
-    m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_CTS};
+    m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
     m.u.cts.version = TAG_WIRE_VERSION;
     m.u.cts.mode = TAG_RNDV_COOP;
     m.u.cts.send_id = 0x0000000100000000ull;
@@ -408,7 +409,7 @@ static void ab_malformed(void)
     m.u.cookie.recv_id = 0;
     ab_send(&m, 0, NULL, 0);
     /* FLOW: eager_on 2, reserved set, truncated */
-    m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_FLOW};
+    m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_FLOW};
     m.u.flow.version = TAG_WIRE_VERSION;
     m.u.flow.eager_on = 2;
     ab_send(&m, 0, NULL, 0);
@@ -418,7 +419,7 @@ static void ab_malformed(void)
     ab_send(&m, 4, NULL, 0);
     /* empty headers on every id */
     memset(h, 0, sizeof(h));
-    for (unsigned id = FERRY_AM_ID_TAG_EAGER; id <= FERRY_AM_ID_TAG_FLOW; id++)
+    for (unsigned id = FY_AM_ID_TAG_EAGER; id <= FY_AM_ID_TAG_FLOW; id++)
         ab_raw(id, h, 0, NULL, 0);
 }
 #define TB_MALFORMED_COUNT 50
@@ -435,7 +436,7 @@ static void ab_unknown_ids(void)
     ab_send(&m, 0, payload, sizeof(payload));
     m = ab_cookie(0x0000000900000003ull, 4096, 4096, key);
     ab_send(&m, 0, NULL, 0);
-    m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_CTS};
+    m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
     m.u.cts.version = TAG_WIRE_VERSION;
     m.u.cts.mode = TAG_RNDV_COOP;
     m.u.cts.send_id = 0x0000000b0000000cull;
@@ -447,7 +448,7 @@ static void ab_unknown_ids(void)
 /* 3: answer m's real rendezvous so that it finishes, then talk about it again. */
 static void ab_finished_send(void)
 {
-    tag_wire_msg_t rts = ab_take(FERRY_AM_ID_TAG_RTS, "m's RTS");
+    tag_wire_msg_t rts = ab_take(FY_AM_ID_TAG_RTS, "m's RTS");
     uint64_t send_id = rts.u.rts.send_id;
     tag_wire_msg_t m;
     FT_CHECK(rts.u.rts.tag == TB_TAG(3) && rts.u.rts.length == 100000,
@@ -457,7 +458,7 @@ static void ab_finished_send(void)
     if (rts.u.rts.mode == TAG_RNDV_GET || rts.u.rts.mode == TAG_RNDV_SPLIT) {
         m = ab_done(TAG_DONE_TO_SEND, send_id, 1, 0, rts.u.rts.length, 0); /* as if all read */
     } else {
-        m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_CTS};
+        m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
         m.u.cts.version = TAG_WIRE_VERSION;
         m.u.cts.mode = rts.u.rts.mode;
         m.u.cts.send_id = send_id;
@@ -468,7 +469,7 @@ static void ab_finished_send(void)
     /* m's send has finished: a CTS and a DONE for it are stale */
     ft_chan_send_token(ab_chan, TB_TOKEN_RECVID, send_id, 0, 0, 0);
     ft_chan_expect_token(ab_chan, TB_TOKEN_GO, FT_TAG_TIMEOUT);
-    m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_CTS};
+    m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
     m.u.cts.version = TAG_WIRE_VERSION;
     m.u.cts.mode = TAG_RNDV_COOP;
     m.u.cts.send_id = send_id;
@@ -610,7 +611,7 @@ static void ab_case(unsigned k)
     case 15: {
         m = ab_rts(TB_TAG(k), TAG_RNDV_PUT, 30000, TB_SEND_ID(k));
         ab_send(&m, 0, NULL, 0);
-        m = ab_take(FERRY_AM_ID_TAG_CTS, "a CTS");
+        m = ab_take(FY_AM_ID_TAG_CTS, "a CTS");
         cts = m.u.cts;
         FT_CHECK(cts.send_id == TB_SEND_ID(k) && cts.mode == TAG_RNDV_PUT && cts.length == 30000,
                  "CTS mode %u, %llu bytes", cts.mode, (unsigned long long)cts.length);
@@ -651,10 +652,10 @@ static void ab_case(unsigned k)
         break;
     }
     case 17: {
-        tag_wire_msg_t rts = ab_take(FERRY_AM_ID_TAG_RTS, "m's RTS");
+        tag_wire_msg_t rts = ab_take(FY_AM_ID_TAG_RTS, "m's RTS");
         FT_CHECK(rts.u.rts.length == TB_BIG17, "m's RTS: %llu bytes",
                  (unsigned long long)rts.u.rts.length);
-        m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_CTS};
+        m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
         m.u.cts.version = TAG_WIRE_VERSION;
         m.u.cts.mode = TAG_RNDV_NULL;
         m.u.cts.send_id = rts.u.rts.send_id;
@@ -675,14 +676,14 @@ static void ab_case(unsigned k)
         break;
     }
     case 18: {
-        tag_wire_msg_t rts = ab_take(FERRY_AM_ID_TAG_RTS, "m's RTS");
+        tag_wire_msg_t rts = ab_take(FY_AM_ID_TAG_RTS, "m's RTS");
         FT_CHECK(rts.u.rts.mode == TAG_RNDV_SPLIT && rts.u.rts.length == 100000,
                  "m's RTS: mode %u, %llu bytes", rts.u.rts.mode,
                  (unsigned long long)rts.u.rts.length);
         buf = calloc(1, 100000);
         FT_CHECK(buf != NULL, "calloc");
         ab_register(&region, buf, 100000, FERRY_ACCESS_REMOTE_WRITE);
-        m = (tag_wire_msg_t){.id = FERRY_AM_ID_TAG_CTS};
+        m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
         m.u.cts.version = TAG_WIRE_VERSION;
         m.u.cts.mode = TAG_RNDV_SPLIT;
         m.u.cts.send_id = rts.u.rts.send_id;
@@ -690,7 +691,7 @@ static void ab_case(unsigned k)
         m.u.cts.length = 100000;
         memcpy(m.u.cts.rkey, region.key, RKEY_PACKED_SIZE); /* all of it, not a tail */
         ab_send(&m, 0, NULL, 0);
-        m = ab_take(FERRY_AM_ID_TAG_DONE, "m's DONE");
+        m = ab_take(FY_AM_ID_TAG_DONE, "m's DONE");
         FT_CHECK(m.u.done.target == TAG_DONE_TO_RECV && m.u.done.id == TB_FAKE_RECV_18 &&
                      m.u.done.status == FERRY_ERR_PROTOCOL && m.u.done.final == 1,
                  "m's DONE: target %u, id 0x%llx, status %d, final %u", m.u.done.target,
@@ -742,8 +743,8 @@ static int ab_role(int chan, void *arg)
     ab_w = f.worker;
     ab_ctx = f.context;
     ab_chan = chan;
-    for (unsigned id = FERRY_AM_ID_TAG_EAGER; id <= FERRY_AM_ID_TAG_FLOW; id++)
-        FT_CHECK_OK(ferry_am_set_internal_handler(f.worker, id, ab_record, (void *)(uintptr_t)id));
+    for (unsigned id = FY_AM_ID_TAG_EAGER; id <= FY_AM_ID_TAG_FLOW; id++)
+        FT_CHECK_OK(fy_am_set_internal_handler(f.worker, id, ab_record, (void *)(uintptr_t)id));
     ft_send_address(chan, f.worker);
     size_t length = ft_recv_address(chan, address, sizeof(address), FT_TAG_TIMEOUT);
     ab_ep = ft_ep_create(f.worker, address, length, NULL);
@@ -808,7 +809,7 @@ static int gb_role(int chan, void *arg)
             ferry_iov_t iov = {.buffer = junk, .length = sizeof(junk)};
             ferry_completion_t comp = {.cb = NULL, .count = 1, .status = FERRY_OK};
             ferry_status_t status =
-                ferry_am_send_internal(ep, FERRY_AM_ID_TAG_DATA, header, size, &iov, 1, &comp);
+                fy_am_send_internal(ep, FY_AM_ID_TAG_DATA, header, size, &iov, 1, &comp);
             FT_CHECK(status == FERRY_OK || status == FERRY_INPROGRESS, "g's DATA: %s",
                      ferry_status_name(status));
             if (status == FERRY_INPROGRESS)
@@ -816,8 +817,7 @@ static int gb_role(int chan, void *arg)
             m = ab_done(TAG_DONE_TO_RECV, t.v[0], 1, FERRY_ERR_ACCESS, 0, 0);
             size = tag_wire_encode(&m, header);
             do {
-                status =
-                    ferry_am_send_internal(ep, FERRY_AM_ID_TAG_DONE, header, size, NULL, 0, NULL);
+                status = fy_am_send_internal(ep, FY_AM_ID_TAG_DONE, header, size, NULL, 0, NULL);
                 if (status == FERRY_ERR_NO_RESOURCE)
                     ft_progress_once(f.worker);
             } while (status == FERRY_ERR_NO_RESOURCE);
@@ -922,7 +922,7 @@ static void tb_reuse_cb(ferry_completion_t *comp)
 
 static tag_recv_t *tb_find_recv(tag_recv_state_t state)
 {
-    tag_table_t *t = &tb_f.worker->tag.recv_table;
+    tag_table_t *t = &fy_tag_worker_of(tb_f.worker)->recv_table;
     for (uint32_t i = 0; i < t->capacity; i++) {
         tag_recv_t *recv = t->slots[i];
         if (recv != NULL && recv->state == state)
@@ -933,7 +933,7 @@ static tag_recv_t *tb_find_recv(tag_recv_state_t state)
 
 static tag_send_t *tb_find_send(void)
 {
-    tag_table_t *t = &tb_f.worker->tag.send_table;
+    tag_table_t *t = &fy_tag_worker_of(tb_f.worker)->send_table;
     for (uint32_t i = 0; i < t->capacity; i++) {
         if (t->slots[i] != NULL)
             return t->slots[i];
@@ -974,7 +974,7 @@ static bool tb_reuse_done(void *arg)
 static bool tb_rma_idle(void *arg)
 {
     (void)arg;
-    return ferry_list_is_empty(&tb_f.worker->rma.outstanding);
+    return fy_list_is_empty(&fy_rma_worker_of(tb_f.worker)->outstanding);
 }
 
 typedef struct tb_expect {
@@ -995,7 +995,7 @@ typedef struct tb_warn_cond {
 
 static bool tb_warned_reached(void *arg)
 {
-    return tb_warned_sum(tb_f.worker->tag.warned) >= ((tb_warn_cond_t *)arg)->target;
+    return tb_warned_sum(fy_tag_worker_of(tb_f.worker)->warned) >= ((tb_warn_cond_t *)arg)->target;
 }
 
 static const char *const tb_kind_names[TB_NKINDS] = {"malformed", "unknown id", "wrong state",
@@ -1031,7 +1031,7 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
                 "DATA never wait in the transport (case 17 runs in mp_tag_bad)");
         return;
     }
-    memcpy(before, w->tag.warned, sizeof(before));
+    memcpy(before, fy_tag_worker_of(w)->warned, sizeof(before));
     snprintf(what, sizeof(what), "case %u", k);
     switch (k) {
     case 1:
@@ -1262,7 +1262,7 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
 
     /* exactly the expected drops, by kind */
     for (unsigned i = 0; i < TB_NKINDS; i++) {
-        unsigned got = w->tag.warned[i] - before[i];
+        unsigned got = fy_tag_worker_of(w)->warned[i] - before[i];
         FT_CHECK(got == expect->kind[i], "%s: %u messages dropped as \"%s\", expected %u", what,
                  got, tb_kind_names[i], expect->kind[i]);
     }
@@ -1341,7 +1341,7 @@ int main(void)
     /* one warning per kind that dropped something, whatever the number of messages */
     unsigned kinds = 0;
     for (unsigned i = 0; i < TB_NKINDS; i++)
-        kinds += tb_f.worker->tag.warned[i] > 0;
+        kinds += fy_tag_worker_of(tb_f.worker)->warned[i] > 0;
     size_t tag_warnings = ft_count(text, "further messages of this kind are logged at debug level");
     FT_CHECK(tag_warnings == kinds,
              "%zu tagged-message warnings for %u kinds of dropped "
@@ -1357,8 +1357,9 @@ int main(void)
     ft_note("%u bad messages dropped (%u malformed, %u unknown ids, %u in the wrong state, %u "
             "not matching their transfer) with %zu warnings, %zu about keys; %u cases, a's "
             "endpoint and g's kept working",
-            tb_warned_sum(tb_f.worker->tag.warned), tb_f.worker->tag.warned[0],
-            tb_f.worker->tag.warned[1], tb_f.worker->tag.warned[2], tb_f.worker->tag.warned[3],
+            tb_warned_sum(fy_tag_worker_of(tb_f.worker)->warned),
+            fy_tag_worker_of(tb_f.worker)->warned[0], fy_tag_worker_of(tb_f.worker)->warned[1],
+            fy_tag_worker_of(tb_f.worker)->warned[2], fy_tag_worker_of(tb_f.worker)->warned[3],
             tag_warnings, key_warnings, TB_NCASES);
     free(text);
 

@@ -135,7 +135,9 @@ static int td_v_send_role(int chan, void *arg)
     ft_ferry_t f;
     ft_tag_send_t s;
     ferry_ep_t *ep = td_victim_connect(chan, &f);
-    ft_chan_expect_token(chan, TD_TOKEN_GO, 4 * FT_TAG_TIMEOUT);
+    /* progress meanwhile: the connection's handshake (and tcp's keep-alive) needs it while s
+     * runs the cases before this one, which take long under a sanitizer on a loaded machine */
+    ft_progress_until_token(f.worker, chan, TD_TOKEN_GO, 8 * FT_TAG_TIMEOUT, NULL);
     ft_tag_send_start(f.worker, ep, &s, TD_VICTIM, TD_TAG_B, TD_BIG, FT_SHAPE_CONTIG);
     td_progress_until_killed(f.worker);
     return 1;
@@ -147,6 +149,9 @@ static int td_v_rts_recv_role(int chan, void *arg)
     ft_ferry_t f;
     ft_ferry_init(&f, NULL, NULL);
     ft_send_address(chan, f.worker);
+    /* s reaches this case after the 256 MiB ones, which take long under a sanitizer on a
+     * loaded machine: the probe's timeout starts when s says it sent */
+    ft_progress_until_token(f.worker, chan, TD_TOKEN_GO, 8 * FT_TAG_TIMEOUT, NULL);
     ferry_tag_info_t info = ft_tag_probe_until(f.worker, 0, 0);
     FT_CHECK(info.tag == TD_TAG_C && info.length == TD_MID, "probe: tag 0x%llx, %zu bytes",
              (unsigned long long)info.tag, info.length);
@@ -161,7 +166,9 @@ static int td_v_rts_send_role(int chan, void *arg)
     ft_ferry_t f;
     ft_tag_send_t s1, s2;
     ferry_ep_t *ep = td_victim_connect(chan, &f);
-    ft_chan_expect_token(chan, TD_TOKEN_GO, 4 * FT_TAG_TIMEOUT);
+    /* progress meanwhile: the connection's handshake (and tcp's keep-alive) needs it while s
+     * runs the cases before this one, which take long under a sanitizer on a loaded machine */
+    ft_progress_until_token(f.worker, chan, TD_TOKEN_GO, 8 * FT_TAG_TIMEOUT, NULL);
     ft_tag_send_start(f.worker, ep, &s1, TD_VICTIM, TD_TAG_D1, 1000, FT_SHAPE_UNEVEN3);
     ft_tag_send_start(f.worker, ep, &s2, TD_VICTIM, TD_TAG_D2, TD_MID, FT_SHAPE_UNEVEN3);
     ft_chan_send_token(chan, TD_TOKEN_SENT, 0, 0, 0, 0);
@@ -190,7 +197,9 @@ static int td_v_read_role(int chan, void *arg)
     ft_ferry_t f;
     ft_tag_send_t s;
     ferry_ep_t *ep = td_victim_connect(chan, &f);
-    ft_chan_expect_token(chan, TD_TOKEN_GO, 4 * FT_TAG_TIMEOUT);
+    /* progress meanwhile: the connection's handshake (and tcp's keep-alive) needs it while s
+     * runs the cases before this one, which take long under a sanitizer on a loaded machine */
+    ft_progress_until_token(f.worker, chan, TD_TOKEN_GO, 8 * FT_TAG_TIMEOUT, NULL);
     ft_tag_send_start(f.worker, ep, &s, TD_VICTIM, TD_TAG_E, TD_BIG, FT_SHAPE_CONTIG);
     ft_deadline_t deadline = ft_deadline_in_ms(FT_TAG_TIMEOUT);
     for (unsigned spins = 1;; spins++) {
@@ -407,6 +416,7 @@ static void td_case_kill_rts_receiver(ft_peer_t *v)
     size_t length = ft_recv_address(v->chan, address, sizeof(address), FT_TAG_TIMEOUT);
     ferry_ep_t *ep = ft_ep_create(td_f.worker, address, length, &params);
     ft_tag_send_start(td_f.worker, ep, &s, TD_SURVIVOR, TD_TAG_C, TD_MID, FT_SHAPE_SEVEN);
+    ft_chan_send_token(v->chan, TD_TOKEN_GO, 0, 0, 0, 0);
     ft_progress_until_token(td_f.worker, v->chan, TD_TOKEN_SEEN, FT_TAG_TIMEOUT, NULL);
     FT_CHECK(!ft_tag_send_done(&s), "c: the send completed before the receiver posted");
     uint64_t kill_ns = ft_peer_kill(v);

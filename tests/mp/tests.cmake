@@ -192,3 +192,7 @@ ferry_add_test(NAME mp_tcp_bad SOURCES mp/mp_tcp_bad.c TIMEOUT 60
 # a killed peer
 ferry_add_test(NAME mp_tcp_conn SOURCES mp/mp_tcp_conn.c TIMEOUT 90
                ENV FERRY_TRANSPORTS=tcp FERRY_TCP_TIMEOUT_MS=1500)
+# the introspection API (include/ferry/info.h) on the address of a worker in another process:
+# decoded (pid, records, fields), reachability and the transport choice explained, forged
+# namespace and uid
+ferry_add_test(NAME mp_info SOURCES mp/mp_info.c TIMEOUT 60)

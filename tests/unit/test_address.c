@@ -25,7 +25,7 @@ typedef struct test_record {
     uint8_t fill; /* every data byte */
 } test_record_t;
 
-static const ferry_host_id_t test_host = {
+static const fy_host_id_t test_host = {
     .boot_id = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54,
                 0x32, 0x10},
     .net_ns = 4026531840u,
@@ -42,7 +42,7 @@ static size_t test_build(uint8_t *buffer, size_t size, const test_record_t *reco
     size_t offset = FERRY_ADDRESS_HEADER_SIZE;
 
     assert_true(size >= FERRY_ADDRESS_HEADER_SIZE);
-    ferry_address_write_header(buffer, TEST_UUID, &test_host, TEST_PID, (uint16_t)count);
+    fy_address_write_header(buffer, TEST_UUID, &test_host, TEST_PID, (uint16_t)count);
     for (size_t i = 0; i < count; i++) {
         assert_true(offset + FERRY_ADDRESS_RECORD_HEADER_SIZE + records[i].length <= size);
         buffer[offset] = records[i].id;
@@ -52,7 +52,7 @@ static size_t test_build(uint8_t *buffer, size_t size, const test_record_t *reco
                records[i].length);
         offset += FERRY_ADDRESS_RECORD_HEADER_SIZE + records[i].length;
     }
-    ferry_address_finish(buffer, (uint16_t)offset);
+    fy_address_finish(buffer, (uint16_t)offset);
     return offset;
 }
 
@@ -69,10 +69,10 @@ static void test_put32(uint8_t *p, uint32_t v)
 /* The parse must fail with FERRY_ERR_INVALID_ADDRESS and leave *out as it was. */
 static void test_expect_invalid(const void *blob, size_t length)
 {
-    ferry_address_t out, before;
+    fy_address_t out, before;
     memset(&out, 0xa5, sizeof(out));
     before = out;
-    assert_int_equal(ferry_address_parse(blob, length, &out), FERRY_ERR_INVALID_ADDRESS);
+    assert_int_equal(fy_address_parse(blob, length, &out), FERRY_ERR_INVALID_ADDRESS);
     assert_memory_equal(&out, &before, sizeof(out));
 }
 
@@ -87,15 +87,15 @@ static void test_round_trip(void **state)
 {
     (void)state;
     uint8_t blob[FERRY_ADDRESS_MAX_SIZE];
-    ferry_address_t a;
+    fy_address_t a;
     size_t length = test_build(blob, sizeof(blob), test_two_records, 2);
 
     assert_int_equal(length, FERRY_ADDRESS_HEADER_SIZE + 2 * FERRY_ADDRESS_RECORD_HEADER_SIZE + 36);
-    assert_int_equal(ferry_address_parse(blob, length, &a), FERRY_OK);
+    assert_int_equal(fy_address_parse(blob, length, &a), FERRY_OK);
     assert_int_equal(a.version, FERRY_ADDRESS_VERSION);
     assert_true(a.worker_uuid == TEST_UUID);
     assert_int_equal(a.pid, TEST_PID);
-    assert_true(ferry_host_id_equal(&a.host, &test_host));
+    assert_true(fy_host_id_equal(&a.host, &test_host));
     assert_memory_equal(a.host.boot_id, test_host.boot_id, sizeof(test_host.boot_id));
     assert_true(a.host.net_ns == test_host.net_ns);
     assert_true(a.host.pid_ns == test_host.pid_ns);
@@ -111,22 +111,22 @@ static void test_round_trip(void **state)
     for (unsigned i = 0; i < 36; i++)
         assert_int_equal(a.records[1].data[i], 0x5a);
 
-    assert_ptr_equal(ferry_address_find(&a, 1), &a.records[0]);
-    assert_ptr_equal(ferry_address_find(&a, 2), &a.records[1]);
-    assert_null(ferry_address_find(&a, 3));
+    assert_ptr_equal(fy_address_find(&a, 1), &a.records[0]);
+    assert_ptr_equal(fy_address_find(&a, 2), &a.records[1]);
+    assert_null(fy_address_find(&a, 3));
 }
 
 static void test_round_trip_no_records(void **state)
 {
     (void)state;
     uint8_t blob[FERRY_ADDRESS_HEADER_SIZE];
-    ferry_address_t a;
+    fy_address_t a;
     size_t length = test_build(blob, sizeof(blob), NULL, 0);
 
     assert_int_equal(length, FERRY_ADDRESS_HEADER_SIZE);
-    assert_int_equal(ferry_address_parse(blob, length, &a), FERRY_OK);
+    assert_int_equal(fy_address_parse(blob, length, &a), FERRY_OK);
     assert_int_equal(a.record_count, 0);
-    assert_null(ferry_address_find(&a, 1));
+    assert_null(fy_address_find(&a, 1));
 }
 
 static void test_round_trip_max_records(void **state)
@@ -134,13 +134,13 @@ static void test_round_trip_max_records(void **state)
     (void)state;
     uint8_t blob[FERRY_ADDRESS_MAX_SIZE];
     test_record_t records[FERRY_ADDRESS_MAX_RECORDS];
-    ferry_address_t a;
+    fy_address_t a;
 
     for (unsigned i = 0; i < FERRY_ADDRESS_MAX_RECORDS; i++)
         records[i] =
             (test_record_t){.id = (uint8_t)(10 + i), .length = (uint16_t)i, .fill = (uint8_t)i};
     size_t length = test_build(blob, sizeof(blob), records, FERRY_ADDRESS_MAX_RECORDS);
-    assert_int_equal(ferry_address_parse(blob, length, &a), FERRY_OK);
+    assert_int_equal(fy_address_parse(blob, length, &a), FERRY_OK);
     assert_int_equal(a.record_count, FERRY_ADDRESS_MAX_RECORDS);
     for (unsigned i = 0; i < FERRY_ADDRESS_MAX_RECORDS; i++) {
         assert_int_equal(a.records[i].transport_id, 10 + i);
@@ -157,17 +157,17 @@ static void test_worker_address(void **state)
     ferry_worker_t *worker;
     const void *blob;
     size_t length;
-    ferry_address_t a;
-    ferry_host_id_t host;
+    fy_address_t a;
+    fy_host_id_t host;
 
     assert_int_equal(ferry_context_create(NULL, &context), FERRY_OK);
     assert_int_equal(ferry_worker_create(context, NULL, &worker), FERRY_OK);
     assert_int_equal(ferry_worker_address(worker, &blob, &length), FERRY_OK);
-    assert_int_equal(ferry_address_parse(blob, length, &a), FERRY_OK);
+    assert_int_equal(fy_address_parse(blob, length, &a), FERRY_OK);
     assert_true(a.worker_uuid == worker->uuid);
     assert_int_equal(a.pid, (uint32_t)getpid());
-    assert_int_equal(ferry_host_id_read(&host), FERRY_OK);
-    assert_true(ferry_host_id_equal(&a.host, &host));
+    assert_int_equal(fy_host_id_read(&host), FERRY_OK);
+    assert_true(fy_host_id_equal(&a.host, &host));
     assert_int_equal(a.record_count, worker->tl_active_count);
     ferry_worker_destroy(worker);
     ferry_context_destroy(context);
@@ -341,15 +341,15 @@ static void test_trailing_bytes(void **state)
 static void test_host_id(void **state)
 {
     (void)state;
-    ferry_host_id_t a, b, c;
+    fy_host_id_t a, b, c;
     static const uint8_t zero[16] = {0};
 
     memset(&a, 0, sizeof(a));
     memset(&b, 0xff, sizeof(b));
-    assert_int_equal(ferry_host_id_read(&a), FERRY_OK);
-    assert_int_equal(ferry_host_id_read(&b), FERRY_OK);
-    assert_true(ferry_host_id_equal(&a, &a));
-    assert_true(ferry_host_id_equal(&a, &b));
+    assert_int_equal(fy_host_id_read(&a), FERRY_OK);
+    assert_int_equal(fy_host_id_read(&b), FERRY_OK);
+    assert_true(fy_host_id_equal(&a, &a));
+    assert_true(fy_host_id_equal(&a, &b));
     assert_memory_equal(&a.boot_id, &b.boot_id, sizeof(a.boot_id));
     assert_memory_not_equal(a.boot_id, zero, sizeof(zero)); /* a boot id was read */
     assert_true(a.net_ns != 0 && a.pid_ns != 0 && a.user_ns != 0);
@@ -357,16 +357,16 @@ static void test_host_id(void **state)
     /* each field on its own makes another host */
     c = a;
     c.boot_id[15] ^= 1;
-    assert_false(ferry_host_id_equal(&a, &c));
+    assert_false(fy_host_id_equal(&a, &c));
     c = a;
     c.net_ns++;
-    assert_false(ferry_host_id_equal(&a, &c));
+    assert_false(fy_host_id_equal(&a, &c));
     c = a;
     c.pid_ns++;
-    assert_false(ferry_host_id_equal(&a, &c));
+    assert_false(fy_host_id_equal(&a, &c));
     c = a;
     c.user_ns++;
-    assert_false(ferry_host_id_equal(&a, &c));
+    assert_false(fy_host_id_equal(&a, &c));
 }
 
 int main(void)

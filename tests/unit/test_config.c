@@ -1,6 +1,6 @@
 /* src/core/config.c: typed values and their suffixes, bad values falling back to the default
  * with one warning, the registry, the check for unknown FERRY_* variables and its suggestion,
- * and ferry_closest_name().
+ * and fy_closest_name().
  *
  * Runs in one process: warnings are captured by pointing fd 2 at a temporary file. */
 #include <pthread.h>
@@ -23,18 +23,18 @@
 extern char **environ;
 
 /* Registered by this test: they join the library's in the registry. */
-static const ferry_config_var_t test_last_var = {.name = "FERRY_TEST_ZZ_LAST",
-                                                 .type = FERRY_CONFIG_SIZE,
-                                                 .default_value = "4k",
-                                                 .description = "registered by test_config"};
-static const ferry_config_var_t *const test_last_reg
+static const fy_config_var_t test_last_var = {.name = "FERRY_TEST_ZZ_LAST",
+                                              .type = FERRY_CONFIG_SIZE,
+                                              .default_value = "4k",
+                                              .description = "registered by test_config"};
+static const fy_config_var_t *const test_last_reg
     __attribute__((used, section("ferry_config_registry"))) = &test_last_var;
 
-static const ferry_config_var_t test_first_var = {.name = "FERRY_TEST_AA_FIRST",
-                                                  .type = FERRY_CONFIG_BOOL,
-                                                  .default_value = "yes",
-                                                  .description = "registered by test_config"};
-static const ferry_config_var_t *const test_first_reg
+static const fy_config_var_t test_first_var = {.name = "FERRY_TEST_AA_FIRST",
+                                               .type = FERRY_CONFIG_BOOL,
+                                               .default_value = "yes",
+                                               .description = "registered by test_config"};
+static const fy_config_var_t *const test_first_reg
     __attribute__((used, section("ferry_config_registry"))) = &test_first_var;
 
 /* ---------------------------------------------------------------- capturing stderr */
@@ -110,9 +110,9 @@ static void assert_silent(char *text)
 
 /* ---------------------------------------------------------------- typed values */
 
-static ferry_config_var_t make_var(const char *name, ferry_config_type_t type, const char *def)
+static fy_config_var_t make_var(const char *name, fy_config_type_t type, const char *def)
 {
-    return (ferry_config_var_t){
+    return (fy_config_var_t){
         .name = name, .type = type, .default_value = def, .description = "test"};
 }
 
@@ -121,8 +121,8 @@ static void test_bool(void **state)
     (void)state;
     const char *const yes[] = {"y", "Y", "yes", "YES", "on", "On", "1", "true", "TRUE", " yes "};
     const char *const no[] = {"n", "N", "no", "No", "off", "OFF", "0", "false", "False", "\tno\n"};
-    ferry_config_var_t off = make_var("FERRY_TEST_BOOL_OFF", FERRY_CONFIG_BOOL, "no");
-    ferry_config_var_t on = make_var("FERRY_TEST_BOOL_ON", FERRY_CONFIG_BOOL, "on");
+    fy_config_var_t off = make_var("FERRY_TEST_BOOL_OFF", FERRY_CONFIG_BOOL, "no");
+    fy_config_var_t on = make_var("FERRY_TEST_BOOL_ON", FERRY_CONFIG_BOOL, "on");
 
     capture_start();
     unsetenv(off.name);
@@ -159,7 +159,7 @@ static void test_int(void **state)
         {"-9223372036854775808", INT64_MIN},
         {"-0", 0},
     };
-    ferry_config_var_t var = make_var("FERRY_TEST_INT", FERRY_CONFIG_INT, "-3");
+    fy_config_var_t var = make_var("FERRY_TEST_INT", FERRY_CONFIG_INT, "-3");
 
     capture_start();
     unsetenv(var.name);
@@ -195,7 +195,7 @@ static void test_size(void **state)
         {"17179869183g", 17179869183ull << 30},
         {"17592186044415m", 17592186044415ull << 20},
     };
-    ferry_config_var_t var = make_var("FERRY_TEST_SIZE", FERRY_CONFIG_SIZE, "64k");
+    fy_config_var_t var = make_var("FERRY_TEST_SIZE", FERRY_CONFIG_SIZE, "64k");
 
     capture_start();
     unsetenv(var.name);
@@ -210,11 +210,42 @@ static void test_size(void **state)
     unsetenv(var.name);
 }
 
+/* The one size parser, as the tagged-message layer uses it for FERRY_RNDV_THRESH. */
+static void test_parse_size(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        bool ok;
+        uint64_t value;
+    } cases[] = {
+        {"0", true, 0},
+        {"65536", true, 65536},
+        {"64k", true, 65536},
+        {" 1M ", true, 1u << 20},
+        {"2g", true, 2ull << 30},
+        {"18446744073709551615", true, UINT64_MAX},
+        {"18446744073709551616", false, 0},
+        {"17179869184g", false, 0},
+        {"", false, 0},
+        {"auto", false, 0},
+        {"-1", false, 0},
+        {"64kb", false, 0},
+        {"1 k", false, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t value = 12345;
+        bool ok = fy_config_parse_size(cases[i].text, &value);
+        assert_int_equal(ok, cases[i].ok);
+        assert_int_equal(value, cases[i].ok ? cases[i].value : 12345);
+    }
+}
+
 static void test_string(void **state)
 {
     (void)state;
-    ferry_config_var_t var = make_var("FERRY_TEST_STRING", FERRY_CONFIG_STRING, "self,shm");
-    ferry_config_var_t no_default = make_var("FERRY_TEST_STRING_NULL", FERRY_CONFIG_STRING, NULL);
+    fy_config_var_t var = make_var("FERRY_TEST_STRING", FERRY_CONFIG_STRING, "self,shm");
+    fy_config_var_t no_default = make_var("FERRY_TEST_STRING_NULL", FERRY_CONFIG_STRING, NULL);
 
     capture_start();
     unsetenv(var.name);
@@ -235,7 +266,7 @@ static void test_bad_values_warn_once(void **state)
 {
     (void)state;
     static const struct {
-        ferry_config_type_t type;
+        fy_config_type_t type;
         const char *text;
         const char *def;
         const char *expected;
@@ -264,7 +295,7 @@ static void test_bad_values_warn_once(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
         char name[64];
         snprintf(name, sizeof(name), "FERRY_TEST_BAD_%zu", i);
-        ferry_config_var_t var = make_var(name, cases[i].type, cases[i].def);
+        fy_config_var_t var = make_var(name, cases[i].type, cases[i].def);
         setenv(name, cases[i].text, 1);
 
         for (int round = 0; round < 2; ++round) {
@@ -302,7 +333,7 @@ static void test_bad_values_warn_once(void **state)
 static void test_bad_default(void **state)
 {
     (void)state;
-    ferry_config_var_t var = make_var("FERRY_TEST_BAD_DEFAULT", FERRY_CONFIG_SIZE, "lots");
+    fy_config_var_t var = make_var("FERRY_TEST_BAD_DEFAULT", FERRY_CONFIG_SIZE, "lots");
     unsetenv(var.name);
 
     capture_start();
@@ -322,8 +353,8 @@ static void test_bad_default(void **state)
 static void test_registry_sorted(void **state)
 {
     (void)state;
-    const ferry_config_var_t *const *vars = NULL;
-    size_t count = ferry_config_vars(&vars);
+    const fy_config_var_t *const *vars = NULL;
+    size_t count = fy_config_vars(&vars);
     assert_true(count >= 4);
     assert_non_null(vars);
 
@@ -344,8 +375,8 @@ static void test_registry_sorted(void **state)
     assert_true(seen_level && seen_file && seen_first && seen_last);
 
     /* The same snapshot every time. */
-    const ferry_config_var_t *const *again = NULL;
-    assert_int_equal(ferry_config_vars(&again), count);
+    const fy_config_var_t *const *again = NULL;
+    assert_int_equal(fy_config_vars(&again), count);
     assert_ptr_equal(again, vars);
 
     /* Registered variables read like any other. */
@@ -355,8 +386,8 @@ static void test_registry_sorted(void **state)
 
 static void *registry_thread(void *arg)
 {
-    const ferry_config_var_t *const **vars_p = arg;
-    ferry_config_vars(vars_p);
+    const fy_config_var_t *const **vars_p = arg;
+    fy_config_vars(vars_p);
     return NULL;
 }
 
@@ -365,7 +396,7 @@ static void test_registry_threads(void **state)
     (void)state;
     enum { THREADS = 8 };
     pthread_t threads[THREADS];
-    const ferry_config_var_t *const *vars[THREADS];
+    const fy_config_var_t *const *vars[THREADS];
     for (int i = 0; i < THREADS; ++i)
         assert_int_equal(pthread_create(&threads[i], NULL, registry_thread, &vars[i]), 0);
     for (int i = 0; i < THREADS; ++i)
@@ -415,7 +446,7 @@ static void test_unknown_environment(void **state)
     setenv("NOT_FERRY_LOG_LEVEL", "1", 1);                  /* not ours: silent */
 
     capture_start();
-    ferry_config_check_environment();
+    fy_config_check_environment();
     char *out = capture_stop();
     assert_int_equal(count_lines(out), 5);
     expect_unknown(out, "FERRY_LOG_LEVLE", "FERRY_LOG_LEVEL");
@@ -428,13 +459,13 @@ static void test_unknown_environment(void **state)
 
     /* Once per name per process. */
     capture_start();
-    ferry_config_check_environment();
+    fy_config_check_environment();
     assert_silent(capture_stop());
 
     /* A new name is still reported. */
     setenv("FERRY_TEST_AA_FIRTS", "1", 1);
     capture_start();
-    ferry_config_check_environment();
+    fy_config_check_environment();
     out = capture_stop();
     assert_int_equal(count_lines(out), 1);
     expect_unknown(out, "FERRY_TEST_AA_FIRTS", "FERRY_TEST_AA_FIRST");
@@ -463,37 +494,37 @@ static void test_closest_name(void **state)
     const size_t nt = sizeof(transports) / sizeof(transports[0]);
     const size_t nv = sizeof(vars) / sizeof(vars[0]);
 
-    assert_string_equal(ferry_closest_name("shm", transports, nt), "shm");   /* exact */
-    assert_string_equal(ferry_closest_name("SHM", transports, nt), "shm");   /* case */
-    assert_string_equal(ferry_closest_name("smh", transports, nt), "shm");   /* swap */
-    assert_string_equal(ferry_closest_name("tpc", transports, nt), "tcp");   /* swap */
-    assert_string_equal(ferry_closest_name("tc", transports, nt), "tcp");    /* deletion */
-    assert_string_equal(ferry_closest_name("shmm", transports, nt), "shm");  /* insertion */
-    assert_string_equal(ferry_closest_name("slef", transports, nt), "self"); /* swap */
-    assert_string_equal(ferry_closest_name("sel", transports, nt), "self");
-    assert_null(ferry_closest_name("xyz", transports, nt)); /* 3 edits > 2 */
-    assert_null(ferry_closest_name("infiniband", transports, nt));
-    assert_null(ferry_closest_name("", transports, nt)); /* 3 edits at least */
+    assert_string_equal(fy_closest_name("shm", transports, nt), "shm");   /* exact */
+    assert_string_equal(fy_closest_name("SHM", transports, nt), "shm");   /* case */
+    assert_string_equal(fy_closest_name("smh", transports, nt), "shm");   /* swap */
+    assert_string_equal(fy_closest_name("tpc", transports, nt), "tcp");   /* swap */
+    assert_string_equal(fy_closest_name("tc", transports, nt), "tcp");    /* deletion */
+    assert_string_equal(fy_closest_name("shmm", transports, nt), "shm");  /* insertion */
+    assert_string_equal(fy_closest_name("slef", transports, nt), "self"); /* swap */
+    assert_string_equal(fy_closest_name("sel", transports, nt), "self");
+    assert_null(fy_closest_name("xyz", transports, nt)); /* 3 edits > 2 */
+    assert_null(fy_closest_name("infiniband", transports, nt));
+    assert_null(fy_closest_name("", transports, nt)); /* 3 edits at least */
 
-    assert_string_equal(ferry_closest_name("FERRY_LOG_LEVLE", vars, nv), "FERRY_LOG_LEVEL");
-    assert_string_equal(ferry_closest_name("ferry_log_level", vars, nv), "FERRY_LOG_LEVEL");
-    assert_string_equal(ferry_closest_name("FERRY_LOG_FIEL", vars, nv), "FERRY_LOG_FILE");
-    assert_string_equal(ferry_closest_name("FERRY_TRANSPORT", vars, nv), "FERRY_TRANSPORTS");
-    assert_string_equal(ferry_closest_name("FERRY_RNDV_MOD", vars, nv), "FERRY_RNDV_MODE");
+    assert_string_equal(fy_closest_name("FERRY_LOG_LEVLE", vars, nv), "FERRY_LOG_LEVEL");
+    assert_string_equal(fy_closest_name("fy_log_level", vars, nv), "FERRY_LOG_LEVEL");
+    assert_string_equal(fy_closest_name("FERRY_LOG_FIEL", vars, nv), "FERRY_LOG_FILE");
+    assert_string_equal(fy_closest_name("FERRY_TRANSPORT", vars, nv), "FERRY_TRANSPORTS");
+    assert_string_equal(fy_closest_name("FERRY_RNDV_MOD", vars, nv), "FERRY_RNDV_MODE");
     /* 10 characters allow 3 edits; FERRY_RNDV_MODE is 5 away. */
-    assert_null(ferry_closest_name("FERRY_RNDV", vars, nv));
-    assert_null(ferry_closest_name("FERRY_SHM_FIFO_CELLS", vars, nv));
+    assert_null(fy_closest_name("FERRY_RNDV", vars, nv));
+    assert_null(fy_closest_name("FERRY_SHM_FIFO_CELLS", vars, nv));
 
     /* Ties go to the first candidate. */
     const char *const ties[] = {"abcd", "abce"};
-    assert_string_equal(ferry_closest_name("abcf", ties, 2), "abcd");
+    assert_string_equal(fy_closest_name("abcf", ties, 2), "abcd");
 
     /* Degenerate input. */
-    assert_null(ferry_closest_name(NULL, transports, nt));
-    assert_null(ferry_closest_name("shm", NULL, 0));
-    assert_null(ferry_closest_name("shm", transports, 0));
+    assert_null(fy_closest_name(NULL, transports, nt));
+    assert_null(fy_closest_name("shm", NULL, 0));
+    assert_null(fy_closest_name("shm", transports, 0));
     const char *const with_null[] = {NULL, "shm"};
-    assert_string_equal(ferry_closest_name("shn", with_null, 2), "shm");
+    assert_string_equal(fy_closest_name("shn", with_null, 2), "shm");
 }
 
 int main(void)
@@ -517,6 +548,7 @@ int main(void)
         cmocka_unit_test_teardown(test_bool, capture_teardown),
         cmocka_unit_test_teardown(test_int, capture_teardown),
         cmocka_unit_test_teardown(test_size, capture_teardown),
+        cmocka_unit_test_teardown(test_parse_size, capture_teardown),
         cmocka_unit_test_teardown(test_string, capture_teardown),
         cmocka_unit_test_teardown(test_bad_values_warn_once, capture_teardown),
         cmocka_unit_test_teardown(test_bad_default, capture_teardown),

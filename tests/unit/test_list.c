@@ -10,20 +10,19 @@
 
 typedef struct item {
     int value;
-    ferry_list_link_t link;
+    fy_list_link_t link;
 } item_t;
 
-static int item_value(ferry_list_link_t *link)
+static int item_value(fy_list_link_t *link)
 {
-    return ferry_list_entry(link, item_t, link)->value;
+    return fy_list_entry(link, item_t, link)->value;
 }
 
 /* Check that list holds exactly values[0..count) from head to tail, following next and prev. */
-static void check_list(ferry_list_t *list, const int *values, size_t count)
+static void check_list(fy_list_t *list, const int *values, size_t count)
 {
     size_t i = 0;
-    for (ferry_list_link_t *l = ferry_list_first(list), *next; l != ferry_list_end(list);
-         l = next) {
+    for (fy_list_link_t *l = fy_list_first(list), *next; l != fy_list_end(list); l = next) {
         next = l->next;
         assert_true(i < count);
         assert_int_equal(item_value(l), values[i]);
@@ -31,11 +30,11 @@ static void check_list(ferry_list_t *list, const int *values, size_t count)
         ++i;
     }
     assert_int_equal(i, count);
-    assert_int_equal(ferry_list_length(list), count);
-    assert_int_equal(ferry_list_is_empty(list), count == 0);
+    assert_int_equal(fy_list_length(list), count);
+    assert_int_equal(fy_list_is_empty(list), count == 0);
 
     i = count;
-    for (ferry_list_link_t *l = list->prev; l != list; l = l->prev) {
+    for (fy_list_link_t *l = list->prev; l != list; l = l->prev) {
         assert_true(i > 0);
         assert_int_equal(item_value(l), values[--i]);
     }
@@ -46,19 +45,19 @@ static void init_items(item_t *items, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
         items[i].value = (int)i;
-        ferry_list_link_init(&items[i].link);
+        fy_list_link_init(&items[i].link);
     }
 }
 
 static void test_empty(void **state)
 {
     (void)state;
-    ferry_list_t list;
-    ferry_list_init(&list);
-    assert_true(ferry_list_is_empty(&list));
-    assert_null(ferry_list_pop_head(&list));
-    assert_null(ferry_list_peek_head(&list));
-    assert_ptr_equal(ferry_list_first(&list), ferry_list_end(&list));
+    fy_list_t list;
+    fy_list_init(&list);
+    assert_true(fy_list_is_empty(&list));
+    assert_null(fy_list_pop_head(&list));
+    assert_null(fy_list_peek_head(&list));
+    assert_ptr_equal(fy_list_first(&list), fy_list_end(&list));
     check_list(&list, NULL, 0);
 }
 
@@ -66,43 +65,43 @@ static void test_push_tail_is_fifo(void **state)
 {
     (void)state;
     item_t items[5];
-    ferry_list_t list;
-    ferry_list_init(&list);
+    fy_list_t list;
+    fy_list_init(&list);
     init_items(items, 5);
     for (int i = 0; i < 5; ++i)
-        ferry_list_push_tail(&list, &items[i].link);
+        fy_list_push_tail(&list, &items[i].link);
     check_list(&list, (const int[]){0, 1, 2, 3, 4}, 5);
-    assert_ptr_equal(ferry_list_peek_head(&list), &items[0].link);
+    assert_ptr_equal(fy_list_peek_head(&list), &items[0].link);
 
     for (int i = 0; i < 5; ++i) {
-        ferry_list_link_t *l = ferry_list_pop_head(&list);
+        fy_list_link_t *l = fy_list_pop_head(&list);
         assert_non_null(l);
         assert_int_equal(item_value(l), i);
-        assert_false(ferry_list_is_linked(l));
+        assert_false(fy_list_is_linked(l));
     }
-    assert_null(ferry_list_pop_head(&list));
-    assert_true(ferry_list_is_empty(&list));
+    assert_null(fy_list_pop_head(&list));
+    assert_true(fy_list_is_empty(&list));
 }
 
 static void test_push_head_is_lifo(void **state)
 {
     (void)state;
     item_t items[4];
-    ferry_list_t list;
-    ferry_list_init(&list);
+    fy_list_t list;
+    fy_list_init(&list);
     init_items(items, 4);
     for (int i = 0; i < 4; ++i)
-        ferry_list_push_head(&list, &items[i].link);
+        fy_list_push_head(&list, &items[i].link);
     check_list(&list, (const int[]){3, 2, 1, 0}, 4);
 
     /* Mixed: head and tail. */
-    ferry_list_t mixed;
-    ferry_list_init(&mixed);
+    fy_list_t mixed;
+    fy_list_init(&mixed);
     init_items(items, 4);
-    ferry_list_push_tail(&mixed, &items[1].link);
-    ferry_list_push_head(&mixed, &items[0].link);
-    ferry_list_push_tail(&mixed, &items[2].link);
-    ferry_list_push_head(&mixed, &items[3].link);
+    fy_list_push_tail(&mixed, &items[1].link);
+    fy_list_push_head(&mixed, &items[0].link);
+    fy_list_push_tail(&mixed, &items[2].link);
+    fy_list_push_head(&mixed, &items[3].link);
     check_list(&mixed, (const int[]){3, 0, 1, 2}, 4);
 }
 
@@ -110,31 +109,31 @@ static void test_remove_anywhere(void **state)
 {
     (void)state;
     item_t items[5];
-    ferry_list_t list;
-    ferry_list_init(&list);
+    fy_list_t list;
+    fy_list_init(&list);
     init_items(items, 5);
     for (int i = 0; i < 5; ++i)
-        ferry_list_push_tail(&list, &items[i].link);
-    assert_true(ferry_list_is_linked(&items[2].link));
+        fy_list_push_tail(&list, &items[i].link);
+    assert_true(fy_list_is_linked(&items[2].link));
 
-    ferry_list_remove(&items[2].link); /* middle */
-    assert_false(ferry_list_is_linked(&items[2].link));
+    fy_list_remove(&items[2].link); /* middle */
+    assert_false(fy_list_is_linked(&items[2].link));
     check_list(&list, (const int[]){0, 1, 3, 4}, 4);
-    ferry_list_remove(&items[0].link); /* head */
+    fy_list_remove(&items[0].link); /* head */
     check_list(&list, (const int[]){1, 3, 4}, 3);
-    ferry_list_remove(&items[4].link); /* tail */
+    fy_list_remove(&items[4].link); /* tail */
     check_list(&list, (const int[]){1, 3}, 2);
 
-    ferry_list_remove(&items[4].link); /* a second remove is harmless */
+    fy_list_remove(&items[4].link); /* a second remove is harmless */
     check_list(&list, (const int[]){1, 3}, 2);
 
     /* A removed link can be pushed again. */
-    ferry_list_push_tail(&list, &items[2].link);
+    fy_list_push_tail(&list, &items[2].link);
     check_list(&list, (const int[]){1, 3, 2}, 3);
 
-    ferry_list_remove(&items[1].link);
-    ferry_list_remove(&items[3].link);
-    ferry_list_remove(&items[2].link);
+    fy_list_remove(&items[1].link);
+    fy_list_remove(&items[3].link);
+    fy_list_remove(&items[2].link);
     check_list(&list, NULL, 0);
 }
 
@@ -142,32 +141,31 @@ static void test_walk_and_remove(void **state)
 {
     (void)state;
     item_t items[10];
-    ferry_list_t list;
-    ferry_list_init(&list);
+    fy_list_t list;
+    fy_list_init(&list);
     init_items(items, 10);
     for (int i = 0; i < 10; ++i)
-        ferry_list_push_tail(&list, &items[i].link);
+        fy_list_push_tail(&list, &items[i].link);
 
     /* The documented idiom: remove the odd values while walking. */
-    for (ferry_list_link_t *l = ferry_list_first(&list), *next; l != ferry_list_end(&list);
-         l = next) {
+    for (fy_list_link_t *l = fy_list_first(&list), *next; l != fy_list_end(&list); l = next) {
         next = l->next;
         if (item_value(l) % 2 != 0)
-            ferry_list_remove(l);
+            fy_list_remove(l);
     }
     check_list(&list, (const int[]){0, 2, 4, 6, 8}, 5);
 }
 
-static bool remove_multiples_of_4(ferry_list_link_t *link, void *arg)
+static bool remove_multiples_of_4(fy_list_link_t *link, void *arg)
 {
     int *visited = arg;
     ++*visited;
     if (item_value(link) % 4 == 0)
-        ferry_list_remove(link);
+        fy_list_remove(link);
     return false;
 }
 
-static bool stop_at_6(ferry_list_link_t *link, void *arg)
+static bool stop_at_6(fy_list_link_t *link, void *arg)
 {
     (void)arg;
     return item_value(link) == 6;
@@ -177,25 +175,25 @@ static void test_foreach(void **state)
 {
     (void)state;
     item_t items[10];
-    ferry_list_t list;
-    ferry_list_init(&list);
+    fy_list_t list;
+    fy_list_init(&list);
     init_items(items, 10);
     for (int i = 0; i < 10; ++i)
-        ferry_list_push_tail(&list, &items[i].link);
+        fy_list_push_tail(&list, &items[i].link);
 
     int visited = 0;
-    assert_null(ferry_list_foreach(&list, remove_multiples_of_4, &visited));
+    assert_null(fy_list_foreach(&list, remove_multiples_of_4, &visited));
     assert_int_equal(visited, 10);
     check_list(&list, (const int[]){1, 2, 3, 5, 6, 7, 9}, 7);
 
-    assert_ptr_equal(ferry_list_foreach(&list, stop_at_6, NULL), &items[6].link);
-    ferry_list_remove(&items[6].link);
-    assert_null(ferry_list_foreach(&list, stop_at_6, NULL));
+    assert_ptr_equal(fy_list_foreach(&list, stop_at_6, NULL), &items[6].link);
+    fy_list_remove(&items[6].link);
+    assert_null(fy_list_foreach(&list, stop_at_6, NULL));
 
-    ferry_list_t empty;
-    ferry_list_init(&empty);
+    fy_list_t empty;
+    fy_list_init(&empty);
     visited = 0;
-    assert_null(ferry_list_foreach(&empty, remove_multiples_of_4, &visited));
+    assert_null(fy_list_foreach(&empty, remove_multiples_of_4, &visited));
     assert_int_equal(visited, 0);
 }
 
@@ -203,28 +201,28 @@ static void test_splice(void **state)
 {
     (void)state;
     item_t items[6];
-    ferry_list_t a, b;
-    ferry_list_init(&a);
-    ferry_list_init(&b);
+    fy_list_t a, b;
+    fy_list_init(&a);
+    fy_list_init(&b);
     init_items(items, 6);
 
-    ferry_list_splice_tail(&a, &b); /* empty into empty */
+    fy_list_splice_tail(&a, &b); /* empty into empty */
     check_list(&a, NULL, 0);
     check_list(&b, NULL, 0);
 
     for (int i = 0; i < 3; ++i)
-        ferry_list_push_tail(&b, &items[i].link);
-    ferry_list_splice_tail(&a, &b); /* into empty */
+        fy_list_push_tail(&b, &items[i].link);
+    fy_list_splice_tail(&a, &b); /* into empty */
     check_list(&a, (const int[]){0, 1, 2}, 3);
     check_list(&b, NULL, 0);
 
     for (int i = 3; i < 6; ++i)
-        ferry_list_push_tail(&b, &items[i].link);
-    ferry_list_splice_tail(&a, &b); /* into non-empty */
+        fy_list_push_tail(&b, &items[i].link);
+    fy_list_splice_tail(&a, &b); /* into non-empty */
     check_list(&a, (const int[]){0, 1, 2, 3, 4, 5}, 6);
     check_list(&b, NULL, 0);
 
-    ferry_list_splice_tail(&a, &b); /* empty into non-empty */
+    fy_list_splice_tail(&a, &b); /* empty into non-empty */
     check_list(&a, (const int[]){0, 1, 2, 3, 4, 5}, 6);
 }
 
@@ -232,9 +230,9 @@ static void test_entry(void **state)
 {
     (void)state;
     item_t item = {.value = 42};
-    ferry_list_link_init(&item.link);
-    assert_false(ferry_list_is_linked(&item.link));
-    assert_ptr_equal(ferry_list_entry(&item.link, item_t, link), &item);
+    fy_list_link_init(&item.link);
+    assert_false(fy_list_is_linked(&item.link));
+    assert_ptr_equal(fy_list_entry(&item.link, item_t, link), &item);
 }
 
 int main(void)

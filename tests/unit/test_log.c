@@ -38,19 +38,19 @@ enum { CHILD_ERRNO_CHANGED = 3, CHILD_SETUP_FAILED = 4 };
 static int child_levels(void)
 {
     ferry_log_init();
-    ferry_error("message at level %d", 0);
-    ferry_warn("message at level %d", 1);
-    ferry_info("message at level %d", 2);
-    ferry_debug("message at level %d", 3);
-    ferry_trace("message at level %d", 4);
+    fy_error("message at level %d", 0);
+    fy_warn("message at level %d", 1);
+    fy_info("message at level %d", 2);
+    fy_debug("message at level %d", 3);
+    fy_trace("message at level %d", 4);
     return 0;
 }
 
 /* Without ferry_log_init(): the first message initialises the log, and obeys the level. */
 static int child_no_init(void)
 {
-    ferry_warn("message at level %d", 1);
-    ferry_error("message at level %d", 0);
+    fy_warn("message at level %d", 1);
+    fy_error("message at level %d", 0);
     return 0;
 }
 
@@ -94,7 +94,7 @@ static int child_format(void)
 static int child_errno(void)
 {
     errno = 1234;
-    ferry_warn("first: %m");
+    fy_warn("first: %m");
     if (errno != 1234)
         return CHILD_ERRNO_CHANGED;
     errno = 4321;
@@ -107,7 +107,7 @@ static int child_errno(void)
 /* A long line, so that interleaved writes would show. */
 static void log_numbered(int writer, int i)
 {
-    ferry_warn("writer %d line %d %0200d end", writer, i, 0);
+    fy_warn("writer %d line %d %0200d end", writer, i, 0);
 }
 
 static void *child_thread(void *arg)

@@ -14,19 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <ferry/bootstrap.h>
 #include <ferry/ferry.h>
+#include <ferry/info.h>
 
-#include "core/config.h"
-#include "ferry_build_info.h"
 #include "info.h"
-#include "progress/worker.h"
-#include "transport/transport.h"
-
-extern char **environ;
 
 static const char info_usage_short[] =
     "usage: ferry_info [-v] [-d] [-c] [-a FILE] [-e ADDRESS_FILE] [--json] (ferry_info --help "
@@ -90,51 +84,39 @@ static void info_cleanup(info_t *info)
     info->context = NULL;
 }
 
-/* ---------------------------------------------------------------- helpers */
-
-static const ferry_config_var_t *info_config_find(const char *name)
+bool info_worker_address(info_t *info, const void **address_p, size_t *length_p,
+                         ferry_address_info_t *decoded)
 {
-    const ferry_config_var_t *const *vars;
-    size_t count = ferry_config_vars(&vars);
-    for (size_t i = 0; i < count; i++) {
-        if (strcmp(vars[i]->name, name) == 0)
-            return vars[i];
-    }
-    return NULL;
+    ferry_worker_t *worker = info_worker(info, NULL);
+
+    if (worker == NULL || ferry_worker_address(worker, address_p, length_p) != FERRY_OK)
+        return false;
+    *decoded = (ferry_address_info_t){.size = sizeof(*decoded)};
+    return ferry_address_decode(*address_p, *length_p, decoded) == FERRY_OK;
 }
+
+/* ---------------------------------------------------------------- helpers */
 
 const char *info_transports_setting(void)
 {
-    const ferry_config_var_t *var = info_config_find("FERRY_TRANSPORTS");
-    if (var != NULL)
-        return ferry_config_string(var);
+    static ferry_config_info_t var;
+    var.size = sizeof(var);
+    if (ferry_config_lookup("FERRY_TRANSPORTS", &var) == FERRY_OK)
+        return var.value;
     const char *value = getenv("FERRY_TRANSPORTS");
     return value != NULL && value[0] != '\0' ? value : "all";
 }
 
-static const struct {
-    unsigned flag;
-    const char *name;
-} info_flag_names[] = {
-    {FERRY_TL_CAP_AM, "AM"},
-    {FERRY_TL_CAP_AM_ORDERED, "AM_ORDERED"},
-    {FERRY_TL_CAP_SAME_HOST, "SAME_HOST"},
-    {FERRY_TL_CAP_SAME_WORKER, "SAME_WORKER"},
-    {FERRY_TL_CAP_RMA, "RMA"},
-    {FERRY_TL_CAP_RMA_ORDERED, "RMA_ORDERED"},
-};
-
 void info_flags_each(unsigned flags, void (*fn)(const char *name, void *arg), void *arg)
 {
-    unsigned known = 0;
-    for (size_t i = 0; i < sizeof(info_flag_names) / sizeof(info_flag_names[0]); i++) {
-        known |= info_flag_names[i].flag;
-        if (flags & info_flag_names[i].flag)
-            fn(info_flag_names[i].name, arg);
-    }
     for (unsigned bit = 0; bit < 32; bit++) {
         unsigned flag = 1u << bit;
-        if ((flags & flag) && !(known & flag)) {
+        if (!(flags & flag))
+            continue;
+        const char *name = ferry_transport_cap_name(flag);
+        if (name != NULL) {
+            fn(name, arg);
+        } else {
             char hex[16];
             snprintf(hex, sizeof(hex), "0x%x", flag);
             fn(hex, arg);
@@ -169,6 +151,34 @@ void info_flags_string(unsigned flags, char *buffer, size_t length)
         snprintf(buffer, length, "none");
 }
 
+void info_id_text(uint64_t id, char *buffer, size_t length)
+{
+    snprintf(buffer, length, "%016" PRIx64, id);
+}
+
+/* Is text a decimal number that fits 64 bits? */
+static bool info_is_number(const char *text, uint64_t *value)
+{
+    char *end;
+    if (text[0] < '0' || text[0] > '9' || strlen(text) > 19)
+        return false;
+    errno = 0;
+    *value = strtoull(text, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+void info_fields_json(info_json_t *json, const ferry_address_record_info_t *record)
+{
+    for (size_t i = 0; i < record->field_count && i < FERRY_INFO_FIELDS_MAX; i++) {
+        const ferry_info_field_t *field = &record->fields[i];
+        uint64_t number;
+        if (info_is_number(field->value, &number))
+            info_json_uint(json, field->key, number);
+        else
+            info_json_string(json, field->key, field->value);
+    }
+}
+
 /* ---------------------------------------------------------------- -v */
 
 int info_show_version(info_t *info)
@@ -191,169 +201,21 @@ int info_show_version(info_t *info)
     return 0;
 }
 
-/* ---------------------------------------------------------------- -c */
-
-static const char *info_config_type_name(ferry_config_type_t type)
-{
-    switch (type) {
-    case FERRY_CONFIG_BOOL:
-        return "bool";
-    case FERRY_CONFIG_INT:
-        return "int";
-    case FERRY_CONFIG_SIZE:
-        return "size";
-    case FERRY_CONFIG_STRING:
-        return "string";
-    }
-    return "unknown";
-}
-
-/* The value in effect, as text (bool: yes/no). */
-static void info_config_value_text(const ferry_config_var_t *var, char *buffer, size_t length)
-{
-    switch (var->type) {
-    case FERRY_CONFIG_BOOL:
-        snprintf(buffer, length, "%s", ferry_config_bool(var) ? "yes" : "no");
-        return;
-    case FERRY_CONFIG_INT:
-        snprintf(buffer, length, "%" PRId64, ferry_config_int(var));
-        return;
-    case FERRY_CONFIG_SIZE:
-        snprintf(buffer, length, "%" PRIu64, ferry_config_size(var));
-        return;
-    case FERRY_CONFIG_STRING:
-        snprintf(buffer, length, "%s", ferry_config_string(var));
-        return;
-    }
-    snprintf(buffer, length, "?");
-}
-
-static void info_config_value_json(info_t *info, const ferry_config_var_t *var)
-{
-    switch (var->type) {
-    case FERRY_CONFIG_BOOL:
-        info_json_bool(&info->json, "value", ferry_config_bool(var));
-        return;
-    case FERRY_CONFIG_INT:
-        info_json_int(&info->json, "value", ferry_config_int(var));
-        return;
-    case FERRY_CONFIG_SIZE:
-        info_json_uint(&info->json, "value", ferry_config_size(var));
-        return;
-    case FERRY_CONFIG_STRING:
-        info_json_string(&info->json, "value", ferry_config_string(var));
-        return;
-    }
-    info_json_null(&info->json, "value");
-}
-
-/* FERRY_* environment variables that are not registered (the library warns about them too). */
-static void info_config_unknown(info_t *info, const ferry_config_var_t *const *vars, size_t count)
-{
-    static const char prefix[] = "FERRY_";
-    const char **names = malloc((count ? count : 1) * sizeof(*names));
-    bool any = false;
-
-    for (size_t i = 0; names != NULL && i < count; i++)
-        names[i] = vars[i]->name;
-    if (info->json_mode)
-        info_json_array_begin(&info->json, "unknown");
-    for (char **env = environ; env != NULL && *env != NULL; env++) {
-        const char *entry = *env;
-        if (strncasecmp(entry, prefix, sizeof(prefix) - 1) != 0)
-            continue;
-        const char *equal = strchr(entry, '=');
-        size_t len = equal != NULL ? (size_t)(equal - entry) : strlen(entry);
-        bool known = false;
-        for (size_t i = 0; i < count && !known; i++)
-            known = strlen(vars[i]->name) == len && strncmp(vars[i]->name, entry, len) == 0;
-        if (known)
-            continue;
-        char *name = strndup(entry, len);
-        if (name == NULL)
-            continue;
-        const char *closest = names != NULL ? ferry_closest_name(name, names, count) : NULL;
-        if (info->json_mode) {
-            info_json_object_begin(&info->json, NULL);
-            info_json_string(&info->json, "name", name);
-            info_json_string(&info->json, "did_you_mean", closest);
-            info_json_object_end(&info->json);
-        } else {
-            if (!any)
-                printf("set in the environment but not ferry variables:\n");
-            printf("  %s%s%s%s\n", name, closest ? " (did you mean " : "", closest ? closest : "",
-                   closest ? "?)" : "");
-        }
-        any = true;
-        free(name);
-    }
-    if (info->json_mode)
-        info_json_array_end(&info->json);
-    free(names);
-}
-
-int info_show_config(info_t *info)
-{
-    const ferry_config_var_t *const *vars;
-    size_t count = ferry_config_vars(&vars);
-
-    if (info->json_mode) {
-        info_json_object_begin(&info->json, "config");
-        info_json_array_begin(&info->json, "variables");
-    } else {
-        printf("configuration (%zu variables; value in effect, from the environment or the "
-               "default):\n",
-               count);
-    }
-    for (size_t i = 0; i < count; i++) {
-        const ferry_config_var_t *var = vars[i];
-        const char *env = getenv(var->name);
-        bool from_env = env != NULL && env[0] != '\0';
-        if (info->json_mode) {
-            info_json_object_begin(&info->json, NULL);
-            info_json_string(&info->json, "name", var->name);
-            info_json_string(&info->json, "type", info_config_type_name(var->type));
-            info_json_string(&info->json, "default", var->default_value);
-            info_json_string(&info->json, "environment", env);
-            info_config_value_json(info, var);
-            info_json_string(&info->json, "source", from_env ? "environment" : "default");
-            info_json_string(&info->json, "description", var->description);
-            info_json_object_end(&info->json);
-        } else {
-            char value[512];
-            info_config_value_text(var, value, sizeof(value));
-            if (var->type == FERRY_CONFIG_STRING)
-                printf("  %s = \"%s\"\n", var->name, value);
-            else
-                printf("  %s = %s\n", var->name, value);
-            printf("      %s, default \"%s\", %s\n", info_config_type_name(var->type),
-                   var->default_value, from_env ? "set in the environment" : "not set");
-            if (from_env && strcmp(env, value) != 0)
-                printf("      environment: \"%s\"\n", env);
-            printf("      %s\n", var->description);
-        }
-    }
-    if (info->json_mode)
-        info_json_array_end(&info->json);
-    info_config_unknown(info, vars, count);
-    if (info->json_mode)
-        info_json_object_end(&info->json);
-    return 0;
-}
-
 /* ---------------------------------------------------------------- -a */
 
 int info_write_address(info_t *info, const char *path)
 {
     ferry_status_t status;
     ferry_worker_t *worker = info_worker(info, &status);
+    ferry_address_info_t decoded;
     const void *address = NULL;
     size_t length = 0;
     int saved_errno = 0;
     const char *failed_call = NULL;
+    char id[24];
 
-    if (worker != NULL)
-        status = ferry_worker_address(worker, &address, &length);
+    if (worker != NULL && !info_worker_address(info, &address, &length, &decoded))
+        status = FERRY_ERR_INVALID_ADDRESS; /* cannot be: the library wrote it */
     if (worker == NULL || status != FERRY_OK) {
         if (info->json_mode) {
             info_json_object_begin(&info->json, "address_written");
@@ -400,10 +262,9 @@ int info_write_address(info_t *info, const char *path)
             info_json_string(&info->json, "error", error);
         }
         info_json_uint(&info->json, "length", length);
-        info_json_uint(&info->json, "pid", (uint64_t)getpid());
-        char uuid[32];
-        snprintf(uuid, sizeof(uuid), "%016" PRIx64, worker->uuid);
-        info_json_string(&info->json, "worker", uuid);
+        info_json_uint(&info->json, "pid", decoded.pid);
+        info_id_text(decoded.worker_id, id, sizeof(id));
+        info_json_string(&info->json, "worker", id);
         info_json_object_end(&info->json);
     }
     if (failed_call != NULL) {
@@ -411,9 +272,11 @@ int info_write_address(info_t *info, const char *path)
                 strerror(saved_errno));
         return 1;
     }
-    if (!info->json_mode)
-        printf("wrote the %zu-byte address of worker %016" PRIx64 " (pid %ld) to %s\n", length,
-               worker->uuid, (long)getpid(), path);
+    if (!info->json_mode) {
+        info_id_text(decoded.worker_id, id, sizeof(id));
+        printf("wrote the %zu-byte address of worker %s (pid %" PRIu32 ") to %s\n", length, id,
+               decoded.pid, path);
+    }
     return 0;
 }
 

@@ -1,11 +1,14 @@
 /* ferry_info: what ferry sees on this host. Shared state of its sections (see
- * docs/ferry_info.md for the output). */
-#ifndef FERRY_INFO_H
-#define FERRY_INFO_H
+ * docs/ferry_info.md for the output). Everything comes from the public API
+ * (include/ferry/info.h and ferry.h, bootstrap.h): nothing from src/. */
+#ifndef FERRY_INFO_TOOL_H
+#define FERRY_INFO_TOOL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <ferry/ferry.h>
+#include <ferry/info.h>
 
 #include "info_json.h"
 
@@ -26,6 +29,9 @@ typedef struct info {
 ferry_context_t *info_context(info_t *info, ferry_status_t *status_p);
 /* The shared worker (created on first call, with the context); NULL when that failed. */
 ferry_worker_t *info_worker(info_t *info, ferry_status_t *status_p);
+/* The shared worker's address (blob and decoded header); false when there is no worker. */
+bool info_worker_address(info_t *info, const void **address_p, size_t *length_p,
+                         ferry_address_info_t *decoded);
 
 /* The sections. Each returns 0 on success, 1 when what was asked could not be done (the
  * reason is printed). */
@@ -37,9 +43,14 @@ int info_show_endpoint(info_t *info, const char *path);
 
 /* Helpers shared by the sections. */
 const char *info_transports_setting(void); /* the FERRY_TRANSPORTS value in effect */
-/* "AM AM_ORDERED ..." into buffer (unknown bits as 0x..). */
-void info_flags_string(unsigned flags, char *buffer, size_t length);
-/* Call fn(name, arg) for each capability flag name in flags (unknown bits as "0x.."). */
+/* Call fn(name, arg) for each capability bit in flags (ferry_transport_cap_name; unknown bits
+ * as "0x.."). */
 void info_flags_each(unsigned flags, void (*fn)(const char *name, void *arg), void *arg);
+/* "AM AM_ORDERED ..." into buffer ("none" for no bit). */
+void info_flags_string(unsigned flags, char *buffer, size_t length);
+/* "%016" PRIx64 of a worker id into buffer (at least 17 bytes). */
+void info_id_text(uint64_t id, char *buffer, size_t length);
+/* A record's fields as JSON members: decimal values as numbers, others as strings. */
+void info_fields_json(info_json_t *json, const ferry_address_record_info_t *record);
 
 #endif

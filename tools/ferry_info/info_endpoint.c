@@ -1,14 +1,14 @@
 /* ferry_info -e ADDRESS_FILE: which transport ferry_ep_create() would choose for that worker
- * address, and why. The choice is made exactly as ferry_ep_create() makes it (the first
- * transport enabled here, in order, whose record is in the address and whose reachable() says
- * yes); the checks printed beside it spell out what reachable() compares: the worker (self), the
- * host identity field by field (boot id, net/pid/user namespaces) and the uid (shm). */
+ * address, and why. Everything comes from the library: the address decoded
+ * (ferry_address_decode), each record explained by its own transport and judged from this
+ * worker (ferry_address_record_decode), and the choice made by the code ferry_ep_create runs
+ * (ferry_ep_choose). The checks printed beside each transport compare the fields of the two
+ * addresses' headers that its capabilities depend on: the worker (SAME_WORKER) and the host
+ * identity, field by field (SAME_HOST: boot id, net/pid/user namespaces). */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +16,6 @@
 #include <unistd.h>
 
 #include "info.h"
-#include "progress/worker.h"
-#include "transport/shm/shm.h"
-#include "transport/tcp/tcp_frame.h"
-#include "transport/transport.h"
-#include "wireup/address.h"
-#include "wireup/context.h"
 
 /* Addresses are at most 65535 bytes (a u16 total length); read one more to notice a larger
  * file. */
@@ -38,12 +32,11 @@ typedef struct info_check {
 } info_check_t;
 
 typedef struct info_tl_verdict {
-    const ferry_tl_ops_t *ops;
-    const ferry_address_record_t *record; /* the address's record for it, or NULL */
-    bool reachable;                       /* what reachable() says */
+    ferry_transport_info_t tl;          /* the transport (enabled here) */
+    bool have_record;                   /* the address has a record for it */
+    ferry_address_record_info_t record; /* its first record, judged from this worker */
     unsigned check_count;
     info_check_t checks[INFO_CHECKS_MAX];
-    char note[256]; /* a remark ("" when none) */
 } info_tl_verdict_t;
 
 /* ---------------------------------------------------------------- reading */
@@ -104,41 +97,12 @@ static void info_boot_id_text(const uint8_t boot_id[16], char *buffer, size_t le
              hex + 20);
 }
 
-static const ferry_tl_ops_t *info_transport_by_id(uint8_t id, size_t *index_p)
+/* Record index of the address, decoded and judged from worker (may be NULL). */
+static bool info_record(const void *blob, size_t length, size_t index, ferry_worker_t *worker,
+                        ferry_address_record_info_t *record)
 {
-    for (size_t i = 0; i < ferry_transports_count; i++) {
-        if (ferry_transports[i]->id == id) {
-            if (index_p != NULL)
-                *index_p = i;
-            return ferry_transports[i];
-        }
-    }
-    return NULL;
-}
-
-static bool info_is_shm(const ferry_tl_ops_t *ops)
-{
-    return strcmp(ops->name, "shm") == 0;
-}
-
-/* The shm record in a parsed address, if it has the right size. */
-static bool info_shm_record(const ferry_address_record_t *record, shm_record_t *rec)
-{
-    if (record == NULL || record->length != sizeof(*rec))
-        return false;
-    memcpy(rec, record->data, sizeof(*rec));
-    return true;
-}
-
-/* The socket name of an shm record, printable (bounded, non-printable bytes as '?'). */
-static void info_shm_name_text(const shm_record_t *rec, char *buffer, size_t length)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof(rec->name) && rec->name[i] != '\0' && n + 1 < length; i++) {
-        unsigned char c = (unsigned char)rec->name[i];
-        buffer[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    buffer[n] = '\0';
+    *record = (ferry_address_record_info_t){.size = sizeof(*record)};
+    return ferry_address_record_decode(blob, length, index, worker, record) == FERRY_OK;
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -167,157 +131,79 @@ static void info_check_u64(info_tl_verdict_t *v, const char *key, const char *wh
     snprintf(check->here, sizeof(check->here), "%" PRIu64, here);
 }
 
-static void info_check_host(info_tl_verdict_t *v, const ferry_host_id_t *address,
-                            const ferry_host_id_t *here)
+/* The header fields a transport of these capabilities depends on, address against here. */
+static void info_checks(info_tl_verdict_t *v, const ferry_address_info_t *peer,
+                        const ferry_address_info_t *here)
 {
-    info_check_t *check =
-        info_check_add(v, "boot_id", "boot id",
-                       memcmp(address->boot_id, here->boot_id, sizeof(here->boot_id)) == 0);
-    if (check != NULL) {
-        info_boot_id_text(address->boot_id, check->address, sizeof(check->address));
-        info_boot_id_text(here->boot_id, check->here, sizeof(check->here));
-    }
-    info_check_u64(v, "net_ns", "net namespace", address->net_ns, here->net_ns);
-    info_check_u64(v, "pid_ns", "pid namespace", address->pid_ns, here->pid_ns);
-    info_check_u64(v, "user_ns", "user namespace", address->user_ns, here->user_ns);
-}
-
-/* The tcp record in text: "port P: a.b.c.d, x::y". */
-static void info_tcp_record_text(const ferry_address_record_t *r, char *buffer, size_t length)
-{
-    tcp_record_t rec;
-    if (!tcp_record_decode(r->data, r->length, &rec)) {
-        snprintf(buffer, length, "malformed record");
-        return;
-    }
-    size_t used = (size_t)snprintf(buffer, length, "port %u:", rec.port);
-    for (unsigned i = 0; i < rec.count && used < length; i++) {
-        char text[INET6_ADDRSTRLEN];
-        inet_ntop(rec.addrs[i].family == 4 ? AF_INET : AF_INET6, rec.addrs[i].bytes, text,
-                  sizeof(text));
-        used += (size_t)snprintf(buffer + used, length - used, " %s", text);
-    }
-}
-
-/* tcp: the record parses; a peer on this host (same boot id and network namespace) is reached
- * over loopback, another host only through a non-loopback address. */
-static void info_tcp_checks(info_tl_verdict_t *v, const ferry_address_t *peer,
-                            const ferry_host_id_t *here)
-{
-    tcp_record_t rec;
-    bool valid = tcp_record_decode(v->record->data, v->record->length, &rec);
-    info_check_t *check = info_check_add(v, "record", "record", valid);
-    if (check != NULL) {
-        info_tcp_record_text(v->record, check->address, sizeof(check->address));
-        snprintf(check->here, sizeof(check->here), "version %u, 1..%u addresses",
-                 TCP_RECORD_VERSION, TCP_RECORD_MAX_ADDRS);
-    }
-    if (!valid)
-        return;
-    bool same = ferry_host_id_equal(&peer->host, here);
-    unsigned remote = 0;
-    for (unsigned i = 0; i < rec.count; i++) {
-        const tcp_record_addr_t *a = &rec.addrs[i];
-        bool loopback = a->family == 4 ? a->bytes[0] == 127
-                                       : memcmp(a->bytes, in6addr_loopback.s6_addr, 16) == 0;
-        remote += !loopback;
-    }
-    check = info_check_add(v, "route",
-                           same ? "same host: loopback"
-                                : "another host: routable "
-                                  "address",
-                           same || remote > 0);
-    if (check != NULL) {
-        snprintf(check->address, sizeof(check->address), "%u non-loopback addresses", remote);
-        snprintf(check->here, sizeof(check->here), "%s",
-                 same ? "same boot id and namespaces" : "another host (never loopback)");
-    }
-}
-
-static void info_verdict(ferry_worker_t *worker, unsigned t, const ferry_address_t *peer,
-                         const ferry_address_t *own, info_tl_verdict_t *v)
-{
-    const ferry_tl_ops_t *ops = ferry_transports[t];
-    unsigned flags = worker->context->caps[t].flags;
-
-    memset(v, 0, sizeof(*v));
-    v->ops = ops;
-    v->record = ferry_address_find(peer, ops->id);
-    if (v->record == NULL)
-        return;
-    v->reachable = ops->reachable(worker->tl[t], peer, v->record->data, v->record->length);
-
-    if (flags & FERRY_TL_CAP_SAME_WORKER) {
+    if (v->tl.caps & FERRY_TRANSPORT_CAP_SAME_WORKER) {
         info_check_t *check =
-            info_check_add(v, "worker", "worker", peer->worker_uuid == worker->uuid);
+            info_check_add(v, "worker", "worker", peer->worker_id == here->worker_id);
         if (check != NULL) {
-            snprintf(check->address, sizeof(check->address), "%016" PRIx64, peer->worker_uuid);
-            snprintf(check->here, sizeof(check->here), "%016" PRIx64, worker->uuid);
+            info_id_text(peer->worker_id, check->address, sizeof(check->address));
+            info_id_text(here->worker_id, check->here, sizeof(check->here));
         }
     }
-    if (flags & FERRY_TL_CAP_SAME_HOST)
-        info_check_host(v, &peer->host, &worker->context->host);
-    if (info_is_shm(ops)) {
-        shm_record_t peer_rec, own_rec;
-        info_check_t *check = info_check_add(v, "record_length", "record length",
-                                             v->record->length == sizeof(shm_record_t));
+    if (v->tl.caps & FERRY_TRANSPORT_CAP_SAME_HOST) {
+        info_check_t *check =
+            info_check_add(v, "boot_id", "boot id",
+                           memcmp(peer->boot_id, here->boot_id, sizeof(here->boot_id)) == 0);
         if (check != NULL) {
-            snprintf(check->address, sizeof(check->address), "%u", v->record->length);
-            snprintf(check->here, sizeof(check->here), "%zu", sizeof(shm_record_t));
+            info_boot_id_text(peer->boot_id, check->address, sizeof(check->address));
+            info_boot_id_text(here->boot_id, check->here, sizeof(check->here));
         }
-        if (info_shm_record(v->record, &peer_rec)) {
-            uint32_t here_uid = info_shm_record(ferry_address_find(own, ops->id), &own_rec)
-                                    ? own_rec.uid
-                                    : (uint32_t)getuid();
-            info_check_u64(v, "uid", "uid", peer_rec.uid, here_uid);
-        }
+        info_check_u64(v, "net_ns", "net namespace", peer->net_ns, here->net_ns);
+        info_check_u64(v, "pid_ns", "pid namespace", peer->pid_ns, here->pid_ns);
+        info_check_u64(v, "user_ns", "user namespace", peer->user_ns, here->user_ns);
     }
+}
 
-    if (strcmp(ops->name, "tcp") == 0)
-        info_tcp_checks(v, peer, &worker->context->host);
-
-    bool all_ok = true;
-    for (unsigned i = 0; i < v->check_count; i++)
-        all_ok = all_ok && v->checks[i].ok;
-    if (v->check_count > 0 && all_ok && !v->reachable)
-        snprintf(v->note, sizeof(v->note), "%s says unreachable although every check above passed",
-                 ops->name);
-    else if (!all_ok && v->reachable)
-        snprintf(v->note, sizeof(v->note), "%s says reachable although a check above differs",
-                 ops->name);
+/* The verdict of transport index (enabled here) on the address. */
+static void info_verdict(ferry_worker_t *worker, size_t index, const void *blob, size_t length,
+                         const ferry_address_info_t *peer, const ferry_address_info_t *here,
+                         info_tl_verdict_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->tl.size = sizeof(v->tl);
+    if (ferry_transport_query(NULL, index, &v->tl) != FERRY_OK)
+        return; /* cannot be: the index is in range */
+    for (size_t r = 0; r < peer->record_count && !v->have_record; r++) {
+        v->have_record = info_record(blob, length, r, worker, &v->record) &&
+                         v->record.transport_index == index && v->record.considered;
+    }
+    if (v->have_record)
+        info_checks(v, peer, here);
 }
 
 /* ---------------------------------------------------------------- output */
 
-static void info_address_json(info_json_t *json, const char *key, const ferry_address_t *a,
-                              bool with_records)
+static void info_address_json(info_json_t *json, const char *key, const ferry_address_info_t *a,
+                              const void *blob, size_t length)
 {
     char text[64];
 
     info_json_object_begin(json, key);
     info_json_uint(json, "version", a->version);
-    snprintf(text, sizeof(text), "%016" PRIx64, a->worker_uuid);
+    info_id_text(a->worker_id, text, sizeof(text));
     info_json_string(json, "worker", text);
     info_json_uint(json, "pid", a->pid);
-    info_boot_id_text(a->host.boot_id, text, sizeof(text));
+    info_boot_id_text(a->boot_id, text, sizeof(text));
     info_json_string(json, "boot_id", text);
-    info_json_uint(json, "net_ns", a->host.net_ns);
-    info_json_uint(json, "pid_ns", a->host.pid_ns);
-    info_json_uint(json, "user_ns", a->host.user_ns);
-    if (with_records) {
+    info_json_uint(json, "net_ns", a->net_ns);
+    info_json_uint(json, "pid_ns", a->pid_ns);
+    info_json_uint(json, "user_ns", a->user_ns);
+    if (blob != NULL) {
         info_json_array_begin(json, "records");
-        for (unsigned i = 0; i < a->record_count; i++) {
-            const ferry_address_record_t *r = &a->records[i];
-            const ferry_tl_ops_t *ops = info_transport_by_id(r->transport_id, NULL);
-            shm_record_t rec;
+        for (size_t i = 0; i < a->record_count; i++) {
+            ferry_address_record_info_t r;
+            if (!info_record(blob, length, i, NULL, &r))
+                continue;
             info_json_object_begin(json, NULL);
-            info_json_uint(json, "id", r->transport_id);
-            info_json_string(json, "transport", ops != NULL ? ops->name : NULL);
-            info_json_uint(json, "length", r->length);
-            if (ops != NULL && info_is_shm(ops) && info_shm_record(r, &rec)) {
-                info_json_uint(json, "uid", rec.uid);
-                info_json_string_n(json, "socket", rec.name, strnlen(rec.name, sizeof(rec.name)));
-            }
+            info_json_uint(json, "id", r.transport_id);
+            info_json_string(json, "transport", r.transport);
+            info_json_uint(json, "length", r.length);
+            info_json_string(json, "status", ferry_status_name(r.status));
+            info_json_string(json, "description", r.text);
+            info_fields_json(json, &r);
             info_json_object_end(json);
         }
         info_json_array_end(json);
@@ -325,35 +211,26 @@ static void info_address_json(info_json_t *json, const char *key, const ferry_ad
     info_json_object_end(json);
 }
 
-static void info_address_text(const char *path, size_t length, const ferry_address_t *a)
+static void info_address_text(const char *path, size_t length, const ferry_address_info_t *a,
+                              const void *blob)
 {
-    char boot[40];
+    char boot[40], id[24];
 
-    info_boot_id_text(a->host.boot_id, boot, sizeof(boot));
+    info_boot_id_text(a->boot_id, boot, sizeof(boot));
+    info_id_text(a->worker_id, id, sizeof(id));
     printf("address in %s: %zu bytes, version %u\n", path, length, a->version);
-    printf("  worker   %016" PRIx64 ", pid %" PRIu32 "\n", a->worker_uuid, a->pid);
+    printf("  worker   %s, pid %" PRIu32 "\n", id, a->pid);
     printf("  host     boot id %s, net ns %" PRIu64 ", pid ns %" PRIu64 ", user ns %" PRIu64 "\n",
-           boot, a->host.net_ns, a->host.pid_ns, a->host.user_ns);
+           boot, a->net_ns, a->pid_ns, a->user_ns);
     printf("  records ");
     if (a->record_count == 0)
         printf(" none");
-    for (unsigned i = 0; i < a->record_count; i++) {
-        const ferry_address_record_t *r = &a->records[i];
-        const ferry_tl_ops_t *ops = info_transport_by_id(r->transport_id, NULL);
-        shm_record_t rec;
-        printf("%s %s (id %u, %u bytes", i ? "," : "", ops != NULL ? ops->name : "unknown",
-               r->transport_id, r->length);
-        if (ops != NULL && info_is_shm(ops) && info_shm_record(r, &rec)) {
-            char name[sizeof(rec.name) + 1];
-            info_shm_name_text(&rec, name, sizeof(name));
-            printf(": uid %" PRIu32 ", socket @%s", rec.uid, name);
-        }
-        if (ops != NULL && strcmp(ops->name, "tcp") == 0) {
-            char text[200];
-            info_tcp_record_text(r, text, sizeof(text));
-            printf(": %s", text);
-        }
-        printf(")");
+    for (size_t i = 0; i < a->record_count; i++) {
+        ferry_address_record_info_t r;
+        if (!info_record(blob, length, i, NULL, &r))
+            continue;
+        printf("%s %s (id %u, %zu bytes: %s)", i ? "," : "",
+               r.transport != NULL ? r.transport : "unknown", r.transport_id, r.length, r.text);
     }
     printf("\n");
 }
@@ -361,14 +238,18 @@ static void info_address_text(const char *path, size_t length, const ferry_addre
 static void info_verdict_json(info_json_t *json, const info_tl_verdict_t *v)
 {
     info_json_object_begin(json, NULL);
-    info_json_string(json, "name", v->ops->name);
-    info_json_uint(json, "id", v->ops->id);
-    info_json_bool(json, "record", v->record != NULL);
-    if (v->record != NULL)
-        info_json_uint(json, "record_length", v->record->length);
+    info_json_string(json, "name", v->tl.name);
+    info_json_uint(json, "id", v->tl.id);
+    info_json_bool(json, "record", v->have_record);
+    if (v->have_record)
+        info_json_uint(json, "record_length", v->record.length);
     else
         info_json_null(json, "record_length");
-    info_json_bool(json, "reachable", v->reachable);
+    info_json_bool(json, "reachable", v->have_record && v->record.reachable);
+    info_json_string(json, "why",
+                     !v->have_record       ? "no record in the address"
+                     : v->record.reachable ? NULL
+                                           : v->record.why);
     info_json_array_begin(json, "checks");
     for (unsigned i = 0; i < v->check_count; i++) {
         const info_check_t *c = &v->checks[i];
@@ -380,19 +261,20 @@ static void info_verdict_json(info_json_t *json, const info_tl_verdict_t *v)
         info_json_object_end(json);
     }
     info_json_array_end(json);
-    info_json_string(json, "note", v->note[0] != '\0' ? v->note : NULL);
     info_json_object_end(json);
 }
 
 static void info_verdict_text(const info_tl_verdict_t *v)
 {
-    printf("  %s (id %u): ", v->ops->name, v->ops->id);
-    if (v->record == NULL) {
-        printf("no record in the address (the peer has not enabled %s)\n", v->ops->name);
+    printf("  %s (id %u): ", v->tl.name, v->tl.id);
+    if (!v->have_record) {
+        printf("no record in the address (the peer has not enabled %s)\n", v->tl.name);
         return;
     }
-    printf("record of %u bytes; %s\n", v->record->length,
-           v->reachable ? "reachable" : "NOT reachable");
+    if (v->record.reachable)
+        printf("record of %zu bytes; reachable\n", v->record.length);
+    else
+        printf("record of %zu bytes; NOT reachable: %s\n", v->record.length, v->record.why);
     for (unsigned i = 0; i < v->check_count; i++) {
         const info_check_t *c = &v->checks[i];
         if (c->ok)
@@ -400,44 +282,30 @@ static void info_verdict_text(const info_tl_verdict_t *v)
         else
             printf("      DIFFERS  %-15s address %s, here %s\n", c->what, c->address, c->here);
     }
-    if (v->note[0] != '\0')
-        printf("      note: %s\n", v->note);
 }
 
-/* Records of the address that no transport enabled here will look at. */
-static void info_ignored_records(info_t *info, ferry_worker_t *worker, const ferry_address_t *peer)
+/* Records of the address that no transport enabled here looks at, with the library's reason. */
+static void info_ignored_records(info_t *info, ferry_worker_t *worker, const void *blob,
+                                 size_t length, const ferry_address_info_t *peer)
 {
     bool any = false;
 
     if (info->json_mode)
         info_json_array_begin(&info->json, "ignored_records");
-    for (unsigned i = 0; i < peer->record_count; i++) {
-        const ferry_address_record_t *r = &peer->records[i];
-        size_t index = 0;
-        const ferry_tl_ops_t *ops = info_transport_by_id(r->transport_id, &index);
-        char reason[128];
-        if (ops != NULL && index < FERRY_TL_MAX && worker->tl[index] != NULL) {
-            if (ferry_address_find(peer, r->transport_id) == r)
-                continue; /* looked at */
-            snprintf(reason, sizeof(reason), "a second record for %s (only the first counts)",
-                     ops->name);
-        } else if (ops != NULL) {
-            snprintf(reason, sizeof(reason), "%s is not enabled here (ferry_info -d says why)",
-                     ops->name);
-        } else {
-            snprintf(reason, sizeof(reason), "no transport of this ferry has id %u (a newer peer?)",
-                     r->transport_id);
-        }
+    for (size_t i = 0; i < peer->record_count; i++) {
+        ferry_address_record_info_t r;
+        if (!info_record(blob, length, i, worker, &r) || r.considered)
+            continue;
         if (info->json_mode) {
             info_json_object_begin(&info->json, NULL);
-            info_json_uint(&info->json, "id", r->transport_id);
-            info_json_string(&info->json, "transport", ops != NULL ? ops->name : NULL);
-            info_json_string(&info->json, "reason", reason);
+            info_json_uint(&info->json, "id", r.transport_id);
+            info_json_string(&info->json, "transport", r.transport);
+            info_json_string(&info->json, "reason", r.why);
             info_json_object_end(&info->json);
         } else {
             if (!any)
                 printf("records not considered:\n");
-            printf("  id %u: %s\n", r->transport_id, reason);
+            printf("  id %u: %s\n", r.transport_id, r.why);
         }
         any = true;
     }
@@ -464,7 +332,10 @@ int info_show_endpoint(info_t *info, const char *path)
 {
     char error[512];
     size_t length = 0;
-    ferry_address_t peer, own;
+    ferry_address_info_t peer = {.size = sizeof(peer)};
+    ferry_address_info_t here;
+    const void *own;
+    size_t own_length;
     ferry_status_t status;
     int result;
 
@@ -478,11 +349,11 @@ int info_show_endpoint(info_t *info, const char *path)
     if (info->json_mode)
         info_json_uint(&info->json, "length", length);
 
-    status = ferry_address_parse(blob, length, &peer);
+    status = ferry_address_decode(blob, length, &peer);
     if (status != FERRY_OK) {
         snprintf(error, sizeof(error),
-                 "%zu bytes, not a valid worker address: %s (the warning of "
-                 "ferry_address_parse on stderr says what is wrong)",
+                 "%zu bytes, not a valid worker address: %s (the library's warning on stderr "
+                 "says what is wrong)",
                  length, ferry_status_string(status));
         result = info_endpoint_fail(info, path, ferry_status_name(status), error);
         free(blob);
@@ -490,61 +361,67 @@ int info_show_endpoint(info_t *info, const char *path)
     }
 
     ferry_worker_t *worker = info_worker(info, &status);
-    if (worker == NULL) {
+    if (worker == NULL || !info_worker_address(info, &own, &own_length, &here)) {
         snprintf(error, sizeof(error), "no worker here to compare with: %s (%s)",
                  ferry_status_string(status), ferry_status_name(status));
         if (!info->json_mode)
-            info_address_text(path, length, &peer);
+            info_address_text(path, length, &peer, blob);
         else
-            info_address_json(&info->json, "address", &peer, true);
+            info_address_json(&info->json, "address", &peer, blob, length);
         result = info_endpoint_fail(info, path, ferry_status_name(status), error);
         free(blob);
         return result;
     }
-    if (ferry_address_parse(worker->address, worker->address_length, &own) != FERRY_OK)
-        memset(&own, 0, sizeof(own)); /* cannot happen: then no own record is found */
 
+    ferry_context_t *context = info_context(info, NULL);
     if (info->json_mode) {
-        info_address_json(&info->json, "address", &peer, true);
-        ferry_address_t here = own;
-        here.worker_uuid = worker->uuid;
-        here.host = worker->context->host;
-        here.pid = (uint32_t)getpid();
-        info_address_json(&info->json, "here", &here, false);
+        info_address_json(&info->json, "address", &peer, blob, length);
+        info_address_json(&info->json, "here", &here, NULL, 0);
         info_json_array_begin(&info->json, "transports");
     } else {
-        info_address_text(path, length, &peer);
-        printf("this worker: %016" PRIx64 ", pid %ld\n", worker->uuid, (long)getpid());
+        char id[24];
+        info_address_text(path, length, &peer, blob);
+        info_id_text(here.worker_id, id, sizeof(id));
+        printf("this worker: %s, pid %" PRIu32 "\n", id, here.pid);
         printf("transports enabled here, in order of preference (FERRY_TRANSPORTS=%s):\n",
                info_transports_setting());
     }
-
-    const ferry_tl_ops_t *selected = NULL;
-    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+    for (size_t t = 0; t < ferry_transport_count(); t++) {
+        ferry_transport_info_t tl = {.size = sizeof(tl)};
+        if (ferry_transport_query(context, t, &tl) != FERRY_OK || !tl.enabled)
+            continue;
         info_tl_verdict_t v;
-        info_verdict(worker, worker->tl_active[i], &peer, &own, &v);
+        info_verdict(worker, t, blob, length, &peer, &here, &v);
         if (info->json_mode)
             info_verdict_json(&info->json, &v);
         else
             info_verdict_text(&v);
-        if (selected == NULL && v.record != NULL && v.reachable)
-            selected = v.ops;
     }
     if (info->json_mode)
         info_json_array_end(&info->json);
-    info_ignored_records(info, worker, &peer);
+    info_ignored_records(info, worker, blob, length, &peer);
 
+    ferry_ep_choice_t choice = {.size = sizeof(choice)};
+    status = ferry_ep_choose(worker, blob, length, &choice);
+    if (status != FERRY_OK) { /* cannot be: the address was decoded above */
+        choice.status = status;
+        choice.transport = NULL;
+        snprintf(choice.reason, sizeof(choice.reason), "ferry_ep_choose: %s",
+                 ferry_status_name(status));
+    }
     if (info->json_mode) {
-        info_json_string(&info->json, "status",
-                         ferry_status_name(selected ? FERRY_OK : FERRY_ERR_UNREACHABLE));
-        info_json_string(&info->json, "selected", selected ? selected->name : NULL);
+        info_json_string(&info->json, "status", ferry_status_name(choice.status));
+        info_json_string(&info->json, "selected", choice.transport);
+        info_json_string(&info->json, "reason", choice.reason);
         info_json_object_end(&info->json);
-    } else if (selected != NULL) {
-        printf("endpoint: would use %s\n", selected->name);
+    } else if (choice.transport != NULL) {
+        printf("endpoint: would use %s\n", choice.transport);
+        printf("  why: %s\n", choice.reason);
     } else {
         printf("endpoint: unreachable: no transport enabled here reaches this worker "
                "(ferry_ep_create returns FERRY_ERR_UNREACHABLE)\n");
+        printf("  why: %s\n", choice.reason);
     }
     free(blob);
-    return selected != NULL ? 0 : 1;
+    return choice.transport != NULL ? 0 : 1;
 }

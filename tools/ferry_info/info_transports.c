@@ -1,41 +1,39 @@
-/* ferry_info -d: every transport of the list, in order of preference: what it can do, whether
- * it is enabled here and why not, and what its part of a worker holds (describe()). */
+/* ferry_info -d: every transport of the library, in order of preference: what it can do,
+ * whether it is enabled here and why not (ferry_transport_query), what its part of a worker
+ * holds (ferry_worker_transport_describe), and in JSON its record of the worker's address
+ * (ferry_address_record_decode: the tcp port, the shm socket). */
 #define _GNU_SOURCE
-#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "info.h"
-#include "progress/worker.h"
-#include "transport/transport.h"
-#include "wireup/context.h"
 
 typedef struct info_tl {
-    const ferry_tl_ops_t *ops;
-    ferry_status_t query_status;
-    ferry_tl_caps_t caps;
-    bool usable;        /* query() succeeded */
-    bool enabled;       /* the context enabled it */
-    char reason[384];   /* why it is not enabled ("" when enabled) */
-    char describe[512]; /* describe() of the worker's part ("" when none) */
+    ferry_transport_info_t q;               /* ferry_transport_query */
+    bool enabled;                           /* the context enabled it */
+    char reason[FERRY_INFO_TEXT_MAX + 128]; /* why it is not enabled ("" when enabled) */
+    char describe[512];                     /* the worker's facts ("" when none) */
+    bool have_record;                       /* record: its record in the worker's address */
+    ferry_address_record_info_t record;
 } info_tl_t;
 
 static void info_tl_gather(info_t *info, size_t index, info_tl_t *tl)
 {
-    ferry_status_t context_status, worker_status;
+    ferry_status_t context_status;
     ferry_context_t *context = info_context(info, &context_status);
-    ferry_worker_t *worker = info_worker(info, &worker_status);
-    char why[256] = "";
+    ferry_worker_t *worker = info_worker(info, NULL);
+    ferry_address_info_t own;
+    const void *address;
+    size_t length;
 
     memset(tl, 0, sizeof(*tl));
-    tl->ops = ferry_transports[index];
-    tl->query_status = tl->ops->query(&tl->caps, why, sizeof(why));
-    tl->usable = tl->query_status == FERRY_OK;
-    if (!tl->usable) {
-        snprintf(tl->reason, sizeof(tl->reason), "unusable here: %s",
-                 why[0] != '\0' ? why : ferry_status_string(tl->query_status));
-    } else if (context != NULL && index < FERRY_TL_MAX && context->enabled[index]) {
+    tl->q.size = sizeof(tl->q);
+    if (ferry_transport_query(context, index, &tl->q) != FERRY_OK)
+        return; /* cannot be: the index is in range */
+    if (tl->q.usable != FERRY_OK) {
+        snprintf(tl->reason, sizeof(tl->reason), "unusable here: %s", tl->q.why);
+    } else if (tl->q.enabled) {
         tl->enabled = true;
     } else if (context != NULL || context_status == FERRY_ERR_NO_DEVICE) {
         /* usable, yet not enabled (or no context because nothing was): not allowed */
@@ -45,9 +43,17 @@ static void info_tl_gather(info_t *info, size_t index, info_tl_t *tl)
         snprintf(tl->reason, sizeof(tl->reason), "unknown: the context could not be created (%s)",
                  ferry_status_name(context_status));
     }
-    if (worker != NULL && index < FERRY_TL_MAX && worker->tl[index] != NULL &&
-        tl->ops->describe != NULL)
-        tl->ops->describe(worker->tl[index], tl->describe, sizeof(tl->describe));
+    if (worker != NULL && ferry_worker_transport_describe(worker, index, tl->describe,
+                                                          sizeof(tl->describe)) != FERRY_OK)
+        tl->describe[0] = '\0';
+    if (info_worker_address(info, &address, &length, &own)) {
+        for (size_t r = 0; r < own.record_count && !tl->have_record; r++) {
+            tl->record = (ferry_address_record_info_t){.size = sizeof(tl->record)};
+            tl->have_record =
+                ferry_address_record_decode(address, length, r, NULL, &tl->record) == FERRY_OK &&
+                tl->record.transport_index == index;
+        }
+    }
 }
 
 static void info_size_text(size_t value, char *buffer, size_t length)
@@ -68,27 +74,36 @@ static void info_tl_json(info_t *info, const info_tl_t *tl)
     info_json_t *json = &info->json;
 
     info_json_object_begin(json, NULL);
-    info_json_string(json, "name", tl->ops->name);
-    info_json_uint(json, "id", tl->ops->id);
-    info_json_bool(json, "usable", tl->usable);
+    info_json_string(json, "name", tl->q.name);
+    info_json_uint(json, "id", tl->q.id);
+    info_json_bool(json, "usable", tl->q.usable == FERRY_OK);
     info_json_bool(json, "enabled", tl->enabled);
     info_json_string(json, "reason", tl->enabled ? NULL : tl->reason);
-    if (tl->usable) {
+    if (tl->q.usable == FERRY_OK) {
         info_json_object_begin(json, "caps");
         info_json_array_begin(json, "flags");
-        info_flags_each(tl->caps.flags, info_flag_json, json);
+        info_flags_each(tl->q.caps, info_flag_json, json);
         info_json_array_end(json);
-        info_json_uint(json, "flags_value", tl->caps.flags);
-        info_json_uint(json, "max_short", tl->caps.max_short);
-        info_json_uint(json, "max_bcopy", tl->caps.max_bcopy);
-        info_json_uint(json, "max_iov", tl->caps.max_iov);
-        info_json_double(json, "latency_ns", tl->caps.latency_ns);
-        info_json_double(json, "bandwidth_Bps", tl->caps.bandwidth_Bps);
+        info_json_uint(json, "flags_value", tl->q.caps);
+        info_json_uint(json, "max_short", tl->q.max_short);
+        info_json_uint(json, "max_bcopy", tl->q.max_bcopy);
+        info_json_uint(json, "max_iov", tl->q.max_iov);
+        info_json_double(json, "latency_ns", tl->q.latency_ns);
+        info_json_double(json, "bandwidth_Bps", tl->q.bandwidth_Bps);
         info_json_object_end(json);
     } else {
         info_json_null(json, "caps");
     }
     info_json_string(json, "describe", tl->describe[0] != '\0' ? tl->describe : NULL);
+    if (tl->have_record) {
+        info_json_object_begin(json, "record");
+        info_json_uint(json, "length", tl->record.length);
+        info_json_string(json, "description", tl->record.text);
+        info_fields_json(json, &tl->record);
+        info_json_object_end(json);
+    } else {
+        info_json_null(json, "record");
+    }
     info_json_object_end(json);
 }
 
@@ -96,18 +111,18 @@ static void info_tl_text(const info_tl_t *tl)
 {
     char flags[128], size[32];
 
-    printf("  %s (id %u): %s\n", tl->ops->name, tl->ops->id, tl->enabled ? "enabled" : tl->reason);
-    if (tl->usable) {
-        info_flags_string(tl->caps.flags, flags, sizeof(flags));
+    printf("  %s (id %u): %s\n", tl->q.name, tl->q.id, tl->enabled ? "enabled" : tl->reason);
+    if (tl->q.usable == FERRY_OK) {
+        info_flags_string(tl->q.caps, flags, sizeof(flags));
         printf("      flags      %s\n", flags);
-        info_size_text(tl->caps.max_short, size, sizeof(size));
-        printf("      max_short  %s%s\n", size, tl->caps.max_short == SIZE_MAX ? "" : " B");
-        info_size_text(tl->caps.max_bcopy, size, sizeof(size));
-        printf("      max_bcopy  %s%s\n", size, tl->caps.max_bcopy == SIZE_MAX ? "" : " B");
-        info_size_text(tl->caps.max_iov, size, sizeof(size));
+        info_size_text(tl->q.max_short, size, sizeof(size));
+        printf("      max_short  %s%s\n", size, tl->q.max_short == SIZE_MAX ? "" : " B");
+        info_size_text(tl->q.max_bcopy, size, sizeof(size));
+        printf("      max_bcopy  %s%s\n", size, tl->q.max_bcopy == SIZE_MAX ? "" : " B");
+        info_size_text(tl->q.max_iov, size, sizeof(size));
         printf("      max_iov    %s\n", size);
-        printf("      latency    %.0f ns (estimate)\n", tl->caps.latency_ns);
-        printf("      bandwidth  %.2f GB/s (estimate)\n", tl->caps.bandwidth_Bps / 1e9);
+        printf("      latency    %.0f ns (estimate)\n", tl->q.latency_ns);
+        printf("      bandwidth  %.2f GB/s (estimate)\n", tl->q.bandwidth_Bps / 1e9);
     }
     if (tl->describe[0] != '\0')
         printf("      worker     %s\n", tl->describe);
@@ -119,8 +134,15 @@ int info_show_transports(info_t *info)
     ferry_context_t *context = info_context(info, &context_status);
     ferry_worker_t *worker = info_worker(info, &worker_status);
     const char *setting = info_transports_setting();
+    ferry_address_info_t own;
+    const void *address = NULL;
+    size_t length = 0;
+    bool have_address = info_worker_address(info, &address, &length, &own);
+    char id[24];
     info_tl_t tl;
 
+    if (have_address)
+        info_id_text(own.worker_id, id, sizeof(id));
     if (info->json_mode) {
         info_json_t *json = &info->json;
         info_json_object_begin(json, "transports");
@@ -129,15 +151,13 @@ int info_show_transports(info_t *info)
         info_json_object_begin(json, "worker");
         info_json_string(json, "status",
                          context != NULL ? ferry_status_name(worker_status) : "not created");
-        if (worker != NULL) {
-            char uuid[32];
-            snprintf(uuid, sizeof(uuid), "%016" PRIx64, worker->uuid);
-            info_json_string(json, "uuid", uuid);
-            info_json_uint(json, "address_length", worker->address_length);
+        if (have_address) {
+            info_json_string(json, "uuid", id);
+            info_json_uint(json, "address_length", length);
         }
         info_json_object_end(json);
         info_json_array_begin(json, "list");
-        for (size_t i = 0; i < ferry_transports_count; i++) {
+        for (size_t i = 0; i < ferry_transport_count(); i++) {
             info_tl_gather(info, i, &tl);
             info_tl_json(info, &tl);
         }
@@ -147,7 +167,7 @@ int info_show_transports(info_t *info)
     }
 
     printf("transports (in order of preference; FERRY_TRANSPORTS=%s):\n", setting);
-    for (size_t i = 0; i < ferry_transports_count; i++) {
+    for (size_t i = 0; i < ferry_transport_count(); i++) {
         info_tl_gather(info, i, &tl);
         info_tl_text(&tl);
     }
@@ -158,7 +178,6 @@ int info_show_transports(info_t *info)
         printf("worker: not created: %s (%s); the log above names the failed call\n",
                ferry_status_string(worker_status), ferry_status_name(worker_status));
     else
-        printf("worker: %016" PRIx64 ", address of %zu bytes\n", worker->uuid,
-               worker->address_length);
+        printf("worker: %s, address of %zu bytes\n", have_address ? id : "?", length);
     return 0;
 }

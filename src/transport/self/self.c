@@ -1,16 +1,15 @@
 /* The self transport: active messages from a worker to itself. A send copies the message into
  * a queue; the worker's progress delivers it. */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/compiler.h"
 #include "core/list.h"
 #include "core/log.h"
-#include "progress/worker.h"
-#include "proto/am.h"
+#include "core/pool.h"
 #include "transport/transport.h"
-#include "wireup/ep.h"
 
 /* Messages whose header + payload fit here travel in the queue entry itself. */
 #define SELF_INLINE_MAX 256
@@ -18,8 +17,8 @@
 #define SELF_QUEUE_MAX 4096
 
 typedef struct self_msg {
-    ferry_list_link_t link;
-    ferry_tl_ep_t *tl_ep;
+    fy_list_link_t link;
+    fy_tl_ep_t *tl_ep;
     uint8_t id;
     uint16_t header_length;
     size_t length;
@@ -27,31 +26,31 @@ typedef struct self_msg {
     uint8_t inline_data[FERRY_AM_HEADER_MAX + SELF_INLINE_MAX];
 } self_msg_t;
 
-struct ferry_tl_worker {
+struct fy_tl_worker {
     ferry_worker_t *worker;
-    uint32_t poll_bit;  /* this transport's bit in worker->tl_poll_skip */
-    ferry_list_t queue; /* self_msg_t to deliver, in order */
-    ferry_list_t free;  /* self_msg_t to reuse */
+    const fy_tl_local_t *local;
+    fy_list_t queue; /* self_msg_t to deliver, in order */
+    fy_pool_t msgs;  /* self_msg_t */
     unsigned queued;
 };
 
-extern const ferry_tl_ops_t ferry_tl_self_ops;
+extern const fy_tl_ops_t fy_tl_self_ops;
 
-struct ferry_tl_ep {
-    ferry_tl_worker_t *tlw;
+struct fy_tl_ep {
+    fy_tl_worker_t *tlw;
     ferry_ep_t *ep;
     unsigned queued; /* this endpoint's messages not delivered yet */
     bool closing;    /* graceful close: terminated when queued reaches 0 */
 };
 
-static ferry_status_t self_query(ferry_tl_caps_t *caps, char *why, size_t why_len)
+static ferry_status_t self_query(fy_tl_caps_t *caps, char *why, size_t why_len)
 {
     (void)why;
     (void)why_len;
     memset(caps, 0, sizeof(*caps));
     /* one-sided operations go through the target-executed protocol over the ordered queue */
-    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_WORKER |
-                  FERRY_TL_CAP_RMA_ORDERED;
+    caps->flags =
+        FY_TL_CAP_AM | FY_TL_CAP_AM_ORDERED | FY_TL_CAP_SAME_WORKER | FY_TL_CAP_RMA_ORDERED;
     caps->max_short = SELF_INLINE_MAX;
     caps->max_bcopy = SIZE_MAX;
     caps->max_iov = SIZE_MAX;
@@ -60,45 +59,41 @@ static ferry_status_t self_query(ferry_tl_caps_t *caps, char *why, size_t why_le
     return FERRY_OK;
 }
 
-static ferry_status_t self_init(ferry_worker_t *worker, ferry_tl_worker_t **tlw_p)
+static ferry_status_t self_init(ferry_worker_t *worker, const fy_tl_local_t *local,
+                                fy_tl_worker_t **tlw_p)
 {
-    ferry_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
+    fy_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
     if (tlw == NULL) {
-        ferry_error("calloc(%zu) for the self transport failed", sizeof(*tlw));
+        fy_error("calloc(%zu) for the self transport failed", sizeof(*tlw));
         return FERRY_ERR_NO_MEMORY;
     }
     tlw->worker = worker;
-    for (size_t t = 0; t < ferry_transports_count; t++) {
-        if (ferry_transports[t] == &ferry_tl_self_ops)
-            tlw->poll_bit = 1u << t;
-    }
-    worker->tl_poll_skip |= tlw->poll_bit; /* nothing queued: progress need not call poll */
-    ferry_list_init(&tlw->queue);
-    ferry_list_init(&tlw->free);
+    tlw->local = local;
+    *local->poll_skip |= local->poll_bit; /* nothing queued: progress need not call poll */
+    fy_list_init(&tlw->queue);
+    fy_pool_init(&tlw->msgs, sizeof(self_msg_t), 16, "self-transport messages");
     *tlw_p = tlw;
     return FERRY_OK;
 }
 
-static void self_msg_release(ferry_tl_worker_t *tlw, self_msg_t *msg)
+static void self_msg_release(fy_tl_worker_t *tlw, self_msg_t *msg)
 {
-    ferry_list_push_head(&tlw->free, &msg->link);
+    fy_pool_put(&tlw->msgs, msg);
 }
 
-static void self_finalize(ferry_tl_worker_t *tlw)
+static void self_finalize(fy_tl_worker_t *tlw)
 {
-    ferry_list_link_t *link;
-    while ((link = ferry_list_pop_head(&tlw->queue)) != NULL) {
-        self_msg_t *msg = ferry_list_entry(link, self_msg_t, link);
+    fy_list_link_t *link;
+    while ((link = fy_list_pop_head(&tlw->queue)) != NULL) {
+        self_msg_t *msg = fy_list_entry(link, self_msg_t, link);
         if (msg->data != NULL && msg->data != msg->inline_data + msg->header_length)
-            ferry_am_buffer_free(msg->data);
-        free(msg);
+            fy_am_buffer_free(msg->data);
     }
-    while ((link = ferry_list_pop_head(&tlw->free)) != NULL)
-        free(ferry_list_entry(link, self_msg_t, link));
+    fy_pool_destroy(&tlw->msgs, NULL, NULL);
     free(tlw);
 }
 
-static ferry_status_t self_address(ferry_tl_worker_t *tlw, void *buffer, size_t *length_p)
+static ferry_status_t self_address(fy_tl_worker_t *tlw, void *buffer, size_t *length_p)
 {
     (void)tlw;
     (void)buffer;
@@ -106,24 +101,45 @@ static ferry_status_t self_address(ferry_tl_worker_t *tlw, void *buffer, size_t 
     return FERRY_OK;
 }
 
-static bool self_reachable(ferry_tl_worker_t *tlw, const ferry_address_t *peer, const void *record,
+static bool self_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
                            size_t record_length)
 {
     (void)record;
     (void)record_length;
-    return peer->worker_uuid == tlw->worker->uuid;
+    return peer->worker_uuid == tlw->local->worker_uuid;
 }
 
-static ferry_status_t self_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
-                                   const ferry_address_t *peer, const void *record,
-                                   size_t record_length, ferry_tl_ep_t **tlep_p)
+static ferry_status_t self_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer,
+                                           const void *record, size_t record_length, char *text,
+                                           size_t text_len, bool *reachable_p, char *why,
+                                           size_t why_len)
+{
+    (void)record;
+    if (record_length == 0)
+        snprintf(text, text_len, "empty (the worker id in the address header is all it needs)");
+    else
+        snprintf(text, text_len,
+                 "%zu bytes, unused (the worker id in the address header is all it needs)",
+                 record_length);
+    if (tlw != NULL) {
+        *reachable_p = self_reachable(tlw, peer, record, record_length);
+        if (!*reachable_p)
+            snprintf(why, why_len, "another worker (self reaches only its own worker)");
+    }
+    return FERRY_OK;
+}
+
+static ferry_status_t self_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_tl_peer_t *peer,
+                                   const void *record, size_t record_length, fy_tl_caps_t *caps_p,
+                                   fy_tl_ep_t **tlep_p)
 {
     (void)peer;
+    (void)caps_p;
     (void)record;
     (void)record_length;
-    ferry_tl_ep_t *tlep = calloc(1, sizeof(*tlep));
+    fy_tl_ep_t *tlep = calloc(1, sizeof(*tlep));
     if (tlep == NULL) {
-        ferry_error("calloc(%zu) for a self endpoint failed", sizeof(*tlep));
+        fy_error("calloc(%zu) for a self endpoint failed", sizeof(*tlep));
         return FERRY_ERR_NO_MEMORY;
     }
     tlep->tlw = tlw;
@@ -132,7 +148,7 @@ static ferry_status_t self_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
     return FERRY_OK;
 }
 
-static ferry_status_t self_ep_terminate(ferry_tl_ep_t *tlep)
+static ferry_status_t self_ep_terminate(fy_tl_ep_t *tlep)
 {
     if (tlep->queued == 0)
         return FERRY_OK;
@@ -140,45 +156,37 @@ static ferry_status_t self_ep_terminate(ferry_tl_ep_t *tlep)
     return FERRY_INPROGRESS;
 }
 
-static void self_ep_destroy(ferry_tl_ep_t *tlep)
+static void self_ep_destroy(fy_tl_ep_t *tlep)
 {
-    ferry_tl_worker_t *tlw = tlep->tlw;
-    ferry_list_link_t *next;
+    fy_tl_worker_t *tlw = tlep->tlw;
+    fy_list_link_t *next;
     /* Drop this endpoint's undelivered messages. */
-    for (ferry_list_link_t *l = ferry_list_first(&tlw->queue); l != ferry_list_end(&tlw->queue);
-         l = next) {
+    for (fy_list_link_t *l = fy_list_first(&tlw->queue); l != fy_list_end(&tlw->queue); l = next) {
         next = l->next;
-        self_msg_t *msg = ferry_list_entry(l, self_msg_t, link);
+        self_msg_t *msg = fy_list_entry(l, self_msg_t, link);
         if (msg->tl_ep != tlep)
             continue;
-        ferry_list_remove(l);
+        fy_list_remove(l);
         tlw->queued--;
         if (msg->data != NULL && msg->data != msg->inline_data + msg->header_length)
-            ferry_am_buffer_free(msg->data);
+            fy_am_buffer_free(msg->data);
         self_msg_release(tlw, msg);
     }
     free(tlep);
 }
 
-static self_msg_t *self_msg_get(ferry_tl_worker_t *tlw)
+static self_msg_t *self_msg_get(fy_tl_worker_t *tlw)
 {
-    ferry_list_link_t *link;
     if (tlw->queued >= SELF_QUEUE_MAX)
         return NULL;
-    link = ferry_list_pop_head(&tlw->free);
-    if (link != NULL)
-        return ferry_list_entry(link, self_msg_t, link);
-    self_msg_t *msg = malloc(sizeof(*msg));
-    if (msg == NULL)
-        ferry_error("malloc(%zu) for a self message failed", sizeof(*msg));
-    return msg;
+    return fy_pool_get(&tlw->msgs);
 }
 
-static ferry_status_t self_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+static ferry_status_t self_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header,
                                  size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
                                  ferry_completion_t *comp)
 {
-    ferry_tl_worker_t *tlw = tlep->tlw;
+    fy_tl_worker_t *tlw = tlep->tlw;
     size_t length = 0;
     uint8_t *dst;
     (void)comp;
@@ -197,7 +205,7 @@ static ferry_status_t self_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *he
     if (length <= SELF_INLINE_MAX) {
         dst = msg->inline_data + header_length;
     } else {
-        dst = ferry_am_buffer_alloc(length);
+        dst = fy_am_buffer_alloc(length);
         if (dst == NULL) {
             self_msg_release(tlw, msg);
             return FERRY_ERR_NO_MEMORY;
@@ -209,29 +217,29 @@ static ferry_status_t self_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *he
             memcpy(dst, iov[i].buffer, iov[i].length);
         dst += iov[i].length;
     }
-    ferry_list_push_tail(&tlw->queue, &msg->link);
+    fy_list_push_tail(&tlw->queue, &msg->link);
     tlw->queued++;
-    tlw->worker->tl_poll_skip &= ~tlw->poll_bit;
+    *tlw->local->poll_skip &= ~tlw->local->poll_bit;
     tlep->queued++;
     return FERRY_OK;
 }
 
-static ferry_status_t self_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+static ferry_status_t self_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
                                       size_t header_length, const void *payload, size_t length)
 {
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
     return self_sendv(tlep, id, header, header_length, &iov, 1, NULL);
 }
 
-static unsigned self_poll(ferry_tl_worker_t *tlw)
+static unsigned self_poll(fy_tl_worker_t *tlw)
 {
     unsigned count = 0;
     /* Deliver only what was queued before this call, so that a handler that sends to itself
      * cannot keep progress from returning. */
     unsigned budget = tlw->queued;
-    ferry_list_link_t *link;
-    while (count < budget && (link = ferry_list_pop_head(&tlw->queue)) != NULL) {
-        self_msg_t *msg = ferry_list_entry(link, self_msg_t, link);
+    fy_list_link_t *link;
+    while (count < budget && (link = fy_list_pop_head(&tlw->queue)) != NULL) {
+        self_msg_t *msg = fy_list_entry(link, self_msg_t, link);
         tlw->queued--;
         count++;
         if (--msg->tl_ep->queued == 0 && msg->tl_ep->closing) {
@@ -239,28 +247,28 @@ static unsigned self_poll(ferry_tl_worker_t *tlw)
              * deferred queue, after this delivery (done before it, as the handler may
              * destroy the endpoint) */
             msg->tl_ep->closing = false;
-            ferry_ep_terminated(msg->tl_ep->ep);
+            fy_ep_terminated(msg->tl_ep->ep);
         }
         if (msg->data != msg->inline_data + msg->header_length) {
-            ferry_am_deliver_buffer(tlw->worker, msg->tl_ep->ep, msg->id, msg->inline_data,
-                                    msg->header_length, msg->data, msg->length);
+            fy_am_deliver_buffer(tlw->worker, msg->tl_ep->ep, msg->id, msg->inline_data,
+                                 msg->header_length, msg->data, msg->length);
         } else {
-            ferry_am_deliver(tlw->worker, msg->tl_ep->ep, msg->id, msg->inline_data,
-                             msg->header_length, msg->length ? msg->data : NULL, msg->length, 0);
+            fy_am_deliver(tlw->worker, msg->tl_ep->ep, msg->id, msg->inline_data,
+                          msg->header_length, msg->length ? msg->data : NULL, msg->length, 0);
         }
         self_msg_release(tlw, msg);
     }
     if (tlw->queued == 0)
-        tlw->worker->tl_poll_skip |= tlw->poll_bit;
+        *tlw->local->poll_skip |= tlw->local->poll_bit;
     return count;
 }
 
-static ferry_status_t self_arm(ferry_tl_worker_t *tlw)
+static ferry_status_t self_arm(fy_tl_worker_t *tlw)
 {
-    return ferry_list_is_empty(&tlw->queue) ? FERRY_OK : FERRY_ERR_BUSY;
+    return fy_list_is_empty(&tlw->queue) ? FERRY_OK : FERRY_ERR_BUSY;
 }
 
-const ferry_tl_ops_t ferry_tl_self_ops = {
+const fy_tl_ops_t fy_tl_self_ops = {
     .name = "self",
     .id = 1,
     .query = self_query,
@@ -268,6 +276,7 @@ const ferry_tl_ops_t ferry_tl_self_ops = {
     .finalize = self_finalize,
     .address = self_address,
     .reachable = self_reachable,
+    .record_describe = self_record_describe,
     .ep_init = self_ep_init,
     .ep_terminate = self_ep_terminate,
     .ep_destroy = self_ep_destroy,

@@ -17,31 +17,29 @@
 #include "core/compiler.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "proto/am.h"
 #include "transport/shm/shm.h"
-#include "wireup/ep.h"
 
-static const ferry_config_var_t shm_ring_cells_var = {
+static const fy_config_var_t shm_ring_cells_var = {
     .name = "FERRY_SHM_RING_CELLS",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "256",
     .description = "64-byte cells in the receive ring a worker keeps for each connected peer "
                    "(a power of 2, 2..1048576)"};
-static const ferry_config_var_t *const shm_ring_cells_reg
+static const fy_config_var_t *const shm_ring_cells_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_ring_cells_var;
 
-static const ferry_config_var_t shm_am_max_var = {
+static const fy_config_var_t shm_am_max_var = {
     .name = "FERRY_SHM_AM_MAX",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "16G",
     .description = "largest active-message payload a worker accepts from a peer over shm"};
-static const ferry_config_var_t *const shm_am_max_reg
+static const fy_config_var_t *const shm_am_max_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_am_max_var;
 
 /* Cells one poll takes from one ring before it moves to the next (fairness). */
 #define SHM_POLL_BUDGET 32u
 
-static void shm_req_deferred_cb(ferry_deferred_t *self);
+static void shm_req_deferred_cb(fy_deferred_t *self);
 
 /* ------------------------------------------------------------------ signalling */
 
@@ -50,20 +48,20 @@ static void shm_req_deferred_cb(ferry_deferred_t *self);
  * and reads its rings the same way (shm_arm). In that single total order either the receiver
  * sees our cell or we see armed set: no wake-up is lost, and no fence instruction is needed
  * on top of the locked exchange. */
-static inline void shm_signal_peer(ferry_tl_ep_t *tlep)
+static inline void shm_signal_peer(fy_tl_ep_t *tlep)
 {
-    if (ferry_likely(atomic_load(&tlep->peer_region->armed) == 0))
+    if (fy_likely(atomic_load(&tlep->peer_region->armed) == 0))
         return;
     if (atomic_exchange(&tlep->peer_region->armed, 0) != 0) {
         uint64_t one = 1;
         if (write(tlep->peer_eventfd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
-            ferry_warn("shm: write(eventfd of pid %u) failed: %s", tlep->peer_pid, strerror(errno));
+            fy_warn("shm: write(eventfd of pid %u) failed: %s", tlep->peer_pid, strerror(errno));
     }
 }
 
 /* ------------------------------------------------------------------ sending */
 
-static inline shm_cell_t *shm_tx_cell(ferry_tl_ep_t *tlep)
+static inline shm_cell_t *shm_tx_cell(fy_tl_ep_t *tlep)
 {
     shm_cell_t *cell = &tlep->tx_cells[tlep->tx_pos & tlep->tx_mask];
     if (atomic_load_explicit(&cell->seq, memory_order_acquire) != tlep->tx_pos)
@@ -71,7 +69,7 @@ static inline shm_cell_t *shm_tx_cell(ferry_tl_ep_t *tlep)
     return cell;
 }
 
-static inline void shm_tx_post(ferry_tl_ep_t *tlep, shm_cell_t *cell)
+static inline void shm_tx_post(fy_tl_ep_t *tlep, shm_cell_t *cell)
 {
     atomic_exchange(&cell->seq, tlep->tx_pos + 1); /* seq_cst: see shm_signal_peer */
     tlep->tx_pos++;
@@ -80,7 +78,7 @@ static inline void shm_tx_post(ferry_tl_ep_t *tlep, shm_cell_t *cell)
 /* Post an INLINE message of total bytes (header + payload, contiguous in bytes) in one cell
  * and up to SHM_INLINE_EXTRA_MAX continuation cells. Returns FERRY_OK, FERRY_ERR_NO_RESOURCE
  * (ring full), or FERRY_ERR_UNSUPPORTED (the ring is too small for that many cells). */
-static ferry_status_t shm_post_inline(ferry_tl_ep_t *tlep, uint8_t id, size_t header_length,
+static ferry_status_t shm_post_inline(fy_tl_ep_t *tlep, uint8_t id, size_t header_length,
                                       const uint8_t *bytes, size_t total)
 {
     unsigned extra =
@@ -139,7 +137,7 @@ static inline _Atomic uint64_t *shm_pool_bits(shm_region_t *region, unsigned poo
  * from after the last one this sender took, not lowest-first: the buffer the receiver freed a
  * moment ago still sits in the receiver's cache, and writing it again at once would pull every
  * line back across the cores. */
-static inline int shm_buf_reserve(ferry_tl_ep_t *tlep, unsigned pool)
+static inline int shm_buf_reserve(fy_tl_ep_t *tlep, unsigned pool)
 {
     shm_region_t *region = tlep->peer_region;
     _Atomic uint64_t *bits_p = shm_pool_bits(region, pool);
@@ -256,7 +254,7 @@ static size_t shm_req_gather(shm_req_t *req, uint8_t *dst, size_t length)
 
 /* Try to post req (any size) into the ring. Returns FERRY_OK when it is wholly posted,
  * FERRY_ERR_NO_RESOURCE when the ring or the pool is full (req remembers how far it got). */
-static ferry_status_t shm_req_post(ferry_tl_ep_t *tlep, shm_req_t *req)
+static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
 {
     size_t total = req->header_length + req->length;
 
@@ -346,24 +344,24 @@ static void shm_req_free(shm_req_t *req)
 }
 
 /* Finish a queued request: its completion runs from the worker's deferred queue. */
-static void shm_req_complete(ferry_tl_ep_t *tlep, shm_req_t *req, ferry_status_t status)
+static void shm_req_complete(fy_tl_ep_t *tlep, shm_req_t *req, ferry_status_t status)
 {
-    ferry_list_remove(&req->link);
+    fy_list_remove(&req->link);
     req->status = status;
     if (req->comp == NULL) {
         shm_req_free(req);
         return;
     }
-    ferry_worker_defer(tlep->tlw->worker, &req->deferred);
+    fy_worker_defer(tlep->tlw->worker, &req->deferred);
 }
 
-static void shm_req_deferred_cb(ferry_deferred_t *self)
+static void shm_req_deferred_cb(fy_deferred_t *self)
 {
-    shm_req_t *req = ferry_container_of(self, shm_req_t, deferred);
+    shm_req_t *req = fy_container_of(self, shm_req_t, deferred);
     ferry_completion_t *comp = req->comp;
     ferry_status_t status = req->status;
     shm_req_free(req);
-    ferry_completion_update(comp, status);
+    fy_completion_update(comp, status);
 }
 
 static shm_req_t *shm_req_create(uint8_t id, const void *header, size_t header_length,
@@ -371,11 +369,11 @@ static shm_req_t *shm_req_create(uint8_t id, const void *header, size_t header_l
 {
     shm_req_t *req = calloc(1, sizeof(*req));
     if (req == NULL) {
-        ferry_error("calloc(%zu) for a pending shm send failed", sizeof(*req));
+        fy_error("calloc(%zu) for a pending shm send failed", sizeof(*req));
         return NULL;
     }
-    ferry_list_init(&req->link);
-    ferry_list_init(&req->deferred.link);
+    fy_list_init(&req->link);
+    fy_list_init(&req->deferred.link);
     req->deferred.cb = shm_req_deferred_cb;
     req->comp = comp;
     req->id = id;
@@ -387,7 +385,7 @@ static shm_req_t *shm_req_create(uint8_t id, const void *header, size_t header_l
     if (iovcnt > FERRY_ARRAY_SIZE(req->iov_inline)) {
         req->iov = malloc(iovcnt * sizeof(*iov));
         if (req->iov == NULL) {
-            ferry_error("malloc(%zu) for an iov copy failed", iovcnt * sizeof(*iov));
+            fy_error("malloc(%zu) for an iov copy failed", iovcnt * sizeof(*iov));
             free(req);
             return NULL;
         }
@@ -403,7 +401,7 @@ static shm_req_t *shm_req_create(uint8_t id, const void *header, size_t header_l
  * refused send waits for room: progress retries it, and the peer is asked (sender_waiting,
  * waiters) to signal us when it frees ring cells or buffers. Only called on a connected
  * endpoint. */
-static void shm_ep_set_waiting(ferry_tl_ep_t *tlep, bool waiting)
+static void shm_ep_set_waiting(fy_tl_ep_t *tlep, bool waiting)
 {
     if (tlep->waiting == waiting)
         return;
@@ -419,15 +417,15 @@ static void shm_ep_set_waiting(ferry_tl_ep_t *tlep, bool waiting)
     }
 }
 
-static void shm_ep_post_close(ferry_tl_ep_t *tlep);
+static void shm_ep_post_close(fy_tl_ep_t *tlep);
 
 /* Is there room for what the endpoint waits to send: a ring cell, and a buffer of the pool its
  * refused send or its first queued request needs? */
-static bool shm_ep_has_room(ferry_tl_ep_t *tlep)
+static bool shm_ep_has_room(fy_tl_ep_t *tlep)
 {
     unsigned pool = tlep->blocked_pool;
-    if (!ferry_list_is_empty(&tlep->pending)) {
-        shm_req_t *req = ferry_list_entry(ferry_list_first(&tlep->pending), shm_req_t, link);
+    if (!fy_list_is_empty(&tlep->pending)) {
+        shm_req_t *req = fy_list_entry(fy_list_first(&tlep->pending), shm_req_t, link);
         pool = req->first_posted ? SHM_POOL_BULK : shm_pool_for(req->header_length, req->length);
     }
     if (shm_tx_cell(tlep) == NULL)
@@ -437,14 +435,14 @@ static bool shm_ep_has_room(ferry_tl_ep_t *tlep)
 
 /* Post what is queued, in order. Returns the number of events: requests finished, and a refused
  * send that may now be retried (so that ferry_worker_wait returns to its caller). */
-static unsigned shm_ep_progress_pending(ferry_tl_ep_t *tlep)
+static unsigned shm_ep_progress_pending(fy_tl_ep_t *tlep)
 {
     unsigned count = 0;
     bool posted = false;
-    ferry_list_link_t *link;
+    fy_list_link_t *link;
 
-    while ((link = ferry_list_first(&tlep->pending)) != ferry_list_end(&tlep->pending)) {
-        shm_req_t *req = ferry_list_entry(link, shm_req_t, link);
+    while ((link = fy_list_first(&tlep->pending)) != fy_list_end(&tlep->pending)) {
+        shm_req_t *req = fy_list_entry(link, shm_req_t, link);
         size_t before = req->sent;
         bool was_first = req->first_posted;
         ferry_status_t status = shm_req_post(tlep, req);
@@ -456,7 +454,7 @@ static unsigned shm_ep_progress_pending(ferry_tl_ep_t *tlep)
     }
     if (posted)
         shm_signal_peer(tlep);
-    if (ferry_list_is_empty(&tlep->pending)) {
+    if (fy_list_is_empty(&tlep->pending)) {
         if (tlep->closing) {
             shm_ep_post_close(tlep); /* may free tlep */
         } else if (tlep->blocked && !shm_ep_has_room(tlep)) {
@@ -474,38 +472,44 @@ static unsigned shm_ep_progress_pending(ferry_tl_ep_t *tlep)
     return count;
 }
 
-static ferry_status_t shm_ep_check(ferry_tl_ep_t *tlep)
+static ferry_status_t shm_ep_check(fy_tl_ep_t *tlep)
 {
     if (tlep->state == SHM_CONN_DETACHED)
-        return tlep->ep->error != FERRY_OK ? tlep->ep->error : FERRY_ERR_ENDPOINT_CLOSED;
+        return tlep->error != FERRY_OK ? tlep->error : FERRY_ERR_ENDPOINT_CLOSED;
     return FERRY_OK;
 }
 
-static ferry_status_t shm_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header,
+                                size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
+                                ferry_completion_t *comp);
+
+static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
                                      size_t header_length, const void *payload, size_t length)
 {
     size_t total = header_length + length;
 
-    if (ferry_likely(tlep->state == SHM_CONN_CONNECTED && ferry_list_is_empty(&tlep->pending) &&
-                     total > SHM_CELL_DATA && total <= SHM_INLINE_MAX)) {
+    if (fy_likely(tlep->state == SHM_CONN_CONNECTED && fy_list_is_empty(&tlep->pending) &&
+                  total > SHM_CELL_DATA && total <= SHM_INLINE_MAX)) {
         uint8_t bytes[SHM_INLINE_MAX];
         if (header_length)
             memcpy(bytes, header, header_length);
         if (length)
             memcpy(bytes + header_length, payload, length);
         ferry_status_t status = shm_post_inline(tlep, id, header_length, bytes, total);
-        if (status == FERRY_OK)
+        if (status == FERRY_OK) {
             shm_signal_peer(tlep);
-        else if (status == FERRY_ERR_NO_RESOURCE) {
+            return FERRY_OK;
+        }
+        if (status == FERRY_ERR_NO_RESOURCE) {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
             tlep->blocked_pool = SHM_POOL_NONE;
+            return FERRY_ERR_NO_RESOURCE;
         }
-        return status; /* UNSUPPORTED: the caller falls back to sendv */
-    }
-    if (ferry_likely(tlep->state == SHM_CONN_CONNECTED && ferry_list_is_empty(&tlep->pending) &&
-                     total <= SHM_CELL_DATA)) {
+        /* the ring is too small for the continuation cells: sendv uses a buffer */
+    } else if (fy_likely(tlep->state == SHM_CONN_CONNECTED && fy_list_is_empty(&tlep->pending) &&
+                         total <= SHM_CELL_DATA)) {
         shm_cell_t *cell = shm_tx_cell(tlep);
-        if (ferry_unlikely(cell == NULL)) {
+        if (fy_unlikely(cell == NULL)) {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
             tlep->blocked_pool = SHM_POOL_NONE;
             return FERRY_ERR_NO_RESOURCE;
@@ -523,10 +527,12 @@ static ferry_status_t shm_send_short(ferry_tl_ep_t *tlep, uint8_t id, const void
         shm_signal_peer(tlep);
         return FERRY_OK;
     }
-    return FERRY_ERR_UNSUPPORTED; /* the caller falls back to sendv */
+    /* still connecting, or earlier sends queued: sendv queues a copy, in order */
+    ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
+    return shm_sendv(tlep, id, header, header_length, &iov, 1, NULL);
 }
 
-static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *header,
+static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header,
                                 size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
                                 ferry_completion_t *comp)
 {
@@ -544,7 +550,7 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
     bool small = shm_buffer_bytes(header_length, length) <= SHM_BULK_SIZE;
     bool connected = tlep->state == SHM_CONN_CONNECTED;
 
-    if (connected && !ferry_list_is_empty(&tlep->pending) && small)
+    if (connected && !fy_list_is_empty(&tlep->pending) && small)
         return FERRY_ERR_NO_RESOURCE; /* keep order behind queued sends */
     if (connected && small) {
         /* a request on the stack: posted whole or not at all */
@@ -572,7 +578,7 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
     req = shm_req_create(id, header, header_length, iov, iovcnt, comp);
     if (req == NULL)
         return FERRY_ERR_NO_MEMORY;
-    if (connected && ferry_list_is_empty(&tlep->pending)) {
+    if (connected && fy_list_is_empty(&tlep->pending)) {
         status = shm_req_post(tlep, req);
         shm_signal_peer(tlep);
         if (status == FERRY_OK) {
@@ -585,7 +591,7 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
          * keep a private copy so that they are free now */
         req->copy = malloc(length ? length : 1);
         if (req->copy == NULL) {
-            ferry_error("malloc(%zu) for a queued message failed", length);
+            fy_error("malloc(%zu) for a queued message failed", length);
             shm_req_free(req);
             return FERRY_ERR_NO_MEMORY;
         }
@@ -596,7 +602,7 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
         req->iov_index = 0;
         req->iov_offset = 0;
     }
-    ferry_list_push_tail(&tlep->pending, &req->link);
+    fy_list_push_tail(&tlep->pending, &req->link);
     if (connected)
         shm_ep_set_waiting(tlep, true);
     return req->copy != NULL ? FERRY_OK : FERRY_INPROGRESS;
@@ -604,22 +610,22 @@ static ferry_status_t shm_sendv(ferry_tl_ep_t *tlep, uint8_t id, const void *hea
 
 /* ------------------------------------------------------------------ receiving */
 
-static void shm_ep_protocol_error(ferry_tl_ep_t *tlep, shm_cell_verdict_t verdict,
+static void shm_ep_protocol_error(fy_tl_ep_t *tlep, shm_cell_verdict_t verdict,
                                   const shm_cell_t *cell)
 {
-    ferry_warn("shm: closing the endpoint to pid %u: malformed cell from it (%s: type %u, "
-               "length %u, header %u, buffer %u)",
-               tlep->peer_pid, shm_cell_verdict_string(verdict), cell->type, cell->length,
-               cell->header_length, cell->buf);
+    fy_warn("shm: closing the endpoint to pid %u: malformed cell from it (%s: type %u, "
+            "length %u, header %u, buffer %u)",
+            tlep->peer_pid, shm_cell_verdict_string(verdict), cell->type, cell->length,
+            cell->header_length, cell->buf);
     shm_ep_shutdown(tlep, FERRY_ERR_PROTOCOL);
-    ferry_ep_fail(tlep->ep, FERRY_ERR_PROTOCOL);
+    fy_ep_fail(tlep->ep, FERRY_ERR_PROTOCOL);
 }
 
 /* Handle one cell (a private copy; inline_data: the INLINE message's bytes, gathered from its
  * continuation cells). Returns false when the endpoint went away. */
-static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t *inline_data)
+static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t *inline_data)
 {
-    ferry_tl_worker_t *tlw = tlep->tlw;
+    fy_tl_worker_t *tlw = tlep->tlw;
     shm_region_t *region = tlw->region;
     uint64_t free_bits = atomic_load_explicit(&region->free_bufs, memory_order_relaxed);
     uint64_t free_bulk = atomic_load_explicit(&region->free_bulk, memory_order_relaxed);
@@ -627,13 +633,13 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
         shm_cell_check(cell, free_bits, free_bulk, &tlep->frag, tlw->am_max);
     ferry_ep_t *ep = tlep->ep;
 
-    if (ferry_unlikely(verdict != SHM_CELL_OK)) {
+    if (fy_unlikely(verdict != SHM_CELL_OK)) {
         shm_ep_protocol_error(tlep, verdict, cell);
         return false;
     }
     switch (cell->type) {
     case SHM_CELL_INLINE:
-        ferry_am_deliver(
+        fy_am_deliver(
             tlw->worker, ep, cell->am_id, inline_data, cell->header_length,
             cell->length > cell->header_length ? (void *)(inline_data + cell->header_length) : NULL,
             cell->length - cell->header_length, 0);
@@ -641,10 +647,10 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
     case SHM_CELL_MEDIUM: {
         uint8_t *data = shm_buf_data(region, shm_cell_pool(cell), cell->buf);
         bool head = (cell->flags & SHM_CELL_HEAD) != 0;
-        if (ferry_am_deliver(tlw->worker, ep, cell->am_id, head ? cell->data : data,
-                             cell->header_length, head ? data : data + cell->header_length,
-                             cell->length - cell->header_length,
-                             FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS)
+        if (fy_am_deliver(tlw->worker, ep, cell->am_id, head ? cell->data : data,
+                          cell->header_length, head ? data : data + cell->header_length,
+                          cell->length - cell->header_length,
+                          FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS)
             shm_buf_release(region, shm_cell_pool(cell), cell->buf);
         return true;
     }
@@ -658,12 +664,12 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
                 frag->data = frag->spare; /* no malloc, no page faults: reused */
                 frag->spare = NULL;
             } else {
-                frag->data = ferry_am_buffer_alloc(length ? length : 1);
+                frag->data = fy_am_buffer_alloc(length ? length : 1);
             }
             if (frag->data == NULL) {
                 shm_buf_release(region, SHM_POOL_BULK, cell->buf);
                 shm_ep_shutdown(tlep, FERRY_ERR_NO_MEMORY);
-                ferry_ep_fail(ep, FERRY_ERR_NO_MEMORY);
+                fy_ep_fail(ep, FERRY_ERR_NO_MEMORY);
                 return false;
             }
             frag->active = true;
@@ -681,19 +687,18 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
             uint8_t *buffer = frag->data;
             frag->active = false;
             frag->data = NULL;
-            if (ferry_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length,
-                                 buffer, frag->length,
-                                 FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS) {
+            if (fy_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length, buffer,
+                              frag->length, FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS) {
                 /* keep it for the next message: the handler may have closed the endpoint */
                 if (tlep->state == SHM_CONN_DETACHED) {
-                    ferry_am_buffer_free(buffer);
+                    fy_am_buffer_free(buffer);
                 } else if (frag->spare == NULL || frag->spare_length < frag->length) {
                     if (frag->spare != NULL)
-                        ferry_am_buffer_free(frag->spare);
+                        fy_am_buffer_free(frag->spare);
                     frag->spare = buffer;
                     frag->spare_length = frag->length;
                 } else {
-                    ferry_am_buffer_free(buffer);
+                    fy_am_buffer_free(buffer);
                 }
             }
         }
@@ -702,14 +707,14 @@ static bool shm_rx_cell(ferry_tl_ep_t *tlep, const shm_cell_t *cell, const uint8
     case SHM_CELL_CLOSE:
         tlep->peer_closed = true;
         shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
-        ferry_ep_fail(ep, FERRY_ERR_ENDPOINT_CLOSED);
+        fy_ep_fail(ep, FERRY_ERR_ENDPOINT_CLOSED);
         return false;
     }
     return true;
 }
 
 /* Take up to budget cells from the endpoint's ring. */
-static unsigned shm_ep_poll_rx(ferry_tl_ep_t *tlep, unsigned budget)
+static unsigned shm_ep_poll_rx(fy_tl_ep_t *tlep, unsigned budget)
 {
     unsigned count = 0;
     while (count < budget) {
@@ -721,7 +726,7 @@ static unsigned shm_ep_poll_rx(ferry_tl_ep_t *tlep, unsigned budget)
         const uint8_t *inline_data = cell.data;
         memcpy(&cell, slot, sizeof(cell));
         unsigned extra = cell.type == SHM_CELL_INLINE ? cell.flags : 0;
-        if (ferry_unlikely(extra > 0)) {
+        if (fy_unlikely(extra > 0)) {
             if (extra > SHM_INLINE_EXTRA_MAX || extra > tlep->rx_mask) {
                 shm_ep_protocol_error(tlep, SHM_CELL_BAD_LENGTH, &cell);
                 break;
@@ -749,27 +754,27 @@ static unsigned shm_ep_poll_rx(ferry_tl_ep_t *tlep, unsigned budget)
 }
 
 /* After freeing ring cells or buffers: wake senders that wait for them. */
-static void shm_wake_waiters(ferry_tl_worker_t *tlw)
+static void shm_wake_waiters(fy_tl_worker_t *tlw)
 {
     /* Our frees (cell seq stores, buffer bits) must be visible before we read waiters; the
      * blocked sender stores sender_waiting and then re-reads the ring (shm_has_work). One
      * barrier per batch of received cells. */
     atomic_thread_fence(memory_order_seq_cst);
-    if (ferry_likely(atomic_load_explicit(&tlw->region->waiters, memory_order_relaxed) == 0))
+    if (fy_likely(atomic_load_explicit(&tlw->region->waiters, memory_order_relaxed) == 0))
         return;
     for (unsigned i = 0; i < tlw->rx_count; i++) {
-        ferry_tl_ep_t *tlep = tlw->rx[i];
+        fy_tl_ep_t *tlep = tlw->rx[i];
         if (tlep->rx_ring != NULL && atomic_load(&tlep->rx_ring->sender_waiting) &&
             tlep->peer_region != NULL && atomic_exchange(&tlep->rx_ring->sender_waiting, 0))
             shm_signal_peer(tlep);
     }
 }
 
-static unsigned shm_poll(ferry_tl_worker_t *tlw)
+static unsigned shm_poll(fy_tl_worker_t *tlw)
 {
     unsigned count = 0;
     for (unsigned i = 0; i < tlw->rx_count;) {
-        ferry_tl_ep_t *tlep = tlw->rx[i];
+        fy_tl_ep_t *tlep = tlw->rx[i];
         count += shm_ep_poll_rx(tlep, SHM_POLL_BUDGET);
         /* the endpoint may have been detached (and removed from rx[]) by a cell */
         if (i < tlw->rx_count && tlw->rx[i] == tlep)
@@ -777,9 +782,9 @@ static unsigned shm_poll(ferry_tl_worker_t *tlw)
     }
     if (count > 0)
         shm_wake_waiters(tlw);
-    if (ferry_unlikely(tlw->waiting_count > 0)) {
+    if (fy_unlikely(tlw->waiting_count > 0)) {
         for (unsigned i = 0; i < tlw->rx_count;) {
-            ferry_tl_ep_t *tlep = tlw->rx[i];
+            fy_tl_ep_t *tlep = tlw->rx[i];
             if (tlep->waiting)
                 count += shm_ep_progress_pending(tlep);
             if (i < tlw->rx_count && tlw->rx[i] == tlep)
@@ -791,10 +796,10 @@ static unsigned shm_poll(ferry_tl_worker_t *tlw)
 
 /* ------------------------------------------------------------------ sleeping */
 
-static bool shm_has_work(ferry_tl_worker_t *tlw)
+static bool shm_has_work(fy_tl_worker_t *tlw)
 {
     for (unsigned i = 0; i < tlw->rx_count; i++) {
-        ferry_tl_ep_t *tlep = tlw->rx[i];
+        fy_tl_ep_t *tlep = tlw->rx[i];
         shm_cell_t *slot = &tlep->rx_cells[tlep->rx_pos & tlep->rx_mask];
         if (atomic_load(&slot->seq) == tlep->rx_pos + 1)
             return true;
@@ -811,7 +816,7 @@ static bool shm_has_work(ferry_tl_worker_t *tlw)
     return false;
 }
 
-static ferry_status_t shm_arm(ferry_tl_worker_t *tlw)
+static ferry_status_t shm_arm(fy_tl_worker_t *tlw)
 {
     atomic_store(&tlw->region->armed, 1); /* seq_cst, then seq_cst ring loads: see signal */
     if (shm_has_work(tlw)) {
@@ -821,7 +826,7 @@ static ferry_status_t shm_arm(ferry_tl_worker_t *tlw)
     return FERRY_OK;
 }
 
-static void shm_disarm(ferry_tl_worker_t *tlw)
+static void shm_disarm(fy_tl_worker_t *tlw)
 {
     if (atomic_load_explicit(&tlw->region->armed, memory_order_relaxed))
         atomic_store_explicit(&tlw->region->armed, 0, memory_order_relaxed);
@@ -829,11 +834,11 @@ static void shm_disarm(ferry_tl_worker_t *tlw)
 
 /* ------------------------------------------------------------------ endpoints */
 
-ferry_tl_ep_t *shm_ep_alloc(ferry_tl_worker_t *tlw, ferry_ep_t *ep)
+fy_tl_ep_t *shm_ep_alloc(fy_tl_worker_t *tlw, ferry_ep_t *ep)
 {
-    ferry_tl_ep_t *tlep = calloc(1, sizeof(*tlep));
+    fy_tl_ep_t *tlep = calloc(1, sizeof(*tlep));
     if (tlep == NULL) {
-        ferry_error("calloc(%zu) for an shm endpoint failed", sizeof(*tlep));
+        fy_error("calloc(%zu) for an shm endpoint failed", sizeof(*tlep));
         return NULL;
     }
     tlep->tlw = tlw;
@@ -841,14 +846,14 @@ ferry_tl_ep_t *shm_ep_alloc(ferry_tl_worker_t *tlw, ferry_ep_t *ep)
     tlep->sock.fd = -1;
     tlep->peer_eventfd = -1;
     tlep->rx_index = -1;
-    ferry_list_init(&tlep->pending);
-    ferry_list_push_tail(&tlw->all, &tlep->link);
+    fy_list_init(&tlep->pending);
+    fy_list_push_tail(&tlw->all, &tlep->link);
     return tlep;
 }
 
-static void shm_rx_remove(ferry_tl_ep_t *tlep)
+static void shm_rx_remove(fy_tl_ep_t *tlep)
 {
-    ferry_tl_worker_t *tlw = tlep->tlw;
+    fy_tl_worker_t *tlw = tlep->tlw;
     if (tlep->rx_index < 0)
         return;
     unsigned i = (unsigned)tlep->rx_index;
@@ -858,7 +863,7 @@ static void shm_rx_remove(ferry_tl_ep_t *tlep)
 }
 
 /* Reclaim buffers of my pool that a peer reserved and never posted (it died mid-send). */
-static void shm_reclaim_buffers(ferry_tl_ep_t *tlep)
+static void shm_reclaim_buffers(fy_tl_ep_t *tlep)
 {
     shm_region_t *region = tlep->tlw->region;
     uint64_t used = ~atomic_load(&region->free_bufs);
@@ -879,58 +884,64 @@ static void shm_reclaim_buffers(ferry_tl_ep_t *tlep)
 
 /* Stop everything: no more polling, queued sends complete with status, memory unmapped,
  * socket closed. The endpoint's struct stays until shm_ep_free. */
-void shm_ep_shutdown(ferry_tl_ep_t *tlep, ferry_status_t status)
+void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status)
 {
-    ferry_list_link_t *link;
+    fy_list_link_t *link;
+    if (tlep->error == FERRY_OK)
+        tlep->error = status;
     shm_rx_remove(tlep);
     if (tlep->waiting && tlep->peer_region != NULL)
         shm_ep_set_waiting(tlep, false);
     tlep->closing = false;
-    while ((link = ferry_list_first(&tlep->pending)) != ferry_list_end(&tlep->pending))
-        shm_req_complete(tlep, ferry_list_entry(link, shm_req_t, link), status);
+    while ((link = fy_list_first(&tlep->pending)) != fy_list_end(&tlep->pending))
+        shm_req_complete(tlep, fy_list_entry(link, shm_req_t, link), status);
     shm_conn_detach(tlep);
 }
 
-void shm_ep_free(ferry_tl_ep_t *tlep)
+void shm_ep_free(fy_tl_ep_t *tlep)
 {
     shm_ep_shutdown(tlep, FERRY_ERR_CANCELED);
-    ferry_list_remove(&tlep->link);
+    fy_list_remove(&tlep->link);
     free(tlep);
 }
 
 /* The handshake finished: start polling, create the accepted endpoint, post queued sends. */
-ferry_status_t shm_ep_attach(ferry_tl_ep_t *tlep)
+ferry_status_t shm_ep_attach(fy_tl_ep_t *tlep)
 {
-    ferry_tl_worker_t *tlw = tlep->tlw;
+    fy_tl_worker_t *tlw = tlep->tlw;
     if (tlw->rx_count == tlw->rx_capacity) {
         unsigned capacity = tlw->rx_capacity ? tlw->rx_capacity * 2 : 16;
-        ferry_tl_ep_t **rx = realloc(tlw->rx, capacity * sizeof(*rx));
+        fy_tl_ep_t **rx = realloc(tlw->rx, capacity * sizeof(*rx));
         if (rx == NULL) {
-            ferry_error("realloc(%zu) for the shm poll list failed", capacity * sizeof(*rx));
+            fy_error("realloc(%zu) for the shm poll list failed", capacity * sizeof(*rx));
             return FERRY_ERR_NO_MEMORY;
         }
         tlw->rx = rx;
         tlw->rx_capacity = capacity;
     }
     if (tlep->ep == NULL) {
+        fy_tl_peer_t peer = {
+            .worker_uuid = tlep->peer_uuid, .host = tlw->local->host, .pid = tlep->peer_pid};
+        fy_tl_caps_t caps = tlw->local->caps;
+        if (shm_cma_probe(tlep->peer_pid))
+            caps.flags |= FY_TL_CAP_CMA;
         ferry_status_t status =
-            ferry_ep_create_accepted(tlw->worker, &ferry_tl_shm_ops, tlep, &tlep->ep);
+            fy_ep_create_accepted(tlw->worker, &fy_tl_shm_ops, tlep, &peer, &caps, &tlep->ep);
         if (status != FERRY_OK)
             return status;
-        tlep->ep->peer_pid = tlep->peer_pid;
     }
     tlep->rx_index = (int)tlw->rx_count;
     tlw->rx[tlw->rx_count++] = tlep;
     tlep->state = SHM_CONN_CONNECTED;
-    ferry_debug("shm: connected to pid %u (my sender id %u, its %u)", tlep->peer_pid,
-                tlep->my_sender_id, tlep->peer_sender_id);
-    if (!ferry_list_is_empty(&tlep->pending) || tlep->closing)
+    fy_debug("shm: connected to pid %u (my sender id %u, its %u)", tlep->peer_pid,
+             tlep->my_sender_id, tlep->peer_sender_id);
+    if (!fy_list_is_empty(&tlep->pending) || tlep->closing)
         shm_ep_progress_pending(tlep);
     return FERRY_OK;
 }
 
 /* The socket hung up: deliver what the peer sent before, then fail the endpoint. */
-void shm_ep_hangup(ferry_tl_ep_t *tlep)
+void shm_ep_hangup(fy_tl_ep_t *tlep)
 {
     ferry_ep_t *ep = tlep->ep;
     if (tlep->state == SHM_CONN_CONNECTED) {
@@ -941,28 +952,28 @@ void shm_ep_hangup(ferry_tl_ep_t *tlep)
         return; /* a CLOSE cell or a malformed one already dealt with it */
     shm_reclaim_buffers(tlep);
     shm_ep_shutdown(tlep, FERRY_ERR_CONNECTION_RESET);
-    ferry_warn("shm: connection to pid %u lost (the process died or closed its worker without "
-               "closing the endpoint)",
-               tlep->peer_pid);
-    ferry_ep_fail(ep, FERRY_ERR_CONNECTION_RESET);
+    fy_warn("shm: connection to pid %u lost (the process died or closed its worker without "
+            "closing the endpoint)",
+            tlep->peer_pid);
+    fy_ep_fail(ep, FERRY_ERR_CONNECTION_RESET);
 }
 
-static bool shm_ep_try_post_close(ferry_tl_ep_t *tlep);
+static bool shm_ep_try_post_close(fy_tl_ep_t *tlep);
 
-static void shm_ep_post_close(ferry_tl_ep_t *tlep)
+static void shm_ep_post_close(fy_tl_ep_t *tlep)
 {
     if (!shm_ep_try_post_close(tlep))
         return; /* retried by progress: closing stays set and waiting is armed */
     shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
-    ferry_ep_terminated(tlep->ep); /* may free tlep (accepted endpoints) */
+    fy_ep_terminated(tlep->ep); /* may free tlep (accepted endpoints) */
 }
 
-static ferry_status_t shm_ep_terminate(ferry_tl_ep_t *tlep)
+static ferry_status_t shm_ep_terminate(fy_tl_ep_t *tlep)
 {
     if (tlep->state == SHM_CONN_DETACHED)
         return FERRY_OK;
     tlep->closing = true;
-    if (ferry_list_is_empty(&tlep->pending) && shm_ep_try_post_close(tlep)) {
+    if (fy_list_is_empty(&tlep->pending) && shm_ep_try_post_close(tlep)) {
         shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
         return FERRY_OK;
     }
@@ -972,7 +983,7 @@ static ferry_status_t shm_ep_terminate(ferry_tl_ep_t *tlep)
 }
 
 /* Post a CLOSE cell if the ring has room, so that the peer sees a close, not a crash. */
-static bool shm_ep_try_post_close(ferry_tl_ep_t *tlep)
+static bool shm_ep_try_post_close(fy_tl_ep_t *tlep)
 {
     shm_cell_t *cell;
     if (tlep->state != SHM_CONN_CONNECTED)
@@ -989,20 +1000,20 @@ static bool shm_ep_try_post_close(ferry_tl_ep_t *tlep)
     return true;
 }
 
-static void shm_ep_destroy(ferry_tl_ep_t *tlep)
+static void shm_ep_destroy(fy_tl_ep_t *tlep)
 {
     /* forced: queued sends are dropped, but the peer is still told (when there is room) */
     shm_ep_try_post_close(tlep);
     shm_ep_free(tlep);
 }
 
-static ferry_status_t shm_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
-                                  const ferry_address_t *peer, const void *record,
-                                  size_t record_length, ferry_tl_ep_t **tlep_p)
+static ferry_status_t shm_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_tl_peer_t *peer,
+                                  const void *record, size_t record_length, fy_tl_caps_t *caps_p,
+                                  fy_tl_ep_t **tlep_p)
 {
     shm_record_t rec;
     ferry_status_t status;
-    ferry_tl_ep_t *tlep;
+    fy_tl_ep_t *tlep;
 
     if (record_length != sizeof(rec))
         return FERRY_ERR_INVALID_ADDRESS;
@@ -1013,17 +1024,19 @@ static ferry_status_t shm_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
         return FERRY_ERR_NO_MEMORY;
     status = shm_conn_connect(tlw, tlep, &rec, peer->pid);
     if (status != FERRY_OK) {
-        ferry_list_remove(&tlep->link); /* shm_ep_alloc put it in tlw->all */
+        fy_list_remove(&tlep->link); /* shm_ep_alloc put it in tlw->all */
         free(tlep);
         return status;
     }
+    if (shm_cma_probe(peer->pid))
+        caps_p->flags |= FY_TL_CAP_CMA;
     *tlep_p = tlep;
     return FERRY_OK;
 }
 
 /* ------------------------------------------------------------------ worker */
 
-static ferry_status_t shm_query(ferry_tl_caps_t *caps, char *why, size_t why_len)
+static ferry_status_t shm_query(fy_tl_caps_t *caps, char *why, size_t why_len)
 {
     (void)why;
     (void)why_len;
@@ -1031,9 +1044,9 @@ static ferry_status_t shm_query(ferry_tl_caps_t *caps, char *why, size_t why_len
     /* RMA: mapped memory and cross-memory attach need no target progress; not RMA_ORDERED:
      * atomics on unmapped memory go through the target and a later put may overtake them
      * (ferry_ep_fence orders them) */
-    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED | FERRY_TL_CAP_SAME_HOST;
+    caps->flags = FY_TL_CAP_AM | FY_TL_CAP_AM_ORDERED | FY_TL_CAP_SAME_HOST;
     if (shm_cma_enabled()) /* registered memory moves without the target only by CMA */
-        caps->flags |= FERRY_TL_CAP_RMA;
+        caps->flags |= FY_TL_CAP_RMA;
     caps->max_short = SHM_INLINE_MAX;
     caps->max_bcopy = SHM_BULK_SIZE;
     caps->header_apart = SHM_CELL_DATA;
@@ -1043,34 +1056,36 @@ static ferry_status_t shm_query(ferry_tl_caps_t *caps, char *why, size_t why_len
     return FERRY_OK;
 }
 
-static ferry_status_t shm_init(ferry_worker_t *worker, ferry_tl_worker_t **tlw_p)
+static ferry_status_t shm_init(ferry_worker_t *worker, const fy_tl_local_t *local,
+                               fy_tl_worker_t **tlw_p)
 {
-    ferry_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
+    fy_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
     ferry_status_t status;
     uint64_t cells = ferry_config_size(&shm_ring_cells_var);
 
     if (tlw == NULL) {
-        ferry_error("calloc(%zu) for the shm transport failed", sizeof(*tlw));
+        fy_error("calloc(%zu) for the shm transport failed", sizeof(*tlw));
         return FERRY_ERR_NO_MEMORY;
     }
     if (cells < 2 || cells > (1u << 20) || (cells & (cells - 1)) != 0) {
-        ferry_warn("FERRY_SHM_RING_CELLS=%llu is not a power of 2 in 2..1048576; using %s",
-                   (unsigned long long)cells, shm_ring_cells_var.default_value);
+        fy_warn("FERRY_SHM_RING_CELLS=%llu is not a power of 2 in 2..1048576; using %s",
+                (unsigned long long)cells, shm_ring_cells_var.default_value);
         cells = 256;
     }
     tlw->worker = worker;
+    tlw->local = local;
     tlw->ring_cells = (uint32_t)cells;
     tlw->am_max = ferry_config_size(&shm_am_max_var);
     shm_rma_init(tlw);
     tlw->listen.fd = -1;
-    ferry_list_init(&tlw->all);
+    fy_list_init(&tlw->all);
     status = shm_region_create(tlw);
     if (status != FERRY_OK)
         goto err_free;
     tlw->event_entry.fd = tlw->eventfd;
     tlw->event_entry.cb = NULL; /* waking up is all it does */
     tlw->event_entry.arg = tlw;
-    status = ferry_worker_fd_add(worker, &tlw->event_entry, EPOLLIN | EPOLLET);
+    status = fy_worker_fd_add(worker, &tlw->event_entry, EPOLLIN | EPOLLET);
     if (status != FERRY_OK)
         goto err_destroy_region;
     status = shm_conn_listen(tlw);
@@ -1080,7 +1095,7 @@ static ferry_status_t shm_init(ferry_worker_t *worker, ferry_tl_worker_t **tlw_p
     return FERRY_OK;
 
 err_remove_event:
-    ferry_worker_fd_remove(worker, &tlw->event_entry);
+    fy_worker_fd_remove(worker, &tlw->event_entry);
 err_destroy_region:
     shm_region_destroy(tlw);
 err_free:
@@ -1088,20 +1103,20 @@ err_free:
     return status;
 }
 
-static void shm_finalize(ferry_tl_worker_t *tlw)
+static void shm_finalize(fy_tl_worker_t *tlw)
 {
     /* connections still accepting (no endpoint yet) belong to nobody else */
-    ferry_list_link_t *link;
-    while ((link = ferry_list_first(&tlw->all)) != ferry_list_end(&tlw->all))
-        shm_ep_free(ferry_list_entry(link, ferry_tl_ep_t, link));
+    fy_list_link_t *link;
+    while ((link = fy_list_first(&tlw->all)) != fy_list_end(&tlw->all))
+        shm_ep_free(fy_list_entry(link, fy_tl_ep_t, link));
     shm_conn_unlisten(tlw);
-    ferry_worker_fd_remove(tlw->worker, &tlw->event_entry);
+    fy_worker_fd_remove(tlw->worker, &tlw->event_entry);
     shm_region_destroy(tlw);
     free(tlw->rx);
     free(tlw);
 }
 
-static ferry_status_t shm_address(ferry_tl_worker_t *tlw, void *buffer, size_t *length_p)
+static ferry_status_t shm_address(fy_tl_worker_t *tlw, void *buffer, size_t *length_p)
 {
     if (*length_p < sizeof(tlw->record))
         return FERRY_ERR_OUT_OF_RANGE;
@@ -1110,18 +1125,7 @@ static ferry_status_t shm_address(ferry_tl_worker_t *tlw, void *buffer, size_t *
     return FERRY_OK;
 }
 
-static bool shm_reachable(ferry_tl_worker_t *tlw, const ferry_address_t *peer, const void *record,
-                          size_t record_length)
-{
-    shm_record_t rec;
-    if (record_length != sizeof(rec))
-        return false;
-    memcpy(&rec, record, sizeof(rec));
-    return ferry_host_id_equal(&peer->host, &tlw->worker->context->host) &&
-           rec.uid == tlw->record.uid;
-}
-
-static bool shm_am_data_release(ferry_tl_worker_t *tlw, void *data)
+static bool shm_am_data_release(fy_tl_worker_t *tlw, void *data)
 {
     uint8_t *base = (uint8_t *)tlw->region + SHM_REGION_HEADER_SIZE;
     uint8_t *p = data;
@@ -1137,7 +1141,7 @@ static bool shm_am_data_release(ferry_tl_worker_t *tlw, void *data)
     return true;
 }
 
-static void shm_describe(ferry_tl_worker_t *tlw, char *buffer, size_t length)
+static void shm_describe(fy_tl_worker_t *tlw, char *buffer, size_t length)
 {
     char cma[200];
     bool cma_ok = shm_cma_check(cma, sizeof(cma));
@@ -1153,14 +1157,16 @@ static void shm_describe(ferry_tl_worker_t *tlw, char *buffer, size_t length)
              cma);
 }
 
-const ferry_tl_ops_t ferry_tl_shm_ops = {
+const fy_tl_ops_t fy_tl_shm_ops = {
     .name = "shm",
     .id = 2,
     .query = shm_query,
     .init = shm_init,
     .finalize = shm_finalize,
     .address = shm_address,
-    .reachable = shm_reachable,
+    .reachable = shm_record_reachable,
+    .record_describe = shm_record_describe,
+    .record_fields = shm_record_fields,
     .ep_init = shm_ep_init,
     .ep_terminate = shm_ep_terminate,
     .ep_destroy = shm_ep_destroy,

@@ -8,7 +8,6 @@
 
 #include "core/list.h"
 #include "mem/mem.h"
-#include "progress/worker.h"
 #include "transport/shm/shm_layout.h"
 #include "transport/transport.h"
 
@@ -33,8 +32,8 @@ typedef enum shm_conn_state {
 
 /* A send that could not be finished at once: queued in order behind earlier ones. */
 typedef struct shm_req {
-    ferry_list_link_t link;
-    ferry_deferred_t deferred; /* reports to comp from progress */
+    fy_list_link_t link;
+    fy_deferred_t deferred; /* reports to comp from progress */
     ferry_completion_t *comp;
     ferry_status_t status;
     uint8_t id;
@@ -58,19 +57,21 @@ typedef struct shm_rx_frag {
     uint16_t header_length;
     uint64_t length;   /* payload bytes expected */
     uint64_t received; /* payload bytes so far */
-    uint8_t *data;     /* ferry_am_buffer_alloc'ed */
+    uint8_t *data;     /* fy_am_buffer_alloc'ed */
     uint8_t header[FERRY_AM_HEADER_MAX];
     uint8_t *spare; /* the last reassembly buffer no handler kept, for the next message */
     uint64_t spare_length;
 } shm_rx_frag_t;
 
-struct ferry_tl_ep {
-    ferry_list_link_t link; /* in tlw->all */
-    ferry_tl_worker_t *tlw;
+struct fy_tl_ep {
+    fy_list_link_t link; /* in tlw->all */
+    fy_tl_worker_t *tlw;
     ferry_ep_t *ep;
     shm_conn_state_t state;
-    ferry_worker_fd_t sock; /* the UNIX socket: handshake and hang-up detection */
+    fy_worker_fd_t sock; /* the UNIX socket: handshake and hang-up detection */
     uint32_t peer_pid;
+    uint64_t peer_uuid;      /* the peer worker's id (from its handshake) */
+    ferry_status_t error;    /* why the endpoint was shut down (shm_ep_shutdown) */
     uint32_t my_sender_id;   /* my id in the peer's region (buf_owner) */
     uint32_t peer_sender_id; /* the peer's id in my region */
     /* sending: the peer's region and the ring it owns for me */
@@ -80,7 +81,7 @@ struct ferry_tl_ep {
     uint32_t tx_mask;
     uint64_t tx_pos;
     int peer_eventfd;
-    ferry_list_t pending;  /* shm_req_t in order */
+    fy_list_t pending;     /* shm_req_t in order */
     bool closing;          /* CLOSE cell to post once pending is empty */
     bool waiting;          /* we set tx_ring->sender_waiting */
     bool blocked;          /* a send was refused (no room): wake us when there is */
@@ -105,52 +106,65 @@ struct ferry_tl_ep {
     int cma_errno; /* why it was denied */
 };
 
-struct ferry_tl_worker {
+struct fy_tl_worker {
     ferry_worker_t *worker;
+    const fy_tl_local_t *local;
     int region_fd;
     shm_region_t *region; /* mine */
     int eventfd;
-    ferry_worker_fd_t event_entry;
-    ferry_worker_fd_t listen; /* the listening socket */
+    fy_worker_fd_t event_entry;
+    fy_worker_fd_t listen; /* the listening socket */
     shm_record_t record;
     uint32_t ring_cells;
     uint64_t am_max; /* largest fragmented message accepted */
     uint32_t next_sender_id;
-    ferry_tl_ep_t **rx; /* connected endpoints whose rx rings are polled */
+    fy_tl_ep_t **rx; /* connected endpoints whose rx rings are polled */
     unsigned rx_count;
     unsigned rx_capacity;
     unsigned waiting_count; /* endpoints with waiting set */
-    ferry_list_t all;       /* every ferry_tl_ep_t, including those still accepting */
+    fy_list_t all;          /* every fy_tl_ep_t, including those still accepting */
     bool cma_enabled;       /* FERRY_SHM_CMA (shm_rma.c reads its settings once) */
     uint64_t cma_min;       /* FERRY_SHM_CMA_MIN */
     uint64_t cma_chunk;     /* FERRY_SHM_CMA_CHUNK */
 };
 
-extern const ferry_tl_ops_t ferry_tl_shm_ops;
+extern const fy_tl_ops_t fy_tl_shm_ops;
 
 /* shm_conn.c: sockets, handshake, memfds, mappings */
-ferry_status_t shm_conn_listen(ferry_tl_worker_t *tlw);
-void shm_conn_unlisten(ferry_tl_worker_t *tlw);
-ferry_status_t shm_conn_connect(ferry_tl_worker_t *tlw, ferry_tl_ep_t *tlep,
-                                const shm_record_t *record, uint32_t peer_pid);
-void shm_conn_detach(ferry_tl_ep_t *tlep);
-ferry_status_t shm_region_create(ferry_tl_worker_t *tlw);
-void shm_region_destroy(ferry_tl_worker_t *tlw);
+ferry_status_t shm_conn_listen(fy_tl_worker_t *tlw);
+void shm_conn_unlisten(fy_tl_worker_t *tlw);
+ferry_status_t shm_conn_connect(fy_tl_worker_t *tlw, fy_tl_ep_t *tlep, const shm_record_t *record,
+                                uint32_t peer_pid);
+void shm_conn_detach(fy_tl_ep_t *tlep);
+ferry_status_t shm_region_create(fy_tl_worker_t *tlw);
+void shm_region_destroy(fy_tl_worker_t *tlw);
 
 /* shm.c: called by shm_conn.c */
-ferry_status_t shm_ep_attach(ferry_tl_ep_t *tlep);
-void shm_ep_hangup(ferry_tl_ep_t *tlep);
-ferry_tl_ep_t *shm_ep_alloc(ferry_tl_worker_t *tlw, ferry_ep_t *ep);
-void shm_ep_free(ferry_tl_ep_t *tlep);
-void shm_ep_shutdown(ferry_tl_ep_t *tlep, ferry_status_t status);
+ferry_status_t shm_ep_attach(fy_tl_ep_t *tlep);
+void shm_ep_hangup(fy_tl_ep_t *tlep);
+fy_tl_ep_t *shm_ep_alloc(fy_tl_worker_t *tlw, ferry_ep_t *ep);
+void shm_ep_free(fy_tl_ep_t *tlep);
+void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status);
+
+/* shm_record.c: the address record (the slots reachable, record_describe, record_fields) */
+bool shm_record_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
+                          size_t record_length);
+ferry_status_t shm_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer,
+                                   const void *record, size_t record_length, char *text,
+                                   size_t text_len, bool *reachable_p, char *why, size_t why_len);
+size_t shm_record_fields(const void *record, size_t record_length, ferry_info_field_t *fields,
+                         size_t max);
 
 /* shm_rma.c: one-sided operations without the target (mapped memory, cross-memory attach) */
-ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const struct ferry_rma_op *op);
-void shm_rma_init(ferry_tl_worker_t *tlw);
+ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op);
+/* Does the kernel let this process read and write pid's memory with cross-memory attach?
+ * (One probe: FY_TL_CAP_CMA of an endpoint.) */
+bool shm_cma_probe(uint32_t pid);
+void shm_rma_init(fy_tl_worker_t *tlw);
 bool shm_cma_enabled(void); /* FERRY_SHM_CMA: not off */
-ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey);
-ferry_status_t shm_keytable_map(ferry_tl_ep_t *tlep, int fd);
-void shm_keytable_unmap(ferry_tl_ep_t *tlep);
+ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey);
+ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd);
+void shm_keytable_unmap(fy_tl_ep_t *tlep);
 /* Whether cross-memory attach works between two processes of this user here; why not. */
 bool shm_cma_check(char *why, size_t why_len);
 

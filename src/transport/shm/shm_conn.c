@@ -18,9 +18,7 @@
 
 #include "core/log.h"
 #include "mem/memfd.h"
-#include "proto/am.h"
 #include "transport/shm/shm.h"
-#include "wireup/ep.h"
 
 /* Map a memfd a peer sent: it must be sealed against shrinking (else the peer could make us
  * fault) and at least size bytes. */
@@ -30,30 +28,30 @@ static ferry_status_t shm_memfd_map_peer(int fd, size_t size, uint32_t peer_pid,
     int seals = fcntl(fd, F_GET_SEALS);
     void *map;
     if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
-        ferry_warn("shm: memfd from pid %u is not sealed against shrinking (seals %d): refused",
-                   peer_pid, seals);
+        fy_warn("shm: memfd from pid %u is not sealed against shrinking (seals %d): refused",
+                peer_pid, seals);
         return FERRY_ERR_PROTOCOL;
     }
     if (fstat(fd, &st) != 0 || (size_t)st.st_size < size) {
-        ferry_warn("shm: memfd from pid %u has %lld bytes, %zu expected: refused", peer_pid,
-                   (long long)st.st_size, size);
+        fy_warn("shm: memfd from pid %u has %lld bytes, %zu expected: refused", peer_pid,
+                (long long)st.st_size, size);
         return FERRY_ERR_PROTOCOL;
     }
     map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) {
-        ferry_error("mmap(memfd of pid %u, %zu bytes) failed: %s", peer_pid, size, strerror(errno));
+        fy_error("mmap(memfd of pid %u, %zu bytes) failed: %s", peer_pid, size, strerror(errno));
         return FERRY_ERR_SHMEM;
     }
     *map_p = map;
     return FERRY_OK;
 }
 
-ferry_status_t shm_region_create(ferry_tl_worker_t *tlw)
+ferry_status_t shm_region_create(fy_tl_worker_t *tlw)
 {
     void *map;
     char name[48];
     snprintf(name, sizeof(name), "ferry-region-%d", (int)getpid());
-    ferry_status_t status = ferry_memfd_create(name, SHM_REGION_SIZE, &tlw->region_fd, &map);
+    ferry_status_t status = fy_memfd_create(name, SHM_REGION_SIZE, &tlw->region_fd, &map);
     if (status != FERRY_OK)
         return status;
     tlw->region = map;
@@ -69,7 +67,7 @@ ferry_status_t shm_region_create(ferry_tl_worker_t *tlw)
                  SHM_BULK_COUNT >= 64 ? ~0ull : (1ull << SHM_BULK_COUNT) - 1);
     tlw->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (tlw->eventfd < 0) {
-        ferry_error("eventfd failed: %s (check the open-files limit, ulimit -n)", strerror(errno));
+        fy_error("eventfd failed: %s (check the open-files limit, ulimit -n)", strerror(errno));
         status = FERRY_ERR_IO;
         goto err_unmap;
     }
@@ -81,7 +79,7 @@ err_unmap:
     return status;
 }
 
-void shm_region_destroy(ferry_tl_worker_t *tlw)
+void shm_region_destroy(fy_tl_worker_t *tlw)
 {
     close(tlw->eventfd);
     munmap(tlw->region, SHM_REGION_SIZE);
@@ -94,13 +92,13 @@ static size_t shm_ring_size(uint32_t cells)
 }
 
 /* Create the ring a peer will send into (we own it and poll it). */
-static ferry_status_t shm_rx_ring_create(ferry_tl_worker_t *tlw, ferry_tl_ep_t *tlep, int *fd_p)
+static ferry_status_t shm_rx_ring_create(fy_tl_worker_t *tlw, fy_tl_ep_t *tlep, int *fd_p)
 {
     void *map;
     char name[48];
     size_t size = shm_ring_size(tlw->ring_cells);
     snprintf(name, sizeof(name), "ferry-ring-%d", (int)getpid());
-    ferry_status_t status = ferry_memfd_create(name, size, fd_p, &map);
+    ferry_status_t status = fy_memfd_create(name, size, fd_p, &map);
     if (status != FERRY_OK)
         return status;
     tlep->rx_ring = map;
@@ -119,18 +117,17 @@ static ferry_status_t shm_rx_ring_create(ferry_tl_worker_t *tlw, ferry_tl_ep_t *
     return FERRY_OK;
 }
 
-static ferry_status_t shm_handshake_send(ferry_tl_ep_t *tlep, uint16_t type, int ring_fd)
+static ferry_status_t shm_handshake_send(fy_tl_ep_t *tlep, uint16_t type, int ring_fd)
 {
-    ferry_tl_worker_t *tlw = tlep->tlw;
+    fy_tl_worker_t *tlw = tlep->tlw;
     shm_handshake_t msg = {.magic = SHM_HANDSHAKE_MAGIC,
                            .version = SHM_LAYOUT_VERSION,
                            .type = type,
                            .pid = (uint32_t)getpid(),
                            .ring_cells = tlw->ring_cells,
-                           .worker_uuid = tlw->worker->uuid,
+                           .worker_uuid = tlw->local->worker_uuid,
                            .sender_id = tlep->peer_sender_id};
-    int fds[SHM_HANDSHAKE_FDS] = {tlw->region_fd, tlw->eventfd, ring_fd,
-                                  tlw->worker->context->mem.keytable_fd};
+    int fds[SHM_HANDSHAKE_FDS] = {tlw->region_fd, tlw->eventfd, ring_fd, tlw->local->keytable_fd};
     union {
         char buf[CMSG_SPACE(sizeof(fds))];
         struct cmsghdr align;
@@ -146,8 +143,8 @@ static ferry_status_t shm_handshake_send(ferry_tl_ep_t *tlep, uint16_t type, int
     cmsg->cmsg_len = CMSG_LEN(sizeof(fds));
     memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
     if (sendmsg(tlep->sock.fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(msg)) {
-        ferry_warn("shm: sendmsg(handshake to pid %u, fd %d) failed: %s", tlep->peer_pid,
-                   tlep->sock.fd, strerror(errno));
+        fy_warn("shm: sendmsg(handshake to pid %u, fd %d) failed: %s", tlep->peer_pid,
+                tlep->sock.fd, strerror(errno));
         return FERRY_ERR_CONNECTION_RESET;
     }
     return FERRY_OK;
@@ -155,7 +152,7 @@ static ferry_status_t shm_handshake_send(ferry_tl_ep_t *tlep, uint16_t type, int
 
 /* Receive the peer's handshake and map its memory. Returns FERRY_OK, FERRY_ERR_NO_RESOURCE
  * (nothing there yet), FERRY_ERR_CONNECTION_RESET, FERRY_ERR_PROTOCOL, FERRY_ERR_SHMEM. */
-static ferry_status_t shm_handshake_recv(ferry_tl_ep_t *tlep, uint16_t expected_type)
+static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_type)
 {
     shm_handshake_t msg;
     int fds[SHM_HANDSHAKE_FDS] = {-1, -1, -1, -1};
@@ -190,21 +187,22 @@ static ferry_status_t shm_handshake_recv(ferry_tl_ep_t *tlep, uint16_t expected_
         nfds != SHM_HANDSHAKE_FDS || msg.magic != SHM_HANDSHAKE_MAGIC ||
         msg.version != SHM_LAYOUT_VERSION || msg.type != expected_type || msg.ring_cells < 2 ||
         msg.ring_cells > (1u << 20) || (msg.ring_cells & (msg.ring_cells - 1)) != 0) {
-        ferry_warn("shm: malformed handshake from pid %u (%zd bytes, %u descriptors, magic "
-                   "0x%x, version %u, type %u): connection refused",
-                   tlep->peer_pid, n, nfds, n >= 4 ? msg.magic : 0u, n >= 6 ? msg.version : 0u,
-                   n >= 8 ? msg.type : 0u);
+        fy_warn("shm: malformed handshake from pid %u (%zd bytes, %u descriptors, magic "
+                "0x%x, version %u, type %u): connection refused",
+                tlep->peer_pid, n, nfds, n >= 4 ? msg.magic : 0u, n >= 6 ? msg.version : 0u,
+                n >= 8 ? msg.type : 0u);
         goto err_close_fds;
     }
     tlep->peer_pid = msg.pid;
+    tlep->peer_uuid = msg.worker_uuid;
     status = shm_memfd_map_peer(fds[0], SHM_REGION_SIZE, msg.pid, &region);
     if (status != FERRY_OK)
         goto err_close_fds;
     const shm_region_t *r = region;
     if (r->magic != SHM_REGION_MAGIC || r->version != SHM_LAYOUT_VERSION ||
         r->buf_count != SHM_BUF_COUNT || r->buf_size != SHM_BUF_SIZE) {
-        ferry_warn("shm: region of pid %u has an unknown layout (version %u): refused", msg.pid,
-                   r->version);
+        fy_warn("shm: region of pid %u has an unknown layout (version %u): refused", msg.pid,
+                r->version);
         status = FERRY_ERR_PROTOCOL;
         goto err_unmap_region;
     }
@@ -243,7 +241,7 @@ err_close_fds:
 /* Events on a connection's socket: the handshake, then only hang-ups. */
 static void shm_conn_socket_cb(void *arg, uint32_t events)
 {
-    ferry_tl_ep_t *tlep = arg;
+    fy_tl_ep_t *tlep = arg;
     ferry_status_t status;
     int ring_fd = -1;
 
@@ -269,9 +267,9 @@ static void shm_conn_socket_cb(void *arg, uint32_t events)
                 shm_ep_free(tlep);
             } else {
                 shm_ep_shutdown(tlep, status);
-                ferry_ep_fail(tlep->ep, status == FERRY_ERR_CONNECTION_RESET
-                                            ? FERRY_ERR_CONNECTION_REFUSED
-                                            : status);
+                fy_ep_fail(tlep->ep, status == FERRY_ERR_CONNECTION_RESET
+                                         ? FERRY_ERR_CONNECTION_REFUSED
+                                         : status);
             }
         }
         return;
@@ -285,14 +283,14 @@ static ferry_status_t shm_conn_check_peer_uid(int fd, const char *what, uint32_t
     struct ucred cred;
     socklen_t len = sizeof(cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-        ferry_warn("shm: getsockopt(fd %d, SO_PEERCRED) failed: %s", fd, strerror(errno));
+        fy_warn("shm: getsockopt(fd %d, SO_PEERCRED) failed: %s", fd, strerror(errno));
         return FERRY_ERR_CONNECTION_REFUSED;
     }
     *pid_p = (uint32_t)cred.pid;
     if (cred.uid != getuid()) {
-        ferry_warn("shm: refused %s pid %d of uid %u: ferry's shared memory connects only "
-                   "processes of the same user (uid %u)",
-                   what, cred.pid, cred.uid, getuid());
+        fy_warn("shm: refused %s pid %d of uid %u: ferry's shared memory connects only "
+                "processes of the same user (uid %u)",
+                what, cred.pid, cred.uid, getuid());
         return FERRY_ERR_CONNECTION_REFUSED;
     }
     return FERRY_OK;
@@ -300,22 +298,22 @@ static ferry_status_t shm_conn_check_peer_uid(int fd, const char *what, uint32_t
 
 static void shm_conn_accept_cb(void *arg, uint32_t events)
 {
-    ferry_tl_worker_t *tlw = arg;
+    fy_tl_worker_t *tlw = arg;
     (void)events;
     for (;;) {
         int fd = accept4(tlw->listen.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         uint32_t pid = 0;
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                ferry_warn("shm: accept4(listening fd %d) failed: %s", tlw->listen.fd,
-                           strerror(errno));
+                fy_warn("shm: accept4(listening fd %d) failed: %s", tlw->listen.fd,
+                        strerror(errno));
             return;
         }
         if (shm_conn_check_peer_uid(fd, "a connection from", &pid) != FERRY_OK) {
             close(fd);
             continue;
         }
-        ferry_tl_ep_t *tlep = shm_ep_alloc(tlw, NULL);
+        fy_tl_ep_t *tlep = shm_ep_alloc(tlw, NULL);
         if (tlep == NULL) {
             close(fd);
             continue;
@@ -325,7 +323,7 @@ static void shm_conn_accept_cb(void *arg, uint32_t events)
         tlep->sock.fd = fd;
         tlep->sock.cb = shm_conn_socket_cb;
         tlep->sock.arg = tlep;
-        if (ferry_worker_fd_add(tlw->worker, &tlep->sock, EPOLLIN | EPOLLRDHUP) != FERRY_OK) {
+        if (fy_worker_fd_add(tlw->worker, &tlep->sock, EPOLLIN | EPOLLRDHUP) != FERRY_OK) {
             close(fd);
             shm_ep_free(tlep);
             continue;
@@ -345,37 +343,37 @@ static socklen_t shm_conn_sockaddr(const char *name, struct sockaddr_un *sa)
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
 }
 
-ferry_status_t shm_conn_listen(ferry_tl_worker_t *tlw)
+ferry_status_t shm_conn_listen(fy_tl_worker_t *tlw)
 {
     struct sockaddr_un sa;
     uint64_t id;
     int fd;
 
     if (getrandom(&id, sizeof(id), 0) != sizeof(id)) {
-        ferry_error("getrandom(%zu bytes) for the shm socket name failed: %s", sizeof(id),
-                    strerror(errno));
+        fy_error("getrandom(%zu bytes) for the shm socket name failed: %s", sizeof(id),
+                 strerror(errno));
         return FERRY_ERR_IO;
     }
     snprintf(tlw->record.name, sizeof(tlw->record.name), "ferry-%016llx", (unsigned long long)id);
     tlw->record.uid = getuid();
     fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        ferry_error("socket(AF_UNIX, SOCK_SEQPACKET) failed: %s", strerror(errno));
+        fy_error("socket(AF_UNIX, SOCK_SEQPACKET) failed: %s", strerror(errno));
         return FERRY_ERR_IO;
     }
     socklen_t len = shm_conn_sockaddr(tlw->record.name, &sa);
     if (bind(fd, (struct sockaddr *)&sa, len) != 0) {
-        ferry_error("bind(abstract socket @%s) failed: %s", tlw->record.name, strerror(errno));
+        fy_error("bind(abstract socket @%s) failed: %s", tlw->record.name, strerror(errno));
         goto err_close;
     }
     if (listen(fd, SOMAXCONN) != 0) {
-        ferry_error("listen(abstract socket @%s) failed: %s", tlw->record.name, strerror(errno));
+        fy_error("listen(abstract socket @%s) failed: %s", tlw->record.name, strerror(errno));
         goto err_close;
     }
     tlw->listen.fd = fd;
     tlw->listen.cb = shm_conn_accept_cb;
     tlw->listen.arg = tlw;
-    if (ferry_worker_fd_add(tlw->worker, &tlw->listen, EPOLLIN) != FERRY_OK)
+    if (fy_worker_fd_add(tlw->worker, &tlw->listen, EPOLLIN) != FERRY_OK)
         goto err_close;
     return FERRY_OK;
 
@@ -385,17 +383,17 @@ err_close:
     return FERRY_ERR_IO;
 }
 
-void shm_conn_unlisten(ferry_tl_worker_t *tlw)
+void shm_conn_unlisten(fy_tl_worker_t *tlw)
 {
     if (tlw->listen.fd < 0)
         return;
-    ferry_worker_fd_remove(tlw->worker, &tlw->listen);
+    fy_worker_fd_remove(tlw->worker, &tlw->listen);
     close(tlw->listen.fd);
     tlw->listen.fd = -1;
 }
 
-ferry_status_t shm_conn_connect(ferry_tl_worker_t *tlw, ferry_tl_ep_t *tlep,
-                                const shm_record_t *record, uint32_t peer_pid)
+ferry_status_t shm_conn_connect(fy_tl_worker_t *tlw, fy_tl_ep_t *tlep, const shm_record_t *record,
+                                uint32_t peer_pid)
 {
     struct sockaddr_un sa;
     ferry_status_t status;
@@ -405,18 +403,18 @@ ferry_status_t shm_conn_connect(ferry_tl_worker_t *tlw, ferry_tl_ep_t *tlep,
 
     fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        ferry_error("socket(AF_UNIX, SOCK_SEQPACKET) failed: %s", strerror(errno));
+        fy_error("socket(AF_UNIX, SOCK_SEQPACKET) failed: %s", strerror(errno));
         return FERRY_ERR_IO;
     }
     socklen_t len = shm_conn_sockaddr(record->name, &sa);
     if (connect(fd, (struct sockaddr *)&sa, len) != 0) {
         if (errno == EAGAIN) {
-            ferry_debug("shm: connect(@%s, pid %u): backlog full, retry", record->name, peer_pid);
+            fy_debug("shm: connect(@%s, pid %u): backlog full, retry", record->name, peer_pid);
             status = FERRY_ERR_NO_RESOURCE;
         } else {
-            ferry_warn("shm: connect(abstract socket @%s of pid %u) failed: %s (has that "
-                       "process exited or destroyed its worker?)",
-                       record->name, peer_pid, strerror(errno));
+            fy_warn("shm: connect(abstract socket @%s of pid %u) failed: %s (has that "
+                    "process exited or destroyed its worker?)",
+                    record->name, peer_pid, strerror(errno));
             status = FERRY_ERR_CONNECTION_REFUSED;
         }
         goto err_close;
@@ -438,7 +436,7 @@ ferry_status_t shm_conn_connect(ferry_tl_worker_t *tlw, ferry_tl_ep_t *tlep,
         status = FERRY_ERR_CONNECTION_REFUSED;
         goto err_unmap_ring;
     }
-    status = ferry_worker_fd_add(tlw->worker, &tlep->sock, EPOLLIN | EPOLLRDHUP);
+    status = fy_worker_fd_add(tlw->worker, &tlep->sock, EPOLLIN | EPOLLRDHUP);
     if (status != FERRY_OK)
         goto err_unmap_ring;
     return FERRY_OK;
@@ -452,11 +450,11 @@ err_close:
     return status;
 }
 
-void shm_conn_detach(ferry_tl_ep_t *tlep)
+void shm_conn_detach(fy_tl_ep_t *tlep)
 {
-    ferry_tl_worker_t *tlw = tlep->tlw;
+    fy_tl_worker_t *tlw = tlep->tlw;
     if (tlep->sock.fd >= 0) {
-        ferry_worker_fd_remove(tlw->worker, &tlep->sock);
+        fy_worker_fd_remove(tlw->worker, &tlep->sock);
         close(tlep->sock.fd);
         tlep->sock.fd = -1;
     }
@@ -478,11 +476,11 @@ void shm_conn_detach(ferry_tl_ep_t *tlep)
     }
     shm_keytable_unmap(tlep);
     if (tlep->frag.active) {
-        ferry_am_buffer_free(tlep->frag.data);
+        fy_am_buffer_free(tlep->frag.data);
         tlep->frag.active = false;
     }
     if (tlep->frag.spare != NULL) {
-        ferry_am_buffer_free(tlep->frag.spare);
+        fy_am_buffer_free(tlep->frag.spare);
         tlep->frag.spare = NULL;
     }
     tlep->state = SHM_CONN_DETACHED;

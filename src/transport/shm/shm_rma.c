@@ -25,28 +25,27 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "mem/atomic.h"
-#include "proto/rma.h"
 #include "transport/shm/shm.h"
 
-static const ferry_config_var_t shm_cma_var = {
+static const fy_config_var_t shm_cma_var = {
     .name = "FERRY_SHM_CMA",
     .type = FERRY_CONFIG_BOOL,
     .default_value = "on",
     .description = "use cross-memory attach (process_vm_readv/writev) for one-sided transfers "
                    "to local peers; off: copy through shared buffers driven by the target's "
                    "progress (the fallback used where the kernel denies it)"};
-static const ferry_config_var_t *const shm_cma_reg
+static const fy_config_var_t *const shm_cma_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_cma_var;
 
-static const ferry_config_var_t shm_cma_chunk_var = {
+static const fy_config_var_t shm_cma_chunk_var = {
     .name = "FERRY_SHM_CMA_CHUNK",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "4M",
     .description = "largest number of bytes one process_vm_readv/writev call moves"};
-static const ferry_config_var_t *const shm_cma_chunk_reg
+static const fy_config_var_t *const shm_cma_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_cma_chunk_var;
 
-static const ferry_config_var_t shm_cma_min_var = {
+static const fy_config_var_t shm_cma_min_var = {
     .name = "FERRY_SHM_CMA_MIN",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "128",
@@ -54,7 +53,7 @@ static const ferry_config_var_t shm_cma_min_var = {
                    "the ring and the target's progress performs them (measured here, 8 B get: "
                    "0.80 us that way, 1.69 us by process_vm_readv; at 1 KiB the system call "
                    "wins); 0: always cross-memory attach"};
-static const ferry_config_var_t *const shm_cma_min_reg
+static const fy_config_var_t *const shm_cma_min_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_cma_min_var;
 
 #define SHM_CMA_IOV_MAX 1024 /* iovecs per side and call (UIO_MAXIOV) */
@@ -66,7 +65,7 @@ bool shm_cma_enabled(void)
     return ferry_config_bool(&shm_cma_var);
 }
 
-void shm_rma_init(ferry_tl_worker_t *tlw)
+void shm_rma_init(fy_tl_worker_t *tlw)
 {
     tlw->cma_enabled = ferry_config_bool(&shm_cma_var);
     tlw->cma_min = ferry_config_size(&shm_cma_min_var);
@@ -75,7 +74,7 @@ void shm_rma_init(ferry_tl_worker_t *tlw)
         tlw->cma_chunk = 4096;
 }
 
-ferry_status_t shm_keytable_map(ferry_tl_ep_t *tlep, int fd)
+ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd)
 {
     struct stat st;
     int seals = fcntl(fd, F_GET_SEALS);
@@ -83,24 +82,24 @@ ferry_status_t shm_keytable_map(ferry_tl_ep_t *tlep, int fd)
 
     if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || fstat(fd, &st) != 0 ||
         (size_t)st.st_size < MEM_KEYTABLE_HEADER_SIZE) {
-        ferry_warn("shm: key table from pid %u is not a sealed memfd of at least %u bytes: "
-                   "refused",
-                   tlep->peer_pid, MEM_KEYTABLE_HEADER_SIZE);
+        fy_warn("shm: key table from pid %u is not a sealed memfd of at least %u bytes: "
+                "refused",
+                tlep->peer_pid, MEM_KEYTABLE_HEADER_SIZE);
         return FERRY_ERR_PROTOCOL;
     }
     map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) {
-        ferry_error("mmap(key table of pid %u, %lld bytes) failed: %s", tlep->peer_pid,
-                    (long long)st.st_size, strerror(errno));
+        fy_error("mmap(key table of pid %u, %lld bytes) failed: %s", tlep->peer_pid,
+                 (long long)st.st_size, strerror(errno));
         return FERRY_ERR_SHMEM;
     }
     const mem_keytable_header_t *h = map;
     uint64_t need = MEM_KEYTABLE_HEADER_SIZE + (uint64_t)h->entries * sizeof(mem_keytable_entry_t);
     if (h->magic != MEM_KEYTABLE_MAGIC || h->version != MEM_LAYOUT_VERSION ||
         need > (uint64_t)st.st_size) {
-        ferry_warn("shm: key table of pid %u has an unknown layout (version %u, %u entries in "
-                   "%lld bytes): refused",
-                   tlep->peer_pid, h->version, h->entries, (long long)st.st_size);
+        fy_warn("shm: key table of pid %u has an unknown layout (version %u, %u entries in "
+                "%lld bytes): refused",
+                tlep->peer_pid, h->version, h->entries, (long long)st.st_size);
         munmap(map, (size_t)st.st_size);
         return FERRY_ERR_PROTOCOL;
     }
@@ -111,7 +110,7 @@ ferry_status_t shm_keytable_map(ferry_tl_ep_t *tlep, int fd)
     return FERRY_OK;
 }
 
-void shm_keytable_unmap(ferry_tl_ep_t *tlep)
+void shm_keytable_unmap(fy_tl_ep_t *tlep)
 {
     if (tlep->peer_keytable == NULL)
         return;
@@ -122,7 +121,7 @@ void shm_keytable_unmap(ferry_tl_ep_t *tlep)
 }
 
 /* The key's entry if the region is still registered with the key's generation, else NULL. */
-static mem_keytable_entry_t *shm_key_entry(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey)
+static mem_keytable_entry_t *shm_key_entry(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey)
 {
     if (tlep->peer_entries == NULL || rkey->key.index >= tlep->peer_entry_count)
         return NULL;
@@ -139,8 +138,8 @@ static ferry_status_t shm_claim_single_use(mem_keytable_entry_t *e, const ferry_
     if (!(rkey->key.flags & FERRY_MEM_SINGLE_USE))
         return FERRY_OK;
     if (!atomic_compare_exchange_strong(&e->uses, &unused, 1)) {
-        ferry_debug("shm: single-use region %u of pid %u was already used", rkey->key.index,
-                    rkey->key.pid);
+        fy_debug("shm: single-use region %u of pid %u was already used", rkey->key.index,
+                 rkey->key.pid);
         return FERRY_ERR_ACCESS;
     }
     return FERRY_OK;
@@ -148,7 +147,7 @@ static ferry_status_t shm_claim_single_use(mem_keytable_entry_t *e, const ferry_
 
 /* ------------------------------------------------------------------ mapped memory */
 
-ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
+ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey)
 {
     char path[64];
     struct stat st;
@@ -168,17 +167,17 @@ ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
     snprintf(path, sizeof(path), "/proc/%u/fd/%u", rkey->key.pid, rkey->key.alloc_fd);
     fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (fd < 0) {
-        ferry_info("shm: cannot map the peer's memory: open(%s) failed: %s (loads and stores "
-                   "through ferry_rkey_ptr are unavailable; put/get still work)",
-                   path, strerror(errno));
+        fy_info("shm: cannot map the peer's memory: open(%s) failed: %s (loads and stores "
+                "through ferry_rkey_ptr are unavailable; put/get still work)",
+                path, strerror(errno));
         return FERRY_ERR_UNSUPPORTED;
     }
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != rkey->key.alloc_inode ||
         (uint64_t)st.st_size < length) {
-        ferry_info("shm: %s is not the memory the key names (inode %llu, %lld bytes; the key "
-                   "says inode %llu, %llu bytes): was it freed?",
-                   path, (unsigned long long)st.st_ino, (long long)st.st_size,
-                   (unsigned long long)rkey->key.alloc_inode, (unsigned long long)rkey->key.length);
+        fy_info("shm: %s is not the memory the key names (inode %llu, %lld bytes; the key "
+                "says inode %llu, %llu bytes): was it freed?",
+                path, (unsigned long long)st.st_ino, (long long)st.st_size,
+                (unsigned long long)rkey->key.alloc_inode, (unsigned long long)rkey->key.length);
         close(fd);
         return FERRY_ERR_UNSUPPORTED;
     }
@@ -186,8 +185,8 @@ ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
                fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
-        ferry_warn("shm: mmap(%s, %lld bytes) failed: %s", path, (long long)st.st_size,
-                   strerror(errno));
+        fy_warn("shm: mmap(%s, %lld bytes) failed: %s", path, (long long)st.st_size,
+                strerror(errno));
         return FERRY_ERR_UNSUPPORTED;
     }
     rkey->mapped = map;
@@ -198,10 +197,10 @@ ferry_status_t shm_rkey_map(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey)
 }
 
 /* Loads and stores on the mapping (the caller checked the ranges against the key). */
-static void shm_rma_mapped(const ferry_rkey_t *rkey, const ferry_rma_op_t *op)
+static void shm_rma_mapped(const ferry_rkey_t *rkey, const fy_rma_op_t *op)
 {
     uint8_t *base = rkey->mapped;
-    if (op->kind == FERRY_RMA_ATOMIC_POST || op->kind == FERRY_RMA_ATOMIC_FETCH) {
+    if (op->kind == FY_RMA_ATOMIC_POST || op->kind == FY_RMA_ATOMIC_FETCH) {
         uint64_t old = mem_atomic_apply(base + op->remote[0].offset, op->atomic_size, op->atomic_op,
                                         op->value, op->compare);
         if (op->result != NULL)
@@ -217,7 +216,7 @@ static void shm_rma_mapped(const ferry_rkey_t *rkey, const ferry_rma_op_t *op)
             if (n > left)
                 n = left;
             uint8_t *local = (uint8_t *)op->local[li].buffer + loff;
-            if (op->kind == FERRY_RMA_PUT)
+            if (op->kind == FY_RMA_PUT)
                 memcpy(remote, local, n);
             else
                 memcpy(local, remote, n);
@@ -230,7 +229,7 @@ static void shm_rma_mapped(const ferry_rkey_t *rkey, const ferry_rma_op_t *op)
             }
         }
     }
-    if (op->kind == FERRY_RMA_PUT)
+    if (op->kind == FY_RMA_PUT)
         atomic_thread_fence(memory_order_release);
 }
 
@@ -296,21 +295,21 @@ static const char *shm_cma_reason(int err)
 }
 
 /* The owner's pieces of the region (fetched once per key with process_vm_readv). */
-static ferry_status_t shm_rkey_fetch_pieces(ferry_tl_ep_t *tlep, ferry_rkey_t *rkey,
+static ferry_status_t shm_rkey_fetch_pieces(fy_tl_ep_t *tlep, ferry_rkey_t *rkey,
                                             const mem_keytable_entry_t *e)
 {
     uint32_t count = e->iovcnt;
     if (rkey->iov_fetched)
         return FERRY_OK;
     if (count == 0 || count > FERRY_MEM_IOV_MAX) {
-        ferry_warn("shm: key table entry %u of pid %u has %u pieces: refused", rkey->key.index,
-                   tlep->peer_pid, count);
+        fy_warn("shm: key table entry %u of pid %u has %u pieces: refused", rkey->key.index,
+                tlep->peer_pid, count);
         return FERRY_ERR_ACCESS;
     }
     ferry_iov_t *pieces = malloc(count * sizeof(*pieces));
     uint64_t *ends = malloc(count * sizeof(*ends));
     if (pieces == NULL || ends == NULL) {
-        ferry_error("malloc for %u remote pieces failed", count);
+        fy_error("malloc for %u remote pieces failed", count);
         free(pieces);
         free(ends);
         return FERRY_ERR_NO_MEMORY;
@@ -333,8 +332,8 @@ static ferry_status_t shm_rkey_fetch_pieces(ferry_tl_ep_t *tlep, ferry_rkey_t *r
             }
             if (n < 0 && err == ESRCH)
                 return FERRY_ERR_CONNECTION_RESET; /* the peer is gone */
-            ferry_warn("shm: process_vm_readv(pid %u, the pieces of region %u) returned %zd: %s",
-                       tlep->peer_pid, rkey->key.index, n, strerror(err));
+            fy_warn("shm: process_vm_readv(pid %u, the pieces of region %u) returned %zd: %s",
+                    tlep->peer_pid, rkey->key.index, n, strerror(err));
             return FERRY_ERR_ACCESS;
         }
     }
@@ -344,9 +343,9 @@ static ferry_status_t shm_rkey_fetch_pieces(ferry_tl_ep_t *tlep, ferry_rkey_t *r
         ends[i] = total;
     }
     if (total != rkey->key.length) {
-        ferry_warn("shm: region %u of pid %u has %llu bytes in its pieces, the key says %llu",
-                   rkey->key.index, tlep->peer_pid, (unsigned long long)total,
-                   (unsigned long long)rkey->key.length);
+        fy_warn("shm: region %u of pid %u has %llu bytes in its pieces, the key says %llu",
+                rkey->key.index, tlep->peer_pid, (unsigned long long)total,
+                (unsigned long long)rkey->key.length);
         free(pieces);
         free(ends);
         return FERRY_ERR_ACCESS;
@@ -359,14 +358,14 @@ static ferry_status_t shm_rkey_fetch_pieces(ferry_tl_ep_t *tlep, ferry_rkey_t *r
 }
 
 /* Translate the operation's remote ranges into the owner's addresses. */
-static ferry_iov_t *shm_remote_pieces(const ferry_rkey_t *rkey, const ferry_rma_op_t *op,
+static ferry_iov_t *shm_remote_pieces(const ferry_rkey_t *rkey, const fy_rma_op_t *op,
                                       size_t *count_p)
 {
     size_t max = op->remote_count + rkey->remote_iovcnt;
     ferry_iov_t *out = malloc(max * sizeof(*out));
     size_t count = 0;
     if (out == NULL) {
-        ferry_error("malloc(%zu) for remote pieces failed", max * sizeof(*out));
+        fy_error("malloc(%zu) for remote pieces failed", max * sizeof(*out));
         return NULL;
     }
     for (size_t r = 0; r < op->remote_count; r++) {
@@ -379,9 +378,8 @@ static ferry_iov_t *shm_remote_pieces(const ferry_rkey_t *rkey, const ferry_rma_
     return out;
 }
 
-static ferry_status_t shm_rma_cma(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey,
-                                  const ferry_rma_op_t *op, const ferry_iov_t *remote_pieces,
-                                  size_t remote_count)
+static ferry_status_t shm_rma_cma(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey, const fy_rma_op_t *op,
+                                  const ferry_iov_t *remote_pieces, size_t remote_count)
 {
     struct iovec liov[SHM_CMA_IOV_MAX], riov[SHM_CMA_IOV_MAX];
     shm_cursor_t lc = {.pieces = op->local, .count = op->local_count};
@@ -393,7 +391,7 @@ static ferry_status_t shm_rma_cma(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey,
         size_t lbytes, rbytes, want = left < chunk ? (size_t)left : chunk;
         size_t ln = shm_cursor_fill(&lc, liov, SHM_CMA_IOV_MAX, want, &lbytes);
         size_t rn = shm_cursor_fill(&rc, riov, SHM_CMA_IOV_MAX, lbytes, &rbytes);
-        ssize_t n = op->kind == FERRY_RMA_PUT
+        ssize_t n = op->kind == FY_RMA_PUT
                         ? process_vm_writev((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0)
                         : process_vm_readv((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0);
         if (n <= 0) {
@@ -406,16 +404,15 @@ static ferry_status_t shm_rma_cma(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey,
             }
             if (n < 0 && err == ESRCH) {
                 /* the peer is gone: its endpoint fails once the socket's hang-up is seen */
-                ferry_debug("shm: %s(pid %u): the process is gone",
-                            op->kind == FERRY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
-                            tlep->peer_pid);
+                fy_debug("shm: %s(pid %u): the process is gone",
+                         op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
+                         tlep->peer_pid);
                 return FERRY_ERR_CONNECTION_RESET;
             }
-            ferry_warn("shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
-                       "memory freed before it was deregistered?)",
-                       op->kind == FERRY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
-                       tlep->peer_pid, rbytes, rkey->key.index,
-                       n < 0 ? strerror(err) : "no progress");
+            fy_warn("shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
+                    "memory freed before it was deregistered?)",
+                    op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
+                    tlep->peer_pid, rbytes, rkey->key.index, n < 0 ? strerror(err) : "no progress");
             return FERRY_ERR_ACCESS;
         }
         shm_cursor_advance(&lc, (size_t)n); /* a partial transfer resumes where it stopped */
@@ -425,12 +422,12 @@ static ferry_status_t shm_rma_cma(ferry_tl_ep_t *tlep, const ferry_rkey_t *rkey,
     return FERRY_OK;
 }
 
-ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const ferry_rma_op_t *op)
+ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op)
 {
     ferry_rkey_t *rkey = op->rkey;
     mem_keytable_entry_t *e;
     ferry_status_t status;
-    bool atomic = op->kind == FERRY_RMA_ATOMIC_POST || op->kind == FERRY_RMA_ATOMIC_FETCH;
+    bool atomic = op->kind == FY_RMA_ATOMIC_POST || op->kind == FY_RMA_ATOMIC_FETCH;
 
     if (tlep->state != SHM_CONN_CONNECTED)
         return FERRY_ERR_UNSUPPORTED; /* the target-executed path queues until connected */
@@ -443,25 +440,25 @@ ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const ferry_rma_op_t *op)
         return FERRY_ERR_UNSUPPORTED;
     e = shm_key_entry(tlep, rkey);
     if (e == NULL) {
-        ferry_debug("shm: region %u (generation %u) of pid %u is no longer registered",
-                    rkey->key.index, rkey->key.generation, tlep->peer_pid);
+        fy_debug("shm: region %u (generation %u) of pid %u is no longer registered",
+                 rkey->key.index, rkey->key.generation, tlep->peer_pid);
         return FERRY_ERR_ACCESS;
     }
     /* The owner's entry, not the key (which a peer could have edited), grants access and
      * bounds the ranges. */
-    unsigned need = atomic                      ? FERRY_ACCESS_REMOTE_ATOMIC
-                    : op->kind == FERRY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE
-                                                : FERRY_ACCESS_REMOTE_READ;
+    unsigned need = atomic                   ? FERRY_ACCESS_REMOTE_ATOMIC
+                    : op->kind == FY_RMA_PUT ? FERRY_ACCESS_REMOTE_WRITE
+                                             : FERRY_ACCESS_REMOTE_READ;
     if ((e->access & need) != need) {
-        ferry_debug("shm: region %u of pid %u does not grant access 0x%x", rkey->key.index,
-                    tlep->peer_pid, need);
+        fy_debug("shm: region %u of pid %u does not grant access 0x%x", rkey->key.index,
+                 tlep->peer_pid, need);
         return FERRY_ERR_ACCESS;
     }
     for (size_t r = 0; r < op->remote_count; r++) {
         if (!mem_range_ok(e->length, op->remote[r].offset, op->remote[r].length)) {
-            ferry_debug("shm: range [%llu, +%zu) is outside the %llu-byte region %u of pid %u",
-                        (unsigned long long)op->remote[r].offset, op->remote[r].length,
-                        (unsigned long long)e->length, rkey->key.index, tlep->peer_pid);
+            fy_debug("shm: range [%llu, +%zu) is outside the %llu-byte region %u of pid %u",
+                     (unsigned long long)op->remote[r].offset, op->remote[r].length,
+                     (unsigned long long)e->length, rkey->key.index, tlep->peer_pid);
             return FERRY_ERR_ACCESS;
         }
     }
@@ -495,10 +492,30 @@ ferry_status_t shm_rma(ferry_tl_ep_t *tlep, const ferry_rma_op_t *op)
 
 denied:
     tlep->cma = -1;
-    ferry_info("shm: cross-memory attach to pid %u is denied: %s; one-sided transfers to it "
-               "go through shared buffers driven by its progress",
-               tlep->peer_pid, shm_cma_reason(tlep->cma_errno));
+    fy_info("shm: cross-memory attach to pid %u is denied: %s; one-sided transfers to it "
+            "go through shared buffers driven by its progress",
+            tlep->peer_pid, shm_cma_reason(tlep->cma_errno));
     return FERRY_ERR_UNSUPPORTED;
+}
+
+/* One probe per endpoint: a one-byte process_vm_readv of the peer's address 0 fails with
+ * EFAULT when the kernel allows access (it checks permission first), EPERM/EACCES/ENOSYS when
+ * it does not. */
+bool shm_cma_probe(uint32_t pid)
+{
+    uint8_t byte;
+    struct iovec local = {.iov_base = &byte, .iov_len = 1};
+    struct iovec remote = {.iov_base = NULL, .iov_len = 1};
+    if (pid == 0)
+        return false;
+    ssize_t n = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+    int err = errno;
+    if (n >= 0 || err == EFAULT)
+        return true;
+    fy_info("shm: cross-memory attach to pid %u is not possible (%s): rendezvous and "
+            "one-sided transfers with it copy through shared buffers",
+            pid, strerror(err));
+    return false;
 }
 
 /* ------------------------------------------------------------------ ferry_info */

@@ -1,7 +1,7 @@
 /* The tcp transport: active messages between workers on different hosts (or, with
  * FERRY_TRANSPORTS=tcp, on one host) over TCP. This file: the ops table, query, the worker's
  * part (listening socket, interface choice, address record, the epoll set and the timer),
- * reachable, the endpoint slots and poll/arm. See tcp.h for the other files. */
+ * the endpoint slots and poll/arm. See tcp.h for the other files. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,11 +20,9 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "proto/am.h"
 #include "transport/tcp/tcp.h"
-#include "wireup/ep.h"
 
-static const ferry_config_var_t tcp_iface_var = {
+static const fy_config_var_t tcp_iface_var = {
     .name = "FERRY_TCP_IFACE",
     .type = FERRY_CONFIG_STRING,
     .default_value = "",
@@ -32,19 +30,19 @@ static const ferry_config_var_t tcp_iface_var = {
                    "comma-separated (default: the interface of the default route, else every "
                    "up non-loopback interface; 127.0.0.1 is always added, for peers on this "
                    "host only)"};
-static const ferry_config_var_t *const tcp_iface_reg
+static const fy_config_var_t *const tcp_iface_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_iface_var;
 
-static const ferry_config_var_t tcp_port_var = {
+static const fy_config_var_t tcp_port_var = {
     .name = "FERRY_TCP_PORT",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "0",
     .description = "TCP port a worker listens on (0: an ephemeral port; a fixed port allows "
                    "one worker per host)"};
-static const ferry_config_var_t *const tcp_port_reg
+static const fy_config_var_t *const tcp_port_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_port_var;
 
-static const ferry_config_var_t tcp_timeout_var = {
+static const fy_config_var_t tcp_timeout_var = {
     .name = "FERRY_TCP_TIMEOUT_MS",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "10000",
@@ -52,51 +50,51 @@ static const ferry_config_var_t tcp_timeout_var = {
                    "of its connection with FERRY_ERR_ENDPOINT_TIMEOUT; workers send a PING "
                    "after a third of it without traffic, so a peer must call progress that "
                    "often (0: never time out)"};
-static const ferry_config_var_t *const tcp_timeout_reg
+static const fy_config_var_t *const tcp_timeout_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_timeout_var;
 
-static const ferry_config_var_t tcp_connect_timeout_var = {
+static const fy_config_var_t tcp_connect_timeout_var = {
     .name = "FERRY_TCP_CONNECT_TIMEOUT_MS",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "10000",
     .description = "time a tcp connection has to connect and exchange HELLO (both sides)"};
-static const ferry_config_var_t *const tcp_connect_timeout_reg
+static const fy_config_var_t *const tcp_connect_timeout_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_connect_timeout_var;
 
-static const ferry_config_var_t tcp_max_frame_var = {
+static const fy_config_var_t tcp_max_frame_var = {
     .name = "FERRY_TCP_MAX_FRAME",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "1G",
     .description = "largest active-message payload a worker accepts from a tcp peer (larger: "
                    "the connection is closed)"};
-static const ferry_config_var_t *const tcp_max_frame_reg
+static const fy_config_var_t *const tcp_max_frame_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_max_frame_var;
 
-static const ferry_config_var_t tcp_queue_max_var = {
+static const fy_config_var_t tcp_queue_max_var = {
     .name = "FERRY_TCP_QUEUE_MAX",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "4M",
     .description = "bytes waiting in a tcp peer's send queue (the socket full) beyond which "
                    "small sends return FERRY_ERR_NO_RESOURCE"};
-static const ferry_config_var_t *const tcp_queue_max_reg
+static const fy_config_var_t *const tcp_queue_max_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_queue_max_var;
 
 /* ------------------------------------------------------------------ poll, timer */
 
-void tcp_poll_skip_update(ferry_tl_worker_t *tlw)
+void tcp_poll_skip_update(fy_tl_worker_t *tlw)
 {
     if (tlw->conn_count == 0 && tlw->dead_count == 0)
-        tlw->worker->tl_poll_skip |= tlw->poll_bit;
+        *tlw->local->poll_skip |= tlw->local->poll_bit;
     else
-        tlw->worker->tl_poll_skip &= ~tlw->poll_bit;
+        *tlw->local->poll_skip &= ~tlw->local->poll_bit;
 }
 
-void tcp_timer_update(ferry_tl_worker_t *tlw)
+void tcp_timer_update(fy_tl_worker_t *tlw)
 {
     bool waiting = false;
-    for (ferry_list_link_t *l = ferry_list_first(&tlw->peers);
-         !waiting && l != ferry_list_end(&tlw->peers); l = l->next)
-        waiting = ferry_list_entry(l, tcp_peer_t, link)->wait_deadline_ns != 0;
+    for (fy_list_link_t *l = fy_list_first(&tlw->peers); !waiting && l != fy_list_end(&tlw->peers);
+         l = l->next)
+        waiting = fy_list_entry(l, tcp_peer_t, link)->wait_deadline_ns != 0;
     bool want = tlw->conn_count > 0 || waiting;
     if (want == tlw->timer_armed)
         return;
@@ -115,18 +113,18 @@ void tcp_timer_update(ferry_tl_worker_t *tlw)
         its.it_value = its.it_interval;
     }
     if (timerfd_settime(tlw->timerfd, 0, &its, NULL) != 0)
-        ferry_warn("tcp: timerfd_settime(fd %d) failed: %s", tlw->timerfd, strerror(errno));
+        fy_warn("tcp: timerfd_settime(fd %d) failed: %s", tlw->timerfd, strerror(errno));
     tlw->timer_armed = want;
 }
 
 static void tcp_timer_cb(void *arg, uint32_t events)
 {
-    ferry_tl_worker_t *tlw = arg;
+    fy_tl_worker_t *tlw = arg;
     uint64_t expirations;
     (void)events;
     if (read(tlw->timerfd, &expirations, sizeof(expirations)) != sizeof(expirations))
         return;
-    tcp_conn_tick(tlw, ferry_time_coarse_ns());
+    tcp_conn_tick(tlw, fy_time_coarse_ns());
 }
 
 static void tcp_listen_cb(void *arg, uint32_t events)
@@ -137,13 +135,13 @@ static void tcp_listen_cb(void *arg, uint32_t events)
 
 /* The one connection a spinning worker may read without asking epoll first: the only one,
  * established, with nothing waiting to be written (EPOLLOUT comes through epoll). */
-static tcp_conn_t *tcp_poll_direct_conn(ferry_tl_worker_t *tlw)
+static tcp_conn_t *tcp_poll_direct_conn(fy_tl_worker_t *tlw)
 {
     if (tlw->conn_count != 1 || (++tlw->poll_count & (TCP_POLL_EPOLL_EVERY - 1)) == 0)
         return NULL;
-    for (ferry_list_link_t *l = ferry_list_first(&tlw->conns); l != ferry_list_end(&tlw->conns);
+    for (fy_list_link_t *l = fy_list_first(&tlw->conns); l != fy_list_end(&tlw->conns);
          l = l->next) {
-        tcp_conn_t *conn = ferry_list_entry(l, tcp_conn_t, link);
+        tcp_conn_t *conn = fy_list_entry(l, tcp_conn_t, link);
         if (conn->state == TCP_CONN_DEAD)
             continue;
         return conn->state == TCP_CONN_ESTABLISHED && !conn->want_out ? conn : NULL;
@@ -151,7 +149,7 @@ static tcp_conn_t *tcp_poll_direct_conn(ferry_tl_worker_t *tlw)
     return NULL;
 }
 
-static unsigned tcp_poll(ferry_tl_worker_t *tlw)
+static unsigned tcp_poll(fy_tl_worker_t *tlw)
 {
     struct epoll_event events[16];
     unsigned count = 0;
@@ -169,7 +167,7 @@ static unsigned tcp_poll(ferry_tl_worker_t *tlw)
     }
     int n = epoll_wait(tlw->epfd, events, 16, 0);
     for (int i = 0; i < n; i++) {
-        ferry_worker_fd_t *entry = events[i].data.ptr;
+        fy_worker_fd_t *entry = events[i].data.ptr;
         entry->cb(entry->arg, events[i].events);
         count++;
     }
@@ -185,7 +183,7 @@ static void tcp_epfd_cb(void *arg, uint32_t events)
     tcp_poll(arg);
 }
 
-static ferry_status_t tcp_arm(ferry_tl_worker_t *tlw)
+static ferry_status_t tcp_arm(fy_tl_worker_t *tlw)
 {
     /* everything pending shows as readiness of epfd in the worker's set, except frames
      * already read into a receive buffer (they are parsed when read: none wait) */
@@ -296,7 +294,7 @@ static void tcp_record_add_sockaddr(tcp_record_t *rec, const struct sockaddr *sa
 }
 
 /* Fill the record's addresses: the chosen interfaces' addresses, then 127.0.0.1. */
-static void tcp_choose_addresses(ferry_tl_worker_t *tlw, bool have_ipv6)
+static void tcp_choose_addresses(fy_tl_worker_t *tlw, bool have_ipv6)
 {
     const char *spec = ferry_config_string(&tcp_iface_var);
     char route_if[IF_NAMESIZE + 1] = "";
@@ -306,7 +304,7 @@ static void tcp_choose_addresses(ferry_tl_worker_t *tlw, bool have_ipv6)
     if (spec[0] == '\0')
         tcp_default_route_iface(route_if, sizeof(route_if));
     if (getifaddrs(&list) != 0) {
-        ferry_warn("tcp: getifaddrs failed: %s; only 127.0.0.1 is published", strerror(errno));
+        fy_warn("tcp: getifaddrs failed: %s; only 127.0.0.1 is published", strerror(errno));
         list = NULL;
     }
     for (int pass = 0; pass < 2; pass++) {
@@ -339,9 +337,9 @@ static void tcp_choose_addresses(ferry_tl_worker_t *tlw, bool have_ipv6)
              spec[0] != '\0' ? spec : route_if, spec[0] != '\0' || route_if[0] ? " " : "",
              "addresses", why);
     if (spec[0] != '\0' && tlw->record.count == 0)
-        ferry_warn("tcp: FERRY_TCP_IFACE=%s matches no up interface address; only peers on "
-                   "this host can connect (list them with: ip -brief addr)",
-                   spec);
+        fy_warn("tcp: FERRY_TCP_IFACE=%s matches no up interface address; only peers on "
+                "this host can connect (list them with: ip -brief addr)",
+                spec);
     freeifaddrs(list);
     uint32_t lo = htonl(INADDR_LOOPBACK);
     tcp_record_add(&tlw->record, AF_INET, &lo);
@@ -349,7 +347,7 @@ static void tcp_choose_addresses(ferry_tl_worker_t *tlw, bool have_ipv6)
 
 /* Listen on the wildcard address (IPv6 with IPv4 mapped when the host has IPv6, else IPv4):
  * every published address reaches it, and addresses that come later do too. */
-static ferry_status_t tcp_listen(ferry_tl_worker_t *tlw, bool *have_ipv6)
+static ferry_status_t tcp_listen(fy_tl_worker_t *tlw, bool *have_ipv6)
 {
     uint64_t port = ferry_config_size(&tcp_port_var);
     int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -358,8 +356,8 @@ static ferry_status_t tcp_listen(ferry_tl_worker_t *tlw, bool *have_ipv6)
     socklen_t sl;
 
     if (port > 65535) {
-        ferry_warn("FERRY_TCP_PORT=%llu is not a port; using an ephemeral one",
-                   (unsigned long long)port);
+        fy_warn("FERRY_TCP_PORT=%llu is not a port; using an ephemeral one",
+                (unsigned long long)port);
         port = 0;
     }
     *have_ipv6 = fd >= 0 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) == 0;
@@ -379,15 +377,15 @@ static ferry_status_t tcp_listen(ferry_tl_worker_t *tlw, bool *have_ipv6)
         sl = sizeof(in);
     }
     if (fd < 0) {
-        ferry_error("tcp: socket() for the listening socket failed: %s", strerror(errno));
+        fy_error("tcp: socket() for the listening socket failed: %s", strerror(errno));
         return FERRY_ERR_IO;
     }
     if (port != 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 128) != 0) {
-        ferry_error("tcp: bind/listen on port %llu failed: %s%s", (unsigned long long)port,
-                    strerror(errno),
-                    port != 0 ? " (FERRY_TCP_PORT: is another worker using it?)" : "");
+        fy_error("tcp: bind/listen on port %llu failed: %s%s", (unsigned long long)port,
+                 strerror(errno),
+                 port != 0 ? " (FERRY_TCP_PORT: is another worker using it?)" : "");
         close(fd);
         return FERRY_ERR_IO;
     }
@@ -403,13 +401,13 @@ static ferry_status_t tcp_listen(ferry_tl_worker_t *tlw, bool *have_ipv6)
 
 /* ------------------------------------------------------------------ worker */
 
-static ferry_status_t tcp_query(ferry_tl_caps_t *caps, char *why, size_t why_len)
+static ferry_status_t tcp_query(fy_tl_caps_t *caps, char *why, size_t why_len)
 {
     (void)why;
     (void)why_len;
     memset(caps, 0, sizeof(*caps));
     /* one-sided operations go through the target-executed protocol */
-    caps->flags = FERRY_TL_CAP_AM | FERRY_TL_CAP_AM_ORDERED;
+    caps->flags = FY_TL_CAP_AM | FY_TL_CAP_AM_ORDERED | FY_TL_CAP_STREAM;
     caps->max_short = TCP_REQ_INLINE - TCP_FRAME_HEADER_SIZE;
     caps->max_bcopy = 65536;
     caps->max_iov = SIZE_MAX;
@@ -418,47 +416,45 @@ static ferry_status_t tcp_query(ferry_tl_caps_t *caps, char *why, size_t why_len
     return FERRY_OK;
 }
 
-static ferry_status_t tcp_epoll_add(ferry_tl_worker_t *tlw, ferry_worker_fd_t *entry)
+static ferry_status_t tcp_epoll_add(fy_tl_worker_t *tlw, fy_worker_fd_t *entry)
 {
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = entry};
     if (epoll_ctl(tlw->epfd, EPOLL_CTL_ADD, entry->fd, &ev) != 0) {
-        ferry_error("tcp: epoll_ctl(ADD, fd %d) failed: %s", entry->fd, strerror(errno));
+        fy_error("tcp: epoll_ctl(ADD, fd %d) failed: %s", entry->fd, strerror(errno));
         return FERRY_ERR_IO;
     }
     return FERRY_OK;
 }
 
-static ferry_status_t tcp_init(ferry_worker_t *worker, ferry_tl_worker_t **tlw_p)
+static ferry_status_t tcp_init(ferry_worker_t *worker, const fy_tl_local_t *local,
+                               fy_tl_worker_t **tlw_p)
 {
-    ferry_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
+    fy_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
     ferry_status_t status;
     bool have_ipv6 = false;
 
     if (tlw == NULL) {
-        ferry_error("calloc(%zu) for the tcp transport failed", sizeof(*tlw));
+        fy_error("calloc(%zu) for the tcp transport failed", sizeof(*tlw));
         return FERRY_ERR_NO_MEMORY;
     }
     tlw->worker = worker;
-    for (size_t t = 0; t < ferry_transports_count; t++) {
-        if (ferry_transports[t] == &ferry_tl_tcp_ops)
-            tlw->poll_bit = 1u << t;
-    }
-    ferry_list_init(&tlw->peers);
-    ferry_list_init(&tlw->conns);
-    ferry_list_init(&tlw->free_reqs);
+    tlw->local = local;
+    fy_list_init(&tlw->peers);
+    fy_list_init(&tlw->conns);
+    fy_pool_init(&tlw->reqs, sizeof(tcp_req_t), TCP_REQ_BLOCK, "tcp send requests");
     tlw->max_frame = ferry_config_size(&tcp_max_frame_var);
     tlw->timeout_ns = ferry_config_size(&tcp_timeout_var) * 1000000u;
     tlw->connect_timeout_ns = ferry_config_size(&tcp_connect_timeout_var) * 1000000u;
     tlw->queue_max = ferry_config_size(&tcp_queue_max_var);
     tlw->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (tlw->epfd < 0) {
-        ferry_error("tcp: epoll_create1 failed: %s (check ulimit -n)", strerror(errno));
+        fy_error("tcp: epoll_create1 failed: %s (check ulimit -n)", strerror(errno));
         status = FERRY_ERR_IO;
         goto err_free;
     }
     tlw->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (tlw->timerfd < 0) {
-        ferry_error("tcp: timerfd_create failed: %s", strerror(errno));
+        fy_error("tcp: timerfd_create failed: %s", strerror(errno));
         status = FERRY_ERR_IO;
         goto err_close_epfd;
     }
@@ -479,12 +475,12 @@ static ferry_status_t tcp_init(ferry_worker_t *worker, ferry_tl_worker_t **tlw_p
     tlw->epfd_entry.fd = tlw->epfd;
     tlw->epfd_entry.cb = tcp_epfd_cb;
     tlw->epfd_entry.arg = tlw;
-    status = ferry_worker_fd_add(worker, &tlw->epfd_entry, EPOLLIN);
+    status = fy_worker_fd_add(worker, &tlw->epfd_entry, EPOLLIN);
     if (status != FERRY_OK)
         goto err_close_listen;
     tcp_poll_skip_update(tlw);
-    ferry_debug("tcp: listening on port %u; publishing %u addresses: %s", tlw->record.port,
-                tlw->record.count, tlw->iface_desc);
+    fy_debug("tcp: listening on port %u; publishing %u addresses: %s", tlw->record.port,
+             tlw->record.count, tlw->iface_desc);
     *tlw_p = tlw;
     return FERRY_OK;
 
@@ -499,30 +495,28 @@ err_free:
     return status;
 }
 
-static void tcp_finalize(ferry_tl_worker_t *tlw)
+static void tcp_finalize(fy_tl_worker_t *tlw)
 {
-    ferry_list_link_t *link;
+    fy_list_link_t *link;
     /* endpoints are gone; what is left are connections without channels */
-    for (link = ferry_list_first(&tlw->conns); link != ferry_list_end(&tlw->conns);
-         link = link->next)
-        tcp_conn_fail(ferry_list_entry(link, tcp_conn_t, link), FERRY_ERR_CANCELED);
+    for (link = fy_list_first(&tlw->conns); link != fy_list_end(&tlw->conns); link = link->next)
+        tcp_conn_fail(fy_list_entry(link, tcp_conn_t, link), FERRY_ERR_CANCELED);
     tcp_conn_reap(tlw);
-    while ((link = ferry_list_pop_head(&tlw->peers)) != NULL) {
-        tcp_peer_t *peer = ferry_list_entry(link, tcp_peer_t, link);
-        ferry_list_init(&peer->link);
+    while ((link = fy_list_pop_head(&tlw->peers)) != NULL) {
+        tcp_peer_t *peer = fy_list_entry(link, tcp_peer_t, link);
+        fy_list_init(&peer->link);
         tcp_io_drop_queue(peer, FERRY_ERR_CANCELED);
         free(peer);
     }
-    while ((link = ferry_list_pop_head(&tlw->free_reqs)) != NULL)
-        free(ferry_list_entry(link, tcp_req_t, link));
-    ferry_worker_fd_remove(tlw->worker, &tlw->epfd_entry);
+    fy_pool_destroy(&tlw->reqs, tcp_req_release, tlw); /* completes what waits to be reported */
+    fy_worker_fd_remove(tlw->worker, &tlw->epfd_entry);
     close(tlw->listen.fd);
     close(tlw->timerfd);
     close(tlw->epfd);
     free(tlw);
 }
 
-static ferry_status_t tcp_address(ferry_tl_worker_t *tlw, void *buffer, size_t *length_p)
+static ferry_status_t tcp_address(fy_tl_worker_t *tlw, void *buffer, size_t *length_p)
 {
     if (*length_p < tlw->record_length)
         return FERRY_ERR_OUT_OF_RANGE;
@@ -531,33 +525,13 @@ static ferry_status_t tcp_address(ferry_tl_worker_t *tlw, void *buffer, size_t *
     return FERRY_OK;
 }
 
-static bool tcp_addr_is_loopback(const tcp_record_addr_t *a)
-{
-    return a->family == 4 ? a->bytes[0] == 127
-                          : memcmp(a->bytes, in6addr_loopback.s6_addr, 16) == 0;
-}
-
-static bool tcp_reachable(ferry_tl_worker_t *tlw, const ferry_address_t *peer, const void *record,
-                          size_t record_length)
-{
-    tcp_record_t rec;
-    if (!tcp_record_decode(record, record_length, &rec))
-        return false;
-    if (ferry_host_id_equal(&peer->host, &tlw->worker->context->host))
-        return true; /* loopback (or any of its addresses: they are this host's) */
-    for (unsigned i = 0; i < rec.count; i++) {
-        if (!tcp_addr_is_loopback(&rec.addrs[i]))
-            return true;
-    }
-    return false; /* only loopback, and the peer is elsewhere: never */
-}
-
 /* ------------------------------------------------------------------ endpoints */
 
-static ferry_status_t tcp_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
-                                  const ferry_address_t *address, const void *record,
-                                  size_t record_length, ferry_tl_ep_t **tlep_p)
+static ferry_status_t tcp_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_tl_peer_t *address,
+                                  const void *record, size_t record_length, fy_tl_caps_t *caps_p,
+                                  fy_tl_ep_t **tlep_p)
 {
+    (void)caps_p; /* a byte stream to every peer alike */
     tcp_record_t rec;
     tcp_peer_t *peer;
     bool fresh = false;
@@ -567,33 +541,33 @@ static ferry_status_t tcp_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
     if (peer == NULL) {
         peer = calloc(1, sizeof(*peer));
         if (peer == NULL) {
-            ferry_error("tcp: calloc(%zu) for a peer failed", sizeof(*peer));
+            fy_error("tcp: calloc(%zu) for a peer failed", sizeof(*peer));
             return FERRY_ERR_NO_MEMORY;
         }
         peer->tlw = tlw;
         peer->in_table = true;
-        ferry_list_init(&peer->chans);
-        ferry_list_init(&peer->queue);
-        ferry_list_push_tail(&tlw->peers, &peer->link);
+        fy_list_init(&peer->chans);
+        fy_list_init(&peer->queue);
+        fy_list_push_tail(&tlw->peers, &peer->link);
         fresh = true;
     }
     peer->uuid = address->worker_uuid;
     peer->pid = address->pid;
     peer->host = address->host;
-    peer->same_host = ferry_host_id_equal(&address->host, &tlw->worker->context->host);
+    peer->same_host = fy_host_id_equal(&address->host, &tlw->local->host);
     peer->record = rec;
     peer->have_record = true;
     if (fresh) {
         ferry_status_t status = tcp_conn_connect_peer(peer);
         if (status != FERRY_OK) {
-            ferry_list_remove(&peer->link);
+            fy_list_remove(&peer->link);
             free(peer);
             return status;
         }
     }
-    ferry_tl_ep_t *chan = calloc(1, sizeof(*chan));
+    fy_tl_ep_t *chan = calloc(1, sizeof(*chan));
     if (chan == NULL) {
-        ferry_error("tcp: calloc(%zu) for a channel failed", sizeof(*chan));
+        fy_error("tcp: calloc(%zu) for a channel failed", sizeof(*chan));
         if (fresh) {
             peer->chan_count++;
             tcp_peer_chan_removed(peer); /* drops the connection attempt and the peer */
@@ -605,12 +579,12 @@ static ferry_status_t tcp_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
     chan->id = ++peer->next_chan_id;
     chan->mine = true;
     chan->state = TCP_CHAN_OPEN;
-    ferry_list_push_tail(&peer->chans, &chan->link);
+    fy_list_push_tail(&peer->chans, &chan->link);
     peer->chan_count++;
     peer->idle_sent = false;
     ferry_status_t status = tcp_send_control(peer, chan, TCP_FRAME_OPEN, NULL, 0, false);
     if (status != FERRY_OK && status != FERRY_INPROGRESS) {
-        ferry_list_remove(&chan->link);
+        fy_list_remove(&chan->link);
         free(chan);
         tcp_peer_chan_removed(peer);
         return status;
@@ -619,7 +593,7 @@ static ferry_status_t tcp_ep_init(ferry_tl_worker_t *tlw, ferry_ep_t *ep,
     return FERRY_OK;
 }
 
-static ferry_status_t tcp_ep_terminate(ferry_tl_ep_t *chan)
+static ferry_status_t tcp_ep_terminate(fy_tl_ep_t *chan)
 {
     tcp_peer_t *peer = chan->peer;
     if (chan->state == TCP_CHAN_GONE || peer->failed)
@@ -629,7 +603,7 @@ static ferry_status_t tcp_ep_terminate(ferry_tl_ep_t *chan)
     chan->state = TCP_CHAN_CLOSING;
     ferry_status_t status = tcp_send_control(peer, chan, TCP_FRAME_CLOSE, NULL, 0, true);
     if (status == FERRY_OK || chan->state == TCP_CHAN_GONE) {
-        /* written at once (tcp_req_written called ferry_ep_terminated, which did nothing yet:
+        /* written at once (tcp_req_written called fy_ep_terminated, which did nothing yet:
          * the endpoint is not CLOSING until we return) */
         chan->state = TCP_CHAN_GONE;
         tcp_io_drop_chan(chan);
@@ -642,7 +616,7 @@ static ferry_status_t tcp_ep_terminate(ferry_tl_ep_t *chan)
     return FERRY_INPROGRESS;
 }
 
-static void tcp_ep_destroy(ferry_tl_ep_t *chan)
+static void tcp_ep_destroy(fy_tl_ep_t *chan)
 {
     tcp_peer_t *peer = chan->peer;
     bool tell = chan->state == TCP_CHAN_OPEN && !peer->failed && peer->conn != NULL &&
@@ -651,38 +625,32 @@ static void tcp_ep_destroy(ferry_tl_ep_t *chan)
     tcp_io_drop_chan(chan);
     if (tell) /* forced close: the peer is still told */
         tcp_send_frame(peer, NULL, chan->id, chan->mine, TCP_FRAME_CLOSE, NULL, 0);
-    ferry_list_remove(&chan->link);
+    fy_list_remove(&chan->link);
     free(chan);
     tcp_peer_chan_removed(peer);
 }
 
-static ferry_status_t tcp_sendv(ferry_tl_ep_t *chan, uint8_t id, const void *header,
+static ferry_status_t tcp_sendv(fy_tl_ep_t *chan, uint8_t id, const void *header,
                                 size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
                                 ferry_completion_t *comp)
 {
     return tcp_send_am(chan, id, header, header_length, iov, iovcnt, comp, true);
 }
 
-static ferry_status_t tcp_send_short(ferry_tl_ep_t *chan, uint8_t id, const void *header,
+static ferry_status_t tcp_send_short(fy_tl_ep_t *chan, uint8_t id, const void *header,
                                      size_t header_length, const void *payload, size_t length)
 {
     ferry_status_t status = tcp_send_short_now(chan, id, header, header_length, payload, length);
-    if (ferry_likely(status != FERRY_ERR_UNSUPPORTED))
+    if (fy_likely(status != FERRY_ERR_UNSUPPORTED))
         return status;
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
     return tcp_send_am(chan, id, header, header_length, &iov, length ? 1 : 0, NULL, true);
 }
 
-static void tcp_describe(ferry_tl_worker_t *tlw, char *buffer, size_t length)
+static void tcp_describe(fy_tl_worker_t *tlw, char *buffer, size_t length)
 {
-    char addrs[TCP_RECORD_MAX_ADDRS * (INET6_ADDRSTRLEN + 2)] = "";
-    size_t used = 0;
-    for (unsigned i = 0; i < tlw->record.count && used < sizeof(addrs); i++) {
-        char text[INET6_ADDRSTRLEN];
-        inet_ntop(tlw->record.addrs[i].family == 4 ? AF_INET : AF_INET6, tlw->record.addrs[i].bytes,
-                  text, sizeof(text));
-        used += (size_t)snprintf(addrs + used, sizeof(addrs) - used, "%s%s", i ? ", " : "", text);
-    }
+    char addrs[TCP_RECORD_MAX_ADDRS * (INET6_ADDRSTRLEN + 2)];
+    tcp_record_addrs_text(&tlw->record, ", ", addrs, sizeof(addrs));
     snprintf(buffer, length,
              "port %u, addresses %s — %s; %u connections; timeout %llu ms, connect timeout "
              "%llu ms, max frame %llu B",
@@ -692,14 +660,16 @@ static void tcp_describe(ferry_tl_worker_t *tlw, char *buffer, size_t length)
              (unsigned long long)tlw->max_frame);
 }
 
-const ferry_tl_ops_t ferry_tl_tcp_ops = {
+const fy_tl_ops_t fy_tl_tcp_ops = {
     .name = "tcp",
     .id = 3,
     .query = tcp_query,
     .init = tcp_init,
     .finalize = tcp_finalize,
     .address = tcp_address,
-    .reachable = tcp_reachable,
+    .reachable = tcp_record_reachable,
+    .record_describe = tcp_record_describe,
+    .record_fields = tcp_record_fields,
     .ep_init = tcp_ep_init,
     .ep_terminate = tcp_ep_terminate,
     .ep_destroy = tcp_ep_destroy,

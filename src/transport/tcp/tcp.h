@@ -1,6 +1,7 @@
 /* The tcp transport's internal state, shared by its files:
  *   tcp.c       ops table, query, worker init/finalize (listening socket, interface choice,
- *               address record), reachable, poll/arm, the timer
+ *               address record), poll/arm, the timer
+ *   tcp_record.c the address record: reachable, what it says (record_describe, record_fields)
  *   tcp_conn.c  peers and connections: connect with a timeout, accept, HELLO, simultaneous
  *               connects, channels (one per ferry endpoint), idle close, silence, failure
  *   tcp_io.c    the send queue (writev, partial writes) and the receive state machine
@@ -19,7 +20,7 @@
 #include <sys/uio.h>
 
 #include "core/list.h"
-#include "progress/worker.h"
+#include "core/pool.h"
 #include "transport/tcp/tcp_frame.h"
 #include "transport/transport.h"
 
@@ -30,6 +31,8 @@
 #define TCP_REQ_INLINE (TCP_FRAME_HEADER_SIZE + 256u + 1024u)
 /* Payload pieces a request keeps inline (more: a malloc'ed array). */
 #define TCP_REQ_IOV_INLINE 4u
+/* Send requests allocated at once when the pool is empty. */
+#define TCP_REQ_BLOCK 16u
 /* Receive buffer of a connection: small frames are parsed out of it in batches. */
 #define TCP_RXBUF_SIZE 65536u
 /* A worker with one connection reads it directly while spinning, and asks epoll every this
@@ -41,7 +44,7 @@
 /* The read after a payload read straight into its destination asks for this much only. */
 #define TCP_RX_SHORT_READ 512u
 
-extern const ferry_tl_ops_t ferry_tl_tcp_ops;
+extern const fy_tl_ops_t fy_tl_tcp_ops;
 
 typedef struct tcp_peer tcp_peer_t;
 typedef struct tcp_conn tcp_conn_t;
@@ -49,16 +52,16 @@ typedef struct tcp_conn tcp_conn_t;
 typedef enum tcp_req_kind {
     TCP_REQ_AM,
     TCP_REQ_OPEN,
-    TCP_REQ_CLOSE,  /* of a channel; terminate: ferry_ep_terminated when written */
+    TCP_REQ_CLOSE,  /* of a channel; terminate: fy_ep_terminated when written */
     TCP_REQ_CONTROL /* PING, IDLE, HELLO: no channel */
 } tcp_req_kind_t;
 
 typedef struct tcp_req {
-    ferry_list_link_t link;    /* peer->queue, or the free list */
-    ferry_deferred_t deferred; /* completes comp from progress, then frees the request */
-    ferry_tl_worker_t *tlw;
-    tcp_peer_t *peer;    /* whose queue it is in */
-    ferry_tl_ep_t *chan; /* NULL when the channel is gone or for control frames */
+    fy_list_link_t link;    /* peer->queue, or the free list */
+    fy_deferred_t deferred; /* completes comp from progress, then frees the request */
+    fy_tl_worker_t *tlw;
+    tcp_peer_t *peer; /* whose queue it is in */
+    fy_tl_ep_t *chan; /* NULL when the channel is gone or for control frames */
     ferry_completion_t *comp;
     ferry_status_t status;
     uint8_t kind;
@@ -89,10 +92,10 @@ typedef enum tcp_rx_state {
 } tcp_rx_state_t;
 
 struct tcp_conn {
-    ferry_list_link_t link; /* tlw->conns */
-    ferry_tl_worker_t *tlw;
-    tcp_peer_t *peer;     /* NULL while accepting */
-    ferry_worker_fd_t fd; /* registered in tlw->epfd */
+    fy_list_link_t link; /* tlw->conns */
+    fy_tl_worker_t *tlw;
+    tcp_peer_t *peer;  /* NULL while accepting */
+    fy_worker_fd_t fd; /* registered in tlw->epfd */
     tcp_conn_state_t state;
     bool initiator;
     bool want_out; /* EPOLLOUT registered */
@@ -111,7 +114,7 @@ struct tcp_conn {
     size_t rx_start, rx_end;
     tcp_frame_t rx_frame;   /* TCP_RX_PAYLOAD: the frame being read */
     uint8_t rx_header[256]; /* its am header */
-    ferry_tl_ep_t *rx_chan; /* its channel (NULL: discard) */
+    fy_tl_ep_t *rx_chan;    /* its channel (NULL: discard) */
     uint8_t *rx_dest;       /* where its payload goes (NULL: discard) */
     bool rx_placed;         /* rx_dest is the handler's placement, not our buffer */
     bool rx_read_short;     /* the next read into rxbuf asks for TCP_RX_SHORT_READ only */
@@ -124,8 +127,8 @@ typedef enum tcp_chan_state {
     TCP_CHAN_GONE,    /* failed, closed by the peer, or terminated: no more frames */
 } tcp_chan_state_t;
 
-struct ferry_tl_ep {
-    ferry_list_link_t link; /* peer->chans */
+struct fy_tl_ep {
+    fy_list_link_t link; /* peer->chans */
     tcp_peer_t *peer;
     ferry_ep_t *ep;
     uint32_t id;
@@ -135,45 +138,45 @@ struct ferry_tl_ep {
 };
 
 struct tcp_peer {
-    ferry_list_link_t link; /* tlw->peers (lookup by uuid) or tlw->orphans */
-    ferry_tl_worker_t *tlw;
+    fy_list_link_t link; /* tlw->peers (lookup by uuid) or tlw->orphans */
+    fy_tl_worker_t *tlw;
     uint64_t uuid;
     bool in_table;  /* findable by uuid: new endpoints use it */
     bool failed;    /* its connection broke: channels failed */
     bool idle_sent; /* IDLE sent since the channel list became empty */
     bool same_host;
     uint32_t pid;
-    ferry_host_id_t host;
+    fy_host_id_t host;
     tcp_record_t record; /* the peer's record (initiator side), for connecting */
     bool have_record;
     tcp_conn_t *conn;          /* the established connection, or NULL */
     tcp_conn_t *outgoing;      /* our connection attempt while not established */
     uint64_t wait_deadline_ns; /* rejected: waiting for the peer's own connection */
-    ferry_list_t chans;
+    fy_list_t chans;
     unsigned chan_count;
     uint32_t next_chan_id;
-    ferry_list_t queue; /* tcp_req_t in send order */
+    fy_list_t queue;    /* tcp_req_t in send order */
     size_t queued_copy; /* bytes waiting in queued requests (bounded by queue_max) */
 };
 
-struct ferry_tl_worker {
+struct fy_tl_worker {
     ferry_worker_t *worker;
-    uint32_t poll_bit;
-    int epfd;                     /* the transport's own epoll set */
-    ferry_worker_fd_t epfd_entry; /* epfd in the worker's set */
-    ferry_worker_fd_t listen;     /* the listening socket */
+    const fy_tl_local_t *local; /* what the worker told us (uuid, host, address) */
+    int epfd;                   /* the transport's own epoll set */
+    fy_worker_fd_t epfd_entry;  /* epfd in the worker's set */
+    fy_worker_fd_t listen;      /* the listening socket */
     int timerfd;
-    ferry_worker_fd_t timer_entry;
+    fy_worker_fd_t timer_entry;
     bool timer_armed;
     tcp_record_t record;
     uint8_t record_bytes[TCP_RECORD_MAX_SIZE];
     size_t record_length;
     char iface_desc[160]; /* which interfaces, and why */
-    ferry_list_t peers;   /* tcp_peer_t */
-    ferry_list_t conns;   /* tcp_conn_t, all states */
+    fy_list_t peers;      /* tcp_peer_t */
+    fy_list_t conns;      /* tcp_conn_t, all states */
     unsigned conn_count;  /* not DEAD */
     unsigned dead_count;
-    ferry_list_t free_reqs;
+    fy_pool_t reqs; /* tcp_req_t */
     uint64_t max_frame;
     uint64_t timeout_ns;
     uint64_t connect_timeout_ns;
@@ -184,37 +187,52 @@ struct ferry_tl_worker {
 
 /* tcp_conn.c */
 ferry_status_t tcp_conn_connect_peer(tcp_peer_t *peer);
-void tcp_conn_accept(ferry_tl_worker_t *tlw);
+void tcp_conn_accept(fy_tl_worker_t *tlw);
 void tcp_conn_event(tcp_conn_t *conn, uint32_t events);
 void tcp_conn_fail(tcp_conn_t *conn, ferry_status_t status);
-void tcp_conn_reap(ferry_tl_worker_t *tlw);
-void tcp_conn_tick(ferry_tl_worker_t *tlw, uint64_t now);
+void tcp_conn_reap(fy_tl_worker_t *tlw);
+void tcp_conn_tick(fy_tl_worker_t *tlw, uint64_t now);
 void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t *body);
-tcp_peer_t *tcp_peer_get(ferry_tl_worker_t *tlw, uint64_t uuid);
+tcp_peer_t *tcp_peer_get(fy_tl_worker_t *tlw, uint64_t uuid);
 void tcp_peer_maybe_free(tcp_peer_t *peer);
 void tcp_peer_chan_removed(tcp_peer_t *peer);
-ferry_tl_ep_t *tcp_chan_find(tcp_peer_t *peer, uint32_t id, bool mine);
-void tcp_timer_update(ferry_tl_worker_t *tlw);
-void tcp_poll_skip_update(ferry_tl_worker_t *tlw);
+fy_tl_ep_t *tcp_chan_find(tcp_peer_t *peer, uint32_t id, bool mine);
+void tcp_timer_update(fy_tl_worker_t *tlw);
+void tcp_poll_skip_update(fy_tl_worker_t *tlw);
 
 /* tcp_io.c */
-tcp_req_t *tcp_req_get(ferry_tl_worker_t *tlw);
-void tcp_req_complete(ferry_tl_worker_t *tlw, tcp_req_t *req, ferry_status_t status);
-ferry_status_t tcp_send_control(tcp_peer_t *peer, ferry_tl_ep_t *chan, uint8_t type,
-                                const void *body, size_t body_length, bool terminate);
+tcp_req_t *tcp_req_get(fy_tl_worker_t *tlw);
+/* Worker destruction (fy_pool_destroy of tlw->reqs): a request still in use is freed, and a
+ * completion still waiting in the deferred queue is reported now. */
+void tcp_req_release(void *arg, void *object);
+void tcp_req_complete(fy_tl_worker_t *tlw, tcp_req_t *req, ferry_status_t status);
+ferry_status_t tcp_send_control(tcp_peer_t *peer, fy_tl_ep_t *chan, uint8_t type, const void *body,
+                                size_t body_length, bool terminate);
 /* A frame for channel id (mine: we opened it) not tied to a channel object. */
-ferry_status_t tcp_send_frame(tcp_peer_t *peer, ferry_tl_ep_t *chan, uint32_t id, bool mine,
+ferry_status_t tcp_send_frame(tcp_peer_t *peer, fy_tl_ep_t *chan, uint32_t id, bool mine,
                               uint8_t type, const void *body, size_t body_length);
-ferry_status_t tcp_send_short_now(ferry_tl_ep_t *chan, uint8_t id, const void *header,
+ferry_status_t tcp_send_short_now(fy_tl_ep_t *chan, uint8_t id, const void *header,
                                   size_t header_length, const void *payload, size_t length);
-ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
-                           size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
-                           ferry_completion_t *comp, bool may_queue_copy);
+ferry_status_t tcp_send_am(fy_tl_ep_t *chan, uint8_t id, const void *header, size_t header_length,
+                           const ferry_iov_t *iov, size_t iovcnt, ferry_completion_t *comp,
+                           bool may_queue_copy);
 void tcp_io_flush(tcp_peer_t *peer);
 void tcp_io_drop_queue(tcp_peer_t *peer, ferry_status_t status);
-void tcp_io_drop_chan(ferry_tl_ep_t *chan);
+void tcp_io_drop_chan(fy_tl_ep_t *chan);
 bool tcp_io_recv(tcp_conn_t *conn);
 ferry_status_t tcp_io_write_now(tcp_conn_t *conn, const void *bytes, size_t length);
 void tcp_conn_set_out(tcp_conn_t *conn, bool want);
+
+/* tcp_record.c: the address record (the slots reachable, record_describe, record_fields) */
+bool tcp_record_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
+                          size_t record_length);
+ferry_status_t tcp_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer,
+                                   const void *record, size_t record_length, char *text,
+                                   size_t text_len, bool *reachable_p, char *why, size_t why_len);
+size_t tcp_record_fields(const void *record, size_t record_length, ferry_info_field_t *fields,
+                         size_t max);
+/* The record's addresses as text, separated by separator ("192.0.2.2 127.0.0.1"). */
+void tcp_record_addrs_text(const tcp_record_t *rec, const char *separator, char *buffer,
+                           size_t length);
 
 #endif

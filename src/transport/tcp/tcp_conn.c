@@ -25,47 +25,45 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "proto/am.h"
 #include "transport/tcp/tcp.h"
-#include "wireup/ep.h"
 
 static void tcp_conn_fd_cb(void *arg, uint32_t events);
 
 /* ------------------------------------------------------------------ peers */
 
-tcp_peer_t *tcp_peer_get(ferry_tl_worker_t *tlw, uint64_t uuid)
+tcp_peer_t *tcp_peer_get(fy_tl_worker_t *tlw, uint64_t uuid)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&tlw->peers); l != ferry_list_end(&tlw->peers);
+    for (fy_list_link_t *l = fy_list_first(&tlw->peers); l != fy_list_end(&tlw->peers);
          l = l->next) {
-        tcp_peer_t *peer = ferry_list_entry(l, tcp_peer_t, link);
+        tcp_peer_t *peer = fy_list_entry(l, tcp_peer_t, link);
         if (peer->in_table && peer->uuid == uuid)
             return peer;
     }
     return NULL;
 }
 
-static tcp_peer_t *tcp_peer_new(ferry_tl_worker_t *tlw, uint64_t uuid, bool in_table)
+static tcp_peer_t *tcp_peer_new(fy_tl_worker_t *tlw, uint64_t uuid, bool in_table)
 {
     tcp_peer_t *peer = calloc(1, sizeof(*peer));
     if (peer == NULL) {
-        ferry_error("tcp: calloc(%zu) for a peer failed", sizeof(*peer));
+        fy_error("tcp: calloc(%zu) for a peer failed", sizeof(*peer));
         return NULL;
     }
     peer->tlw = tlw;
     peer->uuid = uuid;
     peer->in_table = in_table;
-    ferry_list_init(&peer->chans);
-    ferry_list_init(&peer->queue);
-    ferry_list_push_tail(&tlw->peers, &peer->link);
+    fy_list_init(&peer->chans);
+    fy_list_init(&peer->queue);
+    fy_list_push_tail(&tlw->peers, &peer->link);
     return peer;
 }
 
-static void tcp_peer_set_identity(tcp_peer_t *peer, const ferry_address_t *address)
+static void tcp_peer_set_identity(tcp_peer_t *peer, const fy_tl_peer_t *address)
 {
     peer->uuid = address->worker_uuid;
     peer->pid = address->pid;
     peer->host = address->host;
-    peer->same_host = ferry_host_id_equal(&address->host, &peer->tlw->worker->context->host);
+    peer->same_host = fy_host_id_equal(&address->host, &peer->tlw->local->host);
 }
 
 /* Free the peer when nothing refers to it any more. */
@@ -74,7 +72,7 @@ void tcp_peer_maybe_free(tcp_peer_t *peer)
     if (peer->chan_count > 0 || peer->conn != NULL || peer->outgoing != NULL)
         return;
     tcp_io_drop_queue(peer, FERRY_ERR_CANCELED);
-    ferry_list_remove(&peer->link);
+    fy_list_remove(&peer->link);
     free(peer);
 }
 
@@ -85,22 +83,22 @@ static void tcp_peer_fail(tcp_peer_t *peer, ferry_status_t status)
     peer->in_table = false; /* new endpoints to that worker make a new connection */
     peer->wait_deadline_ns = 0;
     tcp_io_drop_queue(peer, status);
-    for (ferry_list_link_t *l = ferry_list_first(&peer->chans); l != ferry_list_end(&peer->chans);
+    for (fy_list_link_t *l = fy_list_first(&peer->chans); l != fy_list_end(&peer->chans);
          l = l->next) {
-        ferry_tl_ep_t *chan = ferry_list_entry(l, ferry_tl_ep_t, link);
+        fy_tl_ep_t *chan = fy_list_entry(l, fy_tl_ep_t, link);
         if (chan->state == TCP_CHAN_GONE)
             continue;
         chan->state = TCP_CHAN_GONE;
         tcp_io_drop_chan(chan);
-        ferry_ep_fail(chan->ep, status);
+        fy_ep_fail(chan->ep, status);
     }
 }
 
-ferry_tl_ep_t *tcp_chan_find(tcp_peer_t *peer, uint32_t id, bool mine)
+fy_tl_ep_t *tcp_chan_find(tcp_peer_t *peer, uint32_t id, bool mine)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&peer->chans); l != ferry_list_end(&peer->chans);
+    for (fy_list_link_t *l = fy_list_first(&peer->chans); l != fy_list_end(&peer->chans);
          l = l->next) {
-        ferry_tl_ep_t *chan = ferry_list_entry(l, ferry_tl_ep_t, link);
+        fy_tl_ep_t *chan = fy_list_entry(l, fy_tl_ep_t, link);
         if (chan->id == id && chan->mine == mine)
             return chan;
     }
@@ -153,12 +151,12 @@ static void tcp_sock_name(const struct sockaddr_storage *ss, char *buffer, size_
 
 /* Socket options of every connection: no Nagle, kernel keep-alive and a user timeout from
  * FERRY_TCP_TIMEOUT_MS (unacknowledged data or unanswered probes for that long: reset). */
-static void tcp_sock_setup(ferry_tl_worker_t *tlw, int fd)
+static void tcp_sock_setup(fy_tl_worker_t *tlw, int fd)
 {
     int one = 1;
     unsigned timeout_ms = (unsigned)(tlw->timeout_ns / 1000000u);
     if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
-        ferry_debug("tcp: setsockopt(TCP_NODELAY, fd %d): %s", fd, strerror(errno));
+        fy_debug("tcp: setsockopt(TCP_NODELAY, fd %d): %s", fd, strerror(errno));
     if (timeout_ms == 0)
         return;
     int idle = (int)(timeout_ms / 3000u) > 0 ? (int)(timeout_ms / 3000u) : 1;
@@ -171,17 +169,17 @@ static void tcp_sock_setup(ferry_tl_worker_t *tlw, int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout_ms, sizeof(timeout_ms));
 }
 
-static tcp_conn_t *tcp_conn_new(ferry_tl_worker_t *tlw, int fd, bool initiator,
-                                tcp_conn_state_t state, uint32_t events)
+static tcp_conn_t *tcp_conn_new(fy_tl_worker_t *tlw, int fd, bool initiator, tcp_conn_state_t state,
+                                uint32_t events)
 {
     tcp_conn_t *conn = calloc(1, sizeof(*conn));
     if (conn == NULL) {
-        ferry_error("tcp: calloc(%zu) for a connection failed", sizeof(*conn));
+        fy_error("tcp: calloc(%zu) for a connection failed", sizeof(*conn));
         return NULL;
     }
     conn->rxbuf = malloc(TCP_RXBUF_SIZE);
     if (conn->rxbuf == NULL) {
-        ferry_error("tcp: malloc(%u) for a receive buffer failed", TCP_RXBUF_SIZE);
+        fy_error("tcp: malloc(%u) for a receive buffer failed", TCP_RXBUF_SIZE);
         free(conn);
         return NULL;
     }
@@ -192,19 +190,19 @@ static tcp_conn_t *tcp_conn_new(ferry_tl_worker_t *tlw, int fd, bool initiator,
     conn->initiator = initiator;
     conn->state = state;
     conn->want_out = (events & EPOLLOUT) != 0;
-    uint64_t now = ferry_time_coarse_ns();
+    uint64_t now = fy_time_coarse_ns();
     conn->deadline_ns = now + tlw->connect_timeout_ns;
     conn->last_rx_ns = now;
     conn->last_tx_ns = now;
     struct epoll_event ev = {.events = events, .data.ptr = &conn->fd};
     if (epoll_ctl(tlw->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        ferry_error("tcp: epoll_ctl(ADD, fd %d) failed: %s", fd, strerror(errno));
+        fy_error("tcp: epoll_ctl(ADD, fd %d) failed: %s", fd, strerror(errno));
         free(conn->rxbuf);
         free(conn);
         return NULL;
     }
     tcp_sock_setup(tlw, fd);
-    ferry_list_push_tail(&tlw->conns, &conn->link);
+    fy_list_push_tail(&tlw->conns, &conn->link);
     tlw->conn_count++;
     tcp_timer_update(tlw);
     tcp_poll_skip_update(tlw);
@@ -214,7 +212,7 @@ static tcp_conn_t *tcp_conn_new(ferry_tl_worker_t *tlw, int fd, bool initiator,
 /* Close the socket; the struct is freed by tcp_conn_reap outside of any callback. */
 static void tcp_conn_close(tcp_conn_t *conn)
 {
-    ferry_tl_worker_t *tlw = conn->tlw;
+    fy_tl_worker_t *tlw = conn->tlw;
     if (conn->state == TCP_CONN_DEAD)
         return;
     epoll_ctl(tlw->epfd, EPOLL_CTL_DEL, conn->fd.fd, NULL);
@@ -222,7 +220,7 @@ static void tcp_conn_close(tcp_conn_t *conn)
     conn->fd.fd = -1;
     conn->state = TCP_CONN_DEAD;
     if (conn->rx_dest != NULL && !conn->rx_placed)
-        ferry_am_buffer_free(conn->rx_dest);
+        fy_am_buffer_free(conn->rx_dest);
     conn->rx_dest = NULL;
     conn->rx_chan = NULL;
     tlw->conn_count--;
@@ -252,18 +250,17 @@ void tcp_conn_fail(tcp_conn_t *conn, ferry_status_t status)
     tcp_peer_maybe_free(peer);
 }
 
-void tcp_conn_reap(ferry_tl_worker_t *tlw)
+void tcp_conn_reap(fy_tl_worker_t *tlw)
 {
-    ferry_list_link_t *next;
+    fy_list_link_t *next;
     if (tlw->dead_count == 0)
         return;
-    for (ferry_list_link_t *l = ferry_list_first(&tlw->conns); l != ferry_list_end(&tlw->conns);
-         l = next) {
+    for (fy_list_link_t *l = fy_list_first(&tlw->conns); l != fy_list_end(&tlw->conns); l = next) {
         next = l->next;
-        tcp_conn_t *conn = ferry_list_entry(l, tcp_conn_t, link);
+        tcp_conn_t *conn = fy_list_entry(l, tcp_conn_t, link);
         if (conn->state != TCP_CONN_DEAD)
             continue;
-        ferry_list_remove(&conn->link);
+        fy_list_remove(&conn->link);
         free(conn->rxbuf);
         free(conn);
         tlw->dead_count--;
@@ -307,15 +304,15 @@ static socklen_t tcp_sockaddr(const tcp_record_addr_t *a, uint16_t port,
 
 static ferry_status_t tcp_send_hello(tcp_conn_t *conn, uint32_t flags)
 {
-    ferry_worker_t *worker = conn->tlw->worker;
+    const fy_tl_local_t *local = conn->tlw->local;
     uint8_t bytes[TCP_FRAME_HEADER_SIZE + TCP_HELLO_MAX];
-    size_t length = tcp_hello_encode(flags, worker->address, (uint32_t)worker->address_length,
+    size_t length = tcp_hello_encode(flags, local->address, (uint32_t)local->address_length,
                                      bytes + TCP_FRAME_HEADER_SIZE);
     tcp_frame_t frame = {.type = TCP_FRAME_HELLO, .length = length};
     tcp_frame_encode(&frame, bytes);
     /* the first bytes on a fresh socket: its send buffer is empty */
     if (tcp_io_write_now(conn, bytes, TCP_FRAME_HEADER_SIZE + length) != FERRY_OK) {
-        ferry_warn("tcp: sending HELLO to %s failed: %s", conn->remote_name, strerror(errno));
+        fy_warn("tcp: sending HELLO to %s failed: %s", conn->remote_name, strerror(errno));
         return FERRY_ERR_CONNECTION_RESET;
     }
     return FERRY_OK;
@@ -324,7 +321,7 @@ static ferry_status_t tcp_send_hello(tcp_conn_t *conn, uint32_t flags)
 /* Start (or continue, from address index from) connecting to the peer. */
 static ferry_status_t tcp_conn_start(tcp_peer_t *peer, unsigned from)
 {
-    ferry_tl_worker_t *tlw = peer->tlw;
+    fy_tl_worker_t *tlw = peer->tlw;
     for (int i = tcp_pick_address(peer, from); i >= 0;
          i = tcp_pick_address(peer, (unsigned)i + 1)) {
         struct sockaddr_storage ss;
@@ -333,13 +330,13 @@ static ferry_status_t tcp_conn_start(tcp_peer_t *peer, unsigned from)
         char name[64];
         tcp_sock_name(&ss, name, sizeof(name));
         if (fd < 0) {
-            ferry_warn("tcp: socket(%s) for %s failed: %s",
-                       ss.ss_family == AF_INET ? "AF_INET" : "AF_INET6", name, strerror(errno));
+            fy_warn("tcp: socket(%s) for %s failed: %s",
+                    ss.ss_family == AF_INET ? "AF_INET" : "AF_INET6", name, strerror(errno));
             continue;
         }
         bool done = connect(fd, (struct sockaddr *)&ss, sl) == 0;
         if (!done && errno != EINPROGRESS) {
-            ferry_info("tcp: connect(%s) failed: %s", name, strerror(errno));
+            fy_info("tcp: connect(%s) failed: %s", name, strerror(errno));
             close(fd);
             continue;
         }
@@ -353,15 +350,15 @@ static ferry_status_t tcp_conn_start(tcp_peer_t *peer, unsigned from)
         snprintf(conn->remote_name, sizeof(conn->remote_name), "%s", name);
         conn->peer = peer;
         conn->addr_index = (unsigned)i;
-        ferry_debug("tcp: connecting to %s (pid %u, address %d of %u, %s)", name, peer->pid, i,
-                    peer->record.count,
-                    peer->same_host ? "this host: loopback preferred" : "another host");
+        fy_debug("tcp: connecting to %s (pid %u, address %d of %u, %s)", name, peer->pid, i,
+                 peer->record.count,
+                 peer->same_host ? "this host: loopback preferred" : "another host");
         peer->outgoing = conn;
         return FERRY_OK;
     }
-    ferry_warn("tcp: could not connect to the worker of pid %u at any of the %u addresses of "
-               "its record (port %u): is it running, and does a firewall let the port through?",
-               peer->pid, peer->record.count, peer->record.port);
+    fy_warn("tcp: could not connect to the worker of pid %u at any of the %u addresses of "
+            "its record (port %u): is it running, and does a firewall let the port through?",
+            peer->pid, peer->record.count, peer->record.port);
     return FERRY_ERR_CONNECTION_REFUSED;
 }
 
@@ -379,7 +376,7 @@ static void tcp_conn_connected(tcp_conn_t *conn)
     if (getsockopt(conn->fd.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
     if (err != 0) {
-        ferry_info("tcp: connecting to %s failed: %s", conn->remote_name, strerror(err));
+        fy_info("tcp: connecting to %s failed: %s", conn->remote_name, strerror(err));
         unsigned next = conn->addr_index + 1;
         conn->peer = NULL;
         if (peer != NULL && peer->outgoing == conn) {
@@ -400,7 +397,7 @@ static void tcp_conn_connected(tcp_conn_t *conn)
         tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
 }
 
-void tcp_conn_accept(ferry_tl_worker_t *tlw)
+void tcp_conn_accept(fy_tl_worker_t *tlw)
 {
     for (int i = 0; i < 16; i++) {
         struct sockaddr_storage ss;
@@ -408,9 +405,9 @@ void tcp_conn_accept(ferry_tl_worker_t *tlw)
         int fd = accept4(tlw->listen.fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-                ferry_warn("tcp: accept(fd %d) failed: %s (check the open-files limit, ulimit "
-                           "-n)",
-                           tlw->listen.fd, strerror(errno));
+                fy_warn("tcp: accept(fd %d) failed: %s (check the open-files limit, ulimit "
+                        "-n)",
+                        tlw->listen.fd, strerror(errno));
             return;
         }
         tcp_conn_t *conn = tcp_conn_new(tlw, fd, false, TCP_CONN_ACCEPTING, EPOLLIN);
@@ -421,7 +418,7 @@ void tcp_conn_accept(ferry_tl_worker_t *tlw)
         conn->remote = ss;
         conn->remote_length = sl;
         tcp_sock_name(&ss, conn->remote_name, sizeof(conn->remote_name));
-        ferry_debug("tcp: accepted a connection from %s", conn->remote_name);
+        fy_debug("tcp: accepted a connection from %s", conn->remote_name);
     }
 }
 
@@ -435,29 +432,29 @@ static void tcp_conn_establish(tcp_conn_t *conn, tcp_peer_t *peer)
     if (peer->outgoing == conn)
         peer->outgoing = NULL;
     peer->wait_deadline_ns = 0;
-    ferry_debug("tcp: connection with %s (pid %u) established (%s)", conn->remote_name, peer->pid,
-                conn->initiator ? "we connected" : "it connected");
+    fy_debug("tcp: connection with %s (pid %u) established (%s)", conn->remote_name, peer->pid,
+             conn->initiator ? "we connected" : "it connected");
     tcp_io_flush(peer);
 }
 
 static void tcp_protocol_error(tcp_conn_t *conn, const char *what)
 {
-    ferry_warn("tcp: closing the connection with %s%s: %s (a ferry worker of another version, "
-               "or not a ferry worker)",
-               conn->remote_name, conn->peer != NULL ? "" : " (before its HELLO)", what);
+    fy_warn("tcp: closing the connection with %s%s: %s (a ferry worker of another version, "
+            "or not a ferry worker)",
+            conn->remote_name, conn->peer != NULL ? "" : " (before its HELLO)", what);
     tcp_conn_fail(conn, FERRY_ERR_PROTOCOL);
 }
 
 static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
 {
-    ferry_tl_worker_t *tlw = conn->tlw;
+    fy_tl_worker_t *tlw = conn->tlw;
     tcp_hello_t hello;
-    ferry_address_t address;
+    fy_tl_peer_t address;
     if (!tcp_hello_decode(body, length, &hello)) {
         tcp_protocol_error(conn, "malformed HELLO");
         return;
     }
-    if (ferry_address_parse(hello.address, hello.address_length, &address) != FERRY_OK) {
+    if (fy_address_peer(hello.address, hello.address_length, &address) != FERRY_OK) {
         tcp_protocol_error(conn, "HELLO carries a malformed worker address");
         return;
     }
@@ -473,15 +470,15 @@ static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
         tcp_peer_set_identity(peer, &address);
         if (hello.flags & TCP_HELLO_REJECT) {
             /* the peer keeps the connection it initiated to us: wait for it */
-            ferry_debug("tcp: %s rejected our connection (simultaneous connect): waiting for "
-                        "its own",
-                        conn->remote_name);
+            fy_debug("tcp: %s rejected our connection (simultaneous connect): waiting for "
+                     "its own",
+                     conn->remote_name);
             conn->peer = NULL;
             if (peer->outgoing == conn)
                 peer->outgoing = NULL;
             tcp_conn_close(conn);
             if (peer->conn == NULL)
-                peer->wait_deadline_ns = ferry_time_coarse_ns() + tlw->connect_timeout_ns;
+                peer->wait_deadline_ns = fy_time_coarse_ns() + tlw->connect_timeout_ns;
             tcp_timer_update(tlw);
             return;
         }
@@ -493,18 +490,19 @@ static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
         return;
     }
     tcp_peer_t *peer = NULL;
-    if (address.worker_uuid != tlw->worker->uuid) /* a connection to ourselves pairs with no one */
+    if (address.worker_uuid !=
+        tlw->local->worker_uuid) /* a connection to ourselves pairs with no one */
         peer = tcp_peer_get(tlw, address.worker_uuid);
     if (peer != NULL && peer->conn != NULL) {
         /* it thinks there is no connection (it saw ours end): a fresh start */
         peer->in_table = false;
         peer = NULL;
     }
-    if (peer != NULL && peer->outgoing != NULL && tlw->worker->uuid > address.worker_uuid) {
+    if (peer != NULL && peer->outgoing != NULL && tlw->local->worker_uuid > address.worker_uuid) {
         /* both connected at once and ours was initiated by the larger uuid: ours stays */
-        ferry_debug("tcp: rejecting the connection from %s: ours to it wins (simultaneous "
-                    "connect)",
-                    conn->remote_name);
+        fy_debug("tcp: rejecting the connection from %s: ours to it wins (simultaneous "
+                 "connect)",
+                 conn->remote_name);
         tcp_send_hello(conn, TCP_HELLO_REJECT);
         tcp_conn_close(conn);
         return;
@@ -516,7 +514,8 @@ static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
         tcp_conn_close(ours); /* theirs wins */
     }
     if (peer == NULL) {
-        peer = tcp_peer_new(tlw, address.worker_uuid, address.worker_uuid != tlw->worker->uuid);
+        peer =
+            tcp_peer_new(tlw, address.worker_uuid, address.worker_uuid != tlw->local->worker_uuid);
         if (peer == NULL) {
             tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY);
             return;
@@ -539,9 +538,9 @@ static void tcp_on_open(tcp_conn_t *conn, const tcp_frame_t *frame)
         tcp_protocol_error(conn, "OPEN of a channel that exists");
         return;
     }
-    ferry_tl_ep_t *chan = calloc(1, sizeof(*chan));
+    fy_tl_ep_t *chan = calloc(1, sizeof(*chan));
     if (chan == NULL) {
-        ferry_error("tcp: calloc(%zu) for an accepted channel failed", sizeof(*chan));
+        fy_error("tcp: calloc(%zu) for an accepted channel failed", sizeof(*chan));
         tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY);
         return;
     }
@@ -549,15 +548,14 @@ static void tcp_on_open(tcp_conn_t *conn, const tcp_frame_t *frame)
     chan->id = frame->channel;
     chan->mine = false;
     chan->state = TCP_CHAN_OPEN;
-    if (ferry_ep_create_accepted(conn->tlw->worker, &ferry_tl_tcp_ops, chan, &chan->ep) !=
-        FERRY_OK) {
+    fy_tl_peer_t identity = {.worker_uuid = peer->uuid, .host = peer->host, .pid = peer->pid};
+    if (fy_ep_create_accepted(conn->tlw->worker, &fy_tl_tcp_ops, chan, &identity,
+                              &conn->tlw->local->caps, &chan->ep) != FERRY_OK) {
         free(chan);
         tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY);
         return;
     }
-    chan->ep->peer_host = peer->host;
-    chan->ep->peer_pid = peer->pid;
-    ferry_list_push_tail(&peer->chans, &chan->link);
+    fy_list_push_tail(&peer->chans, &chan->link);
     peer->chan_count++;
     peer->idle_sent = false;
 }
@@ -572,9 +570,9 @@ static void tcp_on_idle(tcp_conn_t *conn)
         peer->idle_sent = true;
         tcp_send_control(peer, NULL, TCP_FRAME_IDLE, NULL, 0, false);
     }
-    if (ferry_list_is_empty(&peer->queue)) {
-        ferry_debug("tcp: connection with %s (pid %u) idle on both sides: closed",
-                    conn->remote_name, peer->pid);
+    if (fy_list_is_empty(&peer->queue)) {
+        fy_debug("tcp: connection with %s (pid %u) idle on both sides: closed", conn->remote_name,
+                 peer->pid);
         tcp_conn_fail(conn, FERRY_ERR_CANCELED); /* no channel: nobody is told */
     }
 }
@@ -583,7 +581,7 @@ static void tcp_on_idle(tcp_conn_t *conn)
  * so the header and payload may sit at any address: handlers may read them as structs, so a
  * misaligned header (and a misaligned payload of up to 4 KiB) is copied to aligned memory
  * first; a larger misaligned payload is moved within the buffer. */
-static void tcp_deliver_aligned(tcp_conn_t *conn, ferry_tl_ep_t *chan, const tcp_frame_t *frame,
+static void tcp_deliver_aligned(tcp_conn_t *conn, fy_tl_ep_t *chan, const tcp_frame_t *frame,
                                 const uint8_t *body)
 {
     _Alignas(16) uint8_t header[FERRY_AM_HEADER_MAX];
@@ -605,8 +603,8 @@ static void tcp_deliver_aligned(tcp_conn_t *conn, ferry_tl_ep_t *chan, const tcp
             data = aligned;
         }
     }
-    ferry_am_deliver(conn->tlw->worker, chan->ep, frame->am_id, h, frame->header_length, data,
-                     (size_t)frame->length, 0);
+    fy_am_deliver(conn->tlw->worker, chan->ep, frame->am_id, h, frame->header_length, data,
+                  (size_t)frame->length, 0);
 }
 
 void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t *body)
@@ -620,13 +618,13 @@ void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t
         return;
     }
     tcp_peer_t *peer = conn->peer;
-    ferry_tl_ep_t *chan;
+    fy_tl_ep_t *chan;
     switch (frame->type) {
     case TCP_FRAME_AM:
         chan = tcp_chan_find(peer, frame->channel, !(frame->flags & TCP_FRAME_FLAG_SENDER_OPENED));
         if (chan == NULL || chan->state == TCP_CHAN_GONE) {
-            ferry_debug("tcp: dropping a message for closed channel %u from %s", frame->channel,
-                        conn->remote_name);
+            fy_debug("tcp: dropping a message for closed channel %u from %s", frame->channel,
+                     conn->remote_name);
             return;
         }
         tcp_deliver_aligned(conn, chan, frame, body);
@@ -640,7 +638,7 @@ void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t
             return;
         chan->state = TCP_CHAN_GONE;
         tcp_io_drop_chan(chan);
-        ferry_ep_fail(chan->ep, FERRY_ERR_ENDPOINT_CLOSED);
+        fy_ep_fail(chan->ep, FERRY_ERR_ENDPOINT_CLOSED);
         return;
     case TCP_FRAME_PING:
         return; /* reading it was the point */
@@ -669,30 +667,29 @@ static void tcp_conn_fd_cb(void *arg, uint32_t events)
 
 /* ------------------------------------------------------------------ timers */
 
-void tcp_conn_tick(ferry_tl_worker_t *tlw, uint64_t now)
+void tcp_conn_tick(fy_tl_worker_t *tlw, uint64_t now)
 {
-    ferry_list_link_t *next;
-    for (ferry_list_link_t *l = ferry_list_first(&tlw->conns); l != ferry_list_end(&tlw->conns);
-         l = next) {
+    fy_list_link_t *next;
+    for (fy_list_link_t *l = fy_list_first(&tlw->conns); l != fy_list_end(&tlw->conns); l = next) {
         next = l->next;
-        tcp_conn_t *conn = ferry_list_entry(l, tcp_conn_t, link);
+        tcp_conn_t *conn = fy_list_entry(l, tcp_conn_t, link);
         if (conn->state == TCP_CONN_DEAD)
             continue;
         if (conn->state != TCP_CONN_ESTABLISHED) {
             if (tlw->connect_timeout_ns == 0 || now < conn->deadline_ns)
                 continue;
             if (conn->state == TCP_CONN_ACCEPTING)
-                ferry_warn(
-                    "tcp: closing the connection from %s: no HELLO within "
-                    "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms)%s",
-                    conn->remote_name, (unsigned long long)(tlw->connect_timeout_ns / 1000000u),
-                    conn->rx_end > conn->rx_start ? " (it stalled in the middle of a frame)" : "");
+                fy_warn("tcp: closing the connection from %s: no HELLO within "
+                        "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms)%s",
+                        conn->remote_name, (unsigned long long)(tlw->connect_timeout_ns / 1000000u),
+                        conn->rx_end > conn->rx_start ? " (it stalled in the middle of a frame)"
+                                                      : "");
             else
-                ferry_warn("tcp: connecting to %s (pid %u) timed out after "
-                           "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms): is the host up and the port "
-                           "reachable?",
-                           conn->remote_name, conn->peer != NULL ? conn->peer->pid : 0,
-                           (unsigned long long)(tlw->connect_timeout_ns / 1000000u));
+                fy_warn("tcp: connecting to %s (pid %u) timed out after "
+                        "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms): is the host up and the port "
+                        "reachable?",
+                        conn->remote_name, conn->peer != NULL ? conn->peer->pid : 0,
+                        (unsigned long long)(tlw->connect_timeout_ns / 1000000u));
             tcp_conn_fail(conn, FERRY_ERR_ENDPOINT_TIMEOUT);
             continue;
         }
@@ -700,32 +697,31 @@ void tcp_conn_tick(ferry_tl_worker_t *tlw, uint64_t now)
             continue;
         if (now - conn->last_rx_ns > tlw->timeout_ns) {
             tcp_peer_t *peer = conn->peer;
-            ferry_warn("tcp: %s (pid %u) sent nothing for %llu ms (FERRY_TCP_TIMEOUT_MS)%s: "
-                       "closing the connection and failing its %u endpoints (is the process "
-                       "stopped, or the link cut? a program that computes longer without "
-                       "calling progress needs a larger FERRY_TCP_TIMEOUT_MS)",
-                       conn->remote_name, peer != NULL ? peer->pid : 0,
-                       (unsigned long long)((now - conn->last_rx_ns) / 1000000u),
-                       conn->rx_state == TCP_RX_PAYLOAD || conn->rx_end > conn->rx_start
-                           ? ", stalled in the middle of a frame"
-                           : "",
-                       peer != NULL ? peer->chan_count : 0);
+            fy_warn("tcp: %s (pid %u) sent nothing for %llu ms (FERRY_TCP_TIMEOUT_MS)%s: "
+                    "closing the connection and failing its %u endpoints (is the process "
+                    "stopped, or the link cut? a program that computes longer without "
+                    "calling progress needs a larger FERRY_TCP_TIMEOUT_MS)",
+                    conn->remote_name, peer != NULL ? peer->pid : 0,
+                    (unsigned long long)((now - conn->last_rx_ns) / 1000000u),
+                    conn->rx_state == TCP_RX_PAYLOAD || conn->rx_end > conn->rx_start
+                        ? ", stalled in the middle of a frame"
+                        : "",
+                    peer != NULL ? peer->chan_count : 0);
             tcp_conn_fail(conn, FERRY_ERR_ENDPOINT_TIMEOUT);
             continue;
         }
         if (now - conn->last_tx_ns >= tlw->timeout_ns / 3 && conn->peer != NULL &&
-            ferry_list_is_empty(&conn->peer->queue))
+            fy_list_is_empty(&conn->peer->queue))
             tcp_send_control(conn->peer, NULL, TCP_FRAME_PING, NULL, 0, false);
     }
 
-    for (ferry_list_link_t *l = ferry_list_first(&tlw->peers); l != ferry_list_end(&tlw->peers);
-         l = next) {
+    for (fy_list_link_t *l = fy_list_first(&tlw->peers); l != fy_list_end(&tlw->peers); l = next) {
         next = l->next;
-        tcp_peer_t *peer = ferry_list_entry(l, tcp_peer_t, link);
+        tcp_peer_t *peer = fy_list_entry(l, tcp_peer_t, link);
         if (peer->wait_deadline_ns != 0 && now >= peer->wait_deadline_ns && peer->conn == NULL) {
-            ferry_warn("tcp: the worker of pid %u rejected our connection as a duplicate but its "
-                       "own did not arrive within FERRY_TCP_CONNECT_TIMEOUT_MS",
-                       peer->pid);
+            fy_warn("tcp: the worker of pid %u rejected our connection as a duplicate but its "
+                    "own did not arrive within FERRY_TCP_CONNECT_TIMEOUT_MS",
+                    peer->pid);
             tcp_peer_fail(peer, FERRY_ERR_ENDPOINT_TIMEOUT);
             tcp_peer_maybe_free(peer);
         }

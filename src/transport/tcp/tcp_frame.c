@@ -9,34 +9,34 @@
 
 void tcp_frame_encode(const tcp_frame_t *frame, uint8_t raw[TCP_FRAME_HEADER_SIZE])
 {
-    ferry_le_put32(raw, TCP_FRAME_MAGIC);
+    fy_le_put32(raw, TCP_FRAME_MAGIC);
     raw[4] = TCP_FRAME_VERSION;
     raw[5] = frame->type;
     raw[6] = frame->am_id;
     raw[7] = frame->flags;
-    ferry_le_put16(raw + 8, frame->header_length);
-    ferry_le_put16(raw + 10, 0);
-    ferry_le_put32(raw + 12, frame->channel);
-    ferry_le_put64(raw + 16, frame->length);
+    fy_le_put16(raw + 8, frame->header_length);
+    fy_le_put16(raw + 10, 0);
+    fy_le_put32(raw + 12, frame->channel);
+    fy_le_put64(raw + 16, frame->length);
 }
 
 tcp_frame_verdict_t tcp_frame_decode(const uint8_t raw[TCP_FRAME_HEADER_SIZE], uint64_t max_payload,
                                      tcp_frame_t *frame)
 {
     tcp_frame_t f;
-    if (ferry_le_get32(raw) != TCP_FRAME_MAGIC)
+    if (fy_le_get32(raw) != TCP_FRAME_MAGIC)
         return TCP_FRAME_BAD_MAGIC;
     if (raw[4] != TCP_FRAME_VERSION)
         return TCP_FRAME_BAD_VERSION;
     f.type = raw[5];
     f.am_id = raw[6];
     f.flags = raw[7];
-    f.header_length = ferry_le_get16(raw + 8);
-    f.channel = ferry_le_get32(raw + 12);
-    f.length = ferry_le_get64(raw + 16);
+    f.header_length = fy_le_get16(raw + 8);
+    f.channel = fy_le_get32(raw + 12);
+    f.length = fy_le_get64(raw + 16);
     if (f.type < TCP_FRAME_HELLO || f.type > TCP_FRAME_IDLE)
         return TCP_FRAME_BAD_TYPE;
-    if ((f.flags & ~TCP_FRAME_FLAGS_KNOWN) != 0 || ferry_le_get16(raw + 10) != 0)
+    if ((f.flags & ~TCP_FRAME_FLAGS_KNOWN) != 0 || fy_le_get16(raw + 10) != 0)
         return TCP_FRAME_BAD_FLAGS;
     if (f.type == TCP_FRAME_AM) {
         if (f.header_length > FERRY_AM_HEADER_MAX)
@@ -83,8 +83,8 @@ const char *tcp_frame_verdict_string(tcp_frame_verdict_t verdict)
 size_t tcp_hello_encode(uint32_t flags, const void *address, uint32_t address_length,
                         uint8_t *buffer)
 {
-    ferry_le_put32(buffer, flags);
-    ferry_le_put32(buffer + 4, address_length);
+    fy_le_put32(buffer, flags);
+    fy_le_put32(buffer + 4, address_length);
     memcpy(buffer + TCP_HELLO_FIXED_SIZE, address, address_length);
     return TCP_HELLO_FIXED_SIZE + address_length;
 }
@@ -93,8 +93,8 @@ bool tcp_hello_decode(const uint8_t *bytes, size_t length, tcp_hello_t *hello)
 {
     if (length < TCP_HELLO_FIXED_SIZE || length > TCP_HELLO_MAX)
         return false;
-    uint32_t flags = ferry_le_get32(bytes);
-    uint32_t address_length = ferry_le_get32(bytes + 4);
+    uint32_t flags = fy_le_get32(bytes);
+    uint32_t address_length = fy_le_get32(bytes + 4);
     if ((flags & ~TCP_HELLO_FLAGS_KNOWN) != 0 ||
         (flags & (TCP_HELLO_ACCEPT | TCP_HELLO_REJECT)) == (TCP_HELLO_ACCEPT | TCP_HELLO_REJECT))
         return false;
@@ -110,7 +110,7 @@ size_t tcp_record_encode(const tcp_record_t *record, uint8_t buffer[TCP_RECORD_M
 {
     buffer[0] = TCP_RECORD_VERSION;
     buffer[1] = record->count;
-    ferry_le_put16(buffer + 2, record->port);
+    fy_le_put16(buffer + 2, record->port);
     for (unsigned i = 0; i < record->count; i++) {
         uint8_t *e = buffer + TCP_RECORD_FIXED_SIZE + i * TCP_RECORD_ENTRY_SIZE;
         e[0] = record->addrs[i].family;
@@ -126,7 +126,7 @@ bool tcp_record_decode(const uint8_t *bytes, size_t length, tcp_record_t *record
     if (length < TCP_RECORD_FIXED_SIZE || bytes[0] != TCP_RECORD_VERSION)
         return false;
     r.count = bytes[1];
-    r.port = ferry_le_get16(bytes + 2);
+    r.port = fy_le_get16(bytes + 2);
     if (r.count == 0 || r.count > TCP_RECORD_MAX_ADDRS || r.port == 0 ||
         length != TCP_RECORD_FIXED_SIZE + (size_t)r.count * TCP_RECORD_ENTRY_SIZE)
         return false;

@@ -17,7 +17,7 @@
  * opened it, so ids of the two sides never collide. Ids are never reused on a connection.
  *
  * HELLO payload: 0 u32 flags (TCP_HELLO_*)   4 u32 address length   8 worker address
- * (src/wireup/address.h, parsed by ferry_address_parse).
+ * (src/wireup/address.h, parsed by fy_address_parse).
  *
  * Address record (4 + 20 * count bytes, in the worker address under transport id 3):
  *     0 u8 version (1)   1 u8 count (1..8)   2 u16 port

@@ -14,9 +14,7 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "proto/am.h"
 #include "transport/tcp/tcp.h"
-#include "wireup/ep.h"
 
 /* Pieces one writev takes (frames of several requests together). */
 #define TCP_WRITEV_MAX 64u
@@ -28,30 +26,34 @@
 
 static void tcp_req_free(tcp_req_t *req);
 
-static void tcp_req_deferred_cb(ferry_deferred_t *self)
+static void tcp_req_deferred_cb(fy_deferred_t *self)
 {
-    tcp_req_t *req = ferry_container_of(self, tcp_req_t, deferred);
+    tcp_req_t *req = fy_container_of(self, tcp_req_t, deferred);
     ferry_completion_t *comp = req->comp;
     ferry_status_t status = req->status;
-    /* freed, not recycled: the worker may run this after the transport was finalized */
+    /* recycled first: the callback may send again (finalize completes the requests still
+     * queued here itself: tcp_req_release) */
     tcp_req_free(req);
-    free(req);
-    ferry_completion_update(comp, status);
+    fy_pool_put(&req->tlw->reqs, req);
+    fy_completion_update(comp, status);
 }
 
-tcp_req_t *tcp_req_get(ferry_tl_worker_t *tlw)
+void tcp_req_release(void *arg, void *object)
 {
-    tcp_req_t *req;
-    ferry_list_link_t *link = ferry_list_pop_head(&tlw->free_reqs);
-    if (link != NULL) {
-        req = ferry_list_entry(link, tcp_req_t, link);
-    } else {
-        req = malloc(sizeof(*req));
-        if (req == NULL) {
-            ferry_error("tcp: malloc(%zu) for a send request failed", sizeof(*req));
-            return NULL;
-        }
-    }
+    fy_tl_worker_t *tlw = arg;
+    tcp_req_t *req = object;
+    bool deferred = fy_list_is_linked(&req->deferred.link);
+    fy_worker_undefer(tlw->worker, &req->deferred);
+    tcp_req_free(req);
+    if (deferred)
+        fy_completion_update(req->comp, req->status);
+}
+
+tcp_req_t *tcp_req_get(fy_tl_worker_t *tlw)
+{
+    tcp_req_t *req = fy_pool_get(&tlw->reqs);
+    if (req == NULL)
+        return NULL;
     req->tlw = tlw;
     req->chan = NULL;
     req->comp = NULL;
@@ -67,8 +69,8 @@ tcp_req_t *tcp_req_get(ferry_tl_worker_t *tlw)
     req->peer = NULL;
     req->copied = 0;
     req->total = 0;
-    ferry_list_init(&req->link);
-    ferry_list_init(&req->deferred.link);
+    fy_list_init(&req->link);
+    fy_list_init(&req->deferred.link);
     req->deferred.cb = tcp_req_deferred_cb;
     return req;
 }
@@ -85,15 +87,15 @@ static void tcp_req_free(tcp_req_t *req)
 static void tcp_req_recycle(tcp_req_t *req)
 {
     tcp_req_free(req);
-    ferry_list_push_head(&req->tlw->free_reqs, &req->link);
+    fy_pool_put(&req->tlw->reqs, req);
 }
 
 /* The request is finished (written, or dropped with status): out of the queue; its
  * completion, if any, runs from the worker's deferred queue. */
-void tcp_req_complete(ferry_tl_worker_t *tlw, tcp_req_t *req, ferry_status_t status)
+void tcp_req_complete(fy_tl_worker_t *tlw, tcp_req_t *req, ferry_status_t status)
 {
     if (req->on_list) {
-        ferry_list_remove(&req->link);
+        fy_list_remove(&req->link);
         req->on_list = false;
         if (req->chan != NULL)
             req->chan->queued--;
@@ -105,7 +107,7 @@ void tcp_req_complete(ferry_tl_worker_t *tlw, tcp_req_t *req, ferry_status_t sta
         return;
     }
     req->status = status;
-    ferry_worker_defer(tlw->worker, &req->deferred);
+    fy_worker_defer(tlw->worker, &req->deferred);
 }
 
 /* Bytes of the payload pieces (iov[1..]) not written yet. */
@@ -127,7 +129,7 @@ static bool tcp_req_copy_payload(tcp_req_t *req)
         return true;
     uint8_t *copy = malloc(n ? n : 1);
     if (copy == NULL) {
-        ferry_error("tcp: malloc(%zu) for a queued message's copy failed", n);
+        fy_error("tcp: malloc(%zu) for a queued message's copy failed", n);
         return false;
     }
     uint8_t *p = copy;
@@ -151,21 +153,21 @@ void tcp_conn_set_out(tcp_conn_t *conn, bool want)
         return;
     struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = &conn->fd};
     if (epoll_ctl(conn->tlw->epfd, EPOLL_CTL_MOD, conn->fd.fd, &ev) != 0)
-        ferry_warn("tcp: epoll_ctl(MOD, fd %d of %s) failed: %s", conn->fd.fd, conn->remote_name,
-                   strerror(errno));
+        fy_warn("tcp: epoll_ctl(MOD, fd %d of %s) failed: %s", conn->fd.fd, conn->remote_name,
+                strerror(errno));
     conn->want_out = want;
 }
 
 /* Written completely: what the request finishes besides itself. */
 static void tcp_req_written(tcp_peer_t *peer, tcp_req_t *req)
 {
-    ferry_tl_ep_t *chan = req->chan;
+    fy_tl_ep_t *chan = req->chan;
     bool terminate = req->terminate;
     tcp_req_complete(peer->tlw, req, FERRY_OK);
     if (terminate && chan != NULL && chan->state == TCP_CHAN_CLOSING) {
         chan->state = TCP_CHAN_GONE;
         tcp_io_drop_chan(chan);
-        ferry_ep_terminated(chan->ep); /* its close completes behind the sends' completions */
+        fy_ep_terminated(chan->ep); /* its close completes behind the sends' completions */
     }
 }
 
@@ -176,12 +178,12 @@ static ferry_status_t tcp_queue_write(tcp_peer_t *peer)
     tcp_conn_t *conn = peer->conn;
     if (conn->tx_gone)
         return FERRY_OK; /* stays queued until the reader fails the connection */
-    while (!ferry_list_is_empty(&peer->queue)) {
+    while (!fy_list_is_empty(&peer->queue)) {
         struct iovec vec[TCP_WRITEV_MAX];
         unsigned count = 0;
-        for (ferry_list_link_t *l = ferry_list_first(&peer->queue);
-             l != ferry_list_end(&peer->queue) && count < TCP_WRITEV_MAX; l = l->next) {
-            tcp_req_t *req = ferry_list_entry(l, tcp_req_t, link);
+        for (fy_list_link_t *l = fy_list_first(&peer->queue);
+             l != fy_list_end(&peer->queue) && count < TCP_WRITEV_MAX; l = l->next) {
+            tcp_req_t *req = fy_list_entry(l, tcp_req_t, link);
             for (size_t i = req->index; i < req->iovcnt && count < TCP_WRITEV_MAX; i++) {
                 if (req->iov[i].iov_len > 0)
                     vec[count++] = req->iov[i];
@@ -205,29 +207,29 @@ static ferry_status_t tcp_queue_write(tcp_peer_t *peer)
                  * receive buffer: the reader (epoll reports the socket readable now) handles
                  * that and then the end of the stream, and only endpoints still open then
                  * fail, with one log line. Judging here would fail endpoints the peer closed. */
-                ferry_debug("tcp: write to %s (pid %u) failed: %s; the reader finishes the "
-                            "connection",
-                            conn->remote_name, peer->pid, strerror(errno));
+                fy_debug("tcp: write to %s (pid %u) failed: %s; the reader finishes the "
+                         "connection",
+                         conn->remote_name, peer->pid, strerror(errno));
                 conn->tx_gone = true;
                 tcp_conn_set_out(conn, false);
                 return FERRY_OK;
             }
             if (peer->chan_count > 0)
-                ferry_warn("tcp: writev to %s (pid %u) failed: %s; its %u endpoints fail",
-                           conn->remote_name, peer->pid, strerror(errno), peer->chan_count);
+                fy_warn("tcp: writev to %s (pid %u) failed: %s; its %u endpoints fail",
+                        conn->remote_name, peer->pid, strerror(errno), peer->chan_count);
             else /* a peer going away while we had nothing left to say */
-                ferry_debug("tcp: writev to %s (pid %u) failed: %s", conn->remote_name, peer->pid,
-                            strerror(errno));
+                fy_debug("tcp: writev to %s (pid %u) failed: %s", conn->remote_name, peer->pid,
+                         strerror(errno));
             tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
             return FERRY_ERR_CONNECTION_RESET;
         }
-        conn->last_tx_ns = ferry_time_coarse_ns();
+        conn->last_tx_ns = fy_time_coarse_ns();
         size_t done = (size_t)n;
-        while (!ferry_list_is_empty(&peer->queue)) {
-            ferry_list_link_t *l = ferry_list_first(&peer->queue);
-            if (l == ferry_list_end(&peer->queue))
+        while (!fy_list_is_empty(&peer->queue)) {
+            fy_list_link_t *l = fy_list_first(&peer->queue);
+            if (l == fy_list_end(&peer->queue))
                 break;
-            tcp_req_t *req = ferry_list_entry(l, tcp_req_t, link);
+            tcp_req_t *req = fy_list_entry(l, tcp_req_t, link);
             while (req->index < req->iovcnt) {
                 struct iovec *v = &req->iov[req->index];
                 size_t k = v->iov_len < done ? v->iov_len : done;
@@ -261,7 +263,7 @@ void tcp_io_flush(tcp_peer_t *peer)
 }
 
 static ferry_status_t tcp_req_post_frame(tcp_peer_t *peer, tcp_req_t *req, const tcp_frame_t *frame,
-                                         ferry_tl_ep_t *chan, const void *body, size_t body_length,
+                                         fy_tl_ep_t *chan, const void *body, size_t body_length,
                                          bool terminate);
 
 /* Queue req at the tail and write if the connection is up. Returns FERRY_OK when it was
@@ -269,8 +271,8 @@ static ferry_status_t tcp_req_post_frame(tcp_peer_t *peer, tcp_req_t *req, const
  * FERRY_ERR_CONNECTION_RESET. */
 static ferry_status_t tcp_req_post(tcp_peer_t *peer, tcp_req_t *req)
 {
-    bool was_empty = ferry_list_is_empty(&peer->queue);
-    ferry_list_push_tail(&peer->queue, &req->link);
+    bool was_empty = fy_list_is_empty(&peer->queue);
+    fy_list_push_tail(&peer->queue, &req->link);
     req->on_list = true;
     req->peer = peer;
     if (req->total == 0) /* else: the rest of a frame partly sent already */
@@ -287,8 +289,8 @@ static ferry_status_t tcp_req_post(tcp_peer_t *peer, tcp_req_t *req)
     return req->on_list ? FERRY_INPROGRESS : FERRY_OK;
 }
 
-ferry_status_t tcp_send_control(tcp_peer_t *peer, ferry_tl_ep_t *chan, uint8_t type,
-                                const void *body, size_t body_length, bool terminate)
+ferry_status_t tcp_send_control(tcp_peer_t *peer, fy_tl_ep_t *chan, uint8_t type, const void *body,
+                                size_t body_length, bool terminate)
 {
     tcp_req_t *req = tcp_req_get(peer->tlw);
     if (req == NULL)
@@ -301,7 +303,7 @@ ferry_status_t tcp_send_control(tcp_peer_t *peer, ferry_tl_ep_t *chan, uint8_t t
     return tcp_req_post_frame(peer, req, &frame, chan, body, body_length, terminate);
 }
 
-ferry_status_t tcp_send_frame(tcp_peer_t *peer, ferry_tl_ep_t *chan, uint32_t id, bool mine,
+ferry_status_t tcp_send_frame(tcp_peer_t *peer, fy_tl_ep_t *chan, uint32_t id, bool mine,
                               uint8_t type, const void *body, size_t body_length)
 {
     tcp_req_t *req = tcp_req_get(peer->tlw);
@@ -315,7 +317,7 @@ ferry_status_t tcp_send_frame(tcp_peer_t *peer, ferry_tl_ep_t *chan, uint32_t id
 }
 
 static ferry_status_t tcp_req_post_frame(tcp_peer_t *peer, tcp_req_t *req, const tcp_frame_t *frame,
-                                         ferry_tl_ep_t *chan, const void *body, size_t body_length,
+                                         fy_tl_ep_t *chan, const void *body, size_t body_length,
                                          bool terminate)
 {
     uint8_t type = frame->type;
@@ -336,7 +338,7 @@ static ferry_status_t tcp_req_post_frame(tcp_peer_t *peer, tcp_req_t *req, const
 
 /* Write the frame header of an active message of chan, and its am header behind it, into out
  * (room for TCP_FRAME_HEADER_SIZE + header_length bytes). Returns the bytes written. */
-static size_t tcp_am_head_encode(const ferry_tl_ep_t *chan, uint8_t id, const void *header,
+static size_t tcp_am_head_encode(const fy_tl_ep_t *chan, uint8_t id, const void *header,
                                  size_t header_length, uint64_t length, uint8_t *out)
 {
     tcp_frame_t frame = {.type = TCP_FRAME_AM,
@@ -356,7 +358,7 @@ static size_t tcp_am_head_encode(const ferry_tl_ep_t *chan, uint8_t id, const vo
  * contiguous buffer, with no request. Returns FERRY_OK (all of it went, or the rest is queued
  * from a copy) or FERRY_ERR_UNSUPPORTED (not on the fast path now, nothing written: use
  * tcp_send_am). */
-ferry_status_t tcp_send_short_now(ferry_tl_ep_t *chan, uint8_t id, const void *header,
+ferry_status_t tcp_send_short_now(fy_tl_ep_t *chan, uint8_t id, const void *header,
                                   size_t header_length, const void *payload, size_t length)
 {
     tcp_peer_t *peer = chan->peer;
@@ -364,22 +366,22 @@ ferry_status_t tcp_send_short_now(ferry_tl_ep_t *chan, uint8_t id, const void *h
     uint8_t bytes[TCP_REQ_INLINE];
     size_t total = TCP_FRAME_HEADER_SIZE + header_length + length;
 
-    if (ferry_unlikely(chan->state != TCP_CHAN_OPEN || peer->failed || conn == NULL ||
-                       conn->state != TCP_CONN_ESTABLISHED || conn->tx_gone ||
-                       !ferry_list_is_empty(&peer->queue) || total > sizeof(bytes)))
+    if (fy_unlikely(chan->state != TCP_CHAN_OPEN || peer->failed || conn == NULL ||
+                    conn->state != TCP_CONN_ESTABLISHED || conn->tx_gone ||
+                    !fy_list_is_empty(&peer->queue) || total > sizeof(bytes)))
         return FERRY_ERR_UNSUPPORTED;
     size_t head = tcp_am_head_encode(chan, id, header, header_length, length, bytes);
     if (length > 0)
         memcpy(bytes + head, payload, length);
     ssize_t n = send(conn->fd.fd, bytes, total, MSG_NOSIGNAL);
-    if (ferry_likely(n == (ssize_t)total)) {
-        conn->last_tx_ns = ferry_time_coarse_ns();
+    if (fy_likely(n == (ssize_t)total)) {
+        conn->last_tx_ns = fy_time_coarse_ns();
         return FERRY_OK;
     }
     if (n <= 0)
         return FERRY_ERR_UNSUPPORTED; /* full (or failed): the queued path takes it and sees */
     /* part of the frame is on the wire: the rest goes first in the queue, from a copy */
-    conn->last_tx_ns = ferry_time_coarse_ns();
+    conn->last_tx_ns = fy_time_coarse_ns();
     tcp_req_t *req = tcp_req_get(peer->tlw);
     if (req == NULL) {
         tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY); /* a frame cut short cannot be withdrawn */
@@ -398,22 +400,22 @@ ferry_status_t tcp_send_short_now(ferry_tl_ep_t *chan, uint8_t id, const void *h
     return status == FERRY_INPROGRESS ? FERRY_OK : status;
 }
 
-ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
-                           size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
-                           ferry_completion_t *comp, bool may_queue_copy)
+ferry_status_t tcp_send_am(fy_tl_ep_t *chan, uint8_t id, const void *header, size_t header_length,
+                           const ferry_iov_t *iov, size_t iovcnt, ferry_completion_t *comp,
+                           bool may_queue_copy)
 {
     tcp_peer_t *peer = chan->peer;
-    ferry_tl_worker_t *tlw = peer->tlw;
+    fy_tl_worker_t *tlw = peer->tlw;
     size_t length = 0;
 
-    if (ferry_unlikely(chan->state != TCP_CHAN_OPEN))
+    if (fy_unlikely(chan->state != TCP_CHAN_OPEN))
         return chan->state == TCP_CHAN_CLOSING ? FERRY_ERR_ENDPOINT_CLOSED
                                                : FERRY_ERR_CONNECTION_RESET;
-    if (ferry_unlikely(peer->failed))
+    if (fy_unlikely(peer->failed))
         return FERRY_ERR_CONNECTION_RESET;
     for (size_t i = 0; i < iovcnt; i++)
         length += iov[i].length;
-    bool queued = !ferry_list_is_empty(&peer->queue) || peer->conn == NULL ||
+    bool queued = !fy_list_is_empty(&peer->queue) || peer->conn == NULL ||
                   peer->conn->state != TCP_CONN_ESTABLISHED;
     bool small = length <= TCP_COPY_MAX;
     if (queued && small && may_queue_copy && peer->queued_copy + length > tlw->queue_max &&
@@ -430,8 +432,8 @@ ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
     if (iovcnt > TCP_REQ_IOV_INLINE) {
         req->iov = malloc((1 + iovcnt) * sizeof(*req->iov));
         if (req->iov == NULL) {
-            ferry_error("tcp: malloc(%zu) for %zu pieces of a message failed",
-                        (1 + iovcnt) * sizeof(*req->iov), iovcnt);
+            fy_error("tcp: malloc(%zu) for %zu pieces of a message failed",
+                     (1 + iovcnt) * sizeof(*req->iov), iovcnt);
             req->iov = req->iov_inline;
             tcp_req_recycle(req);
             return FERRY_ERR_NO_MEMORY;
@@ -487,9 +489,9 @@ ferry_status_t tcp_send_am(ferry_tl_ep_t *chan, uint8_t id, const void *header,
 /* Complete every queued request with status (the connection is gone). */
 void tcp_io_drop_queue(tcp_peer_t *peer, ferry_status_t status)
 {
-    ferry_list_link_t *link;
-    while ((link = ferry_list_first(&peer->queue)) != ferry_list_end(&peer->queue)) {
-        tcp_req_t *req = ferry_list_entry(link, tcp_req_t, link);
+    fy_list_link_t *link;
+    while ((link = fy_list_first(&peer->queue)) != fy_list_end(&peer->queue)) {
+        tcp_req_t *req = fy_list_entry(link, tcp_req_t, link);
         tcp_req_complete(peer->tlw, req, status);
     }
     peer->queued_copy = 0;
@@ -498,14 +500,14 @@ void tcp_io_drop_queue(tcp_peer_t *peer, ferry_status_t status)
 /* The channel goes away: its queued requests are canceled (one partly written stays, with
  * its remaining payload copied, so that the frame ends whole), and a payload being read for
  * it is discarded from now on. */
-void tcp_io_drop_chan(ferry_tl_ep_t *chan)
+void tcp_io_drop_chan(fy_tl_ep_t *chan)
 {
     tcp_peer_t *peer = chan->peer;
-    ferry_list_link_t *next;
-    for (ferry_list_link_t *l = ferry_list_first(&peer->queue); l != ferry_list_end(&peer->queue);
+    fy_list_link_t *next;
+    for (fy_list_link_t *l = fy_list_first(&peer->queue); l != fy_list_end(&peer->queue);
          l = next) {
         next = l->next;
-        tcp_req_t *req = ferry_list_entry(l, tcp_req_t, link);
+        tcp_req_t *req = fy_list_entry(l, tcp_req_t, link);
         if (req->chan != chan)
             continue;
         bool started = req->left < req->total;
@@ -545,22 +547,21 @@ void tcp_io_drop_chan(ferry_tl_ep_t *chan)
 
 static void tcp_rx_bad_frame(tcp_conn_t *conn, tcp_frame_verdict_t verdict, const uint8_t *raw)
 {
-    ferry_tl_worker_t *tlw = conn->tlw;
+    fy_tl_worker_t *tlw = conn->tlw;
     if (verdict == TCP_FRAME_TOO_LONG) {
         uint64_t length = 0;
         for (int i = 7; i >= 0; i--)
             length = (length << 8) | raw[16 + i];
-        ferry_warn("tcp: closing the connection from %s: frame of %llu bytes is longer than "
-                   "FERRY_TCP_MAX_FRAME (%llu); raise FERRY_TCP_MAX_FRAME on this side if the "
-                   "peer really sends such messages",
-                   conn->remote_name, (unsigned long long)length,
-                   (unsigned long long)tlw->max_frame);
+        fy_warn("tcp: closing the connection from %s: frame of %llu bytes is longer than "
+                "FERRY_TCP_MAX_FRAME (%llu); raise FERRY_TCP_MAX_FRAME on this side if the "
+                "peer really sends such messages",
+                conn->remote_name, (unsigned long long)length, (unsigned long long)tlw->max_frame);
     } else {
-        ferry_warn("tcp: closing the connection from %s: bad frame header (%s; first bytes "
-                   "%02x %02x %02x %02x): the peer is not a ferry worker of this version (is "
-                   "another program connecting to this port?)",
-                   conn->remote_name, tcp_frame_verdict_string(verdict), raw[0], raw[1], raw[2],
-                   raw[3]);
+        fy_warn("tcp: closing the connection from %s: bad frame header (%s; first bytes "
+                "%02x %02x %02x %02x): the peer is not a ferry worker of this version (is "
+                "another program connecting to this port?)",
+                conn->remote_name, tcp_frame_verdict_string(verdict), raw[0], raw[1], raw[2],
+                raw[3]);
     }
     tcp_conn_fail(conn, FERRY_ERR_PROTOCOL);
 }
@@ -581,21 +582,21 @@ static bool tcp_rx_start_direct(tcp_conn_t *conn)
         conn->rx_chan = NULL;
         return true; /* read and dropped */
     }
-    void *place = ferry_am_place(conn->tlw->worker, conn->rx_chan->ep, frame->am_id,
-                                 conn->rx_header, frame->header_length, frame->length);
+    void *place = fy_am_place(conn->tlw->worker, conn->rx_chan->ep, frame->am_id, conn->rx_header,
+                              frame->header_length, frame->length);
     if (place != NULL) {
         conn->rx_dest = place;
         conn->rx_placed = true;
         return true;
     }
-    conn->rx_dest = ferry_am_buffer_alloc(frame->length ? frame->length : 1);
+    conn->rx_dest = fy_am_buffer_alloc(frame->length ? frame->length : 1);
     return conn->rx_dest != NULL;
 }
 
 static void tcp_rx_finish_direct(tcp_conn_t *conn)
 {
     const tcp_frame_t *frame = &conn->rx_frame;
-    ferry_tl_ep_t *chan = conn->rx_chan;
+    fy_tl_ep_t *chan = conn->rx_chan;
     uint8_t *dest = conn->rx_dest;
     bool placed = conn->rx_placed;
     conn->rx_state = TCP_RX_HEADER;
@@ -605,15 +606,15 @@ static void tcp_rx_finish_direct(tcp_conn_t *conn)
     conn->rx_read_short = true; /* another large frame may come next: see tcp_io_recv */
     if (chan == NULL) {
         if (dest != NULL && !placed)
-            ferry_am_buffer_free(dest);
+            fy_am_buffer_free(dest);
         return;
     }
     if (placed)
-        ferry_am_deliver(conn->tlw->worker, chan->ep, frame->am_id, conn->rx_header,
-                         frame->header_length, dest, frame->length, FERRY_AM_RECV_PLACED);
+        fy_am_deliver(conn->tlw->worker, chan->ep, frame->am_id, conn->rx_header,
+                      frame->header_length, dest, frame->length, FY_AM_RECV_PLACED);
     else
-        ferry_am_deliver_buffer(conn->tlw->worker, chan->ep, frame->am_id, conn->rx_header,
-                                frame->header_length, dest, frame->length);
+        fy_am_deliver_buffer(conn->tlw->worker, chan->ep, frame->am_id, conn->rx_header,
+                             frame->header_length, dest, frame->length);
 }
 
 /* Read (some of) the large payload being received. Returns what read() returned. */
@@ -627,7 +628,7 @@ static ssize_t tcp_rx_payload(tcp_conn_t *conn)
     ssize_t got = read(conn->fd.fd, dst, n);
     if (got <= 0)
         return got;
-    conn->last_rx_ns = ferry_time_coarse_ns();
+    conn->last_rx_ns = fy_time_coarse_ns();
     conn->rx_done += (uint64_t)got;
     if (conn->rx_done == conn->rx_frame.length)
         tcp_rx_finish_direct(conn);
@@ -637,7 +638,7 @@ static ssize_t tcp_rx_payload(tcp_conn_t *conn)
 /* Parse the frames in the receive buffer. Returns false when the connection died. */
 static bool tcp_rx_parse(tcp_conn_t *conn)
 {
-    ferry_tl_worker_t *tlw = conn->tlw;
+    fy_tl_worker_t *tlw = conn->tlw;
     while (conn->rx_state == TCP_RX_HEADER) {
         size_t avail = conn->rx_end - conn->rx_start;
         const uint8_t *p = conn->rxbuf + conn->rx_start;
@@ -709,26 +710,26 @@ static void tcp_rx_eof(tcp_conn_t *conn, int err)
     bool partial = conn->rx_end > conn->rx_start || conn->rx_state == TCP_RX_PAYLOAD;
     if (conn->state == TCP_CONN_ACCEPTING) {
         if (partial)
-            ferry_warn("tcp: closing the connection from %s: it ended in the middle of a frame "
-                       "before its HELLO (%zu bytes) (not a ferry worker, or it died)",
-                       conn->remote_name, conn->rx_end - conn->rx_start);
+            fy_warn("tcp: closing the connection from %s: it ended in the middle of a frame "
+                    "before its HELLO (%zu bytes) (not a ferry worker, or it died)",
+                    conn->remote_name, conn->rx_end - conn->rx_start);
         else
-            ferry_debug("tcp: connection from %s closed before its HELLO", conn->remote_name);
+            fy_debug("tcp: connection from %s closed before its HELLO", conn->remote_name);
         tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
         return;
     }
     if (peer != NULL && peer->conn == conn && peer->chan_count > 0 && !peer->failed) {
         if (err != 0)
-            ferry_warn("tcp: connection to %s (pid %u) failed: %s; its %u endpoints fail",
-                       conn->remote_name, peer->pid, strerror(err), peer->chan_count);
+            fy_warn("tcp: connection to %s (pid %u) failed: %s; its %u endpoints fail",
+                    conn->remote_name, peer->pid, strerror(err), peer->chan_count);
         else
-            ferry_warn("tcp: connection to %s (pid %u) closed by the peer%s; its %u endpoints "
-                       "fail",
-                       conn->remote_name, peer->pid,
-                       partial ? " in the middle of a frame"
-                               : " (the process died or "
-                                 "destroyed its worker)",
-                       peer->chan_count);
+            fy_warn("tcp: connection to %s (pid %u) closed by the peer%s; its %u endpoints "
+                    "fail",
+                    conn->remote_name, peer->pid,
+                    partial ? " in the middle of a frame"
+                            : " (the process died or "
+                              "destroyed its worker)",
+                    peer->chan_count);
     }
     tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
 }
@@ -762,7 +763,7 @@ bool tcp_io_recv(tcp_conn_t *conn)
             got = read(conn->fd.fd, conn->rxbuf + conn->rx_end, room);
             if (got > 0) {
                 got_any = true;
-                conn->last_rx_ns = ferry_time_coarse_ns();
+                conn->last_rx_ns = fy_time_coarse_ns();
                 conn->rx_end += (size_t)got;
                 if (!tcp_rx_parse(conn))
                     return true;
@@ -790,7 +791,7 @@ ferry_status_t tcp_io_write_now(tcp_conn_t *conn, const void *bytes, size_t leng
 {
     ssize_t n = send(conn->fd.fd, bytes, length, MSG_NOSIGNAL);
     if (n == (ssize_t)length) {
-        conn->last_tx_ns = ferry_time_coarse_ns();
+        conn->last_tx_ns = fy_time_coarse_ns();
         return FERRY_OK;
     }
     return FERRY_ERR_IO;

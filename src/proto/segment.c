@@ -8,13 +8,13 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "mem/segment_int.h"
 #include "proto/am.h"
+#include "proto/segment_int.h"
 #include "wireup/ep.h"
 
 /* A control message that found no room, resent from progress in order. */
 typedef struct seg_unsent {
-    ferry_list_link_t link;
+    fy_list_link_t link;
     ferry_ep_t *ep;
     unsigned id;
     size_t header_length;
@@ -27,23 +27,24 @@ typedef struct seg_unsent {
 
 void seg_drop(ferry_worker_t *worker, const char *what, const char *reason)
 {
-    if (worker->seg.warned++ < 8)
-        ferry_warn("segments: dropped a %s message: %s", what, reason);
+    if (fy_segment_worker_of(worker)->warned++ < 8)
+        fy_warn("segments: dropped a %s message: %s", what, reason);
     else
-        ferry_debug("segments: dropped a %s message: %s", what, reason);
+        fy_debug("segments: dropped a %s message: %s", what, reason);
 }
 
 void seg_update_need(ferry_worker_t *worker)
 {
-    ferry_segment_worker_t *sw = &worker->seg;
-    sw->need_progress = (unsigned)!ferry_list_is_empty(&sw->unsent) + sw->connecting +
-                        (unsigned)!ferry_list_is_empty(&sw->dma_active);
+    fy_segment_worker_t *sw = fy_segment_worker_of(worker);
+    sw->need_progress = (unsigned)!fy_list_is_empty(&sw->unsent) + sw->connecting +
+                        (unsigned)!fy_list_is_empty(&sw->dma_active);
+    fy_worker_module_progress_set(worker, FY_MODULE_SEGMENT, sw->need_progress > 0);
 }
 
-static void seg_event_deferred_cb(ferry_deferred_t *self)
+static void seg_event_deferred_cb(fy_deferred_t *self)
 {
-    seg_event_t *e = ferry_container_of(self, seg_event_t, deferred);
-    ferry_list_remove(&e->link);
+    seg_event_t *e = fy_container_of(self, seg_event_t, deferred);
+    fy_list_remove(&e->link);
     if (e->seg != NULL && e->seg->cb != NULL && !e->seg->released)
         e->seg->cb(e->seg->arg, e->seg, &e->ev);
     else if (e->rseg != NULL && e->rseg->cb != NULL)
@@ -58,35 +59,36 @@ void seg_event_push(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegment
         return; /* no handle: no more events */
     seg_event_t *e = calloc(1, sizeof(*e));
     if (e == NULL) {
-        ferry_error("calloc(%zu) for a segment event (type %d) failed: the event is lost",
-                    sizeof(*e), (int)ev->type);
+        fy_error("calloc(%zu) for a segment event (type %d) failed: the event is lost", sizeof(*e),
+                 (int)ev->type);
         return;
     }
     e->seg = seg;
     e->rseg = rseg;
     e->ev = *ev;
     e->deferred.cb = seg_event_deferred_cb;
-    ferry_list_init(&e->deferred.link);
+    fy_list_init(&e->deferred.link);
     if ((seg != NULL && seg->cb != NULL) || (rseg != NULL && rseg->cb != NULL)) {
-        ferry_list_push_tail(&worker->seg.events, &e->link);
-        ferry_worker_defer(worker, &e->deferred);
+        fy_list_push_tail(&fy_segment_worker_of(worker)->events, &e->link);
+        fy_worker_defer(worker, &e->deferred);
     } else {
-        ferry_list_push_tail(seg != NULL ? &seg->events : &rseg->events, &e->link);
+        fy_list_push_tail(seg != NULL ? &seg->events : &rseg->events, &e->link);
     }
 }
 
 void seg_events_purge(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegment_t *rseg)
 {
-    ferry_list_t *lists[2] = {&worker->seg.events, seg != NULL ? &seg->events : &rseg->events};
+    fy_list_t *lists[2] = {&fy_segment_worker_of(worker)->events,
+                           seg != NULL ? &seg->events : &rseg->events};
     for (unsigned i = 0; i < 2; i++) {
-        for (ferry_list_link_t *l = ferry_list_first(lists[i]), *next;
-             l != ferry_list_end(lists[i]); l = next) {
+        for (fy_list_link_t *l = fy_list_first(lists[i]), *next; l != fy_list_end(lists[i]);
+             l = next) {
             next = l->next;
-            seg_event_t *e = ferry_list_entry(l, seg_event_t, link);
+            seg_event_t *e = fy_list_entry(l, seg_event_t, link);
             if ((seg != NULL && e->seg == seg) || (rseg != NULL && e->rseg == rseg)) {
-                ferry_list_remove(&e->link);
-                if (ferry_list_is_linked(&e->deferred.link))
-                    ferry_worker_undefer(worker, &e->deferred);
+                fy_list_remove(&e->link);
+                if (fy_list_is_linked(&e->deferred.link))
+                    fy_worker_undefer(worker, &e->deferred);
                 free(e);
             }
         }
@@ -96,17 +98,18 @@ void seg_events_purge(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegme
 ferry_status_t seg_wait_until(ferry_worker_t *worker, int timeout_ms, seg_cond_fn_t cond, void *arg)
 {
     uint64_t deadline =
-        timeout_ms < 0 ? UINT64_MAX : ferry_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
+        timeout_ms < 0 ? UINT64_MAX : fy_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
     for (;;) {
         if (cond(arg))
             return FERRY_OK;
-        uint64_t now = ferry_time_now_ns();
+        uint64_t now = fy_time_now_ns();
         if (now >= deadline) {
             ferry_worker_progress(worker); /* a timeout of 0 still looks once */
             return cond(arg) ? FERRY_OK : FERRY_ERR_TIMED_OUT;
         }
         uint64_t wake = deadline;
-        if (worker->seg.connecting > 0) { /* an asynchronous connect times out before */
+        if (fy_segment_worker_of(worker)->connecting >
+            0) { /* an asynchronous connect times out before */
             uint64_t next = rseg_next_deadline(worker);
             if (next < wake)
                 wake = next > now ? next : now + 1;
@@ -120,16 +123,16 @@ ferry_status_t seg_wait_until(ferry_worker_t *worker, int timeout_ms, seg_cond_f
 
 static int seg_events_ready(void *arg)
 {
-    return !ferry_list_is_empty((ferry_list_t *)arg);
+    return !fy_list_is_empty((fy_list_t *)arg);
 }
 
-ferry_status_t seg_event_wait(ferry_worker_t *worker, ferry_list_t *events, int timeout_ms,
+ferry_status_t seg_event_wait(ferry_worker_t *worker, fy_list_t *events, int timeout_ms,
                               ferry_segment_event_t *event_p)
 {
     ferry_status_t status = seg_wait_until(worker, timeout_ms, seg_events_ready, events);
     if (status != FERRY_OK)
         return status;
-    seg_event_t *e = ferry_list_entry(ferry_list_pop_head(events), seg_event_t, link);
+    seg_event_t *e = fy_list_entry(fy_list_pop_head(events), seg_event_t, link);
     *event_p = e->ev;
     free(e);
     return FERRY_OK;
@@ -139,14 +142,14 @@ static ferry_status_t seg_send_now(ferry_ep_t *ep, unsigned id, const uint8_t *h
                                    size_t header_length, const void *payload, size_t length)
 {
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
-    return ferry_am_send_internal(ep, id, header, header_length, &iov, length > 0 ? 1 : 0, NULL);
+    return fy_am_send_internal(ep, id, header, header_length, &iov, length > 0 ? 1 : 0, NULL);
 }
 
 static int seg_unsent_for(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.unsent);
-         l != ferry_list_end(&worker->seg.unsent); l = l->next) {
-        if (ferry_list_entry(l, seg_unsent_t, link)->ep == ep)
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->unsent);
+         l != fy_list_end(&fy_segment_worker_of(worker)->unsent); l = l->next) {
+        if (fy_list_entry(l, seg_unsent_t, link)->ep == ep)
             return 1;
     }
     return 0;
@@ -159,7 +162,7 @@ ferry_status_t seg_send(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_m
     size_t header_length = seg_wire_encode(m, header);
     ferry_status_t status = FERRY_ERR_NO_RESOURCE;
 
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
     if (!seg_unsent_for(worker, ep)) /* keep the order of messages to one peer */
         status = seg_send_now(ep, m->id, header, header_length, payload, length);
@@ -169,7 +172,7 @@ ferry_status_t seg_send(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_m
         return FERRY_ERR_NO_RESOURCE;
     seg_unsent_t *u = calloc(1, sizeof(*u));
     if (u == NULL) {
-        ferry_error("calloc(%zu) for a queued segment message failed", sizeof(*u));
+        fy_error("calloc(%zu) for a queued segment message failed", sizeof(*u));
         return FERRY_ERR_NO_MEMORY;
     }
     u->ep = ep;
@@ -179,7 +182,7 @@ ferry_status_t seg_send(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_m
     u->length = length;
     if (length > 0)
         memcpy(u->payload, payload, length);
-    ferry_list_push_tail(&worker->seg.unsent, &u->link);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->unsent, &u->link);
     seg_update_need(worker);
     return FERRY_OK;
 }
@@ -187,19 +190,19 @@ ferry_status_t seg_send(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_m
 static unsigned seg_resend(ferry_worker_t *worker)
 {
     unsigned count = 0;
-    ferry_list_link_t *l;
-    while ((l = ferry_list_pop_head(&worker->seg.unsent)) != NULL) {
-        seg_unsent_t *u = ferry_list_entry(l, seg_unsent_t, link);
+    fy_list_link_t *l;
+    while ((l = fy_list_pop_head(&fy_segment_worker_of(worker)->unsent)) != NULL) {
+        seg_unsent_t *u = fy_list_entry(l, seg_unsent_t, link);
         ferry_status_t status =
             seg_send_now(u->ep, u->id, u->header, u->header_length, u->payload, u->length);
         if (status == FERRY_ERR_NO_RESOURCE) {
-            ferry_list_push_head(&worker->seg.unsent, &u->link);
+            fy_list_push_head(&fy_segment_worker_of(worker)->unsent, &u->link);
             count++; /* still work to do: keep a waiting worker spinning */
             break;
         }
         if (status < 0)
-            ferry_debug("segments: a queued message to endpoint %p failed: %s", (void *)u->ep,
-                        ferry_status_string(status));
+            fy_debug("segments: a queued message to endpoint %p failed: %s", (void *)u->ep,
+                     ferry_status_string(status));
         free(u);
         count++;
     }
@@ -209,12 +212,12 @@ static unsigned seg_resend(ferry_worker_t *worker)
 
 static void seg_unsent_purge(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.unsent), *next;
-         l != ferry_list_end(&worker->seg.unsent); l = next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->unsent), *next;
+         l != fy_list_end(&fy_segment_worker_of(worker)->unsent); l = next) {
         next = l->next;
-        seg_unsent_t *u = ferry_list_entry(l, seg_unsent_t, link);
+        seg_unsent_t *u = fy_list_entry(l, seg_unsent_t, link);
         if (ep == NULL || u->ep == ep) {
-            ferry_list_remove(&u->link);
+            fy_list_remove(&u->link);
             free(u);
         }
     }
@@ -225,9 +228,9 @@ static void seg_unsent_purge(ferry_worker_t *worker, ferry_ep_t *ep)
 
 static ferry_segment_t *seg_find(ferry_worker_t *worker, uint32_t id)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.segments);
-         l != ferry_list_end(&worker->seg.segments); l = l->next) {
-        ferry_segment_t *seg = ferry_list_entry(l, ferry_segment_t, link);
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->segments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->segments); l = l->next) {
+        ferry_segment_t *seg = fy_list_entry(l, ferry_segment_t, link);
         if (!seg->removed && seg->id == id)
             return seg;
     }
@@ -246,7 +249,7 @@ static void seg_maybe_free(ferry_segment_t *seg)
     }
     if (seg->released) {
         seg_events_purge(seg->worker, seg, NULL);
-        ferry_list_remove(&seg->link);
+        fy_list_remove(&seg->link);
         free(seg);
     }
 }
@@ -263,8 +266,8 @@ static ferry_status_t seg_create(ferry_worker_t *worker, uint32_t segment_id, fe
     if (segment_id == FERRY_SEGMENT_AUTO_ID) {
         for (uint64_t id = FERRY_SEGMENT_AUTO_ID_BASE;; id++) {
             if (id >= FERRY_SEGMENT_AUTO_ID) {
-                ferry_warn("ferry_segment_create: no automatic segment id is left on worker %p",
-                           (void *)worker);
+                fy_warn("ferry_segment_create: no automatic segment id is left on worker %p",
+                        (void *)worker);
                 return FERRY_ERR_LIMIT;
             }
             if (seg_find(worker, (uint32_t)id) == NULL) {
@@ -273,13 +276,13 @@ static ferry_status_t seg_create(ferry_worker_t *worker, uint32_t segment_id, fe
             }
         }
     } else if (seg_find(worker, segment_id) != NULL) {
-        ferry_debug("ferry_segment_create: segment id %u already exists on worker %p", segment_id,
-                    (void *)worker);
+        fy_debug("ferry_segment_create: segment id %u already exists on worker %p", segment_id,
+                 (void *)worker);
         return FERRY_ERR_ALREADY_EXISTS;
     }
     seg = calloc(1, sizeof(*seg));
     if (seg == NULL) {
-        ferry_error("calloc(%zu) for a segment failed", sizeof(*seg));
+        fy_error("calloc(%zu) for a segment failed", sizeof(*seg));
         return FERRY_ERR_NO_MEMORY;
     }
     if (mem == NULL) {
@@ -298,8 +301,8 @@ static ferry_status_t seg_create(ferry_worker_t *worker, uint32_t segment_id, fe
     seg->state = SEG_NOT_PREPARED;
     seg->cb = callback;
     seg->arg = arg;
-    ferry_list_init(&seg->events);
-    ferry_list_push_tail(&worker->seg.segments, &seg->link);
+    fy_list_init(&seg->events);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->segments, &seg->link);
     *segment_p = seg;
     return FERRY_OK;
 
@@ -326,10 +329,10 @@ FERRY_EXPORT ferry_status_t ferry_segment_create_from_mem(ferry_worker_t *worker
 {
     if (mem == NULL || mem->refcount == 0 || mem->length == 0 ||
         (mem->flags & FERRY_MEM_SINGLE_USE)) {
-        ferry_warn("ferry_segment_create_from_mem: the registration %p is %s", (void *)mem,
-                   mem == NULL                              ? "NULL"
-                   : mem->refcount == 0 || mem->length == 0 ? "deregistered or empty"
-                                                            : "single use");
+        fy_warn("ferry_segment_create_from_mem: the registration %p is %s", (void *)mem,
+                mem == NULL                              ? "NULL"
+                : mem->refcount == 0 || mem->length == 0 ? "deregistered or empty"
+                                                         : "single use");
         return FERRY_ERR_INVALID_PARAM;
     }
     return seg_create(worker, segment_id, mem, 0, flags, callback, arg, segment_p);
@@ -432,9 +435,9 @@ FERRY_EXPORT ferry_status_t ferry_segment_wait_event(ferry_segment_t *segment, i
 
 static seg_conn_t *seg_conn_find(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t id)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.conns);
-         l != ferry_list_end(&worker->seg.conns); l = l->next) {
-        seg_conn_t *conn = ferry_list_entry(l, seg_conn_t, link);
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->conns);
+         l != fy_list_end(&fy_segment_worker_of(worker)->conns); l = l->next) {
+        seg_conn_t *conn = fy_list_entry(l, seg_conn_t, link);
         if (conn->ep == ep && conn->id == id)
             return conn;
     }
@@ -452,7 +455,7 @@ static void seg_conn_end(ferry_worker_t *worker, seg_conn_t *conn, ferry_status_
                                     .connection = conn->id};
         seg_event_push(worker, seg, NULL, &ev);
     }
-    ferry_list_remove(&conn->link);
+    fy_list_remove(&conn->link);
     free(conn);
     seg->connections--;
     seg_maybe_free(seg);
@@ -460,26 +463,26 @@ static void seg_conn_end(ferry_worker_t *worker, seg_conn_t *conn, ferry_status_
 
 static void seg_handle_connect(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_msg_t *m)
 {
-    seg_wire_msg_t reply = {.id = FERRY_AM_ID_SEG_REPLY, .request_id = m->request_id};
+    seg_wire_msg_t reply = {.id = FY_AM_ID_SEG_REPLY, .request_id = m->request_id};
     ferry_segment_t *seg = seg_find(worker, m->segment_id);
     seg_conn_t *conn = NULL;
 
     if (m->flags != 0) {
-        ferry_warn("segments: a peer (endpoint %p) asks for segment %u with flags 0x%x this "
-                   "version does not know: refused",
-                   (void *)ep, m->segment_id, m->flags);
+        fy_warn("segments: a peer (endpoint %p) asks for segment %u with flags 0x%x this "
+                "version does not know: refused",
+                (void *)ep, m->segment_id, m->flags);
         reply.status = FERRY_ERR_CONNECTION_REFUSED;
     } else if (seg == NULL) {
         reply.status = FERRY_ERR_NO_ELEM;
     } else if (seg->state != SEG_AVAILABLE) {
         reply.status = FERRY_ERR_NOT_AVAILABLE;
     } else if ((conn = calloc(1, sizeof(*conn))) == NULL) {
-        ferry_error("calloc(%zu) for a connection to segment %u failed: connect refused",
-                    sizeof(*conn), seg->id);
+        fy_error("calloc(%zu) for a connection to segment %u failed: connect refused",
+                 sizeof(*conn), seg->id);
         reply.status = FERRY_ERR_CONNECTION_REFUSED;
     } else {
         reply.status = FERRY_OK;
-        reply.connection = ++worker->seg.next_connection_id;
+        reply.connection = ++fy_segment_worker_of(worker)->next_connection_id;
         reply.size = seg->size;
         memcpy(reply.rkey, seg->key, RKEY_PACKED_SIZE);
     }
@@ -493,7 +496,7 @@ static void seg_handle_connect(ferry_worker_t *worker, ferry_ep_t *ep, const seg
     conn->seg = seg;
     conn->ep = ep;
     conn->id = reply.connection;
-    ferry_list_push_tail(&worker->seg.conns, &conn->link);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->conns, &conn->link);
     seg->connections++;
     ferry_segment_event_t ev = {
         .type = FERRY_SEGMENT_EVENT_CONNECT, .status = FERRY_OK, .ep = ep, .connection = conn->id};
@@ -507,7 +510,7 @@ static ferry_status_t seg_am_handler(void *arg, const void *header, size_t heade
     ferry_worker_t *worker = params->reply_ep->worker;
     unsigned id = (unsigned)(uintptr_t)arg;
     static const char *const names[] = {"CONNECT", "REPLY", "DISCONNECT", "NOTIFY"};
-    const char *name = names[id - FERRY_AM_ID_SEG_CONNECT];
+    const char *name = names[id - FY_AM_ID_SEG_CONNECT];
     const char *reason = NULL;
     seg_wire_msg_t m;
     seg_conn_t *conn;
@@ -517,20 +520,20 @@ static ferry_status_t seg_am_handler(void *arg, const void *header, size_t heade
         return FERRY_OK;
     }
     switch (id) {
-    case FERRY_AM_ID_SEG_CONNECT:
+    case FY_AM_ID_SEG_CONNECT:
         seg_handle_connect(worker, params->reply_ep, &m);
         break;
-    case FERRY_AM_ID_SEG_REPLY:
+    case FY_AM_ID_SEG_REPLY:
         rseg_handle_reply(worker, params->reply_ep, &m);
         break;
-    case FERRY_AM_ID_SEG_DISCONNECT:
+    case FY_AM_ID_SEG_DISCONNECT:
         conn = seg_conn_find(worker, params->reply_ep, m.connection);
         if (conn == NULL)
             seg_drop(worker, name, "unknown connection");
         else
             seg_conn_end(worker, conn, FERRY_OK, 1);
         break;
-    case FERRY_AM_ID_SEG_NOTIFY:
+    case FY_AM_ID_SEG_NOTIFY:
         conn = seg_conn_find(worker, params->reply_ep, m.connection);
         if (conn == NULL) {
             seg_drop(worker, name, "unknown connection");
@@ -553,86 +556,105 @@ static ferry_status_t seg_am_handler(void *arg, const void *header, size_t heade
 
 /* ------------------------------------------------------------------ worker and endpoint hooks */
 
-void ferry_segment_worker_init(ferry_worker_t *worker)
+static ferry_status_t seg_module_init(ferry_worker_t *worker, void **state_p)
 {
-    ferry_segment_worker_t *sw = &worker->seg;
-    ferry_list_init(&sw->segments);
-    ferry_list_init(&sw->conns);
-    ferry_list_init(&sw->rsegments);
-    ferry_list_init(&sw->events);
-    ferry_list_init(&sw->unsent);
-    ferry_list_init(&sw->dma_active);
-    ferry_list_init(&sw->dma_queues);
-    for (unsigned id = FERRY_AM_ID_SEG_CONNECT; id <= FERRY_AM_ID_SEG_NOTIFY; id++)
-        ferry_am_set_internal_handler(worker, id, seg_am_handler, (void *)(uintptr_t)id);
+    fy_segment_worker_t *sw = calloc(1, sizeof(*sw));
+    if (sw == NULL) {
+        fy_error("calloc(%zu) for the named segments of a worker failed", sizeof(*sw));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    *state_p = sw; /* before the calls below, which reach it */
+    fy_list_init(&sw->segments);
+    fy_list_init(&sw->conns);
+    fy_list_init(&sw->rsegments);
+    fy_list_init(&sw->events);
+    fy_list_init(&sw->unsent);
+    fy_list_init(&sw->dma_active);
+    fy_list_init(&sw->dma_queues);
+    for (unsigned id = FY_AM_ID_SEG_CONNECT; id <= FY_AM_ID_SEG_NOTIFY; id++)
+        fy_am_set_internal_handler(worker, id, seg_am_handler, (void *)(uintptr_t)id);
     seg_dma_worker_init(worker);
+    return FERRY_OK;
 }
 
-unsigned ferry_segment_progress(ferry_worker_t *worker)
+static unsigned seg_module_progress(ferry_worker_t *worker)
 {
     unsigned count = 0;
-    if (!ferry_list_is_empty(&worker->seg.unsent))
+    if (!fy_list_is_empty(&fy_segment_worker_of(worker)->unsent))
         count += seg_resend(worker);
-    if (!ferry_list_is_empty(&worker->seg.dma_active))
+    if (!fy_list_is_empty(&fy_segment_worker_of(worker)->dma_active))
         count += seg_dma_progress(worker);
-    if (worker->seg.connecting > 0)
+    if (fy_segment_worker_of(worker)->connecting > 0)
         count += rseg_progress_timeouts(worker);
     return count;
 }
 
-void ferry_segment_ep_failed(ferry_ep_t *ep, ferry_status_t status)
+static void seg_ep_stop(ferry_ep_t *ep, ferry_status_t status)
 {
     ferry_worker_t *worker = ep->worker;
     seg_unsent_purge(worker, ep);
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.conns), *next;
-         l != ferry_list_end(&worker->seg.conns); l = next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->conns), *next;
+         l != fy_list_end(&fy_segment_worker_of(worker)->conns); l = next) {
         next = l->next;
-        seg_conn_t *conn = ferry_list_entry(l, seg_conn_t, link);
+        seg_conn_t *conn = fy_list_entry(l, seg_conn_t, link);
         if (conn->ep == ep)
             seg_conn_end(worker, conn, status, 1);
     }
     rseg_ep_failed(worker, ep, status);
 }
 
-void ferry_segment_ep_freed(ferry_ep_t *ep)
+static void seg_ep_free(ferry_ep_t *ep)
 {
     ferry_worker_t *worker = ep->worker;
     seg_unsent_purge(worker, ep);
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.conns), *next;
-         l != ferry_list_end(&worker->seg.conns); l = next) {
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->conns), *next;
+         l != fy_list_end(&fy_segment_worker_of(worker)->conns); l = next) {
         next = l->next;
-        seg_conn_t *conn = ferry_list_entry(l, seg_conn_t, link);
+        seg_conn_t *conn = fy_list_entry(l, seg_conn_t, link);
         if (conn->ep == ep)
             seg_conn_end(worker, conn, FERRY_ERR_ENDPOINT_CLOSED, 0);
     }
     rseg_ep_freed(worker, ep);
 }
 
-void ferry_segment_worker_cleanup(ferry_worker_t *worker)
+static void seg_module_cleanup(ferry_worker_t *worker)
 {
-    ferry_segment_worker_t *sw = &worker->seg;
-    ferry_list_link_t *l;
+    fy_segment_worker_t *sw = fy_segment_worker_of(worker);
+    fy_list_link_t *l;
 
     seg_dma_cleanup(worker);
     rseg_cleanup(worker);
     seg_unsent_purge(worker, NULL);
-    while ((l = ferry_list_pop_head(&sw->conns)) != NULL) {
-        seg_conn_t *conn = ferry_list_entry(l, seg_conn_t, link);
+    while ((l = fy_list_pop_head(&sw->conns)) != NULL) {
+        seg_conn_t *conn = fy_list_entry(l, seg_conn_t, link);
         conn->seg->connections--;
         free(conn);
     }
-    while ((l = ferry_list_pop_head(&sw->segments)) != NULL) {
-        ferry_segment_t *seg = ferry_list_entry(l, ferry_segment_t, link);
-        ferry_list_init(&seg->link);
+    while ((l = fy_list_pop_head(&sw->segments)) != NULL) {
+        ferry_segment_t *seg = fy_list_entry(l, ferry_segment_t, link);
+        fy_list_init(&seg->link);
         seg_events_purge(worker, seg, NULL);
         if (seg->mem != NULL)
             ferry_mem_deregister(seg->mem);
         free(seg);
     }
-    while ((l = ferry_list_pop_head(&sw->events)) != NULL) {
-        seg_event_t *e = ferry_list_entry(l, seg_event_t, link);
-        if (ferry_list_is_linked(&e->deferred.link))
-            ferry_worker_undefer(worker, &e->deferred);
+    while ((l = fy_list_pop_head(&sw->events)) != NULL) {
+        seg_event_t *e = fy_list_entry(l, seg_event_t, link);
+        if (fy_list_is_linked(&e->deferred.link))
+            fy_worker_undefer(worker, &e->deferred);
         free(e);
     }
+    free(sw);
 }
+
+const fy_module_ops_t fy_segment_module = {
+    .name = "segment",
+    .ep_state_size = 0,
+    .init = seg_module_init,
+    .cleanup = seg_module_cleanup,
+    .progress = seg_module_progress,
+    .busy = NULL,
+    .ep_init = NULL,
+    .ep_stop = seg_ep_stop,
+    .ep_free = seg_ep_free,
+};

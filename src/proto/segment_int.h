@@ -7,8 +7,8 @@
 #include <ferry/ferry.h>
 
 #include "core/list.h"
-#include "mem/segment.h"
 #include "progress/worker.h"
+#include "proto/segment.h"
 
 typedef enum seg_state {
     SEG_NOT_PREPARED,
@@ -18,7 +18,7 @@ typedef enum seg_state {
 } seg_state_t;
 
 struct ferry_segment {
-    ferry_list_link_t link; /* worker->seg.segments */
+    fy_list_link_t link; /* worker->seg.segments */
     ferry_worker_t *worker;
     uint32_t id;
     seg_state_t state;
@@ -31,12 +31,12 @@ struct ferry_segment {
     unsigned connections;
     ferry_segment_cb_t cb;
     void *arg;
-    ferry_list_t events; /* without a callback: seg_event_t for ferry_segment_wait_event */
+    fy_list_t events; /* without a callback: seg_event_t for ferry_segment_wait_event */
 };
 
 /* One connected peer of a local segment (owner side). */
 typedef struct seg_conn {
-    ferry_list_link_t link; /* worker->seg.conns */
+    fy_list_link_t link; /* worker->seg.conns */
     ferry_segment_t *seg;
     ferry_ep_t *ep;
     uint64_t id;
@@ -50,7 +50,7 @@ typedef enum rseg_state {
 } rseg_state_t;
 
 struct ferry_rsegment {
-    ferry_list_link_t link; /* worker->seg.rsegments */
+    fy_list_link_t link; /* worker->seg.rsegments */
     ferry_worker_t *worker;
     ferry_ep_t *ep; /* NULL once the endpoint was freed */
     uint32_t segment_id;
@@ -62,18 +62,18 @@ struct ferry_rsegment {
     ferry_rkey_t *rkey;
     int async;
     uint64_t deadline_ns; /* async connect with a timeout: counted in worker->seg.connecting */
-    ferry_list_t maps;    /* seg_map_t */
+    fy_list_t maps;       /* seg_map_t */
     unsigned dma_queues;
     ferry_rsegment_cb_t cb;
     void *arg;
-    ferry_list_t events;
+    fy_list_t events;
 };
 
 /* An event: for an object with a callback it is in worker->seg.events and queued as a deferred
  * call; otherwise in the object's own list. */
 typedef struct seg_event {
-    ferry_list_link_t link;
-    ferry_deferred_t deferred;
+    fy_list_link_t link;
+    fy_deferred_t deferred;
     ferry_segment_t *seg;
     ferry_rsegment_t *rseg;
     ferry_segment_event_t ev;
@@ -84,8 +84,8 @@ typedef struct seg_event {
  * set (release) by whoever ends the run, with the lock held, and read (acquire) by progress:
  * after it is seen, no copy thread touches the job again. */
 typedef struct seg_copy_job {
-    ferry_list_link_t link; /* pool->jobs while chunks are left to hand out */
-    char *base;             /* the mapping of the remote segment (ferry_rkey_ptr at offset 0) */
+    fy_list_link_t link; /* pool->jobs while chunks are left to hand out */
+    char *base;          /* the mapping of the remote segment (ferry_rkey_ptr at offset 0) */
     const ferry_dma_entry_t *entries;
     size_t count;
     size_t next;        /* entry of the next chunk */
@@ -96,8 +96,8 @@ typedef struct seg_copy_job {
 } seg_copy_job_t;
 
 struct ferry_dma_queue {
-    ferry_list_link_t link;     /* worker->seg.dma_active while running */
-    ferry_list_link_t all_link; /* worker->seg.dma_queues */
+    fy_list_link_t link;     /* worker->seg.dma_active while running */
+    fy_list_link_t all_link; /* worker->seg.dma_queues */
     ferry_rsegment_t *rseg;
     ferry_dma_entry_t *entries;
     size_t count;
@@ -121,7 +121,7 @@ struct ferry_dma_queue {
 void seg_event_push(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegment_t *rseg,
                     const ferry_segment_event_t *ev);
 void seg_events_purge(ferry_worker_t *worker, ferry_segment_t *seg, ferry_rsegment_t *rseg);
-ferry_status_t seg_event_wait(ferry_worker_t *worker, ferry_list_t *events, int timeout_ms,
+ferry_status_t seg_event_wait(ferry_worker_t *worker, fy_list_t *events, int timeout_ms,
                               ferry_segment_event_t *event_p);
 
 /* Send a control message (header from m, optional payload); queue it when the transport has no

@@ -15,16 +15,16 @@
 #include "core/compiler.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "mem/segment_int.h"
+#include "proto/segment_int.h"
 #include "wireup/ep.h"
 
-static const ferry_config_var_t seg_dma_chunk_var = {
+static const fy_config_var_t seg_dma_chunk_var = {
     .name = "FERRY_SEGMENT_DMA_CHUNK",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "4194304",
     .description = "bytes a DMA queue of a remote segment moves per ferry_worker_progress call "
                    "(the application runs between two calls)"};
-static const ferry_config_var_t *const seg_dma_chunk_reg
+static const fy_config_var_t *const seg_dma_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &seg_dma_chunk_var;
 
 /* Operations one queue keeps in flight at most (target-executed ones hold requests). */
@@ -32,9 +32,9 @@ static const ferry_config_var_t *const seg_dma_chunk_reg
 
 void seg_dma_worker_init(ferry_worker_t *worker)
 {
-    worker->seg.dma_chunk = ferry_config_size(&seg_dma_chunk_var);
-    if (worker->seg.dma_chunk == 0)
-        worker->seg.dma_chunk = 1;
+    fy_segment_worker_of(worker)->dma_chunk = ferry_config_size(&seg_dma_chunk_var);
+    if (fy_segment_worker_of(worker)->dma_chunk == 0)
+        fy_segment_worker_of(worker)->dma_chunk = 1;
     seg_copy_worker_init(worker); /* FERRY_SEGMENT_COPY_THREADS: no thread started yet */
 }
 
@@ -48,14 +48,14 @@ FERRY_EXPORT ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment,
         return status;
     ferry_dma_queue_t *q = calloc(1, sizeof(*q));
     if (q == NULL) {
-        ferry_error("calloc(%zu) for a DMA queue failed", sizeof(*q));
+        fy_error("calloc(%zu) for a DMA queue failed", sizeof(*q));
         return FERRY_ERR_NO_MEMORY;
     }
     q->rseg = rsegment;
     q->state = FERRY_DMA_IDLE;
-    ferry_list_init(&q->link);
-    ferry_list_link_init(&q->job.link);
-    ferry_list_push_tail(&rsegment->worker->seg.dma_queues, &q->all_link);
+    fy_list_init(&q->link);
+    fy_list_link_init(&q->job.link);
+    fy_list_push_tail(&fy_segment_worker_of(rsegment->worker)->dma_queues, &q->all_link);
     rsegment->dma_queues++;
     *queue_p = q;
     return FERRY_OK;
@@ -72,15 +72,15 @@ FERRY_EXPORT ferry_status_t ferry_dma_post(ferry_dma_queue_t *queue,
         const ferry_dma_entry_t *e = &entries[i];
         if ((e->local == NULL && e->length > 0) ||
             (e->direction != FERRY_DMA_WRITE && e->direction != FERRY_DMA_READ)) {
-            ferry_debug("ferry_dma_post: entry %zu has a NULL buffer or direction %u", i,
-                        e->direction);
+            fy_debug("ferry_dma_post: entry %zu has a NULL buffer or direction %u", i,
+                     e->direction);
             return FERRY_ERR_INVALID_PARAM;
         }
         if (!mem_range_ok(queue->rseg->size, e->remote_offset, e->length)) {
-            ferry_debug("ferry_dma_post: entry %zu [%llu, +%zu) is outside the segment of %llu "
-                        "bytes",
-                        i, (unsigned long long)e->remote_offset, e->length,
-                        (unsigned long long)queue->rseg->size);
+            fy_debug("ferry_dma_post: entry %zu [%llu, +%zu) is outside the segment of %llu "
+                     "bytes",
+                     i, (unsigned long long)e->remote_offset, e->length,
+                     (unsigned long long)queue->rseg->size);
             return FERRY_ERR_OUT_OF_RANGE;
         }
     }
@@ -94,7 +94,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_post(ferry_dma_queue_t *queue,
             queue->capacity * 2 > queue->count + count ? queue->capacity * 2 : queue->count + count;
         ferry_dma_entry_t *grown = realloc(queue->entries, capacity * sizeof(*grown));
         if (grown == NULL) {
-            ferry_error("realloc(%zu entries) for a DMA queue failed", capacity);
+            fy_error("realloc(%zu entries) for a DMA queue failed", capacity);
             return FERRY_ERR_NO_MEMORY;
         }
         queue->entries = grown;
@@ -158,7 +158,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_
     queue->state = FERRY_DMA_RUNNING;
     queue->threaded = 0;
     ferry_worker_t *worker = queue->rseg->worker;
-    if (worker->seg.copy_threads > 0) {
+    if (fy_segment_worker_of(worker)->copy_threads > 0) {
         char *base = dma_mapped(queue);
         if (base != NULL) {
             queue->job.base = base;
@@ -168,7 +168,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_
             queue->threaded = seg_copy_start(worker, &queue->job) == FERRY_OK;
         }
     }
-    ferry_list_push_tail(&worker->seg.dma_active, &queue->link);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->dma_active, &queue->link);
     seg_update_need(worker);
     return FERRY_INPROGRESS;
 }
@@ -228,8 +228,8 @@ static uint64_t dma_issue(ferry_dma_queue_t *q, uint64_t budget)
 
 static void dma_finish(ferry_dma_queue_t *q)
 {
-    ferry_list_remove(&q->link);
-    ferry_list_init(&q->link);
+    fy_list_remove(&q->link);
+    fy_list_init(&q->link);
     q->state = q->status == FERRY_OK ? FERRY_DMA_DONE : FERRY_DMA_FAILED;
     seg_update_need(q->rseg->worker);
     if (q->cb != NULL)
@@ -290,23 +290,21 @@ static unsigned dma_step_threaded(ferry_dma_queue_t *q)
 
 unsigned seg_dma_progress(ferry_worker_t *worker)
 {
-    ferry_list_t *active = &worker->seg.dma_active;
+    fy_list_t *active = &fy_segment_worker_of(worker)->dma_active;
     unsigned count = 0;
     /* the first queue gets the budget; the others issue only what is left (fair enough for a
      * few queues: a finished queue leaves the list) */
-    uint64_t budget = worker->seg.dma_chunk;
-    for (ferry_list_link_t *l = ferry_list_first(active), *next; l != ferry_list_end(active);
-         l = next) {
+    uint64_t budget = fy_segment_worker_of(worker)->dma_chunk;
+    for (fy_list_link_t *l = fy_list_first(active), *next; l != fy_list_end(active); l = next) {
         next = l->next;
-        ferry_dma_queue_t *q = ferry_list_entry(l, ferry_dma_queue_t, link);
+        ferry_dma_queue_t *q = fy_list_entry(l, ferry_dma_queue_t, link);
         count += q->threaded ? dma_step_threaded(q) : dma_step(q, budget);
     }
     /* a queue run by progress keeps a waiting worker spinning: its operations may complete
      * without an event that wakes the worker (a run on the copy threads wakes it through their
      * eventfd) */
-    for (ferry_list_link_t *l = ferry_list_first(active); l != ferry_list_end(active);
-         l = l->next) {
-        if (!ferry_list_entry(l, ferry_dma_queue_t, link)->threaded)
+    for (fy_list_link_t *l = fy_list_first(active); l != fy_list_end(active); l = l->next) {
+        if (!fy_list_entry(l, ferry_dma_queue_t, link)->threaded)
             return count + 1;
     }
     return count;
@@ -359,7 +357,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_destroy(ferry_dma_queue_t *queue)
     if (queue->state == FERRY_DMA_RUNNING)
         return FERRY_ERR_BUSY;
     queue->rseg->dma_queues--;
-    ferry_list_remove(&queue->all_link);
+    fy_list_remove(&queue->all_link);
     free(queue->entries);
     free(queue);
     return FERRY_OK;
@@ -367,12 +365,12 @@ FERRY_EXPORT ferry_status_t ferry_dma_destroy(ferry_dma_queue_t *queue)
 
 void seg_dma_cleanup(ferry_worker_t *worker)
 {
-    ferry_list_link_t *l;
+    fy_list_link_t *l;
     seg_copy_cleanup(worker); /* no copy thread touches a queue or a mapping afterwards */
-    while ((l = ferry_list_pop_head(&worker->seg.dma_queues)) != NULL) {
-        ferry_dma_queue_t *q = ferry_container_of(l, ferry_dma_queue_t, all_link);
-        if (ferry_list_is_linked(&q->link))
-            ferry_list_remove(&q->link);
+    while ((l = fy_list_pop_head(&fy_segment_worker_of(worker)->dma_queues)) != NULL) {
+        ferry_dma_queue_t *q = fy_container_of(l, ferry_dma_queue_t, all_link);
+        if (fy_list_is_linked(&q->link))
+            fy_list_remove(&q->link);
         q->rseg->dma_queues--;
         free(q->entries);
         free(q);

@@ -20,25 +20,25 @@
 
 #include "core/config.h"
 #include "core/log.h"
-#include "mem/segment_int.h"
+#include "proto/segment_int.h"
 
-static const ferry_config_var_t seg_copy_threads_var = {
+static const fy_config_var_t seg_copy_threads_var = {
     .name = "FERRY_SEGMENT_COPY_THREADS",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "0",
     .description = "copy threads for DMA queues on mapped segments (ferry_mem_alloc memory of a "
                    "peer on this host), started on first use; 0: the copies run in "
                    "ferry_worker_progress"};
-static const ferry_config_var_t *const seg_copy_threads_reg
+static const fy_config_var_t *const seg_copy_threads_reg
     __attribute__((used, section("ferry_config_registry"))) = &seg_copy_threads_var;
 
-static const ferry_config_var_t seg_copy_chunk_var = {
+static const fy_config_var_t seg_copy_chunk_var = {
     .name = "FERRY_SEGMENT_COPY_CHUNK",
     .type = FERRY_CONFIG_SIZE,
     .default_value = "1048576",
     .description = "bytes a copy thread takes from a DMA queue at a time (large entries are "
                    "split across the threads in pieces of this size)"};
-static const ferry_config_var_t *const seg_copy_chunk_reg
+static const fy_config_var_t *const seg_copy_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &seg_copy_chunk_var;
 
 /* More would only contend for the same memory bus. */
@@ -47,11 +47,11 @@ static const ferry_config_var_t *const seg_copy_chunk_reg
 typedef struct seg_copy_pool {
     pthread_mutex_t lock;
     pthread_cond_t cond; /* a job was queued, or stop */
-    ferry_list_t jobs;   /* seg_copy_job_t with chunks left to hand out */
+    fy_list_t jobs;      /* seg_copy_job_t with chunks left to hand out */
     int stop;
     uint64_t chunk;
     int efd; /* eventfd: a job ended */
-    ferry_worker_fd_t fd_entry;
+    fy_worker_fd_t fd_entry;
     unsigned nthreads;
     pthread_t threads[];
 } seg_copy_pool_t;
@@ -60,15 +60,15 @@ void seg_copy_worker_init(ferry_worker_t *worker)
 {
     size_t threads = ferry_config_size(&seg_copy_threads_var);
     if (threads > SEG_COPY_THREADS_MAX) {
-        ferry_warn("FERRY_SEGMENT_COPY_THREADS=%zu: using %u copy threads", threads,
-                   SEG_COPY_THREADS_MAX);
+        fy_warn("FERRY_SEGMENT_COPY_THREADS=%zu: using %u copy threads", threads,
+                SEG_COPY_THREADS_MAX);
         threads = SEG_COPY_THREADS_MAX;
     }
-    worker->seg.copy_threads = (unsigned)threads;
-    worker->seg.copy_chunk = ferry_config_size(&seg_copy_chunk_var);
-    if (worker->seg.copy_chunk < 4096)
-        worker->seg.copy_chunk = 4096;
-    worker->seg.copy = NULL;
+    fy_segment_worker_of(worker)->copy_threads = (unsigned)threads;
+    fy_segment_worker_of(worker)->copy_chunk = ferry_config_size(&seg_copy_chunk_var);
+    if (fy_segment_worker_of(worker)->copy_chunk < 4096)
+        fy_segment_worker_of(worker)->copy_chunk = 4096;
+    fy_segment_worker_of(worker)->copy = NULL;
 }
 
 /* Copy [(first, first_done), (last, last_done)) of the job's entries. */
@@ -99,7 +99,7 @@ static void seg_copy_signal(seg_copy_pool_t *pool)
     uint64_t one = 1;
     /* EAGAIN: the counter is full, so the worker is woken anyway */
     if (write(pool->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        ferry_warn("write(eventfd %d) of a copy thread failed: %s", pool->efd, strerror(errno));
+        fy_warn("write(eventfd %d) of a copy thread failed: %s", pool->efd, strerror(errno));
 }
 
 static void *seg_copy_thread(void *arg)
@@ -108,11 +108,11 @@ static void *seg_copy_thread(void *arg)
 
     pthread_mutex_lock(&pool->lock);
     for (;;) {
-        while (!pool->stop && ferry_list_is_empty(&pool->jobs))
+        while (!pool->stop && fy_list_is_empty(&pool->jobs))
             pthread_cond_wait(&pool->cond, &pool->lock);
         if (pool->stop)
             break;
-        seg_copy_job_t *job = ferry_list_entry(ferry_list_first(&pool->jobs), seg_copy_job_t, link);
+        seg_copy_job_t *job = fy_list_entry(fy_list_first(&pool->jobs), seg_copy_job_t, link);
         /* carve the next chunk: whole small entries, or a piece of a large one */
         size_t first = job->next;
         uint64_t first_done = job->next_done;
@@ -131,7 +131,7 @@ static void *seg_copy_thread(void *arg)
         size_t last = job->next;
         uint64_t last_done = job->next_done;
         if (job->next == job->count) {
-            ferry_list_remove(&job->link); /* all handed out */
+            fy_list_remove(&job->link); /* all handed out */
         }
         job->inflight++;
         pthread_mutex_unlock(&pool->lock);
@@ -140,7 +140,7 @@ static void *seg_copy_thread(void *arg)
 
         pthread_mutex_lock(&pool->lock);
         job->inflight--;
-        if (job->inflight == 0 && !ferry_list_is_linked(&job->link) &&
+        if (job->inflight == 0 && !fy_list_is_linked(&job->link) &&
             !atomic_load_explicit(&job->done, memory_order_relaxed)) {
             /* the job's last chunk: progress may free it as soon as it sees done */
             atomic_store_explicit(&job->done, 1, memory_order_release);
@@ -157,7 +157,7 @@ static void seg_copy_drain(void *arg, uint32_t events)
     uint64_t count;
     (void)events;
     if (read(pool->efd, &count, sizeof(count)) < 0 && errno != EAGAIN)
-        ferry_warn("read(eventfd %d) of the copy threads failed: %s", pool->efd, strerror(errno));
+        fy_warn("read(eventfd %d) of the copy threads failed: %s", pool->efd, strerror(errno));
 }
 
 /* Stop the threads (after their current chunk) and free the pool. */
@@ -170,7 +170,7 @@ static void seg_copy_pool_free(ferry_worker_t *worker, seg_copy_pool_t *pool)
     for (unsigned i = 0; i < pool->nthreads; i++)
         pthread_join(pool->threads[i], NULL);
     if (pool->fd_entry.fd >= 0)
-        ferry_worker_fd_remove(worker, &pool->fd_entry);
+        fy_worker_fd_remove(worker, &pool->fd_entry);
     close(pool->efd);
     pthread_cond_destroy(&pool->cond);
     pthread_mutex_destroy(&pool->lock);
@@ -179,35 +179,35 @@ static void seg_copy_pool_free(ferry_worker_t *worker, seg_copy_pool_t *pool)
 
 static ferry_status_t seg_copy_pool_create(ferry_worker_t *worker)
 {
-    unsigned want = worker->seg.copy_threads;
+    unsigned want = fy_segment_worker_of(worker)->copy_threads;
     ferry_status_t status;
     sigset_t all, old;
     int err;
 
     seg_copy_pool_t *pool = calloc(1, sizeof(*pool) + want * sizeof(pool->threads[0]));
     if (pool == NULL) {
-        ferry_error("calloc(%zu) for %u copy threads failed",
-                    sizeof(*pool) + want * sizeof(pool->threads[0]), want);
+        fy_error("calloc(%zu) for %u copy threads failed",
+                 sizeof(*pool) + want * sizeof(pool->threads[0]), want);
         return FERRY_ERR_NO_MEMORY;
     }
-    ferry_list_init(&pool->jobs);
-    pool->chunk = worker->seg.copy_chunk;
+    fy_list_init(&pool->jobs);
+    pool->chunk = fy_segment_worker_of(worker)->copy_chunk;
     pool->fd_entry.fd = -1;
     pool->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (pool->efd < 0) {
-        ferry_error("eventfd for the copy threads failed: %s (check the open-files limit, "
-                    "ulimit -n)",
-                    strerror(errno));
+        fy_error("eventfd for the copy threads failed: %s (check the open-files limit, "
+                 "ulimit -n)",
+                 strerror(errno));
         status = FERRY_ERR_IO;
         goto err_free_pool;
     }
     if ((err = pthread_mutex_init(&pool->lock, NULL)) != 0) {
-        ferry_error("pthread_mutex_init for the copy threads failed: %s", strerror(err));
+        fy_error("pthread_mutex_init for the copy threads failed: %s", strerror(err));
         status = FERRY_ERR_NO_RESOURCE;
         goto err_close_efd;
     }
     if ((err = pthread_cond_init(&pool->cond, NULL)) != 0) {
-        ferry_error("pthread_cond_init for the copy threads failed: %s", strerror(err));
+        fy_error("pthread_cond_init for the copy threads failed: %s", strerror(err));
         status = FERRY_ERR_NO_RESOURCE;
         goto err_destroy_lock;
     }
@@ -222,25 +222,25 @@ static ferry_status_t seg_copy_pool_create(ferry_worker_t *worker)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pool->nthreads == 0) {
-        ferry_error("pthread_create of a copy thread failed: %s (DMA queues copy from "
-                    "ferry_worker_progress; FERRY_SEGMENT_COPY_THREADS=0 silences this)",
-                    strerror(err));
+        fy_error("pthread_create of a copy thread failed: %s (DMA queues copy from "
+                 "ferry_worker_progress; FERRY_SEGMENT_COPY_THREADS=0 silences this)",
+                 strerror(err));
         status = FERRY_ERR_NO_RESOURCE;
         goto err_destroy_cond;
     }
     if (pool->nthreads < want)
-        ferry_warn("pthread_create of copy thread %u of %u failed: %s (continuing with %u)",
-                   pool->nthreads + 1, want, strerror(err), pool->nthreads);
-    pool->fd_entry = (ferry_worker_fd_t){.fd = pool->efd, .cb = seg_copy_drain, .arg = pool};
-    status = ferry_worker_fd_add(worker, &pool->fd_entry, EPOLLIN);
+        fy_warn("pthread_create of copy thread %u of %u failed: %s (continuing with %u)",
+                pool->nthreads + 1, want, strerror(err), pool->nthreads);
+    pool->fd_entry = (fy_worker_fd_t){.fd = pool->efd, .cb = seg_copy_drain, .arg = pool};
+    status = fy_worker_fd_add(worker, &pool->fd_entry, EPOLLIN);
     if (status != FERRY_OK) {
         pool->fd_entry.fd = -1;
         seg_copy_pool_free(worker, pool); /* joins the threads */
         return status;
     }
-    worker->seg.copy = pool;
-    ferry_debug("segments: %u copy threads started (chunks of %llu bytes)", pool->nthreads,
-                (unsigned long long)pool->chunk);
+    fy_segment_worker_of(worker)->copy = pool;
+    fy_debug("segments: %u copy threads started (chunks of %llu bytes)", pool->nthreads,
+             (unsigned long long)pool->chunk);
     return FERRY_OK;
 
 err_destroy_cond:
@@ -256,21 +256,21 @@ err_free_pool:
 
 ferry_status_t seg_copy_start(ferry_worker_t *worker, seg_copy_job_t *job)
 {
-    if (worker->seg.copy == NULL) {
+    if (fy_segment_worker_of(worker)->copy == NULL) {
         ferry_status_t status = seg_copy_pool_create(worker);
         if (status != FERRY_OK) {
-            worker->seg.copy_threads = 0; /* do not try (and log) again */
+            fy_segment_worker_of(worker)->copy_threads = 0; /* do not try (and log) again */
             return status;
         }
     }
-    seg_copy_pool_t *pool = worker->seg.copy;
+    seg_copy_pool_t *pool = fy_segment_worker_of(worker)->copy;
     pthread_mutex_lock(&pool->lock);
     job->next = 0;
     job->next_done = 0;
     job->inflight = 0;
     job->stop = 0;
     atomic_store_explicit(&job->done, 0, memory_order_relaxed);
-    ferry_list_push_tail(&pool->jobs, &job->link);
+    fy_list_push_tail(&pool->jobs, &job->link);
     pthread_cond_broadcast(&pool->cond);
     pthread_mutex_unlock(&pool->lock);
     return FERRY_OK;
@@ -278,10 +278,10 @@ ferry_status_t seg_copy_start(ferry_worker_t *worker, seg_copy_job_t *job)
 
 void seg_copy_stop(ferry_worker_t *worker, seg_copy_job_t *job)
 {
-    seg_copy_pool_t *pool = worker->seg.copy;
+    seg_copy_pool_t *pool = fy_segment_worker_of(worker)->copy;
     pthread_mutex_lock(&pool->lock);
     job->stop = 1;
-    ferry_list_remove(&job->link); /* harmless when no longer listed */
+    fy_list_remove(&job->link); /* harmless when no longer listed */
     /* nothing in flight: done now (progress, on this thread, sees it) */
     if (job->inflight == 0)
         atomic_store_explicit(&job->done, 1, memory_order_release);
@@ -290,8 +290,8 @@ void seg_copy_stop(ferry_worker_t *worker, seg_copy_job_t *job)
 
 void seg_copy_cleanup(ferry_worker_t *worker)
 {
-    if (worker->seg.copy != NULL) {
-        seg_copy_pool_free(worker, worker->seg.copy);
-        worker->seg.copy = NULL;
+    if (fy_segment_worker_of(worker)->copy != NULL) {
+        seg_copy_pool_free(worker, fy_segment_worker_of(worker)->copy);
+        fy_segment_worker_of(worker)->copy = NULL;
     }
 }

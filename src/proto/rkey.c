@@ -22,20 +22,20 @@ void rkey_encode(const rkey_packed_t *in, void *buffer)
 {
     uint8_t *p = buffer;
     memset(p, 0, RKEY_PACKED_SIZE);
-    ferry_le_put32(p + 0, RKEY_MAGIC);
+    fy_le_put32(p + 0, RKEY_MAGIC);
     p[4] = RKEY_VERSION & 0xff;
     p[5] = RKEY_VERSION >> 8;
     p[6] = RKEY_PACKED_SIZE & 0xff;
     p[7] = RKEY_PACKED_SIZE >> 8;
     memcpy(p + 8, in->boot_id, 16);
-    ferry_le_put32(p + 24, in->pid);
-    ferry_le_put32(p + 28, in->index);
-    ferry_le_put32(p + 32, in->generation);
-    ferry_le_put32(p + 36, in->access);
-    ferry_le_put32(p + 40, in->flags);
-    ferry_le_put32(p + 44, in->alloc_fd);
-    ferry_le_put64(p + 48, in->length);
-    ferry_le_put64(p + 56, in->alloc_inode);
+    fy_le_put32(p + 24, in->pid);
+    fy_le_put32(p + 28, in->index);
+    fy_le_put32(p + 32, in->generation);
+    fy_le_put32(p + 36, in->access);
+    fy_le_put32(p + 40, in->flags);
+    fy_le_put32(p + 44, in->alloc_fd);
+    fy_le_put64(p + 48, in->length);
+    fy_le_put64(p + 56, in->alloc_inode);
 }
 
 ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out)
@@ -44,36 +44,36 @@ ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out
     rkey_packed_t key;
 
     if (buffer == NULL || length != RKEY_PACKED_SIZE) {
-        ferry_warn("invalid remote key: %zu bytes, a packed key has %u (truncated?)", length,
-                   RKEY_PACKED_SIZE);
+        fy_warn("invalid remote key: %zu bytes, a packed key has %u (truncated?)", length,
+                RKEY_PACKED_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (ferry_le_get32(p) != RKEY_MAGIC) {
-        ferry_warn("invalid remote key: wrong magic 0x%08x (not a ferry key)", ferry_le_get32(p));
+    if (fy_le_get32(p) != RKEY_MAGIC) {
+        fy_warn("invalid remote key: wrong magic 0x%08x (not a ferry key)", fy_le_get32(p));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     unsigned version = p[4] | (unsigned)p[5] << 8;
     unsigned size = p[6] | (unsigned)p[7] << 8;
     if (version != RKEY_VERSION || size != RKEY_PACKED_SIZE) {
-        ferry_warn("invalid remote key: version %u size %u, this ferry reads version %u size %u",
-                   version, size, RKEY_VERSION, RKEY_PACKED_SIZE);
+        fy_warn("invalid remote key: version %u size %u, this ferry reads version %u size %u",
+                version, size, RKEY_VERSION, RKEY_PACKED_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     memcpy(key.boot_id, p + 8, 16);
-    key.pid = ferry_le_get32(p + 24);
-    key.index = ferry_le_get32(p + 28);
-    key.generation = ferry_le_get32(p + 32);
-    key.access = ferry_le_get32(p + 36);
-    key.flags = ferry_le_get32(p + 40);
-    key.alloc_fd = ferry_le_get32(p + 44);
-    key.length = ferry_le_get64(p + 48);
-    key.alloc_inode = ferry_le_get64(p + 56);
+    key.pid = fy_le_get32(p + 24);
+    key.index = fy_le_get32(p + 28);
+    key.generation = fy_le_get32(p + 32);
+    key.access = fy_le_get32(p + 36);
+    key.flags = fy_le_get32(p + 40);
+    key.alloc_fd = fy_le_get32(p + 44);
+    key.length = fy_le_get64(p + 48);
+    key.alloc_inode = fy_le_get64(p + 56);
     if (key.generation == 0 || (key.access & ~(unsigned)FERRY_ACCESS_ALL) != 0 ||
         (key.flags & ~(unsigned)RKEY_KNOWN_FLAGS) != 0 ||
         (!(key.flags & MEM_FLAG_ALLOC) && (key.alloc_fd != 0 || key.alloc_inode != 0))) {
-        ferry_warn("invalid remote key: corrupted fields (generation %u, access 0x%x, flags "
-                   "0x%x)",
-                   key.generation, key.access, key.flags);
+        fy_warn("invalid remote key: corrupted fields (generation %u, access 0x%x, flags "
+                "0x%x)",
+                key.generation, key.access, key.flags);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     *out = key;
@@ -98,7 +98,7 @@ FERRY_EXPORT ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, s
     key.alloc_inode = mem->alloc_fd >= 0 ? mem->alloc_inode : 0;
     buffer = malloc(RKEY_PACKED_SIZE);
     if (buffer == NULL) {
-        ferry_error("malloc(%u) for a packed key failed", RKEY_PACKED_SIZE);
+        fy_error("malloc(%u) for a packed key failed", RKEY_PACKED_SIZE);
         return FERRY_ERR_NO_MEMORY;
     }
     rkey_encode(&key, buffer);
@@ -121,21 +121,21 @@ FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer
 
     if (ep == NULL || buffer == NULL || rkey_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
     status = rkey_decode(buffer, length, &key);
     if (status != FERRY_OK)
         return status;
-    if (key.pid != ep->peer_pid ||
-        memcmp(key.boot_id, ep->peer_host.boot_id, sizeof(key.boot_id)) != 0) {
-        ferry_warn("ferry_rkey_unpack: the key belongs to pid %u, but the endpoint leads to pid "
-                   "%u (unpack a key on an endpoint to the process that packed it)",
-                   key.pid, ep->peer_pid);
+    if (key.pid != ep->peer.pid ||
+        memcmp(key.boot_id, ep->peer.host.boot_id, sizeof(key.boot_id)) != 0) {
+        fy_warn("ferry_rkey_unpack: the key belongs to pid %u, but the endpoint leads to pid "
+                "%u (unpack a key on an endpoint to the process that packed it)",
+                key.pid, ep->peer.pid);
         return FERRY_ERR_ACCESS;
     }
     rkey = calloc(1, sizeof(*rkey));
     if (rkey == NULL) {
-        ferry_error("calloc(%zu) for a remote key failed", sizeof(*rkey));
+        fy_error("calloc(%zu) for a remote key failed", sizeof(*rkey));
         return FERRY_ERR_NO_MEMORY;
     }
     rkey->ep = ep;
@@ -165,7 +165,7 @@ FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_o
     if (!rkey->map_tried) {
         ferry_ep_t *ep = rkey->ep;
         rkey->map_tried = 1;
-        if (ep->state == FERRY_EP_OPEN && ep->tl->rkey_map != NULL &&
+        if (ep->state == FY_EP_OPEN && ep->tl->rkey_map != NULL &&
             ep->tl->rkey_map(ep->tl_ep, rkey) == FERRY_ERR_NO_RESOURCE)
             rkey->map_tried = 0; /* not connected yet: try again next time */
     }

@@ -11,13 +11,13 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "mem/segment_int.h"
+#include "proto/segment_int.h"
 #include "wireup/ep.h"
 
 /* One map: ptr as returned; view/view_length: a read-only second view of the pages (mremap),
  * or NULL for a pointer into the key's own mapping. */
 typedef struct seg_map {
-    ferry_list_link_t link;
+    fy_list_link_t link;
     void *ptr;
     void *view;
     size_t view_length;
@@ -31,7 +31,7 @@ static void rseg_lose(ferry_rsegment_t *rseg, ferry_status_t status, int event)
         if (rseg->async) {
             if (rseg->deadline_ns != 0) {
                 rseg->deadline_ns = 0;
-                rseg->worker->seg.connecting--;
+                fy_segment_worker_of(rseg->worker)->connecting--;
                 seg_update_need(rseg->worker);
             }
             ferry_segment_event_t ev = {
@@ -51,7 +51,7 @@ static void rseg_lose(ferry_rsegment_t *rseg, ferry_status_t status, int event)
 
 ferry_status_t rseg_check(ferry_rsegment_t *rseg)
 {
-    if (rseg->state == RSEG_CONNECTED && (rseg->ep == NULL || rseg->ep->state != FERRY_EP_OPEN))
+    if (rseg->state == RSEG_CONNECTED && (rseg->ep == NULL || rseg->ep->state != FY_EP_OPEN))
         rseg_lose(rseg, rseg->ep == NULL ? FERRY_ERR_ENDPOINT_CLOSED : rseg->ep->error, 1);
     switch (rseg->state) {
     case RSEG_CONNECTED:
@@ -67,19 +67,19 @@ static void rseg_free(ferry_rsegment_t *rseg)
 {
     ferry_worker_t *worker = rseg->worker;
     if (rseg->state == RSEG_CONNECTING && rseg->async && rseg->deadline_ns != 0) {
-        worker->seg.connecting--;
+        fy_segment_worker_of(worker)->connecting--;
         seg_update_need(worker);
     }
     seg_events_purge(worker, NULL, rseg);
-    ferry_list_link_t *l;
-    while ((l = ferry_list_pop_head(&rseg->maps)) != NULL) {
-        seg_map_t *map = ferry_list_entry(l, seg_map_t, link);
+    fy_list_link_t *l;
+    while ((l = fy_list_pop_head(&rseg->maps)) != NULL) {
+        seg_map_t *map = fy_list_entry(l, seg_map_t, link);
         if (map->view != NULL)
             munmap(map->view, map->view_length);
         free(map);
     }
     ferry_rkey_release(rseg->rkey);
-    ferry_list_remove(&rseg->link);
+    fy_list_remove(&rseg->link);
     free(rseg);
 }
 
@@ -100,12 +100,12 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
     if (ep == NULL || rsegment_p == NULL || (flags & ~FERRY_RSEGMENT_CONNECT_ASYNC) != 0 ||
         segment_id == FERRY_SEGMENT_AUTO_ID)
         return FERRY_ERR_INVALID_PARAM;
-    if (ep->state != FERRY_EP_OPEN)
+    if (ep->state != FY_EP_OPEN)
         return ep->error;
     worker = ep->worker;
     rseg = calloc(1, sizeof(*rseg));
     if (rseg == NULL) {
-        ferry_error("calloc(%zu) for a remote segment failed", sizeof(*rseg));
+        fy_error("calloc(%zu) for a remote segment failed", sizeof(*rseg));
         return FERRY_ERR_NO_MEMORY;
     }
     rseg->worker = worker;
@@ -113,16 +113,16 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
     rseg->segment_id = segment_id;
     rseg->state = RSEG_CONNECTING;
     rseg->status = FERRY_INPROGRESS;
-    rseg->request_id = ++worker->seg.next_request_id;
+    rseg->request_id = ++fy_segment_worker_of(worker)->next_request_id;
     rseg->async = (flags & FERRY_RSEGMENT_CONNECT_ASYNC) != 0;
     rseg->cb = callback;
     rseg->arg = arg;
-    ferry_list_init(&rseg->maps);
-    ferry_list_init(&rseg->events);
-    ferry_list_push_tail(&worker->seg.rsegments, &rseg->link);
+    fy_list_init(&rseg->maps);
+    fy_list_init(&rseg->events);
+    fy_list_push_tail(&fy_segment_worker_of(worker)->rsegments, &rseg->link);
 
     seg_wire_msg_t m = {
-        .id = FERRY_AM_ID_SEG_CONNECT, .segment_id = segment_id, .request_id = rseg->request_id};
+        .id = FY_AM_ID_SEG_CONNECT, .segment_id = segment_id, .request_id = rseg->request_id};
     status = seg_send(worker, ep, &m, NULL, 0, 1);
     if (status != FERRY_OK) {
         rseg->async = 0; /* no event for a connect that did not start */
@@ -131,8 +131,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
     }
     if (rseg->async) {
         if (timeout_ms >= 0) {
-            rseg->deadline_ns = ferry_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
-            worker->seg.connecting++;
+            rseg->deadline_ns = fy_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
+            fy_segment_worker_of(worker)->connecting++;
             seg_update_need(worker);
         }
         *rsegment_p = rseg;
@@ -146,8 +146,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
     if (status == FERRY_OK)
         status = rseg->status;
     else if (status == FERRY_ERR_TIMED_OUT)
-        ferry_debug("ferry_rsegment_connect: segment %u of pid %u did not answer within %d ms",
-                    segment_id, ep->peer_pid, timeout_ms);
+        fy_debug("ferry_rsegment_connect: segment %u of pid %u did not answer within %d ms",
+                 segment_id, ep->peer.pid, timeout_ms);
     rseg_free(rseg); /* a late reply finds no request and is answered with DISCONNECT */
     return status;
 }
@@ -157,19 +157,19 @@ ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const s
     ferry_rsegment_t *rseg = NULL;
     ferry_status_t status = m->status;
 
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.rsegments);
-         l != ferry_list_end(&worker->seg.rsegments); l = l->next) {
-        ferry_rsegment_t *r = ferry_list_entry(l, ferry_rsegment_t, link);
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
+        ferry_rsegment_t *r = fy_list_entry(l, ferry_rsegment_t, link);
         if (r->request_id == m->request_id && r->ep == ep && r->state == RSEG_CONNECTING) {
             rseg = r;
             break;
         }
     }
-    seg_wire_msg_t bye = {.id = FERRY_AM_ID_SEG_DISCONNECT, .connection = m->connection};
+    seg_wire_msg_t bye = {.id = FY_AM_ID_SEG_DISCONNECT, .connection = m->connection};
     if (rseg == NULL) {
         /* a connect that timed out (or a stale or forged id): give the connection back */
-        ferry_debug("segments: REPLY for request %llu that no connect waits for",
-                    (unsigned long long)m->request_id);
+        fy_debug("segments: REPLY for request %llu that no connect waits for",
+                 (unsigned long long)m->request_id);
         if (status == FERRY_OK)
             seg_send(worker, ep, &bye, NULL, 0, 1);
         return FERRY_OK;
@@ -177,10 +177,10 @@ ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const s
     if (status == FERRY_OK) {
         status = ferry_rkey_unpack(ep, m->rkey, RKEY_PACKED_SIZE, &rseg->rkey);
         if (status == FERRY_OK && m->size > rseg->rkey->key.length) {
-            ferry_warn("ferry_rsegment_connect: pid %u announced segment %u of %llu bytes with "
-                       "a key of %llu bytes",
-                       ep->peer_pid, rseg->segment_id, (unsigned long long)m->size,
-                       (unsigned long long)rseg->rkey->key.length);
+            fy_warn("ferry_rsegment_connect: pid %u announced segment %u of %llu bytes with "
+                    "a key of %llu bytes",
+                    ep->peer.pid, rseg->segment_id, (unsigned long long)m->size,
+                    (unsigned long long)rseg->rkey->key.length);
             status = FERRY_ERR_PROTOCOL;
         }
         if (status != FERRY_OK) {
@@ -202,7 +202,7 @@ ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const s
     if (rseg->async) {
         if (rseg->deadline_ns != 0) {
             rseg->deadline_ns = 0;
-            worker->seg.connecting--;
+            fy_segment_worker_of(worker)->connecting--;
             seg_update_need(worker);
         }
         ferry_segment_event_t ev = {
@@ -215,10 +215,10 @@ ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const s
 unsigned rseg_progress_timeouts(ferry_worker_t *worker)
 {
     unsigned count = 0;
-    uint64_t now = ferry_time_now_ns();
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.rsegments);
-         l != ferry_list_end(&worker->seg.rsegments); l = l->next) {
-        ferry_rsegment_t *rseg = ferry_list_entry(l, ferry_rsegment_t, link);
+    uint64_t now = fy_time_now_ns();
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
+        ferry_rsegment_t *rseg = fy_list_entry(l, ferry_rsegment_t, link);
         if (rseg->state == RSEG_CONNECTING && rseg->deadline_ns != 0 && now >= rseg->deadline_ns) {
             rseg_lose(rseg, FERRY_ERR_TIMED_OUT, 1);
             count++;
@@ -230,9 +230,9 @@ unsigned rseg_progress_timeouts(ferry_worker_t *worker)
 uint64_t rseg_next_deadline(ferry_worker_t *worker)
 {
     uint64_t next = UINT64_MAX;
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.rsegments);
-         l != ferry_list_end(&worker->seg.rsegments); l = l->next) {
-        ferry_rsegment_t *rseg = ferry_list_entry(l, ferry_rsegment_t, link);
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
+        ferry_rsegment_t *rseg = fy_list_entry(l, ferry_rsegment_t, link);
         if (rseg->state == RSEG_CONNECTING && rseg->deadline_ns != 0 && rseg->deadline_ns < next)
             next = rseg->deadline_ns;
     }
@@ -241,9 +241,9 @@ uint64_t rseg_next_deadline(ferry_worker_t *worker)
 
 void rseg_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t status)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.rsegments);
-         l != ferry_list_end(&worker->seg.rsegments); l = l->next) {
-        ferry_rsegment_t *rseg = ferry_list_entry(l, ferry_rsegment_t, link);
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
+        ferry_rsegment_t *rseg = fy_list_entry(l, ferry_rsegment_t, link);
         if (rseg->ep == ep)
             rseg_lose(rseg, status, 1);
     }
@@ -251,9 +251,9 @@ void rseg_ep_failed(ferry_worker_t *worker, ferry_ep_t *ep, ferry_status_t statu
 
 void rseg_ep_freed(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    for (ferry_list_link_t *l = ferry_list_first(&worker->seg.rsegments);
-         l != ferry_list_end(&worker->seg.rsegments); l = l->next) {
-        ferry_rsegment_t *rseg = ferry_list_entry(l, ferry_rsegment_t, link);
+    for (fy_list_link_t *l = fy_list_first(&fy_segment_worker_of(worker)->rsegments);
+         l != fy_list_end(&fy_segment_worker_of(worker)->rsegments); l = l->next) {
+        ferry_rsegment_t *rseg = fy_list_entry(l, ferry_rsegment_t, link);
         if (rseg->ep == ep) {
             rseg_lose(rseg, FERRY_ERR_ENDPOINT_CLOSED, 0);
             rseg->ep = NULL;
@@ -265,9 +265,9 @@ void rseg_ep_freed(ferry_worker_t *worker, ferry_ep_t *ep)
 
 void rseg_cleanup(ferry_worker_t *worker)
 {
-    ferry_list_link_t *l;
-    while ((l = ferry_list_peek_head(&worker->seg.rsegments)) != NULL)
-        rseg_free(ferry_list_entry(l, ferry_rsegment_t, link));
+    fy_list_link_t *l;
+    while ((l = fy_list_peek_head(&fy_segment_worker_of(worker)->rsegments)) != NULL)
+        rseg_free(fy_list_entry(l, ferry_rsegment_t, link));
 }
 
 FERRY_EXPORT size_t ferry_rsegment_size(const ferry_rsegment_t *rsegment)
@@ -289,13 +289,13 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_disconnect(ferry_rsegment_t *rsegment
 {
     if (rsegment == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    if (!ferry_list_is_empty(&rsegment->maps) || rsegment->dma_queues > 0) {
-        ferry_debug("ferry_rsegment_disconnect: segment %u still has %zu maps and %u DMA queues",
-                    rsegment->segment_id, ferry_list_length(&rsegment->maps), rsegment->dma_queues);
+    if (!fy_list_is_empty(&rsegment->maps) || rsegment->dma_queues > 0) {
+        fy_debug("ferry_rsegment_disconnect: segment %u still has %zu maps and %u DMA queues",
+                 rsegment->segment_id, fy_list_length(&rsegment->maps), rsegment->dma_queues);
         return FERRY_ERR_BUSY;
     }
     if (rseg_check(rsegment) == FERRY_OK) {
-        seg_wire_msg_t m = {.id = FERRY_AM_ID_SEG_DISCONNECT, .connection = rsegment->connection};
+        seg_wire_msg_t m = {.id = FY_AM_ID_SEG_DISCONNECT, .connection = rsegment->connection};
         ferry_status_t status = seg_send(rsegment->worker, rsegment->ep, &m, NULL, 0, 1);
         if (status == FERRY_ERR_NO_RESOURCE || status == FERRY_ERR_NO_MEMORY)
             return FERRY_ERR_NO_RESOURCE;
@@ -316,9 +316,9 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint6
     if (status != FERRY_OK)
         return status;
     if (!mem_range_ok(rsegment->size, offset, size)) {
-        ferry_debug("ferry_rsegment_map: [%llu, +%zu) is outside segment %u of %llu bytes",
-                    (unsigned long long)offset, size, rsegment->segment_id,
-                    (unsigned long long)rsegment->size);
+        fy_debug("ferry_rsegment_map: [%llu, +%zu) is outside segment %u of %llu bytes",
+                 (unsigned long long)offset, size, rsegment->segment_id,
+                 (unsigned long long)rsegment->size);
         return FERRY_ERR_OUT_OF_RANGE;
     }
     status = ferry_rkey_ptr(rsegment->rkey, offset, &ptr);
@@ -331,7 +331,7 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint6
         return FERRY_ERR_ACCESS;
     seg_map_t *map = calloc(1, sizeof(*map));
     if (map == NULL) {
-        ferry_error("calloc(%zu) for a segment map failed", sizeof(*map));
+        fy_error("calloc(%zu) for a segment map failed", sizeof(*map));
         return FERRY_ERR_NO_MEMORY;
     }
     map->ptr = ptr;
@@ -342,16 +342,16 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint6
         size_t length = ((uintptr_t)ptr - base + size + page - 1) & ~(page - 1);
         void *view = mremap((void *)base, 0, length, MREMAP_MAYMOVE);
         if (view == MAP_FAILED) {
-            ferry_error("mremap(%p, 0, %zu, MREMAP_MAYMOVE) for a read-only map of segment %u "
-                        "failed: %s",
-                        (void *)base, length, rsegment->segment_id, strerror(errno));
+            fy_error("mremap(%p, 0, %zu, MREMAP_MAYMOVE) for a read-only map of segment %u "
+                     "failed: %s",
+                     (void *)base, length, rsegment->segment_id, strerror(errno));
             free(map);
             return FERRY_ERR_SHMEM;
         }
         if (mprotect(view, length, PROT_READ) != 0) {
-            ferry_error("mprotect(%p, %zu, PROT_READ) for a read-only map of segment %u "
-                        "failed: %s",
-                        view, length, rsegment->segment_id, strerror(errno));
+            fy_error("mprotect(%p, %zu, PROT_READ) for a read-only map of segment %u "
+                     "failed: %s",
+                     view, length, rsegment->segment_id, strerror(errno));
             munmap(view, length);
             free(map);
             return FERRY_ERR_SHMEM;
@@ -360,7 +360,7 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint6
         map->view_length = length;
         map->ptr = (char *)view + ((uintptr_t)ptr - base);
     }
-    ferry_list_push_tail(&rsegment->maps, &map->link);
+    fy_list_push_tail(&rsegment->maps, &map->link);
     *ptr_p = map->ptr;
     return FERRY_OK;
 }
@@ -369,11 +369,11 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_unmap(ferry_rsegment_t *rsegment, voi
 {
     if (rsegment == NULL || ptr == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    for (ferry_list_link_t *l = ferry_list_first(&rsegment->maps);
-         l != ferry_list_end(&rsegment->maps); l = l->next) {
-        seg_map_t *map = ferry_list_entry(l, seg_map_t, link);
+    for (fy_list_link_t *l = fy_list_first(&rsegment->maps); l != fy_list_end(&rsegment->maps);
+         l = l->next) {
+        seg_map_t *map = fy_list_entry(l, seg_map_t, link);
         if (map->ptr == ptr) {
-            ferry_list_remove(&map->link);
+            fy_list_remove(&map->link);
             if (map->view != NULL)
                 munmap(map->view, map->view_length);
             free(map);
@@ -399,7 +399,7 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_notify(ferry_rsegment_t *rsegment, co
     ferry_status_t status = rseg_check(rsegment);
     if (status != FERRY_OK)
         return status;
-    seg_wire_msg_t m = {.id = FERRY_AM_ID_SEG_NOTIFY, .connection = rsegment->connection};
+    seg_wire_msg_t m = {.id = FY_AM_ID_SEG_NOTIFY, .connection = rsegment->connection};
     return seg_send(rsegment->worker, rsegment->ep, &m, data, length, 0);
 }
 

@@ -4,7 +4,7 @@
 #include <endian.h>
 #include <string.h>
 
-#include "mem/segment.h"
+#include "proto/segment.h"
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
@@ -46,22 +46,22 @@ size_t seg_wire_encode(const seg_wire_msg_t *m, uint8_t *buf)
     memset(buf, 0, SEG_WIRE_MAX_SIZE);
     buf[0] = SEG_WIRE_VERSION;
     switch (m->id) {
-    case FERRY_AM_ID_SEG_CONNECT:
+    case FY_AM_ID_SEG_CONNECT:
         put_u32(buf + 4, m->segment_id);
         put_u64(buf + 8, m->request_id);
         put_u32(buf + 16, m->flags);
         return SEG_WIRE_CONNECT_SIZE;
-    case FERRY_AM_ID_SEG_REPLY:
+    case FY_AM_ID_SEG_REPLY:
         put_u32(buf + 4, (uint32_t)m->status);
         put_u64(buf + 8, m->request_id);
         put_u64(buf + 16, m->connection);
         put_u64(buf + 24, m->size);
         memcpy(buf + 32, m->rkey, RKEY_PACKED_SIZE);
         return SEG_WIRE_REPLY_SIZE;
-    case FERRY_AM_ID_SEG_DISCONNECT:
+    case FY_AM_ID_SEG_DISCONNECT:
         put_u64(buf + 8, m->connection);
         return SEG_WIRE_DISCONNECT_SIZE;
-    case FERRY_AM_ID_SEG_NOTIFY:
+    case FY_AM_ID_SEG_NOTIFY:
         put_u64(buf + 8, m->connection);
         return SEG_WIRE_NOTIFY_SIZE;
     default:
@@ -86,16 +86,16 @@ ferry_status_t seg_wire_decode(unsigned id, const void *header, size_t header_le
     memset(&m, 0, sizeof(m));
     m.id = id;
     switch (id) {
-    case FERRY_AM_ID_SEG_CONNECT:
+    case FY_AM_ID_SEG_CONNECT:
         expected = SEG_WIRE_CONNECT_SIZE;
         break;
-    case FERRY_AM_ID_SEG_REPLY:
+    case FY_AM_ID_SEG_REPLY:
         expected = SEG_WIRE_REPLY_SIZE;
         break;
-    case FERRY_AM_ID_SEG_DISCONNECT:
+    case FY_AM_ID_SEG_DISCONNECT:
         expected = SEG_WIRE_DISCONNECT_SIZE;
         break;
-    case FERRY_AM_ID_SEG_NOTIFY:
+    case FY_AM_ID_SEG_NOTIFY:
         expected = SEG_WIRE_NOTIFY_SIZE;
         break;
     default:
@@ -105,12 +105,11 @@ ferry_status_t seg_wire_decode(unsigned id, const void *header, size_t header_le
         return wire_bad(reason_p, "header of the wrong size");
     if (h[0] != SEG_WIRE_VERSION)
         return wire_bad(reason_p, "unknown protocol version");
-    if (id == FERRY_AM_ID_SEG_NOTIFY ? payload_length > FERRY_SEGMENT_NOTIFY_MAX
-                                     : payload_length != 0)
+    if (id == FY_AM_ID_SEG_NOTIFY ? payload_length > FERRY_SEGMENT_NOTIFY_MAX : payload_length != 0)
         return wire_bad(reason_p, "payload of the wrong size");
 
     switch (id) {
-    case FERRY_AM_ID_SEG_CONNECT:
+    case FY_AM_ID_SEG_CONNECT:
         if (!all_zero(h + 1, 3) || !all_zero(h + 20, 4))
             return wire_bad(reason_p, "reserved bytes are not zero");
         m.segment_id = get_u32(h + 4);
@@ -121,7 +120,7 @@ ferry_status_t seg_wire_decode(unsigned id, const void *header, size_t header_le
         if (m.request_id == 0)
             return wire_bad(reason_p, "request id 0");
         break;
-    case FERRY_AM_ID_SEG_REPLY:
+    case FY_AM_ID_SEG_REPLY:
         if (!all_zero(h + 1, 3))
             return wire_bad(reason_p, "reserved bytes are not zero");
         m.status = (int32_t)get_u32(h + 4);
@@ -142,8 +141,8 @@ ferry_status_t seg_wire_decode(unsigned id, const void *header, size_t header_le
             return wire_bad(reason_p, "unknown reply status");
         }
         break;
-    case FERRY_AM_ID_SEG_DISCONNECT:
-    case FERRY_AM_ID_SEG_NOTIFY:
+    case FY_AM_ID_SEG_DISCONNECT:
+    case FY_AM_ID_SEG_NOTIFY:
         if (!all_zero(h + 1, 7))
             return wire_bad(reason_p, "reserved bytes are not zero");
         m.connection = get_u64(h + 8);

@@ -33,11 +33,9 @@
 
 #include "core/list.h"
 #include "mem/mem.h"
-
-#define FERRY_AM_ID_SEG_CONNECT 220u
-#define FERRY_AM_ID_SEG_REPLY 221u
-#define FERRY_AM_ID_SEG_DISCONNECT 222u
-#define FERRY_AM_ID_SEG_NOTIFY 223u
+#include "progress/worker.h"
+#include "proto/am_ids.h"
+#include "proto/module_list.h"
 
 #define SEG_WIRE_VERSION 1u
 #define SEG_WIRE_CONNECT_SIZE 24u
@@ -48,7 +46,7 @@
 
 /* A decoded message; fields not used by its kind are 0. */
 typedef struct seg_wire_msg {
-    unsigned id; /* FERRY_AM_ID_SEG_* */
+    unsigned id; /* FY_AM_ID_SEG_* */
     uint32_t segment_id;
     uint32_t flags;
     uint64_t request_id;
@@ -69,37 +67,34 @@ ferry_status_t seg_wire_decode(unsigned id, const void *header, size_t header_le
 
 /* ------------------------------------------------------------------ per-worker state */
 
-typedef struct ferry_segment_worker {
-    ferry_list_t segments;   /* ferry_segment_t whose handle is live or whose memory is */
-    ferry_list_t conns;      /* owner side: seg_conn_t, one per connected peer */
-    ferry_list_t rsegments;  /* importer side: ferry_rsegment_t */
-    ferry_list_t events;     /* events queued for callbacks (each also a deferred call) */
-    ferry_list_t unsent;     /* control messages that found no room, in order */
-    ferry_list_t dma_active; /* running DMA queues */
-    ferry_list_t dma_queues; /* every DMA queue (freed at worker destruction) */
+typedef struct fy_segment_worker {
+    fy_list_t segments;   /* ferry_segment_t whose handle is live or whose memory is */
+    fy_list_t conns;      /* owner side: seg_conn_t, one per connected peer */
+    fy_list_t rsegments;  /* importer side: ferry_rsegment_t */
+    fy_list_t events;     /* events queued for callbacks (each also a deferred call) */
+    fy_list_t unsent;     /* control messages that found no room, in order */
+    fy_list_t dma_active; /* running DMA queues */
+    fy_list_t dma_queues; /* every DMA queue (freed at worker destruction) */
     uint64_t next_request_id;
     uint64_t next_connection_id;
     unsigned connecting;        /* asynchronous connects with a deadline */
-    unsigned need_progress;     /* > 0: ferry_worker_progress calls ferry_segment_progress */
+    unsigned need_progress;     /* > 0: the module's progress bit is set (seg_update_need) */
     unsigned warned;            /* malformed or unknown messages reported at warn level */
     uint64_t dma_chunk;         /* FERRY_SEGMENT_DMA_CHUNK */
     unsigned copy_threads;      /* FERRY_SEGMENT_COPY_THREADS (0: copies run in progress) */
     uint64_t copy_chunk;        /* FERRY_SEGMENT_COPY_CHUNK */
     struct seg_copy_pool *copy; /* the copy threads (segment_copy.c); NULL until first used */
-} ferry_segment_worker_t;
+} fy_segment_worker_t;
 
-/* Worker life cycle: init (allocates nothing; registers the handlers), cleanup (frees every
- * segment, remote segment, queue and event left; called after the endpoints were freed). */
-void ferry_segment_worker_init(ferry_worker_t *worker);
-void ferry_segment_worker_cleanup(ferry_worker_t *worker);
+/* The module (proto/module_list.c). Its init registers the handlers; its cleanup frees every
+ * segment, remote segment, queue and event left (after the endpoints were freed). Its ep_stop
+ * ends the owner side's connections over the endpoint (DISCONNECT) and makes the importer
+ * side's remote segments LOST; its ep_free makes sure nothing refers to the endpoint. */
+extern const fy_module_ops_t fy_segment_module;
 
-/* Called by ferry_worker_progress while worker->seg.need_progress > 0: resend control messages,
- * move DMA queues on, time out asynchronous connects. Returns the events handled. */
-unsigned ferry_segment_progress(ferry_worker_t *worker);
-
-/* Endpoint hooks: failed (ferry_ep_fail: owner side DISCONNECT, importer side LOST; from
- * progress) and freed (ep_free: nothing refers to ep afterwards). */
-void ferry_segment_ep_failed(ferry_ep_t *ep, ferry_status_t status);
-void ferry_segment_ep_freed(ferry_ep_t *ep);
+static inline fy_segment_worker_t *fy_segment_worker_of(const ferry_worker_t *worker)
+{
+    return (fy_segment_worker_t *)fy_worker_module_state(worker, FY_MODULE_SEGMENT);
+}
 
 #endif
