@@ -48,6 +48,8 @@ struct ferry_worker {
     unsigned poll_count;    /* progress calls; every few, the epoll set is polled */
     uint64_t next_epoll_ns; /* when a spinning progress looks at the epoll set next */
     int armed;              /* arm() returned OK: the next progress drains the epoll set */
+    unsigned in_progress;   /* > 0 inside ferry_worker_progress: callbacks may be running */
+    int destroying;         /* ferry_worker_destroy is under way: it frees every endpoint */
     uint64_t wait_spin_ns;
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
