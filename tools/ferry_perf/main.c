@@ -183,6 +183,8 @@ static void usage(FILE *out)
             "               test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps),\n"
             "               json (one object per line)\n"
             "  --wait       both sides sleep in ferry_worker_wait() instead of busy polling\n"
+            "  --tag-from   tag tests: every receive names its source (ferry_tag_recv_from)\n"
+            "  --tag-sync   tag tests: synchronous sends (ferry_tag_send_ext, SYNC)\n"
             "               (put_lat and seg_map_lat poll memory: they always spin; the\n"
             "               seg_dma tests wait in ferry_dma_wait, which decides itself)\n"
             "  --mem MODE   one-sided tests: where both sides' target memory comes from:\n"
@@ -294,6 +296,8 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
 {
     static const struct option long_options[] = {
         {"wait", no_argument, NULL, 'W'},
+        {"tag-from", no_argument, NULL, 'F'},
+        {"tag-sync", no_argument, NULL, 'S'},
         {"mem", required_argument, NULL, 'M'},
         {"no-thp", no_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
@@ -377,6 +381,14 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
         case 'W':
             client_option = true;
             opt->params.wait = true;
+            break;
+        case 'F':
+            client_option = true;
+            opt->params.tag_from = true;
+            break;
+        case 'S':
+            client_option = true;
+            opt->params.tag_sync = true;
             break;
         case 'H':
             client_option = true;

@@ -66,6 +66,8 @@ typedef enum perf_format {
 typedef struct perf_params {
     perf_test_t test;
     bool wait;       /* ferry_worker_wait instead of busy polling */
+    bool tag_from;   /* tag tests: receives name their source (ferry_tag_recv_from) */
+    bool tag_sync;   /* tag tests: synchronous sends (FERRY_TAG_SEND_SYNC) */
     perf_mem_t mem;  /* one-sided tests: the target memory */
     bool no_thp;     /* one-sided and tag tests: no madvise(MADV_HUGEPAGE) on malloc'ed buffers */
     unsigned repeat; /* runs per size */
