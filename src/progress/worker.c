@@ -310,6 +310,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
         return FERRY_ERR_NO_MEMORY;
     }
     worker->context = context;
+    worker->retired.size = sizeof(worker->retired);
     if (params != NULL)
         worker->params = *params;
     fy_list_init(&worker->eps);
@@ -366,6 +367,7 @@ FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
 {
     if (worker == NULL)
         return;
+    fy_counters_dump_at_destroy(worker); /* FERRY_STATS */
     worker->destroying = 1; /* callbacks of what is canceled below must not free endpoints */
     fy_ep_destroy_all(worker);
     worker_run_deferred(worker); /* canceled operations report to their completions */

@@ -12,6 +12,7 @@
 
 #include "core/completion.h"
 #include "core/list.h"
+#include "progress/counters.h"
 #include "progress/module.h"
 #include "transport/transport.h"
 #include "wireup/context.h"
@@ -51,6 +52,7 @@ struct ferry_worker {
     unsigned in_progress;   /* > 0 inside ferry_worker_progress: callbacks may be running */
     int destroying;         /* ferry_worker_destroy is under way: it frees every endpoint */
     uint64_t wait_spin_ns;
+    ferry_counters_t retired; /* the counters of the endpoints already freed */
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
 };

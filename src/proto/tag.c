@@ -737,6 +737,7 @@ static ferry_status_t tag_recv_message(ferry_worker_t *worker, tag_unexp_t *u,
     if (u->kind == TAG_UNEXP_EAGER) {
         fy_list_remove(&u->obj.link);
         status = tag_scatter_message(iov, iovcnt, u->data, (size_t)u->length);
+        tag_count_received(worker, u->ep, u->length);
         tag_info_fill_unexp(info, u);
         if (u->flags & TAG_FLAG_SYNC)
             tag_rndv_sync_ack(worker, u->ep, u->sync_id); /* matched: its sender completes */
@@ -790,6 +791,7 @@ static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_
     tag_recv_t *recv = tag_match_posted(tw, tag, params->peer);
     if (fy_likely(recv != NULL)) {
         ferry_status_t status = tag_scatter_message(recv->buf.iov, recv->buf.iovcnt, data, length);
+        tag_count_received(worker, ep, length);
         tag_info_fill(recv->info, ep, params->peer, tag, length, msg.u.eager.imm,
                       msg.u.eager.flags);
         tag_recv_finish(recv, status);
@@ -926,19 +928,27 @@ static inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, si
         tag_rndv_ep_setup(ep->worker, ep);
     if (fy_likely(length <= fy_tag_ep_of(ep)->eager_max && !fy_tag_ep_of(ep)->eager_off)) {
         tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
-        if (fy_likely(params == NULL || params->flags == 0))
-            return fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, TAG_WIRE_EAGER_SHORT, iov,
-                                       iovcnt, comp);
+        ferry_status_t status;
+        if (fy_likely(params == NULL || params->flags == 0)) {
+            status = fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, TAG_WIRE_EAGER_SHORT, iov,
+                                         iovcnt, comp);
+            goto eager_sent;
+        }
         if (params->flags & FERRY_TAG_SEND_IMM) {
             header.flags |= TAG_FLAG_IMM;
             header.imm = htole64(params->imm);
         }
         if (params->flags & FERRY_TAG_SEND_SYNC) {
             header.flags |= TAG_FLAG_SYNC;
-            return tag_rndv_send_sync_eager(ep, iov, iovcnt, &header, comp);
+            status = tag_rndv_send_sync_eager(ep, iov, iovcnt, &header, comp);
+        } else {
+            status = fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, sizeof(header), iov,
+                                         iovcnt, comp);
         }
-        return fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, sizeof(header), iov, iovcnt,
-                                   comp);
+    eager_sent:
+        if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS))
+            tag_count_sent(ep, length, FERRY_COUNTERS_MODE_EAGER);
+        return status;
     }
     /* a rendezvous completes after the match: synchronous by nature */
     bool inject =

@@ -82,6 +82,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ferry/counters.h>
 #include <ferry/ferry.h>
 
 #include "core/list.h"
@@ -97,12 +98,13 @@
 /* NULL mode: DATA messages in flight per send. */
 #define TAG_NULL_WINDOW 4u
 
+/* The numbers are ferry_counters_mode_t's (include/ferry/counters.h). */
 typedef enum tag_rndv_mode {
-    TAG_RNDV_GET = 1,
-    TAG_RNDV_PUT = 2,
-    TAG_RNDV_COOP = 3,
-    TAG_RNDV_NULL = 4,
-    TAG_RNDV_SPLIT = 5,
+    TAG_RNDV_GET = FERRY_COUNTERS_MODE_GET,
+    TAG_RNDV_PUT = FERRY_COUNTERS_MODE_PUT,
+    TAG_RNDV_COOP = FERRY_COUNTERS_MODE_COOP,
+    TAG_RNDV_NULL = FERRY_COUNTERS_MODE_NULL,
+    TAG_RNDV_SPLIT = FERRY_COUNTERS_MODE_SPLIT,
 } tag_rndv_mode_t;
 
 /* DONE.target: which table DONE.id indexes. */

@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "progress/worker.h"
 #include "proto/tag.h"
+#include "wireup/ep.h"
 
 /* iov entries kept inside a send or receive before an array is allocated */
 #define TAG_IOV_INLINE 4
@@ -181,6 +182,21 @@ typedef struct tag_ctl {
     size_t length;
     uint8_t header[sizeof(tag_wire_rts_t)];
 } tag_ctl_t;
+
+/* ------------------------------------------------------------------ counters */
+
+/* A tagged message sent (include/ferry/counters.h): by size class and how it moves. */
+static inline void tag_count_sent(ferry_ep_t *ep, uint64_t length, unsigned mode)
+{
+    fy_count_sent(&ep->counters.tag, length);
+    ep->counters.tag_modes[ferry_counters_size_class(length)][mode]++;
+}
+
+/* A tagged message matched by a receive (its endpoint may be gone: the worker keeps it). */
+static inline void tag_count_received(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
+{
+    fy_count_received(ep != NULL ? &ep->counters.tag : &worker->retired.tag, length);
+}
 
 /* ------------------------------------------------------------------ tag.c */
 

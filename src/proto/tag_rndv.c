@@ -467,6 +467,7 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
         fy_am_send_internal(ep, FY_AM_ID_TAG_RTS, header, sizeof(tag_wire_rts_t), NULL, 0, NULL);
     if (status != FERRY_OK && status != FERRY_INPROGRESS)
         goto err_release;
+    tag_count_sent(ep, length, send->mode); /* tag_rndv_mode_t: the counters' mode numbers */
     return inject ? FERRY_OK : FERRY_INPROGRESS;
 
 err_release:
@@ -1077,6 +1078,7 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
         recv->info->flags = (rts->flags & TAG_FLAG_IMM) ? FERRY_TAG_INFO_IMM : 0;
     }
     recv->state = TAG_RECV_DATA; /* matched: no longer posted */
+    tag_count_received(worker, ep, rts->length);
     recv->ep = ep;
     recv->mode = (tag_rndv_mode_t)rts->mode;
     recv->send_id = rts->send_id;

@@ -38,6 +38,7 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
         return NULL;
     }
     ep->worker = worker;
+    ep->counters.size = sizeof(ep->counters);
     for (size_t m = 0; m < fy_modules_count; m++)
         ep->module_state[m] = fy_modules[m]->ep_state_size ? (char *)ep + offsets[m] : NULL;
     ep->state = FY_EP_OPEN;
@@ -61,6 +62,7 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
 
 static void ep_free(ferry_ep_t *ep)
 {
+    fy_counters_add(&ep->worker->retired, &ep->counters);
     fy_worker_undefer(ep->worker, &ep->error_deferred);
     fy_worker_undefer(ep->worker, &ep->free_deferred);
     fy_worker_undefer(ep->worker, &ep->tl_destroy_deferred);
@@ -126,6 +128,7 @@ FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *
     if (ep == NULL)
         return FERRY_ERR_NO_MEMORY;
     ep->tl = fy_transports[t];
+    ep->tl_index = (unsigned)t;
     ep->caps = worker->context->caps[t];
     ep->peer = peer;
     fy_list_push_tail(&worker->eps, &ep->link);
@@ -156,6 +159,10 @@ ferry_status_t fy_ep_create_accepted(ferry_worker_t *worker, const fy_tl_ops_t *
     ep->tl = tl;
     ep->tl_ep = tl_ep;
     ep->accepted = 1;
+    for (size_t t = 0; t < fy_transports_count; t++) {
+        if (fy_transports[t] == tl)
+            ep->tl_index = (unsigned)t;
+    }
     ep->peer = *peer;
     ep->caps = *caps;
     fy_list_push_tail(&worker->eps, &ep->link);
@@ -195,6 +202,9 @@ void fy_ep_fail(ferry_ep_t *ep, ferry_status_t status)
 {
     if (ep->state == FY_EP_CLOSED || ep->state == FY_EP_FAILED)
         return;
+    fy_count_status(&ep->counters, status);
+    if (status != FERRY_ERR_ENDPOINT_CLOSED)
+        ep->counters.connections_lost++;
     ep->state = status == FERRY_ERR_ENDPOINT_CLOSED ? FY_EP_CLOSED : FY_EP_FAILED;
     ep->error = status;
     if (status == FERRY_ERR_ENDPOINT_CLOSED)
@@ -307,6 +317,8 @@ FERRY_EXPORT void ferry_ep_destroy(ferry_ep_t *ep)
 
 void fy_ep_connected(ferry_ep_t *ep)
 {
+    if (!ep->connected)
+        ep->counters.connections_made++;
     ep->connected = 1;
 }
 

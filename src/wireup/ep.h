@@ -24,6 +24,7 @@ struct ferry_ep {
     fy_list_link_t link; /* in worker->eps */
     ferry_worker_t *worker;
     const fy_tl_ops_t *tl;
+    unsigned tl_index; /* the transport's index in fy_transports[] (counters) */
     fy_tl_ep_t *tl_ep;
     fy_tl_caps_t caps; /* this endpoint's transport capabilities (ep_init / accepted) */
     fy_tl_peer_t peer; /* who the peer is: checks that a remote key is the peer's */
@@ -44,6 +45,7 @@ struct ferry_ep {
     fy_deferred_t tl_destroy_deferred;
     int free_pending;
     int tl_destroy_pending;
+    ferry_counters_t counters;         /* what went through it (progress/counters.h) */
     void *module_state[FY_MODULE_MAX]; /* each module's state, in the same allocation */
 };
 

@@ -212,3 +212,7 @@ add_test(NAME mp_bootstrap_progress
                  $<TARGET_FILE:mp_bootstrap_progress>)
 set_tests_properties(mp_bootstrap_progress PROPERTIES TIMEOUT 100
                      ENVIRONMENT "FERRY_TRANSPORTS=tcp;FERRY_BOOTSTRAP_TIMEOUT_MS=60000")
+
+# counters after a known exchange, checked exactly (include/ferry/counters.h), and FERRY_STATS
+ferry_add_test(NAME mp_counters SOURCES mp/mp_counters.c TIMEOUT 60)
+ferry_add_test(NAME mp_counters_tcp SOURCES mp/mp_counters.c TIMEOUT 60 ENV FERRY_TRANSPORTS=tcp)

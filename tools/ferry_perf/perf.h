@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include <ferry/bootstrap.h>
+#include <ferry/counters.h>
 #include <ferry/ferry.h>
 
 #define PERF_DEFAULT_PORT 13337
@@ -80,6 +81,7 @@ typedef struct perf_params {
 typedef struct perf_options {
     const char *host; /* NULL: server (or, with -t, a rank under a launcher) */
     bool launched;    /* -t without HOST: a rank of a 2-rank job (launch.c) */
+    bool verbose;     /* -v: print the worker's counters after the run */
     unsigned port;
     int core; /* -1: not pinned */
     unsigned timeout_s;
