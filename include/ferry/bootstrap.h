@@ -53,6 +53,8 @@ extern "C" {
 /** @brief Opaque: this process's membership of a job. */
 typedef struct ferry_bootstrap ferry_bootstrap_t;
 
+struct ferry_worker;
+
 /** @brief How the processes of a job find each other. */
 typedef enum ferry_bootstrap_method {
     FERRY_BOOTSTRAP_METHOD_AUTO = 0,   /**< chosen from the environment (see above) */
@@ -138,6 +140,24 @@ const char *ferry_bootstrap_method_name(ferry_bootstrap_method_t method);
  * @return e.g. "pmix,tcp,single" or "tcp,single"; a static string
  */
 const char *ferry_bootstrap_methods_built(void);
+
+/**
+ * @brief Progress a ferry worker while this bootstrap's collectives wait.
+ *
+ * A collective (allgather, barrier) waits for the other ranks. Without this, the waiting
+ * process makes no ferry progress: a peer's flush, target-executed one-sided operation or
+ * rendezvous that needs this process's progress stalls until the collective returns, and if
+ * that peer waits for its operation before it joins the collective, both wait for good. With a
+ * worker set, every wait of a collective calls ferry_worker_progress() on it (and sleeps on
+ * its descriptor when it has nothing to do), so callbacks of that worker may run inside
+ * ferry_bootstrap_allgather() and ferry_bootstrap_barrier().
+ *
+ * @param bs the bootstrap
+ * @param worker the worker to progress; NULL: none (the default)
+ * @retval FERRY_OK set
+ * @retval FERRY_ERR_INVALID_PARAM bs is NULL
+ */
+ferry_status_t ferry_bootstrap_set_progress(ferry_bootstrap_t *bs, struct ferry_worker *worker);
 
 /**
  * @brief Every rank gives length bytes (mine); all receives size * length bytes: rank r's at

@@ -77,6 +77,24 @@ typedef struct ferry_ep ferry_ep_t;
  *   was closed gracefully (everything).
  * - FERRY_ERR_NO_RESOURCE: not started; call ferry_worker_progress() and retry.
  * - other negative values: errors; ferry_status_string() describes them.
+ *
+ * Callbacks (completion callbacks, active-message handlers, endpoint error callbacks, segment
+ * and DMA events) run only from inside ferry_worker_progress() (and ferry_worker_wait(),
+ * ferry_ep_wait_connected() and the other calls that progress), never from inside the call that
+ * started the operation. A callback may:
+ * - send (active messages, tagged messages, one-sided operations), post, probe and cancel
+ *   receives, fence and flush, register and deregister memory, set handlers;
+ * - close any endpoint with ferry_ep_close(), gracefully or forced, including the reply_ep of
+ *   the message it handles and the endpoint whose error it reports;
+ * - destroy with ferry_ep_destroy() an endpoint the program created, including the one the
+ *   message came on or whose error it reports: it is freed at the end of that progress call,
+ *   and nothing more is delivered for it meanwhile.
+ * A callback must not progress the worker itself (ferry_worker_progress(), _wait(),
+ * ferry_ep_wait_connected(), ferry_dma_wait(), ...), nor destroy the worker or its context.
+ * Endpoints the worker accepted (reply_ep) are the worker's: close them, do not destroy them.
+ *
+ * When an endpoint fails, every operation pending on it completes (with the endpoint's error)
+ * before the endpoint's error callback runs.
  * @{
  */
 
@@ -156,7 +174,12 @@ void ferry_context_destroy(ferry_context_t *context);
  */
 
 /**
- * @brief Called from inside ferry_worker_progress() when an endpoint fails.
+ * @brief Called from inside ferry_worker_progress() when an endpoint fails, after every
+ *        operation pending on it completed with the error.
+ *
+ * The peer identity of the endpoint is still there (ferry_ep_peer_id()). The callback may
+ * destroy an endpoint the program created (see @ref ferry_api_completion, callbacks).
+ *
  * @param arg the argument given with the callback
  * @param ep the endpoint that failed (still valid during the call)
  * @param status the error that ended it (the endpoint's error, see @ref ferry_api_ep)
@@ -196,6 +219,28 @@ ferry_status_t ferry_worker_create(ferry_context_t *context, const ferry_worker_
  * @param worker the worker; NULL is ignored
  */
 void ferry_worker_destroy(ferry_worker_t *worker);
+
+/**
+ * @brief A worker's identity: a 64-bit value, random, never 0, the same in every process that
+ *        talks to the worker.
+ *
+ * Every endpoint to one worker reports the same id, whether this worker created it
+ * (ferry_ep_create) or accepted it (the reply_ep of an active message, the sender of a tagged
+ * message): a layer above tells its peers (ranks) apart by it.
+ */
+typedef uint64_t ferry_peer_id_t;
+
+/** @brief "Any peer": a receive or probe from any source (no worker has this id). */
+#define FERRY_PEER_ANY ((ferry_peer_id_t)0)
+
+/**
+ * @brief This worker's identity, as its peers see it (ferry_ep_peer_id() on their endpoints).
+ * @param worker the worker
+ * @param[out] id_p the id
+ * @retval FERRY_OK done
+ * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ */
+ferry_status_t ferry_worker_id(const ferry_worker_t *worker, ferry_peer_id_t *id_p);
 
 /**
  * @brief The worker's address (business card): an opaque, versioned blob to hand to peers by
@@ -349,6 +394,66 @@ void ferry_ep_destroy(ferry_ep_t *ep);
  */
 const char *ferry_ep_transport_name(const ferry_ep_t *ep);
 
+/**
+ * @brief The identity of the worker at the other end (the same for every endpoint to it).
+ *
+ * Works on created and accepted endpoints alike, also in the endpoint's error callback.
+ *
+ * @param ep the endpoint
+ * @param[out] id_p the peer worker's id
+ * @retval FERRY_OK done
+ * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ */
+ferry_status_t ferry_ep_peer_id(const ferry_ep_t *ep, ferry_peer_id_t *id_p);
+
+/** @brief What ferry_ep_query() reports about an endpoint. */
+typedef struct ferry_ep_attr {
+    ferry_peer_id_t peer;  /**< the peer worker's identity (ferry_ep_peer_id()) */
+    const char *transport; /**< the transport's name (static) */
+    int connected;         /**< 1 once the connection is established */
+    ferry_status_t status; /**< FERRY_OK while the endpoint is usable, else why not */
+    /** Inject bound of active messages: ferry_am_send() of a header + payload of at most this
+     *  many bytes returns FERRY_OK (buffers reusable) or FERRY_ERR_NO_RESOURCE (or an error),
+     *  never FERRY_INPROGRESS. */
+    size_t am_inject_max;
+    /** Inject bound of tagged messages: ferry_tag_send() (and ferry_tag_send_ext() without
+     *  FERRY_TAG_SEND_SYNC) of at most this many bytes returns FERRY_OK or
+     *  FERRY_ERR_NO_RESOURCE (or an error), never FERRY_INPROGRESS. */
+    size_t tag_inject_max;
+} ferry_ep_attr_t;
+
+/**
+ * @brief Report the endpoint's peer, transport, connection state and inject bounds.
+ * @param ep the endpoint
+ * @param[out] attr filled on success
+ * @retval FERRY_OK done
+ * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ */
+ferry_status_t ferry_ep_query(const ferry_ep_t *ep, ferry_ep_attr_t *attr);
+
+/**
+ * @brief Progress the endpoint's worker until the endpoint is connected, failed, or timeout_ms
+ *        passed.
+ *
+ * Endpoints need no waiting (operations issued while connecting are queued); this is for the
+ * calls that need the connection itself (ferry_rkey_ptr(), ferry_rsegment_map()), which answer
+ * FERRY_ERR_NOT_CONNECTED before it, and for programs that want to know. Callbacks of the
+ * worker run inside (it calls ferry_worker_wait()).
+ *
+ * @param ep the endpoint
+ * @param timeout_ms how long to wait at most; < 0: no limit
+ * @retval FERRY_OK connected
+ * @retval FERRY_ERR_TIMED_OUT not connected within timeout_ms
+ * @retval FERRY_ERR_INVALID_PARAM ep is NULL
+ * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed
+ * @retval FERRY_ERR_CONNECTION_REFUSED the peer refused the connection or is gone
+ * @retval FERRY_ERR_CONNECTION_RESET the connection failed
+ * @retval FERRY_ERR_ENDPOINT_TIMEOUT (tcp) the connection could not be made in time
+ * @retval FERRY_ERR_PROTOCOL the peer broke the protocol
+ * @retval FERRY_ERR_IO the worker's epoll set failed (logged)
+ */
+ferry_status_t ferry_ep_wait_connected(ferry_ep_t *ep, int timeout_ms);
+
 /** @} */
 
 /**
@@ -372,7 +477,8 @@ typedef struct ferry_am_recv_params {
     /** An endpoint to the sender, owned by the worker, usable for replies until the sender
      *  closes it (its accepted_ep_error_cb then runs) or the worker is destroyed. */
     ferry_ep_t *reply_ep;
-    unsigned flags; /**< FERRY_AM_RECV_KEEPABLE */
+    unsigned flags;       /**< FERRY_AM_RECV_KEEPABLE */
+    ferry_peer_id_t peer; /**< the sender's worker id (ferry_ep_peer_id() of reply_ep) */
 } ferry_am_recv_params_t;
 
 /**
@@ -592,13 +698,16 @@ void ferry_rkey_release(ferry_rkey_t *rkey);
 /**
  * @brief A local pointer to a peer's memory, for direct load/store.
  *
- * Only for memory from the peer's ferry_mem_alloc(), on this host.
+ * Only for memory from the peer's ferry_mem_alloc(), on this host, once the endpoint is
+ * connected (ferry_ep_wait_connected()).
  *
  * @param rkey the key
  * @param remote_offset the offset in the peer's region
  * @param[out] local_ptr_p on success, the address of that byte in this process
  * @retval FERRY_OK done
  * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ * @retval FERRY_ERR_NOT_CONNECTED the endpoint is still connecting: progress (or
+ *                                 ferry_ep_wait_connected()) and retry
  * @retval FERRY_ERR_UNSUPPORTED not mapped memory, or another host
  * @retval FERRY_ERR_ACCESS offset beyond the region
  */
@@ -882,14 +991,36 @@ ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_completion_t *co
  * @{
  */
 
+/** ferry_tag_info_t.flags: the message carries immediate data (imm is valid). */
+#define FERRY_TAG_INFO_IMM 1u
+/** ferry_tag_info_t.flags: a synchronous send: its sender learns of the match. */
+#define FERRY_TAG_INFO_SYNC 2u
+
 /** @brief What a tagged receive or probe learned about the message. */
 typedef struct ferry_tag_info {
-    ferry_ep_t *sender; /**< endpoint to the sender (owned by the worker, as reply_ep of AMs);
-                             NULL for an eager message that waited in the unexpected queue while
-                             its endpoint was closed and freed */
-    uint64_t tag;       /**< the sender's tag */
-    size_t length;      /**< the message's real length (more than the buffer if truncated) */
+    ferry_ep_t *sender;   /**< endpoint to the sender (owned by the worker, as reply_ep of AMs);
+                               NULL for an eager message that waited in the unexpected queue
+                               while its endpoint was closed and freed */
+    uint64_t tag;         /**< the sender's tag */
+    size_t length;        /**< the message's real length (more than the buffer if truncated) */
+    ferry_peer_id_t peer; /**< the sender's worker id (valid even when sender is NULL) */
+    uint64_t imm;         /**< the immediate data (FERRY_TAG_INFO_IMM), else 0 */
+    unsigned flags;       /**< FERRY_TAG_INFO_IMM, FERRY_TAG_INFO_SYNC */
 } ferry_tag_info_t;
+
+/** ferry_tag_send_params_t.flags: send params->imm with the message. */
+#define FERRY_TAG_SEND_IMM 1u
+/** ferry_tag_send_params_t.flags: synchronous: the send completes only once the receiver matched
+ *  the message (MPI_Ssend). */
+#define FERRY_TAG_SEND_SYNC 2u
+
+/** @brief Options of ferry_tag_send_ext(). */
+typedef struct ferry_tag_send_params {
+    unsigned flags; /**< FERRY_TAG_SEND_IMM, FERRY_TAG_SEND_SYNC; 0: a plain ferry_tag_send() */
+    uint64_t imm;   /**< with FERRY_TAG_SEND_IMM: 64 bits the receiver's info (and a probe)
+                         reports as imm before the message is received (an MPI layer puts its
+                         source rank and communicator there) */
+} ferry_tag_send_params_t;
 
 /** @brief Opaque: a message taken out of the unexpected queue by ferry_tag_probe() (like
  *         MPI_Improbe). */
@@ -925,6 +1056,37 @@ ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iov
                               ferry_completion_t *comp);
 
 /**
+ * @brief ferry_tag_send() with options: immediate data, synchronous completion.
+ *
+ * With FERRY_TAG_SEND_SYNC the send completes only after the receiver matched the message
+ * (a receive took it, or ferry_tag_message_recv() received it after a probe), whatever its
+ * size; a receive that was cancelled never matched it. A receiver that never posts a receive
+ * keeps the send pending; if the endpoint fails first, the send completes with its error.
+ *
+ * @param ep the endpoint to the receiver
+ * @param[in] iov the message's pieces; the caller's until the completion
+ * @param iovcnt the number of pieces
+ * @param tag the message's tag
+ * @param[in] params the options; may be NULL (ferry_tag_send())
+ * @param comp completes when the buffers may be reused (SYNC: and the message matched);
+ *             required with FERRY_TAG_SEND_SYNC, else may be NULL
+ * @retval FERRY_OK sent; buffers reusable (never with FERRY_TAG_SEND_SYNC)
+ * @retval FERRY_INPROGRESS comp completes later
+ * @retval FERRY_ERR_NO_RESOURCE nothing sent; progress and retry
+ * @retval FERRY_ERR_INVALID_PARAM as ferry_tag_send(); unknown flags; SYNC without comp
+ * @retval FERRY_ERR_NO_MEMORY out of memory
+ * @retval FERRY_ERR_ENDPOINT_CLOSED the endpoint was closed (locally or by the peer)
+ * @retval FERRY_ERR_CONNECTION_RESET the endpoint failed: the peer died or the link failed
+ * @retval FERRY_ERR_CONNECTION_REFUSED the endpoint failed: the peer refused the connection or
+ * is gone
+ * @retval FERRY_ERR_ENDPOINT_TIMEOUT the endpoint failed: (tcp) the peer stopped answering
+ * @retval FERRY_ERR_PROTOCOL the endpoint failed: the peer broke the protocol
+ */
+ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                  uint64_t tag, const ferry_tag_send_params_t *params,
+                                  ferry_completion_t *comp);
+
+/**
  * @brief Post a receive for the first message whose tag matches: (msg_tag & tag_mask) ==
  *        (tag & tag_mask).
  *
@@ -954,6 +1116,35 @@ ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov, si
                               ferry_completion_t *comp);
 
 /**
+ * @brief ferry_tag_recv() of a message from one source only (MPI's directed receive).
+ *
+ * MPI's rules hold: messages from one sending endpoint match in the order they were sent,
+ * whether the receives posted for them name the source or not, and receives (directed or any
+ * source) take messages in the order they were posted. A source that is not (yet) connected
+ * is fine: the receive waits for it, and can be cancelled.
+ *
+ * @param worker the worker
+ * @param source the sender's worker id (ferry_ep_peer_id()), or FERRY_PEER_ANY
+ * @param[out] iov the buffers that receive the message; the caller's until the completion
+ * @param iovcnt the number of buffers
+ * @param tag the tag to match
+ * @param tag_mask the bits of tag that must match
+ * @param[out] info filled before the completion; may be NULL
+ * @param comp required: completes when the message is in the buffers; it also names the
+ *             receive for ferry_tag_recv_cancel()
+ * @retval FERRY_OK an unexpected message was already there and is delivered (comp untouched)
+ * @retval FERRY_INPROGRESS posted; comp completes with the result
+ * @retval FERRY_ERR_MESSAGE_TRUNCATED delivered now, truncated (comp untouched)
+ * @retval FERRY_ERR_INVALID_PARAM worker or comp NULL, iov NULL with iovcnt > 0, a NULL piece
+ *                                 with a length
+ * @retval FERRY_ERR_NO_MEMORY out of memory
+ */
+ferry_status_t ferry_tag_recv_from(ferry_worker_t *worker, ferry_peer_id_t source,
+                                   const ferry_iov_t *iov, size_t iovcnt, uint64_t tag,
+                                   uint64_t tag_mask, ferry_tag_info_t *info,
+                                   ferry_completion_t *comp);
+
+/**
  * @brief Look for an unexpected message matching (tag, tag_mask) without receiving it.
  * @param worker the worker
  * @param tag the tag to match
@@ -967,6 +1158,23 @@ ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov, si
  */
 ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag, uint64_t tag_mask, int remove,
                                ferry_tag_info_t *info, ferry_tag_message_t **message_p);
+
+/**
+ * @brief ferry_tag_probe() of messages from one source only.
+ * @param worker the worker
+ * @param source the sender's worker id, or FERRY_PEER_ANY
+ * @param tag the tag to match
+ * @param tag_mask the bits of tag that must match
+ * @param remove nonzero: take the message out of the queue into *message_p
+ * @param[out] info filled when a message is found (with its imm); may be NULL
+ * @param[out] message_p with remove: the message, to pass to ferry_tag_message_recv()
+ * @retval FERRY_OK found (info filled)
+ * @retval FERRY_ERR_NO_ELEM none yet
+ * @retval FERRY_ERR_INVALID_PARAM a NULL argument (message_p with remove)
+ */
+ferry_status_t ferry_tag_probe_from(ferry_worker_t *worker, ferry_peer_id_t source, uint64_t tag,
+                                    uint64_t tag_mask, int remove, ferry_tag_info_t *info,
+                                    ferry_tag_message_t **message_p);
 
 /**
  * @brief Receive a message taken by ferry_tag_probe() with remove.

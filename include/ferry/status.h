@@ -58,6 +58,7 @@ typedef enum ferry_status {
     FERRY_ERR_ENDPOINT_TIMEOUT = -34, // endpoint timed out: the peer does not answer
     FERRY_ERR_PROTOCOL = -35, // malformed or unexpected message from the peer
     FERRY_ERR_INVALID_ADDRESS = -36, // malformed, truncated or incompatible worker address
+    FERRY_ERR_NOT_CONNECTED = -37, // endpoint still connecting: progress (or ferry_ep_wait_connected) and retry
     /* worker and context errors */
     FERRY_ERR_IO = -60, // system call failed (see the log for the call and the reason)
     FERRY_ERR_NO_DEVICE = -61, // no usable transport on this host

@@ -11,12 +11,15 @@
 #endif
 
 #include <ferry/bootstrap.h>
+#include <ferry/ferry.h>
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap_int.h"
@@ -297,6 +300,78 @@ FERRY_EXPORT ferry_bootstrap_method_t ferry_bootstrap_method(const ferry_bootstr
 FERRY_EXPORT bool ferry_bootstrap_is_local(const ferry_bootstrap_t *bs, unsigned rank)
 {
     return bs != NULL && rank < bs->size && bs->local != NULL && bs->local[rank];
+}
+
+FERRY_EXPORT ferry_status_t ferry_bootstrap_set_progress(ferry_bootstrap_t *bs,
+                                                         ferry_worker_t *worker)
+{
+    if (bs == NULL) {
+        fy_error("ferry_bootstrap_set_progress: bs is NULL");
+        return FERRY_ERR_INVALID_PARAM;
+    }
+    bs->progress = worker;
+    return FERRY_OK;
+}
+
+static uint64_t bootstrap_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int bootstrap_poll(ferry_bootstrap_t *bs, struct pollfd *fds, unsigned count, int ms)
+{
+    if (bs->progress == NULL)
+        return poll(fds, count, ms);
+    /* progress the worker; sleep only when it armed, and then on its fd as well */
+    struct pollfd all[count + 1];
+    int worker_fd;
+    if (ferry_worker_get_fd(bs->progress, &worker_fd) != FERRY_OK)
+        return poll(fds, count, ms);
+    uint64_t deadline = ms < 0 ? UINT64_MAX : bootstrap_now_ms() + (uint64_t)ms;
+    for (;;) {
+        ferry_worker_progress(bs->progress);
+        int n = poll(fds, count, 0);
+        if (n != 0)
+            return n;
+        uint64_t now = bootstrap_now_ms();
+        if (now >= deadline)
+            return 0;
+        if (ferry_worker_arm(bs->progress) != FERRY_OK)
+            continue; /* work is pending: progress again */
+        memcpy(all, fds, count * sizeof(*fds));
+        all[count] = (struct pollfd){.fd = worker_fd, .events = POLLIN};
+        int left = deadline == UINT64_MAX ? -1 : (int)(deadline - now);
+        n = poll(all, count + 1, left);
+        if (n < 0)
+            return n;
+        memcpy(fds, all, count * sizeof(*fds));
+        if (n > (all[count].revents ? 1 : 0))
+            return n - (all[count].revents ? 1 : 0);
+    }
+}
+
+bool bootstrap_wait_flag(ferry_bootstrap_t *bs, volatile int *done, int ms)
+{
+    uint64_t deadline = ms < 0 ? UINT64_MAX : bootstrap_now_ms() + (uint64_t)ms;
+    while (!*done) {
+        if (bootstrap_now_ms() >= deadline)
+            return false;
+        if (bs->progress != NULL)
+            ferry_worker_progress(bs->progress);
+        /* the flag's setter does not wake us: look again in a millisecond at most */
+        int worker_fd;
+        if (bs->progress != NULL && ferry_worker_arm(bs->progress) == FERRY_OK &&
+            ferry_worker_get_fd(bs->progress, &worker_fd) == FERRY_OK) {
+            struct pollfd p = {.fd = worker_fd, .events = POLLIN};
+            (void)poll(&p, 1, 1);
+        } else if (bs->progress == NULL) {
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return true;
 }
 
 FERRY_EXPORT ferry_status_t ferry_bootstrap_allgather(ferry_bootstrap_t *bs, const void *mine,

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <poll.h>
+
 #include <ferry/bootstrap.h>
 
 typedef struct bootstrap_ops bootstrap_ops_t;
@@ -22,7 +24,17 @@ struct ferry_bootstrap {
     ferry_status_t failed; /* FERRY_OK, or why an earlier collective failed */
     bool *local;           /* size entries: same host as this process */
     void *priv;            /* the method's state */
+    struct ferry_worker *progress; /* progressed while a collective waits (may be NULL) */
 };
+
+/* A method's wait inside a collective: poll(fds, count, ms), progressing the bootstrap's worker
+ * (ferry_bootstrap_set_progress) meanwhile when there is one. Returns what poll returns (the
+ * number of fds ready, 0 when ms passed, -1 with errno). */
+int bootstrap_poll(ferry_bootstrap_t *bs, struct pollfd *fds, unsigned count, int ms);
+
+/* The same for a wait on a flag another thread sets (pmix's callbacks): returns when *done is
+ * true or ms passed (true: done). */
+bool bootstrap_wait_flag(ferry_bootstrap_t *bs, volatile int *done, int ms);
 
 struct bootstrap_ops {
     ferry_bootstrap_method_t method;

@@ -91,17 +91,45 @@ static ferry_status_t pmix_locality(ferry_bootstrap_t *bs)
     return FERRY_OK;
 }
 
+/* A non-blocking fence's result, set by PMIx's thread. */
+typedef struct pmix_fence_wait {
+    volatile int done;
+    pmix_status_t status;
+} pmix_fence_wait_t;
+
+static void pmix_fence_done_cb(pmix_status_t status, void *cbdata)
+{
+    pmix_fence_wait_t *w = cbdata;
+    w->status = status;
+    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+}
+
 static ferry_status_t pmix_fence(ferry_bootstrap_t *bs, bool collect)
 {
     pmix_info_t info[2];
     bool yes = true;
     int timeout_s = (bs->timeout_ms + 999) / 1000;
+    pmix_fence_wait_t wait = {.done = 0, .status = PMIX_SUCCESS};
 
     PMIX_INFO_CONSTRUCT(&info[0]);
     PMIX_INFO_CONSTRUCT(&info[1]);
     PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &timeout_s, PMIX_INT);
     PMIX_INFO_LOAD(&info[1], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    pmix_status_t rc = PMIx_Fence(NULL, 0, info, collect ? 2 : 1);
+    pmix_status_t rc;
+    if (bs->progress == NULL) {
+        rc = PMIx_Fence(NULL, 0, info, collect ? 2 : 1);
+    } else {
+        /* the fence completes on PMIx's own thread: progress the worker meanwhile */
+        rc = PMIx_Fence_nb(NULL, 0, info, collect ? 2 : 1, pmix_fence_done_cb, &wait);
+        if (rc == PMIX_SUCCESS) {
+            if (!bootstrap_wait_flag(bs, &wait.done, bs->timeout_ms + 5000))
+                rc = PMIX_ERR_TIMEOUT; /* PMIx's own timeout should have come first */
+            else
+                rc = wait.status;
+        } else if (rc == PMIX_OPERATION_SUCCEEDED) {
+            rc = PMIX_SUCCESS;
+        }
+    }
     PMIX_INFO_DESTRUCT(&info[0]);
     PMIX_INFO_DESTRUCT(&info[1]);
     if (rc != PMIX_SUCCESS) {

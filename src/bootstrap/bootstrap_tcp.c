@@ -98,6 +98,10 @@ static int tcp_ms_left(uint64_t deadline)
     return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
+/* The bootstrap whose collective runs now (one thread at a time per object): its waits
+ * progress its worker (ferry_bootstrap_set_progress). NULL outside collectives. */
+static _Thread_local ferry_bootstrap_t *tcp_waiting_bs;
+
 /* Wait until fd is ready for events. Returns 1 ready, 0 deadline passed, -1 poll failed. */
 static int tcp_wait(int fd, short events, uint64_t deadline)
 {
@@ -106,7 +110,8 @@ static int tcp_wait(int fd, short events, uint64_t deadline)
         if (ms == 0)
             return 0;
         struct pollfd pfd = {.fd = fd, .events = events};
-        int n = poll(&pfd, 1, ms);
+        int n = tcp_waiting_bs != NULL ? bootstrap_poll(tcp_waiting_bs, &pfd, 1, ms)
+                                       : poll(&pfd, 1, ms);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -823,12 +828,18 @@ static ferry_status_t tcp_collective(ferry_bootstrap_t *bs, unsigned type, const
 static ferry_status_t tcp_allgather(ferry_bootstrap_t *bs, const void *mine, size_t length,
                                     void *all)
 {
-    return tcp_collective(bs, BOOTSTRAP_WIRE_ALLGATHER, mine, length, all);
+    tcp_waiting_bs = bs;
+    ferry_status_t status = tcp_collective(bs, BOOTSTRAP_WIRE_ALLGATHER, mine, length, all);
+    tcp_waiting_bs = NULL;
+    return status;
 }
 
 static ferry_status_t tcp_barrier(ferry_bootstrap_t *bs)
 {
-    return tcp_collective(bs, BOOTSTRAP_WIRE_BARRIER, NULL, 0, NULL);
+    tcp_waiting_bs = bs;
+    ferry_status_t status = tcp_collective(bs, BOOTSTRAP_WIRE_BARRIER, NULL, 0, NULL);
+    tcp_waiting_bs = NULL;
+    return status;
 }
 
 static void tcp_finalize(ferry_bootstrap_t *bs)

@@ -8,6 +8,7 @@
 
 #include "core/compiler.h"
 #include "core/log.h"
+#include "wireup/ep.h"
 
 /* Header in front of a private receive buffer: how ferry_am_data_release frees it. */
 typedef struct am_buffer {
@@ -62,9 +63,14 @@ ferry_status_t fy_am_deliver(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id
                              unsigned flags)
 {
     fy_am_handler_t *handler = &worker->am[id & (FY_AM_ID_ALL - 1)];
-    ferry_am_recv_params_t params = {.reply_ep = ep, .flags = flags};
+    ferry_am_recv_params_t params = {.reply_ep = ep, .flags = flags, .peer = ep->peer.worker_uuid};
     ferry_status_t status;
 
+    if (fy_unlikely(fy_ep_going_away(ep)))
+        return FERRY_OK; /* destroyed (or force-closed) by a callback of this progress call */
+    fy_count_received(&ep->counters.transport[ep->tl_index], length);
+    if (id < FERRY_AM_ID_MAX)
+        fy_count_received(&ep->counters.am, length);
     if (fy_unlikely(handler->cb == NULL)) {
         if (handler->warned++ == 0)
             fy_warn("dropping active message id %u (%zu bytes) from endpoint %p: no handler "

@@ -59,6 +59,10 @@ typedef struct fy_module_ops {
      * be NULL. */
     void (*ep_stop)(ferry_ep_t *ep, ferry_status_t status);
 
+    /* Fill the module's fields of ferry_ep_query's answer (tagged messages: their inject bound).
+     * Pure. May be NULL. */
+    void (*ep_query)(const ferry_ep_t *ep, ferry_ep_attr_t *attr);
+
     /* The endpoint is about to be freed (ferry_ep_destroy, an accepted endpoint after its
      * error callback, worker destruction): nothing may refer to it afterwards. ep_stop may not
      * have run (an open endpoint destroyed). No events. May be NULL. */

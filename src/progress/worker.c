@@ -124,6 +124,7 @@ FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
 {
     unsigned count = 0;
 
+    worker->in_progress++; /* callbacks run below: see ferry_ep_destroy */
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
         if (fy_transports[t]->poll != NULL && !(worker->tl_poll_skip & (1u << t)))
@@ -143,6 +144,7 @@ FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
     }
     if (fy_unlikely(!fy_list_is_empty(&worker->deferred)))
         count += worker_run_deferred(worker);
+    worker->in_progress--;
     return count;
 }
 
@@ -201,7 +203,9 @@ FERRY_EXPORT ferry_status_t ferry_worker_wait(ferry_worker_t *worker, int timeou
         int ms = -1;
         if (deadline != UINT64_MAX)
             ms = (int)((deadline - now + 999999u) / 1000000u);
+        worker->in_progress++; /* fd callbacks run here too */
         unsigned n = worker_poll_fds(worker, ms, &status);
+        worker->in_progress--;
         worker_disarm(worker);
         if (status != FERRY_OK)
             return status;
@@ -210,6 +214,14 @@ FERRY_EXPORT ferry_status_t ferry_worker_wait(ferry_worker_t *worker, int timeou
             return FERRY_OK;
         }
     }
+}
+
+FERRY_EXPORT ferry_status_t ferry_worker_id(const ferry_worker_t *worker, ferry_peer_id_t *id_p)
+{
+    if (worker == NULL || id_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    *id_p = worker->uuid;
+    return FERRY_OK;
 }
 
 FERRY_EXPORT ferry_status_t ferry_worker_address(ferry_worker_t *worker, const void **address_p,
@@ -298,17 +310,20 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
         return FERRY_ERR_NO_MEMORY;
     }
     worker->context = context;
+    worker->retired.size = sizeof(worker->retired);
     if (params != NULL)
         worker->params = *params;
     fy_list_init(&worker->eps);
     fy_list_init(&worker->deferred);
     worker->wait_spin_ns = ferry_config_size(&worker_spin_var) * 1000u;
-    if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {
-        fy_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
-                 strerror(errno));
-        status = FERRY_ERR_IO;
-        goto err_free_worker;
-    }
+    do { /* FERRY_PEER_ANY (0) is no worker's id */
+        if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {
+            fy_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
+                     strerror(errno));
+            status = FERRY_ERR_IO;
+            goto err_free_worker;
+        }
+    } while (worker->uuid == FERRY_PEER_ANY);
     worker->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (worker->epoll_fd < 0) {
         fy_error("epoll_create1 failed: %s (check the open-files limit, ulimit -n)",
@@ -352,6 +367,8 @@ FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
 {
     if (worker == NULL)
         return;
+    fy_counters_dump_at_destroy(worker); /* FERRY_STATS */
+    worker->destroying = 1; /* callbacks of what is canceled below must not free endpoints */
     fy_ep_destroy_all(worker);
     worker_run_deferred(worker); /* canceled operations report to their completions */
     worker_finalize_transports(worker);

@@ -12,6 +12,7 @@
 
 #include "core/completion.h"
 #include "core/list.h"
+#include "progress/counters.h"
 #include "progress/module.h"
 #include "transport/transport.h"
 #include "wireup/context.h"
@@ -48,7 +49,10 @@ struct ferry_worker {
     unsigned poll_count;    /* progress calls; every few, the epoll set is polled */
     uint64_t next_epoll_ns; /* when a spinning progress looks at the epoll set next */
     int armed;              /* arm() returned OK: the next progress drains the epoll set */
+    unsigned in_progress;   /* > 0 inside ferry_worker_progress: callbacks may be running */
+    int destroying;         /* ferry_worker_destroy is under way: it frees every endpoint */
     uint64_t wait_spin_ns;
+    ferry_counters_t retired; /* the counters of the endpoints already freed */
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
 };

@@ -10,6 +10,21 @@ static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const 
                                              size_t header_length, const ferry_iov_t *iov,
                                              size_t iovcnt, ferry_completion_t *comp);
 
+/* Count a send on its endpoint (include/ferry/counters.h): every message on its transport's
+ * row, the application's also as active messages; a refusal or an error by its status. */
+static inline ferry_status_t am_count(ferry_ep_t *ep, unsigned id, uint64_t length,
+                                      ferry_status_t status)
+{
+    if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS)) {
+        fy_count_sent(&ep->counters.transport[ep->tl_index], length);
+        if (id < FERRY_AM_ID_MAX)
+            fy_count_sent(&ep->counters.am, length);
+    } else {
+        fy_count_status(&ep->counters, status);
+    }
+    return status;
+}
+
 FERRY_EXPORT ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const void *header,
                                           size_t header_length, const ferry_iov_t *iov,
                                           size_t iovcnt, ferry_completion_t *comp)
@@ -36,15 +51,21 @@ static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const 
                     (header == NULL && header_length > 0) || (iov == NULL && iovcnt > 0)))
         return FERRY_ERR_INVALID_PARAM;
     if (fy_unlikely(ep->state != FY_EP_OPEN))
-        return ep->error;
+        return am_count(ep, id, 0, ep->error);
     if (iovcnt <= 1) {
         const void *payload = iovcnt ? iov[0].buffer : NULL;
         size_t length = iovcnt ? iov[0].length : 0;
         if (fy_unlikely(payload == NULL && length > 0))
             return FERRY_ERR_INVALID_PARAM;
         if (header_length + length <= ep->caps.max_short && ep->tl->send_short != NULL)
-            return ep->tl->send_short(ep->tl_ep, (uint8_t)id, header, header_length, payload,
-                                      length);
+            return am_count(
+                ep, id, length,
+                ep->tl->send_short(ep->tl_ep, (uint8_t)id, header, header_length, payload, length));
     }
-    return ep->tl->sendv(ep->tl_ep, (uint8_t)id, header, header_length, iov, iovcnt, comp);
+    size_t length = 0;
+    for (size_t i = 0; i < iovcnt; i++)
+        length += iov[i].length;
+    return am_count(
+        ep, id, length,
+        ep->tl->sendv(ep->tl_ep, (uint8_t)id, header, header_length, iov, iovcnt, comp));
 }

@@ -162,6 +162,8 @@ FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_o
         return FERRY_ERR_INVALID_PARAM;
     if (!(rkey->key.flags & MEM_FLAG_ALLOC))
         return FERRY_ERR_UNSUPPORTED;
+    if (!rkey->map_tried && !rkey->ep->connected && rkey->ep->state == FY_EP_OPEN)
+        return FERRY_ERR_NOT_CONNECTED;
     if (!rkey->map_tried) {
         ferry_ep_t *ep = rkey->ep;
         rkey->map_tried = 1;

@@ -541,41 +541,75 @@ static ferry_status_t rma_atomic(const char *call, fy_rma_kind_t kind, ferry_ep_
 
 /* ------------------------------------------------------------------ public calls */
 
+/* Count a one-sided call on its endpoint (include/ferry/counters.h): puts and atomics as sent,
+ * gets as received, a refusal or an error by its status. Returns status. */
+static ferry_status_t rma_counted(ferry_ep_t *ep, fy_rma_kind_t kind, uint64_t bytes,
+                                  ferry_status_t status)
+{
+    if (fy_unlikely(ep == NULL))
+        return status;
+    if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS)) {
+        if (kind == FY_RMA_GET)
+            fy_count_received(&ep->counters.rma, bytes);
+        else
+            fy_count_sent(&ep->counters.rma, bytes);
+    } else {
+        fy_count_status(&ep->counters, status);
+    }
+    return status;
+}
+
+static uint64_t rma_iov_bytes(const ferry_iov_t *iov, size_t iovcnt)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; iov != NULL && i < iovcnt; i++)
+        total += iov[i].length;
+    return total;
+}
+
 FERRY_EXPORT ferry_status_t ferry_put(ferry_ep_t *ep, const void *buffer, size_t length,
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
-    return rma_contig("ferry_put", FY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey,
-                      comp);
+    return rma_counted(
+        ep, FY_RMA_PUT, length,
+        rma_contig("ferry_put", FY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t length,
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
-    return rma_contig("ferry_get", FY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp);
+    return rma_counted(
+        ep, FY_RMA_GET, length,
+        rma_contig("ferry_get", FY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_vector("ferry_putv", FY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey, comp);
+    return rma_counted(
+        ep, FY_RMA_PUT, rma_iov_bytes(iov, iovcnt),
+        rma_vector("ferry_putv", FY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_vector("ferry_getv", FY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey, comp);
+    return rma_counted(
+        ep, FY_RMA_GET, rma_iov_bytes(iov, iovcnt),
+        rma_vector("ferry_getv", FY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
                                               size_t size, uint64_t remote_offset,
                                               ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_atomic("ferry_atomic_post", FY_RMA_ATOMIC_POST, ep, op, value, 0, size,
-                      remote_offset, rkey, NULL, comp);
+    return rma_counted(ep, FY_RMA_ATOMIC_POST, size,
+                       rma_atomic("ferry_atomic_post", FY_RMA_ATOMIC_POST, ep, op, value, 0, size,
+                                  remote_offset, rkey, NULL, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
@@ -583,8 +617,9 @@ FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t
                                                uint64_t remote_offset, ferry_rkey_t *rkey,
                                                uint64_t *result, ferry_completion_t *comp)
 {
-    return rma_atomic("ferry_atomic_fetch", FY_RMA_ATOMIC_FETCH, ep, op, value, compare, size,
-                      remote_offset, rkey, result, comp);
+    return rma_counted(ep, FY_RMA_ATOMIC_FETCH, size,
+                       rma_atomic("ferry_atomic_fetch", FY_RMA_ATOMIC_FETCH, ep, op, value, compare,
+                                  size, remote_offset, rkey, result, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_ep_fence(ferry_ep_t *ep)

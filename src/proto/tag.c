@@ -273,13 +273,32 @@ static ferry_status_t tag_scatter_message(const ferry_iov_t *iov, size_t iovcnt,
     return left > 0 ? FERRY_ERR_MESSAGE_TRUNCATED : FERRY_OK;
 }
 
-static void tag_info_fill(ferry_tag_info_t *info, ferry_ep_t *ep, uint64_t tag, uint64_t length)
+static unsigned tag_info_flags(unsigned wire_flags)
+{
+    return ((wire_flags & TAG_FLAG_IMM) ? FERRY_TAG_INFO_IMM : 0) |
+           ((wire_flags & TAG_FLAG_SYNC) ? FERRY_TAG_INFO_SYNC : 0);
+}
+
+static void tag_info_fill(ferry_tag_info_t *info, ferry_ep_t *ep, ferry_peer_id_t peer,
+                          uint64_t tag, uint64_t length, uint64_t imm, unsigned wire_flags)
 {
     if (info == NULL)
         return;
     info->sender = ep;
     info->tag = tag;
     info->length = (size_t)length;
+    info->peer = peer;
+    info->imm = imm;
+    info->flags = tag_info_flags(wire_flags);
+}
+
+/* What the info of unexpected message u says. */
+static void tag_info_fill_unexp(ferry_tag_info_t *info, const tag_unexp_t *u)
+{
+    if (u->kind == TAG_UNEXP_RTS)
+        tag_info_fill(info, u->ep, u->peer, u->tag, u->length, u->rts.imm, u->rts.flags);
+    else
+        tag_info_fill(info, u->ep, u->peer, u->tag, u->length, u->imm, u->flags);
 }
 
 /* ------------------------------------------------------------------ completion */
@@ -297,6 +316,8 @@ void tag_send_unref(tag_send_t *send)
     if (--send->refs > 0)
         return;
     tag_iovs_release(&send->buf);
+    free(send->copy);
+    send->copy = NULL;
     tag_pool_put(&fy_tag_worker_of(send->worker)->sends, send);
 }
 
@@ -343,6 +364,12 @@ void tag_recv_complete_user(tag_recv_t *recv)
     fy_worker_defer(recv->worker, &recv->deferred);
 }
 
+void tag_recv_complete_user_now(tag_recv_t *recv)
+{
+    recv->user_waits_inner = false;
+    tag_recv_deferred_cb(&recv->deferred);
+}
+
 void tag_send_finish(tag_send_t *send, ferry_status_t status)
 {
     if (send->state == TAG_SEND_FINISHED)
@@ -369,6 +396,15 @@ void tag_send_complete_user(tag_send_t *send)
         tag_send_unref(send);
 }
 
+void tag_send_complete_user_now(tag_send_t *send)
+{
+    send->user_waits_inner = false;
+    if (send->comp != NULL)
+        tag_send_deferred_cb(&send->deferred);
+    else
+        tag_send_unref(send);
+}
+
 /* A receive descriptor for the user's buffers (copied), or NULL with *status_p set. */
 tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
                            ferry_tag_info_t *info, ferry_completion_t *comp,
@@ -384,6 +420,7 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
     recv->worker = worker;
     recv->comp = comp;
     recv->info = info;
+    recv->source = FERRY_PEER_ANY;
     recv->status = FERRY_OK;
     recv->refs = 1;
     recv->state = TAG_RECV_POSTED;
@@ -416,6 +453,7 @@ tag_send_t *tag_send_alloc(ferry_worker_t *worker)
     send->worker = worker;
     send->ep = NULL;
     send->comp = NULL;
+    send->copy = NULL;
     send->buf.iov = send->buf.iov_inline;
     send->buf.iovcnt = 0;
     send->status = FERRY_OK;
@@ -587,16 +625,22 @@ static void *tag_spare_get(fy_tag_worker_t *tw)
 }
 
 /* An eager message no receive was posted for: keep it (never drop it, unless out of memory). */
-static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t tag,
+static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *ep,
+                                           const tag_wire_eager_t *eager, size_t header_length,
                                            void *data, size_t length, unsigned flags)
 {
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     ferry_status_t result = FERRY_OK;
+    uint64_t tag = eager->tag;
     tag_unexp_t *u = tag_pool_get(&tw->unexp, TAG_MAGIC_UNEXP);
 
     if (u == NULL)
         goto err_nomem;
     u->ep = ep;
+    u->peer = ep->peer.worker_uuid;
+    u->flags = eager->flags;
+    u->imm = eager->imm;
+    u->sync_id = eager->send_id;
     u->kind = TAG_UNEXP_EAGER;
     u->probed = false;
     u->status = FERRY_OK;
@@ -611,11 +655,11 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
     } else {
         /* a private buffer of the transport (larger than what it copies through a shared
          * buffer) is kept as it is; a shared one is copied out so that it returns at once */
-        size_t apart = ep->caps.header_apart >= sizeof(tag_wire_eager_t)
-                           ? sizeof(tag_wire_eager_t)
+        size_t apart = ep->caps.header_apart >= header_length
+                           ? header_length
                            : 0; /* the header travelled beside the shared buffer */
         if ((flags & FERRY_AM_RECV_KEEPABLE) &&
-            length + sizeof(tag_wire_eager_t) > ep->caps.max_bcopy + apart) {
+            length + header_length > ep->caps.max_bcopy + apart) {
             u->data_kind = TAG_DATA_AM;
             u->data = data;
             result = FERRY_INPROGRESS;
@@ -655,23 +699,27 @@ err_nomem:
     return FERRY_OK;
 }
 
-static tag_recv_t *tag_match_posted(fy_tag_worker_t *tw, uint64_t tag)
+/* The first posted receive (in post order) that takes a message of tag from peer. */
+static tag_recv_t *tag_match_posted(fy_tag_worker_t *tw, uint64_t tag, ferry_peer_id_t peer)
 {
     for (fy_list_link_t *l = fy_list_first(&tw->posted); l != fy_list_end(&tw->posted);
          l = l->next) {
         tag_recv_t *recv = fy_container_of(l, tag_recv_t, obj.link);
-        if (((tag ^ recv->tag) & recv->tag_mask) == 0)
+        if (((tag ^ recv->tag) & recv->tag_mask) == 0 &&
+            (recv->source == FERRY_PEER_ANY || recv->source == peer))
             return recv;
     }
     return NULL;
 }
 
-static tag_unexp_t *tag_match_unexpected(fy_tag_worker_t *tw, uint64_t tag, uint64_t mask)
+/* The first unexpected message (in arrival order) of (tag, mask) from source. */
+static tag_unexp_t *tag_match_unexpected(fy_tag_worker_t *tw, ferry_peer_id_t source, uint64_t tag,
+                                         uint64_t mask)
 {
     for (fy_list_link_t *l = fy_list_first(&tw->unexpected); l != fy_list_end(&tw->unexpected);
          l = l->next) {
         tag_unexp_t *u = fy_container_of(l, tag_unexp_t, obj.link);
-        if (((u->tag ^ tag) & mask) == 0)
+        if (((u->tag ^ tag) & mask) == 0 && (source == FERRY_PEER_ANY || u->peer == source))
             return u;
     }
     return NULL;
@@ -689,7 +737,10 @@ static ferry_status_t tag_recv_message(ferry_worker_t *worker, tag_unexp_t *u,
     if (u->kind == TAG_UNEXP_EAGER) {
         fy_list_remove(&u->obj.link);
         status = tag_scatter_message(iov, iovcnt, u->data, (size_t)u->length);
-        tag_info_fill(info, u->ep, u->tag, u->length);
+        tag_count_received(worker, u->ep, u->length);
+        tag_info_fill_unexp(info, u);
+        if (u->flags & TAG_FLAG_SYNC)
+            tag_rndv_sync_ack(worker, u->ep, u->sync_id); /* matched: its sender completes */
         tag_unexp_release(worker, u);
         tag_flow_check_on(worker);
         return status;
@@ -700,8 +751,9 @@ static ferry_status_t tag_recv_message(ferry_worker_t *worker, tag_unexp_t *u,
     fy_list_remove(&u->obj.link);
     recv->tag = u->tag;
     recv->tag_mask = UINT64_MAX;
+    recv->source = u->peer;
     if (u->status != FERRY_OK || u->ep == NULL) {
-        tag_info_fill(info, u->ep, u->tag, u->length);
+        tag_info_fill_unexp(info, u);
         tag_recv_finish(recv, u->status != FERRY_OK ? u->status : FERRY_ERR_CONNECTION_RESET);
     } else {
         tag_rndv_recv_start(recv, u->ep, &u->rts);
@@ -736,14 +788,19 @@ static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_
             !tag_decode(worker, ep, FY_AM_ID_TAG_EAGER, header, header_length, length, &msg)))
         return FERRY_OK;
     uint64_t tag = msg.u.eager.tag;
-    tag_recv_t *recv = tag_match_posted(tw, tag);
+    tag_recv_t *recv = tag_match_posted(tw, tag, params->peer);
     if (fy_likely(recv != NULL)) {
         ferry_status_t status = tag_scatter_message(recv->buf.iov, recv->buf.iovcnt, data, length);
-        tag_info_fill(recv->info, ep, tag, length);
+        tag_count_received(worker, ep, length);
+        tag_info_fill(recv->info, ep, params->peer, tag, length, msg.u.eager.imm,
+                      msg.u.eager.flags);
         tag_recv_finish(recv, status);
+        if (fy_unlikely(msg.u.eager.flags & TAG_FLAG_SYNC))
+            tag_rndv_sync_ack(worker, ep, msg.u.eager.send_id); /* matched: its sender completes */
         return FERRY_OK;
     }
-    return tag_unexpected_eager(worker, ep, tag, data, length, params->flags);
+    return tag_unexpected_eager(worker, ep, &msg.u.eager, header_length, data, length,
+                                params->flags);
 }
 
 static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_length, void *data,
@@ -757,7 +814,7 @@ static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_le
 
     if (!tag_decode(worker, ep, FY_AM_ID_TAG_RTS, header, header_length, length, &msg))
         return FERRY_OK;
-    tag_recv_t *recv = tag_match_posted(tw, msg.u.rts.tag);
+    tag_recv_t *recv = tag_match_posted(tw, msg.u.rts.tag, params->peer);
     if (recv != NULL) {
         fy_list_remove(&recv->obj.link);
         tag_rndv_recv_start(recv, ep, &msg.u.rts);
@@ -776,6 +833,10 @@ static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_le
         return FERRY_OK;
     }
     u->ep = ep;
+    u->peer = params->peer;
+    u->flags = 0;
+    u->imm = 0;
+    u->sync_id = 0;
     u->kind = TAG_UNEXP_RTS;
     u->probed = false;
     u->status = FERRY_OK;
@@ -852,8 +913,10 @@ static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_l
 
 /* ------------------------------------------------------------------ public calls */
 
-FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                                           uint64_t tag, ferry_completion_t *comp)
+/* The send of ferry_tag_send and ferry_tag_send_ext (params NULL: a plain send). */
+static inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                      uint64_t tag, const ferry_tag_send_params_t *params,
+                                      ferry_completion_t *comp)
 {
     uint64_t length;
 
@@ -865,15 +928,55 @@ FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *io
         tag_rndv_ep_setup(ep->worker, ep);
     if (fy_likely(length <= fy_tag_ep_of(ep)->eager_max && !fy_tag_ep_of(ep)->eager_off)) {
         tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
-        return fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, sizeof(header), iov, iovcnt,
-                                   comp);
+        ferry_status_t status;
+        if (fy_likely(params == NULL || params->flags == 0)) {
+            status = fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, TAG_WIRE_EAGER_SHORT, iov,
+                                         iovcnt, comp);
+            goto eager_sent;
+        }
+        if (params->flags & FERRY_TAG_SEND_IMM) {
+            header.flags |= TAG_FLAG_IMM;
+            header.imm = htole64(params->imm);
+        }
+        if (params->flags & FERRY_TAG_SEND_SYNC) {
+            header.flags |= TAG_FLAG_SYNC;
+            status = tag_rndv_send_sync_eager(ep, iov, iovcnt, &header, comp);
+        } else {
+            status = fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, sizeof(header), iov,
+                                         iovcnt, comp);
+        }
+    eager_sent:
+        if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS))
+            tag_count_sent(ep, length, FERRY_COUNTERS_MODE_EAGER);
+        return status;
     }
-    return tag_rndv_send(ep->worker, ep, iov, iovcnt, length, tag, comp);
+    /* a rendezvous completes after the match: synchronous by nature */
+    bool inject =
+        length <= tag_inject_max(ep) && !(params != NULL && (params->flags & FERRY_TAG_SEND_SYNC));
+    return tag_rndv_send(ep->worker, ep, iov, iovcnt, length, tag, params, inject, comp);
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov,
-                                           size_t iovcnt, uint64_t tag, uint64_t tag_mask,
-                                           ferry_tag_info_t *info, ferry_completion_t *comp)
+FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                           uint64_t tag, ferry_completion_t *comp)
+{
+    return tag_send(ep, iov, iovcnt, tag, NULL, comp);
+}
+
+FERRY_EXPORT ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov,
+                                               size_t iovcnt, uint64_t tag,
+                                               const ferry_tag_send_params_t *params,
+                                               ferry_completion_t *comp)
+{
+    if (params != NULL && ((params->flags & ~(FERRY_TAG_SEND_IMM | FERRY_TAG_SEND_SYNC)) != 0 ||
+                           ((params->flags & FERRY_TAG_SEND_SYNC) && comp == NULL)))
+        return FERRY_ERR_INVALID_PARAM;
+    return tag_send(ep, iov, iovcnt, tag, params, comp);
+}
+
+FERRY_EXPORT ferry_status_t ferry_tag_recv_from(ferry_worker_t *worker, ferry_peer_id_t source,
+                                                const ferry_iov_t *iov, size_t iovcnt, uint64_t tag,
+                                                uint64_t tag_mask, ferry_tag_info_t *info,
+                                                ferry_completion_t *comp)
 {
     ferry_status_t status;
     uint64_t length;
@@ -881,8 +984,9 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_i
     if (fy_unlikely(worker == NULL || comp == NULL ||
                     tag_iov_check(iov, iovcnt, &length) != FERRY_OK))
         return FERRY_ERR_INVALID_PARAM;
-    if (fy_unlikely(!fy_list_is_empty(&fy_tag_worker_of(worker)->unexpected))) {
-        tag_unexp_t *u = tag_match_unexpected(fy_tag_worker_of(worker), tag, tag_mask);
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    if (fy_unlikely(!fy_list_is_empty(&tw->unexpected))) {
+        tag_unexp_t *u = tag_match_unexpected(tw, source, tag, tag_mask);
         if (u != NULL)
             return tag_recv_message(worker, u, iov, iovcnt, info, comp);
     }
@@ -891,20 +995,29 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_i
         return status;
     recv->tag = tag;
     recv->tag_mask = tag_mask;
-    fy_list_push_tail(&fy_tag_worker_of(worker)->posted, &recv->obj.link);
+    recv->source = source;
+    fy_list_push_tail(&tw->posted, &recv->obj.link);
     return FERRY_INPROGRESS;
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag, uint64_t tag_mask,
-                                            int remove, ferry_tag_info_t *info,
-                                            ferry_tag_message_t **message_p)
+FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov,
+                                           size_t iovcnt, uint64_t tag, uint64_t tag_mask,
+                                           ferry_tag_info_t *info, ferry_completion_t *comp)
+{
+    return ferry_tag_recv_from(worker, FERRY_PEER_ANY, iov, iovcnt, tag, tag_mask, info, comp);
+}
+
+FERRY_EXPORT ferry_status_t ferry_tag_probe_from(ferry_worker_t *worker, ferry_peer_id_t source,
+                                                 uint64_t tag, uint64_t tag_mask, int remove,
+                                                 ferry_tag_info_t *info,
+                                                 ferry_tag_message_t **message_p)
 {
     if (worker == NULL || (remove && message_p == NULL))
         return FERRY_ERR_INVALID_PARAM;
-    tag_unexp_t *u = tag_match_unexpected(fy_tag_worker_of(worker), tag, tag_mask);
+    tag_unexp_t *u = tag_match_unexpected(fy_tag_worker_of(worker), source, tag, tag_mask);
     if (u == NULL)
         return FERRY_ERR_NO_ELEM;
-    tag_info_fill(info, u->ep, u->tag, u->length);
+    tag_info_fill_unexp(info, u);
     if (remove) {
         fy_list_remove(&u->obj.link);
         fy_list_push_tail(&fy_tag_worker_of(worker)->probed, &u->obj.link);
@@ -912,6 +1025,13 @@ FERRY_EXPORT ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag
         *message_p = u;
     }
     return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag, uint64_t tag_mask,
+                                            int remove, ferry_tag_info_t *info,
+                                            ferry_tag_message_t **message_p)
+{
+    return ferry_tag_probe_from(worker, FERRY_PEER_ANY, tag, tag_mask, remove, info, message_p);
 }
 
 FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,
@@ -1138,6 +1258,11 @@ static void tag_ep_init(ferry_ep_t *ep)
     fy_tag_ep_of(ep)->ep = ep;
 }
 
+static void tag_ep_query(const ferry_ep_t *ep, ferry_ep_attr_t *attr)
+{
+    attr->tag_inject_max = tag_inject_max(ep);
+}
+
 /* A tagged one-sided step refused for lack of room is retried by progress only (control
  * messages and DATA refused by a transport are woken by that transport). */
 static bool tag_module_busy(ferry_worker_t *worker)
@@ -1154,5 +1279,6 @@ const fy_module_ops_t fy_tag_module = {
     .busy = tag_module_busy,
     .ep_init = tag_ep_init,
     .ep_stop = fy_tag_ep_failed,
+    .ep_query = tag_ep_query,
     .ep_free = tag_ep_free,
 };

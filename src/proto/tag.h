@@ -82,6 +82,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ferry/counters.h>
 #include <ferry/ferry.h>
 
 #include "core/list.h"
@@ -92,40 +93,54 @@
 #include "proto/module_list.h"
 #include "wireup/ep.h"
 
-#define TAG_WIRE_VERSION 1u
+#define TAG_WIRE_VERSION 2u
 
 /* NULL mode: DATA messages in flight per send. */
 #define TAG_NULL_WINDOW 4u
 
+/* The numbers are ferry_counters_mode_t's (include/ferry/counters.h). */
 typedef enum tag_rndv_mode {
-    TAG_RNDV_GET = 1,
-    TAG_RNDV_PUT = 2,
-    TAG_RNDV_COOP = 3,
-    TAG_RNDV_NULL = 4,
-    TAG_RNDV_SPLIT = 5,
+    TAG_RNDV_GET = FERRY_COUNTERS_MODE_GET,
+    TAG_RNDV_PUT = FERRY_COUNTERS_MODE_PUT,
+    TAG_RNDV_COOP = FERRY_COUNTERS_MODE_COOP,
+    TAG_RNDV_NULL = FERRY_COUNTERS_MODE_NULL,
+    TAG_RNDV_SPLIT = FERRY_COUNTERS_MODE_SPLIT,
 } tag_rndv_mode_t;
 
 /* DONE.target: which table DONE.id indexes. */
 #define TAG_DONE_TO_SEND 1u /* the sender's send id (GET: from the receiver; aborts) */
 #define TAG_DONE_TO_RECV 2u /* the receiver's recv id (PUT: from the sender; aborts) */
 
+/* EAGER and RTS flags. */
+#define TAG_FLAG_IMM 0x1u  /* the message carries immediate data (imm) */
+#define TAG_FLAG_SYNC 0x2u /* EAGER: the sender waits for DONE(to send, send_id) on the match */
+#define TAG_FLAGS_EAGER (TAG_FLAG_IMM | TAG_FLAG_SYNC)
+#define TAG_FLAGS_RTS TAG_FLAG_IMM /* a rendezvous completes after the match anyway */
+
 /* Wire headers (little-endian, packed by explicit layout, sizes fixed). */
 typedef struct tag_wire_eager {
     uint8_t version;
-    uint8_t reserved[7];
+    uint8_t flags; /* TAG_FLAG_IMM | TAG_FLAG_SYNC; 0: the header ends after the tag */
+    uint8_t reserved[6];
     uint64_t tag;
-} tag_wire_eager_t; /* 16 B; payload = the message */
+    /* only when flags != 0 (a 32-byte header): */
+    uint64_t imm;                /* TAG_FLAG_IMM: the immediate data; else 0 */
+    uint64_t send_id;            /* TAG_FLAG_SYNC: the sender's send id, for its DONE; else 0 */
+} tag_wire_eager_t;              /* 16 B (flags 0) or 32 B; payload = the message */
+#define TAG_WIRE_EAGER_SHORT 16u /* the header without flags: the common case */
 
 typedef struct tag_wire_rts {
     uint8_t version;
-    uint8_t mode; /* tag_rndv_mode_t */
-    uint8_t reserved[6];
+    uint8_t mode;  /* tag_rndv_mode_t */
+    uint8_t flags; /* TAG_FLAG_IMM */
+    uint8_t reserved[5];
     uint64_t tag;
     uint64_t length; /* message length */
     uint64_t send_id;
     uint64_t section;               /* GET: bytes the key covers (from offset 0); else 0 */
     uint8_t rkey[RKEY_PACKED_SIZE]; /* GET (length > 0): key of the first section; else 0 */
-} tag_wire_rts_t;                   /* 104 B, no payload */
+    uint64_t imm;                   /* TAG_FLAG_IMM: the immediate data; else 0 */
+} tag_wire_rts_t;                   /* 112 B, no payload */
 
 typedef struct tag_wire_cts {
     uint8_t version;
@@ -170,8 +185,9 @@ typedef struct tag_wire_flow {
     uint8_t reserved[6];
 } tag_wire_flow_t; /* 8 B, no payload */
 
-_Static_assert(sizeof(tag_wire_eager_t) == 16, "EAGER header is 16 bytes");
-_Static_assert(sizeof(tag_wire_rts_t) == 104, "RTS header is 104 bytes");
+_Static_assert(sizeof(tag_wire_eager_t) == 32, "EAGER header is 16 or 32 bytes");
+_Static_assert(offsetof(tag_wire_eager_t, imm) == TAG_WIRE_EAGER_SHORT, "EAGER short form");
+_Static_assert(sizeof(tag_wire_rts_t) == 112, "RTS header is 112 bytes");
 _Static_assert(sizeof(tag_wire_cts_t) == 96, "CTS header is 96 bytes");
 _Static_assert(sizeof(tag_wire_data_t) == 24, "DATA header is 24 bytes");
 _Static_assert(sizeof(tag_wire_done_t) == 32, "DONE header is 32 bytes");

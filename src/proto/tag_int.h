@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "progress/worker.h"
 #include "proto/tag.h"
+#include "wireup/ep.h"
 
 /* iov entries kept inside a send or receive before an array is allocated */
 #define TAG_IOV_INLINE 4
@@ -80,6 +81,7 @@ typedef struct tag_recv {
     ferry_completion_t *comp; /* the user's (never NULL) */
     ferry_tag_info_t *info;   /* the user's, may be NULL */
     uint64_t tag, tag_mask;   /* what it matches */
+    ferry_peer_id_t source;   /* the sender it takes messages from, or FERRY_PEER_ANY */
     tag_iovs_t buf;
     ferry_status_t status; /* final status */
     unsigned refs;
@@ -111,6 +113,7 @@ typedef enum tag_send_state {
     TAG_SEND_PUT,           /* PUT/SPLIT: writing (inner busy, or waiting in retry) */
     TAG_SEND_FLUSH,         /* PUT/SPLIT: flushing (inner busy, or waiting in retry) */
     TAG_SEND_PUMP,          /* COOP/NULL: DATA to hand over (in pump, or inner busy) */
+    TAG_SEND_WAIT_ACK,      /* synchronous EAGER: sent, the receiver's DONE on the match is due */
     TAG_SEND_FINISHED,
 } tag_send_state_t;
 
@@ -138,6 +141,7 @@ typedef struct tag_send {
     uint64_t put_off;   /* PUT: 0; SPLIT: where the bytes the sender writes start */
     ferry_completion_t inner;
     bool inner_busy;
+    void *copy;            /* an injected send's private copy of the message (freed last) */
     bool in_list;          /* on pump or retry */
     bool user_waits_inner; /* finished while inner was busy: complete the user from inner_cb */
 } tag_send_t;
@@ -149,8 +153,9 @@ typedef enum tag_unexp_kind {
 
 /* An unexpected message; also what ferry_tag_probe(remove) hands out. */
 struct ferry_tag_message {
-    tag_obj_t obj;  /* link: unexpected, probed */
-    ferry_ep_t *ep; /* the sender; NULL once that endpoint was freed */
+    tag_obj_t obj;        /* link: unexpected, probed */
+    ferry_ep_t *ep;       /* the sender; NULL once that endpoint was freed */
+    ferry_peer_id_t peer; /* the sender's worker id (kept when ep is freed) */
     tag_unexp_kind_t kind;
     bool probed;
     ferry_status_t status; /* RTS: the endpoint's error once it failed */
@@ -158,6 +163,9 @@ struct ferry_tag_message {
     uint64_t length;
     uint64_t accounted; /* bytes counted in unexpected_bytes */
     /* eager */
+    uint8_t flags;    /* TAG_FLAG_IMM, TAG_FLAG_SYNC (RTS: in rts.flags) */
+    uint64_t imm;     /* TAG_FLAG_IMM */
+    uint64_t sync_id; /* TAG_FLAG_SYNC: the sender's send id, for the DONE on the match */
     void *data;
     enum { TAG_DATA_INLINE, TAG_DATA_SPARE, TAG_DATA_MALLOC, TAG_DATA_AM } data_kind;
     /* RTS */
@@ -174,6 +182,21 @@ typedef struct tag_ctl {
     size_t length;
     uint8_t header[sizeof(tag_wire_rts_t)];
 } tag_ctl_t;
+
+/* ------------------------------------------------------------------ counters */
+
+/* A tagged message sent (include/ferry/counters.h): by size class and how it moves. */
+static inline void tag_count_sent(ferry_ep_t *ep, uint64_t length, unsigned mode)
+{
+    fy_count_sent(&ep->counters.tag, length);
+    ep->counters.tag_modes[ferry_counters_size_class(length)][mode]++;
+}
+
+/* A tagged message matched by a receive (its endpoint may be gone: the worker keeps it). */
+static inline void tag_count_received(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
+{
+    fy_count_received(ep != NULL ? &ep->counters.tag : &worker->retired.tag, length);
+}
 
 /* ------------------------------------------------------------------ tag.c */
 
@@ -223,6 +246,11 @@ void tag_send_finish(tag_send_t *send, ferry_status_t status);
  * the transport) had still been using the user's buffers: called from the inner callback. */
 void tag_send_complete_user(tag_send_t *send);
 void tag_recv_complete_user(tag_recv_t *recv);
+/* The same, run now: from an inner completion, itself run from progress. No second deferred
+ * hop, so that when an endpoint fails every transfer on it completes before the endpoint's
+ * error callback (queued behind the completions the failure queued) runs. */
+void tag_send_complete_user_now(tag_send_t *send);
+void tag_recv_complete_user_now(tag_recv_t *recv);
 void tag_recv_unref(tag_recv_t *recv);
 void tag_send_unref(tag_send_t *send);
 
@@ -244,7 +272,21 @@ tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t
  * FERRY_ERR_NO_RESOURCE (nothing started), or an error (nothing started). */
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
                              size_t iovcnt, uint64_t length, uint64_t tag,
+                             const ferry_tag_send_params_t *params, bool inject,
                              ferry_completion_t *comp);
+
+/* The inject bound of tagged messages to ep (ferry_ep_attr_t.tag_inject_max): what one
+ * send_short of the transport carries besides the EAGER header. */
+size_t tag_inject_max(const ferry_ep_t *ep);
+
+/* A synchronous EAGER (header filled but for send_id): tracked like a rendezvous, a send in
+ * the table until the receiver's DONE on the match. Returns FERRY_INPROGRESS or an error /
+ * FERRY_ERR_NO_RESOURCE (nothing started). */
+ferry_status_t tag_rndv_send_sync_eager(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                        tag_wire_eager_t *header, ferry_completion_t *comp);
+
+/* The receiver matched a synchronous EAGER from ep: DONE(to send, final) for send_id. */
+void tag_rndv_sync_ack(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t send_id);
 
 /* A receive matched an RTS from ep: start reading. recv->buf, comp, info are set; its info is
  * filled here. Completes recv (from progress) on any error. */

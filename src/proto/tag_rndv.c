@@ -18,6 +18,7 @@
  * transfer's `inner` completion; one that finds no room waits on the worker's retry or pump
  * list for fy_tag_progress. */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -92,7 +93,7 @@ static const fy_config_var_t *const rndv_null_chunk_reg
 /* The eager threshold on a stream transport (tcp), header included: 1 MiB payloads go eager.
  * Measured with tag_bw over loopback, same runs, against the NULL rendezvous and UCX tcp:
  * 64 KiB 2.9-4.1 GB/s (NULL 2.1-3.0, UCX 1.8-2.5), 1 MiB 5.4-6.4 (NULL 4.8-5.9, UCX 5.0-6.1). */
-#define TAG_EAGER_STREAM_CAP ((1u << 20) + (unsigned)sizeof(tag_wire_eager_t))
+#define TAG_EAGER_STREAM_CAP ((1u << 20) + TAG_WIRE_EAGER_SHORT)
 /* COOP DATA messages carry at most this (with their header), even where max_bcopy is larger. */
 #define TAG_COOP_CHUNK_CAP 65536u
 /* COOP: DATA messages the transport may hold (queued, INPROGRESS) per send. */
@@ -103,6 +104,8 @@ static unsigned tag_send_pump(tag_send_t *send);
 static bool tag_send_put_issue(tag_send_t *send);
 static bool tag_send_flush_issue(tag_send_t *send);
 static void tag_send_put_done(tag_send_t *send);
+static void tag_send_inner_arm(tag_send_t *send, int64_t count);
+static void tag_send_inner_wait(tag_send_t *send);
 static bool tag_recv_get_issue(tag_recv_t *recv);
 
 /* ------------------------------------------------------------------ configuration, choice */
@@ -165,7 +168,7 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     fy_tag_ep_of(ep)->eager_max =
         fy_tag_worker_of(worker)->thresh_forced != SIZE_MAX
             ? fy_tag_worker_of(worker)->thresh_forced
-            : (eager > sizeof(tag_wire_eager_t) ? eager - sizeof(tag_wire_eager_t) : 0);
+            : (eager > TAG_WIRE_EAGER_SHORT ? eager - TAG_WIRE_EAGER_SHORT : 0);
     fy_tag_ep_of(ep)->chunk = coop > data_header + 1024 ? coop - data_header : 1024;
     fy_tag_ep_of(ep)->ready = 1;
 }
@@ -382,8 +385,20 @@ static ferry_status_t tag_send_register_section(tag_send_t *send,
     return FERRY_OK;
 }
 
+/* Copy the pieces one after the other into dst. */
+static void tag_gather(const ferry_iov_t *iov, size_t iovcnt, uint8_t *dst)
+{
+    for (size_t i = 0; i < iovcnt; i++) {
+        if (iov[i].length > 0)
+            memcpy(dst, iov[i].buffer, iov[i].length);
+        dst += iov[i].length;
+    }
+}
+
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
-                             size_t iovcnt, uint64_t length, uint64_t tag, ferry_completion_t *comp)
+                             size_t iovcnt, uint64_t length, uint64_t tag,
+                             const ferry_tag_send_params_t *params, bool inject,
+                             ferry_completion_t *comp)
 {
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_RTS};
@@ -393,7 +408,23 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
 
     if (send == NULL)
         return FERRY_ERR_NO_MEMORY;
-    status = tag_iovs_copy(&send->buf, iov, iovcnt);
+    if (inject) {
+        /* within the inject bound the caller's buffers are free on return: the rendezvous
+         * (back-pressure, or a forced threshold) reads a private copy, and tells nobody */
+        send->copy = malloc(length > 0 ? length : 1);
+        if (send->copy == NULL) {
+            fy_error("malloc(%llu) for an injected tagged message failed",
+                     (unsigned long long)length);
+            status = FERRY_ERR_NO_MEMORY;
+            goto err_put;
+        }
+        tag_gather(iov, iovcnt, send->copy);
+        ferry_iov_t copy = {.buffer = send->copy, .length = length};
+        status = tag_iovs_copy(&send->buf, &copy, 1);
+        comp = NULL;
+    } else {
+        status = tag_iovs_copy(&send->buf, iov, iovcnt);
+    }
     if (status != FERRY_OK)
         goto err_put;
     send->id = tag_table_insert(&tw->send_table, send);
@@ -410,6 +441,10 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
     msg.u.rts.tag = tag;
     msg.u.rts.length = length;
     msg.u.rts.send_id = send->id;
+    if (params != NULL && (params->flags & FERRY_TAG_SEND_IMM)) {
+        msg.u.rts.flags = TAG_FLAG_IMM;
+        msg.u.rts.imm = params->imm;
+    }
     if (tag_mode_reads(send->mode) && length > 0) {
         status = tag_send_register_section(send, msg.u.rts.rkey);
         if (status == FERRY_OK) {
@@ -432,6 +467,52 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
         fy_am_send_internal(ep, FY_AM_ID_TAG_RTS, header, sizeof(tag_wire_rts_t), NULL, 0, NULL);
     if (status != FERRY_OK && status != FERRY_INPROGRESS)
         goto err_release;
+    tag_count_sent(ep, length, send->mode); /* tag_rndv_mode_t: the counters' mode numbers */
+    return inject ? FERRY_OK : FERRY_INPROGRESS;
+
+err_release:
+    send->state = TAG_SEND_FINISHED;
+    tag_rndv_send_release(send);
+err_put:
+    tag_send_unref(send);
+    return status;
+}
+
+size_t tag_inject_max(const ferry_ep_t *ep)
+{
+    return ep->caps.max_short > TAG_WIRE_EAGER_SHORT ? ep->caps.max_short - TAG_WIRE_EAGER_SHORT
+                                                     : 0;
+}
+
+ferry_status_t tag_rndv_send_sync_eager(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                        tag_wire_eager_t *header, ferry_completion_t *comp)
+{
+    ferry_worker_t *worker = ep->worker;
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    tag_send_t *send = tag_send_alloc(worker);
+    ferry_status_t status;
+
+    if (send == NULL)
+        return FERRY_ERR_NO_MEMORY;
+    send->id = tag_table_insert(&tw->send_table, send);
+    if (send->id == 0) {
+        status = FERRY_ERR_NO_MEMORY;
+        goto err_put;
+    }
+    send->ep = ep;
+    send->comp = comp;
+    send->tag = le64toh(header->tag);
+    send->mode = 0; /* no rendezvous */
+    send->state = TAG_SEND_WAIT_ACK;
+    header->send_id = htole64(send->id);
+    /* the transport may keep the user's buffers: inner completes when it gave them back */
+    tag_send_inner_arm(send, 1);
+    status = fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, header, sizeof(*header), iov, iovcnt,
+                                 &send->inner);
+    if (status == FERRY_INPROGRESS)
+        tag_send_inner_wait(send);
+    else if (status != FERRY_OK)
+        goto err_release;
     return FERRY_INPROGRESS;
 
 err_release:
@@ -440,6 +521,12 @@ err_release:
 err_put:
     tag_send_unref(send);
     return status;
+}
+
+void tag_rndv_sync_ack(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t send_id)
+{
+    if (ep != NULL && ep->state == FY_EP_OPEN)
+        tag_send_done_msg(worker, ep, TAG_DONE_TO_SEND, send_id, true, FERRY_OK, 0, 0);
 }
 
 static void tag_send_inner_cb(ferry_completion_t *comp)
@@ -453,8 +540,8 @@ static void tag_send_inner_cb(ferry_completion_t *comp)
             ferry_rkey_release(send->rkey);
             send->rkey = NULL;
         }
-        if (send->user_waits_inner)
-            tag_send_complete_user(send); /* the buffers are the user's again */
+        if (send->user_waits_inner) /* the buffers are the user's again */
+            tag_send_complete_user_now(send);
         tag_send_unref(send);
         return;
     }
@@ -968,8 +1055,8 @@ static void tag_recv_inner_cb(ferry_completion_t *comp)
             ferry_rkey_release(recv->rkey);
             recv->rkey = NULL;
         }
-        if (recv->user_waits_inner)
-            tag_recv_complete_user(recv); /* nothing writes into the buffers any more */
+        if (recv->user_waits_inner) /* nothing writes into the buffers any more */
+            tag_recv_complete_user_now(recv);
         tag_recv_unref(recv);
         return;
     }
@@ -986,8 +1073,12 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
         recv->info->sender = ep;
         recv->info->tag = rts->tag;
         recv->info->length = (size_t)rts->length;
+        recv->info->peer = ep->peer.worker_uuid;
+        recv->info->imm = rts->imm;
+        recv->info->flags = (rts->flags & TAG_FLAG_IMM) ? FERRY_TAG_INFO_IMM : 0;
     }
     recv->state = TAG_RECV_DATA; /* matched: no longer posted */
+    tag_count_received(worker, ep, rts->length);
     recv->ep = ep;
     recv->mode = (tag_rndv_mode_t)rts->mode;
     recv->send_id = rts->send_id;
@@ -1159,6 +1250,15 @@ static void tag_rndv_on_done_send(ferry_worker_t *worker, ferry_ep_t *ep,
     }
     if (done->status != FERRY_OK) { /* the receiver gave up */
         tag_send_finish(send, (ferry_status_t)done->status);
+        return;
+    }
+    if (send->state == TAG_SEND_WAIT_ACK) { /* a synchronous EAGER: the receiver matched it */
+        if (done->final)
+            tag_send_finish(send, FERRY_OK);
+        else
+            tag_warn(worker, TAG_WARN_WRONG_STATE,
+                     "a section DONE from endpoint %p for the synchronous EAGER 0x%llx", (void *)ep,
+                     (unsigned long long)done->id);
         return;
     }
     /* SPLIT: the receiver may finish a section of its part while we still write ours */

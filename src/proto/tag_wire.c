@@ -64,13 +64,26 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         /* the fast path's message: the same checks, without the generic copy of the union */
         const uint8_t *h = header;
         tag_wire_eager_t eager;
-        if (header == NULL || header_length != sizeof(eager))
+        if (header == NULL ||
+            (header_length != TAG_WIRE_EAGER_SHORT && header_length != sizeof(eager)))
             return tag_wire_fail(why, "header of the wrong size for its message id");
         if (h[0] != TAG_WIRE_VERSION)
             return tag_wire_fail(why, "unknown wire version");
-        memcpy(&eager, h, sizeof(eager));
+        memset(&eager, 0, sizeof(eager));
+        memcpy(&eager, h, header_length);
         if (!tag_wire_zero(eager.reserved, sizeof(eager.reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
+        if (fy_unlikely(header_length != TAG_WIRE_EAGER_SHORT || eager.flags != 0)) {
+            if (header_length != sizeof(eager) || eager.flags == 0 ||
+                (eager.flags & ~TAG_FLAGS_EAGER) != 0)
+                return tag_wire_fail(why, "EAGER flags do not match the header's size");
+            eager.imm = le64toh(eager.imm);
+            eager.send_id = le64toh(eager.send_id);
+            if (!(eager.flags & TAG_FLAG_IMM) && eager.imm != 0)
+                return tag_wire_fail(why, "immediate data without its flag");
+            if ((eager.flags & TAG_FLAG_SYNC) ? eager.send_id == 0 : eager.send_id != 0)
+                return tag_wire_fail(why, "a send id exactly when SYNC is set");
+        }
         eager.tag = le64toh(eager.tag);
         out->id = id;
         out->u.eager = eager;
@@ -89,11 +102,6 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         return tag_wire_fail(why, "payload on a message that carries none");
 
     switch (id) {
-    case FY_AM_ID_TAG_EAGER:
-        if (!tag_wire_zero(m.u.eager.reserved, sizeof(m.u.eager.reserved)))
-            return tag_wire_fail(why, "reserved bytes not zero");
-        m.u.eager.tag = le64toh(m.u.eager.tag);
-        break;
     case FY_AM_ID_TAG_RTS: {
         tag_wire_rts_t *r = &m.u.rts;
         if (!tag_wire_zero(r->reserved, sizeof(r->reserved)))
@@ -102,6 +110,11 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         r->length = le64toh(r->length);
         r->send_id = le64toh(r->send_id);
         r->section = le64toh(r->section);
+        r->imm = le64toh(r->imm);
+        if ((r->flags & ~TAG_FLAGS_RTS) != 0)
+            return tag_wire_fail(why, "unknown RTS flags");
+        if (!(r->flags & TAG_FLAG_IMM) && r->imm != 0)
+            return tag_wire_fail(why, "immediate data without its flag");
         if (r->mode < TAG_RNDV_GET || r->mode > TAG_RNDV_SPLIT)
             return tag_wire_fail(why, "unknown rendezvous mode");
         if (r->send_id == 0)
@@ -218,9 +231,14 @@ size_t tag_wire_encode(const tag_wire_msg_t *msg, void *buffer)
     switch (m.id) {
     case FY_AM_ID_TAG_EAGER:
         m.u.eager.tag = htole64(m.u.eager.tag);
+        m.u.eager.imm = htole64(m.u.eager.imm);
+        m.u.eager.send_id = htole64(m.u.eager.send_id);
+        if (m.u.eager.flags == 0)
+            size = TAG_WIRE_EAGER_SHORT;
         break;
     case FY_AM_ID_TAG_RTS:
         m.u.rts.tag = htole64(m.u.rts.tag);
+        m.u.rts.imm = htole64(m.u.rts.imm);
         m.u.rts.length = htole64(m.u.rts.length);
         m.u.rts.send_id = htole64(m.u.rts.send_id);
         m.u.rts.section = htole64(m.u.rts.section);

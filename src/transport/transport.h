@@ -168,7 +168,9 @@ typedef struct fy_tl_ops {
 
     /* Start a connection to the peer for ep. Never blocks: the handshake finishes from
      * progress; sends issued before are queued. *caps_p holds the transport's capabilities
-     * (query): the transport adjusts them for this peer (FY_TL_CAP_CMA). Returns FERRY_OK,
+     * (query): the transport adjusts them for this peer (FY_TL_CAP_CMA). It calls
+     * fy_ep_connected(ep) when the handshake is over (from progress; self: before it returns).
+     * Returns FERRY_OK,
      * FERRY_ERR_CONNECTION_REFUSED (the peer is gone), FERRY_ERR_INVALID_ADDRESS (bad record),
      * FERRY_ERR_NO_MEMORY, FERRY_ERR_NO_RESOURCE (peer's backlog full: retry), FERRY_ERR_IO,
      * FERRY_ERR_SHMEM (each logged by the transport). Not NULL. */
@@ -330,6 +332,11 @@ ferry_status_t fy_ep_create_accepted(ferry_worker_t *worker, const fy_tl_ops_t *
  * endpoint stops accepting operations and its error callback runs from progress. Called from
  * progress only. The transport has logged the cause (once). */
 void fy_ep_fail(ferry_ep_t *ep, ferry_status_t status);
+
+/* The endpoint's connection is established (the handshake is over): calls that need it
+ * (ferry_rkey_ptr, ferry_ep_wait_connected) may go on. A transport whose endpoints are usable
+ * at once (self) calls it from ep_init. Called at most once per endpoint. */
+void fy_ep_connected(ferry_ep_t *ep);
 
 /* An ep_terminate that returned FERRY_INPROGRESS is done. The close completion runs from the
  * worker's deferred queue, after the completions queued before. */

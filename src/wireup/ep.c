@@ -8,10 +8,13 @@
 
 #include "core/compiler.h"
 #include "core/log.h"
+#include "core/time.h"
 #include "wireup/address.h"
 
 static void ep_error_deferred_cb(fy_deferred_t *self);
 static void ep_close_deferred_cb(fy_deferred_t *self);
+static void ep_free_deferred_cb(fy_deferred_t *self);
+static void ep_tl_destroy_deferred_cb(fy_deferred_t *self);
 
 /* Room for an endpoint and every module's state after it, each aligned for any type. */
 static size_t ep_allocation_size(size_t offsets[FY_MODULE_MAX])
@@ -35,6 +38,7 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
         return NULL;
     }
     ep->worker = worker;
+    ep->counters.size = sizeof(ep->counters);
     for (size_t m = 0; m < fy_modules_count; m++)
         ep->module_state[m] = fy_modules[m]->ep_state_size ? (char *)ep + offsets[m] : NULL;
     ep->state = FY_EP_OPEN;
@@ -45,6 +49,10 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
     fy_list_init(&ep->error_deferred.link);
     ep->close_deferred.cb = ep_close_deferred_cb;
     fy_list_init(&ep->close_deferred.link);
+    ep->free_deferred.cb = ep_free_deferred_cb;
+    fy_list_init(&ep->free_deferred.link);
+    ep->tl_destroy_deferred.cb = ep_tl_destroy_deferred_cb;
+    fy_list_init(&ep->tl_destroy_deferred.link);
     for (size_t m = 0; m < fy_modules_count; m++) {
         if (fy_modules[m]->ep_init != NULL)
             fy_modules[m]->ep_init(ep);
@@ -54,7 +62,10 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
 
 static void ep_free(ferry_ep_t *ep)
 {
+    fy_counters_add(&ep->worker->retired, &ep->counters);
     fy_worker_undefer(ep->worker, &ep->error_deferred);
+    fy_worker_undefer(ep->worker, &ep->free_deferred);
+    fy_worker_undefer(ep->worker, &ep->tl_destroy_deferred);
     if (fy_list_is_linked(&ep->close_deferred.link)) {
         /* closed, but freed before its completion ran from progress: complete it now */
         ferry_completion_t *comp = ep->close_comp;
@@ -117,6 +128,7 @@ FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *
     if (ep == NULL)
         return FERRY_ERR_NO_MEMORY;
     ep->tl = fy_transports[t];
+    ep->tl_index = (unsigned)t;
     ep->caps = worker->context->caps[t];
     ep->peer = peer;
     fy_list_push_tail(&worker->eps, &ep->link);
@@ -147,6 +159,10 @@ ferry_status_t fy_ep_create_accepted(ferry_worker_t *worker, const fy_tl_ops_t *
     ep->tl = tl;
     ep->tl_ep = tl_ep;
     ep->accepted = 1;
+    for (size_t t = 0; t < fy_transports_count; t++) {
+        if (fy_transports[t] == tl)
+            ep->tl_index = (unsigned)t;
+    }
     ep->peer = *peer;
     ep->caps = *caps;
     fy_list_push_tail(&worker->eps, &ep->link);
@@ -186,6 +202,9 @@ void fy_ep_fail(ferry_ep_t *ep, ferry_status_t status)
 {
     if (ep->state == FY_EP_CLOSED || ep->state == FY_EP_FAILED)
         return;
+    fy_count_status(&ep->counters, status);
+    if (status != FERRY_ERR_ENDPOINT_CLOSED)
+        ep->counters.connections_lost++;
     ep->state = status == FERRY_ERR_ENDPOINT_CLOSED ? FY_EP_CLOSED : FY_EP_FAILED;
     ep->error = status;
     if (status == FERRY_ERR_ENDPOINT_CLOSED)
@@ -242,8 +261,14 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
             return FERRY_INPROGRESS;
         }
     }
-    ep->tl->ep_destroy(ep->tl_ep);
-    ep->tl_ep = NULL;
+    if (ep->worker->in_progress > 0) {
+        /* from a callback: the transport may be delivering for this endpoint right now */
+        ep->tl_destroy_pending = 1;
+        fy_worker_defer(ep->worker, &ep->tl_destroy_deferred);
+    } else {
+        ep->tl->ep_destroy(ep->tl_ep);
+        ep->tl_ep = NULL;
+    }
     ep->state = FY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
     ep_stop_modules(ep, FERRY_ERR_CANCELED);
@@ -255,11 +280,93 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
     return FERRY_OK;
 }
 
+static void ep_free_deferred_cb(fy_deferred_t *self)
+{
+    ep_free(fy_container_of(self, ferry_ep_t, free_deferred));
+}
+
+static void ep_tl_destroy_deferred_cb(fy_deferred_t *self)
+{
+    ferry_ep_t *ep = fy_container_of(self, ferry_ep_t, tl_destroy_deferred);
+    ep->tl_destroy_pending = 0;
+    ep->tl->ep_destroy(ep->tl_ep);
+    ep->tl_ep = NULL;
+}
+
 FERRY_EXPORT void ferry_ep_destroy(ferry_ep_t *ep)
 {
-    if (ep == NULL)
+    if (ep == NULL || ep->worker->destroying) /* the worker frees every endpoint */
         return;
+    if (ep->accepted) {
+        fy_warn("ferry_ep_destroy(%p): an endpoint the worker accepted is the worker's: close "
+                "it with ferry_ep_close instead",
+                (void *)ep);
+        return;
+    }
+    if (ep->worker->in_progress > 0) {
+        /* from a callback: the transport may be using the endpoint right now (delivering a
+         * message for it, walking its queues); free it at the end of this progress call */
+        if (!ep->free_pending) {
+            ep->free_pending = 1;
+            fy_worker_defer(ep->worker, &ep->free_deferred);
+        }
+        return;
+    }
     ep_free(ep);
+}
+
+void fy_ep_connected(ferry_ep_t *ep)
+{
+    if (!ep->connected)
+        ep->counters.connections_made++;
+    ep->connected = 1;
+}
+
+FERRY_EXPORT ferry_status_t ferry_ep_peer_id(const ferry_ep_t *ep, ferry_peer_id_t *id_p)
+{
+    if (ep == NULL || id_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    *id_p = ep->peer.worker_uuid;
+    return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_ep_query(const ferry_ep_t *ep, ferry_ep_attr_t *attr)
+{
+    if (ep == NULL || attr == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    ferry_ep_attr_t a = {.peer = ep->peer.worker_uuid,
+                         .transport = ep->tl->name,
+                         .connected = ep->connected && ep->state == FY_EP_OPEN,
+                         .status = ep->state == FY_EP_OPEN ? FERRY_OK : ep->error,
+                         /* send_short takes these: sent, or queued as a copy, or refused */
+                         .am_inject_max = ep->caps.max_short};
+    for (size_t m = 0; m < fy_modules_count; m++) {
+        if (fy_modules[m]->ep_query != NULL)
+            fy_modules[m]->ep_query(ep, &a);
+    }
+    *attr = a;
+    return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_ep_wait_connected(ferry_ep_t *ep, int timeout_ms)
+{
+    if (ep == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    uint64_t deadline =
+        timeout_ms < 0 ? UINT64_MAX : fy_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    for (;;) {
+        if (ep->state != FY_EP_OPEN)
+            return ep->error;
+        if (ep->connected)
+            return FERRY_OK;
+        uint64_t now = fy_time_now_ns();
+        if (now >= deadline)
+            return FERRY_ERR_TIMED_OUT;
+        int ms = deadline == UINT64_MAX ? -1 : (int)((deadline - now + 999999u) / 1000000u);
+        ferry_status_t status = ferry_worker_wait(ep->worker, ms);
+        if (status != FERRY_OK && status != FERRY_ERR_TIMED_OUT)
+            return status;
+    }
 }
 
 FERRY_EXPORT const char *ferry_ep_transport_name(const ferry_ep_t *ep)

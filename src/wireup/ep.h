@@ -24,6 +24,7 @@ struct ferry_ep {
     fy_list_link_t link; /* in worker->eps */
     ferry_worker_t *worker;
     const fy_tl_ops_t *tl;
+    unsigned tl_index; /* the transport's index in fy_transports[] (counters) */
     fy_tl_ep_t *tl_ep;
     fy_tl_caps_t caps; /* this endpoint's transport capabilities (ep_init / accepted) */
     fy_tl_peer_t peer; /* who the peer is: checks that a remote key is the peer's */
@@ -31,11 +32,20 @@ struct ferry_ep {
     ferry_status_t error; /* status returned by operations once CLOSED/FAILED */
     int accepted;         /* created by the worker for a connecting peer */
     int stopped;          /* the modules' ep_stop ran */
+    int connected;        /* the transport said the handshake is over (fy_ep_connected) */
     ferry_ep_params_t params;
     ferry_completion_t *close_comp;
-    fy_deferred_t error_deferred;      /* runs the error callback from progress */
-    int error_pending;                 /* error_deferred is queued */
-    fy_deferred_t close_deferred;      /* completes close_comp from progress (after the sends) */
+    fy_deferred_t error_deferred; /* runs the error callback from progress */
+    int error_pending;            /* error_deferred is queued */
+    fy_deferred_t close_deferred; /* completes close_comp from progress (after the sends) */
+    /* ferry_ep_destroy or a forced close called from a callback, while the transport may be
+     * using its endpoint: done from the deferred queue, at the end of that progress call;
+     * meanwhile nothing more is delivered for the endpoint */
+    fy_deferred_t free_deferred;
+    fy_deferred_t tl_destroy_deferred;
+    int free_pending;
+    int tl_destroy_pending;
+    ferry_counters_t counters;         /* what went through it (progress/counters.h) */
     void *module_state[FY_MODULE_MAX]; /* each module's state, in the same allocation */
 };
 
@@ -50,6 +60,12 @@ static inline void *fy_ep_module_state(const ferry_ep_t *ep, unsigned module)
  * fy_transports[] with *record_p set to that record, or -1 (unreachable). Pure. */
 int fy_ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
                            const fy_tl_peer_t *peer, const fy_address_record_t **record_p);
+
+/* Nothing more may be delivered for ep: it is being destroyed from a callback. */
+static inline int fy_ep_going_away(const ferry_ep_t *ep)
+{
+    return ep->free_pending | ep->tl_destroy_pending;
+}
 
 /* Free every endpoint of the worker (worker destruction). */
 void fy_ep_destroy_all(ferry_worker_t *worker);

@@ -207,8 +207,9 @@ static void ft_tag_send_cb(ferry_completion_t *comp)
     s->done_ns = ft_now_ns();
 }
 
-ferry_status_t ft_tag_send_buf(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint64_t tag,
-                               size_t size)
+static ferry_status_t ft_tag_send_buf_ext(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s,
+                                          uint64_t tag, size_t size,
+                                          const ferry_tag_send_params_t *params)
 {
     s->tag = tag;
     s->size = size;
@@ -216,7 +217,8 @@ ferry_status_t ft_tag_send_buf(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t 
     s->comp = (ferry_completion_t){.cb = ft_tag_send_cb, .count = 1, .status = FERRY_OK};
     ft_deadline_t deadline = ft_deadline_in_ms(FT_TAG_TIMEOUT);
     for (unsigned tries = 1;; tries++) {
-        ferry_status_t status = ferry_tag_send(ep, s->buf.iov, s->buf.count, tag, &s->comp);
+        ferry_status_t status =
+            ferry_tag_send_ext(ep, s->buf.iov, s->buf.count, tag, params, &s->comp);
         s->call_status = status;
         if (status != FERRY_INPROGRESS) {
             FT_CHECK(s->comp.count == 1, "ferry_tag_send returned %s and touched the completion",
@@ -235,13 +237,26 @@ ferry_status_t ft_tag_send_buf(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t 
     }
 }
 
+ferry_status_t ft_tag_send_buf(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint64_t tag,
+                               size_t size)
+{
+    return ft_tag_send_buf_ext(w, ep, s, tag, size, NULL);
+}
+
 void ft_tag_send_start(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint32_t sender,
                        uint64_t tag, size_t size, ft_shape_t shape)
+{
+    ft_tag_send_start_ext(w, ep, s, sender, tag, size, shape, NULL);
+}
+
+void ft_tag_send_start_ext(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint32_t sender,
+                           uint64_t tag, size_t size, ft_shape_t shape,
+                           const ferry_tag_send_params_t *params)
 {
     ft_tbuf_init(&s->buf, shape, size);
     ft_tbuf_fill(&s->buf, sender, tag, size);
     s->sender = sender;
-    ferry_status_t status = ft_tag_send_buf(w, ep, s, tag, size);
+    ferry_status_t status = ft_tag_send_buf_ext(w, ep, s, tag, size, params);
     FT_CHECK(status == FERRY_OK || status == FERRY_INPROGRESS,
              "ferry_tag_send(tag 0x%llx, %zu bytes, %s) returned %s (%s)", (unsigned long long)tag,
              size, ft_shape_name(shape), ferry_status_name(status), ferry_status_string(status));

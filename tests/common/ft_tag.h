@@ -82,6 +82,10 @@ typedef struct ft_tag_send {
  * progress; the call must return FERRY_OK or FERRY_INPROGRESS (a FERRY_OK send has count 0). */
 void ft_tag_send_start(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint32_t sender,
                        uint64_t tag, size_t size, ft_shape_t shape);
+/* ft_tag_send_start with options (ferry_tag_send_ext; params may be NULL). */
+void ft_tag_send_start_ext(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint32_t sender,
+                           uint64_t tag, size_t size, ft_shape_t shape,
+                           const ferry_tag_send_params_t *params);
 /* The same from a buffer already filled (s->buf set): returns the status of the call (any
  * other than NO_RESOURCE) without checking it. */
 ferry_status_t ft_tag_send_buf(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint64_t tag,

@@ -579,13 +579,15 @@ static int at_hammer_role(int chan, void *arg)
         key_len[k] = ft_rkey_recv(chan, key[k], sizeof(key[k]), AT_TIMEOUT_MS);
         FT_CHECK_OK(ferry_rkey_unpack(h.ep, key[k], key_len[k], &h.rkey[k]));
     }
-    /* A second key of the mapped memory, asked for a pointer before the connection is up:
-     * whatever that says, once the endpoint is connected it must give one. */
+    /* A second key of the mapped memory, asked for a pointer before the connection is up: it
+     * says "not yet" (or, when the connection was quick, gives one); once the endpoint is
+     * connected it must give one. */
     ferry_rkey_t *early_key = NULL;
     void *p = NULL;
     FT_CHECK_OK(ferry_rkey_unpack(h.ep, key[AT_ALLOC], key_len[AT_ALLOC], &early_key));
     ferry_status_t early = ferry_rkey_ptr(early_key, AT_OFF_C64, &p);
-    FT_CHECK(early == FERRY_OK || early == FERRY_ERR_UNSUPPORTED,
+    FT_CHECK(early == FERRY_OK || early == FERRY_ERR_NOT_CONNECTED ||
+                 (early == FERRY_ERR_UNSUPPORTED && strcmp(ft_remote_transport(), "tcp") == 0),
              "ferry_rkey_ptr before the connection is up returned %s", ferry_status_name(early));
     FT_CHECK_STATUS(ferry_rkey_ptr(h.rkey[AT_REG], AT_OFF_C64, &p), FERRY_ERR_UNSUPPORTED);
     /* bring the connection up: the owner progresses */

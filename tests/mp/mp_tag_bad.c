@@ -293,7 +293,7 @@ static void ab_malformed(void)
     m.u.eager.version = TAG_WIRE_VERSION;
     m.u.eager.tag = TB_TAG(1);
     ab_send(&m, 8, payload, 10);
-    m.u.eager.version = 2;
+    m.u.eager.version = TAG_WIRE_VERSION + 1;
     ab_send(&m, 0, payload, 10);
     m.u.eager.version = 0;
     ab_send(&m, 0, payload, 10);
@@ -302,9 +302,35 @@ static void ab_malformed(void)
     ab_send(&m, 0, payload, 10);
     m.u.eager.reserved[3] = 0;
     ab_send(&m, sizeof(tag_wire_eager_t) + 1, payload, 10); /* too long */
+    /* EAGER flags: a flag in a 16-byte header, 32 bytes without flags, an unknown flag,
+     * immediate data without its flag, SYNC without a send id, a send id without SYNC */
+    m.u.eager.flags = TAG_FLAG_IMM;
+    m.u.eager.imm = 5;
+    ab_send(&m, TAG_WIRE_EAGER_SHORT, payload, 10);
+    m.u.eager.flags = 0;
+    m.u.eager.imm = 0;
+    ab_send(&m, sizeof(tag_wire_eager_t), payload, 10);
+    m.u.eager.flags = 0x4;
+    ab_send(&m, 0, payload, 10);
+    m.u.eager.flags = TAG_FLAG_SYNC;
+    m.u.eager.send_id = 1;
+    m.u.eager.imm = 5;
+    ab_send(&m, 0, payload, 10);
+    m.u.eager.imm = 0;
+    m.u.eager.send_id = 0;
+    ab_send(&m, 0, payload, 10);
+    m.u.eager.flags = TAG_FLAG_IMM;
+    m.u.eager.send_id = 9;
+    ab_send(&m, 0, payload, 10);
     /* RTS: truncated, too long, version, reserved, mode, payload, send id 0, GET without key,
      * key where none belongs, section without key, section longer than the message */
     m = ab_rts(TB_TAG(1), TAG_RNDV_COOP, 100000, TB_SEND_ID(1));
+    m.u.rts.flags = TAG_FLAG_SYNC; /* not an RTS flag */
+    ab_send(&m, 0, NULL, 0);
+    m.u.rts.flags = 0;
+    m.u.rts.imm = 3; /* immediate data without its flag */
+    ab_send(&m, 0, NULL, 0);
+    m.u.rts.imm = 0;
     ab_send(&m, 50, NULL, 0);
     ab_send(&m, sizeof(tag_wire_rts_t) + 1, NULL, 0);
     m.u.rts.version = 0;
@@ -422,7 +448,7 @@ static void ab_malformed(void)
     for (unsigned id = FY_AM_ID_TAG_EAGER; id <= FY_AM_ID_TAG_FLOW; id++)
         ab_raw(id, h, 0, NULL, 0);
 }
-#define TB_MALFORMED_COUNT 50
+#define TB_MALFORMED_COUNT 58
 
 static void ab_unknown_ids(void)
 {
@@ -1175,8 +1201,9 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
     case 1:
         FT_CHECK(!ft_tag_recv_poll(&eager_target),
                  "case 1: a malformed EAGER completed a "
-                 "receive (%s)",
-                 ferry_status_name(eager_target.status));
+                 "receive (%s, tag 0x%llx, %zu bytes)",
+                 ferry_status_name(eager_target.status), (unsigned long long)eager_target.info.tag,
+                 eager_target.info.length);
         ft_tbuf_check_prefix(&eager_target.buf, 0, 0,
                              "case 1: the receive for the tag of "
                              "malformed EAGER messages");

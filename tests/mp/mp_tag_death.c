@@ -56,6 +56,7 @@ enum {
     TD_TOKEN_NEVER = 0x4e455652,
 };
 
+#define TD_IMM_D2 0x1d0000000000d2d2ull
 #define TD_TAG_A 0x6400000000000001ull
 #define TD_TAG_B 0x6400000000000002ull
 #define TD_TAG_C 0x6400000000000003ull
@@ -170,7 +171,9 @@ static int td_v_rts_send_role(int chan, void *arg)
      * runs the cases before this one, which take long under a sanitizer on a loaded machine */
     ft_progress_until_token(f.worker, chan, TD_TOKEN_GO, 8 * FT_TAG_TIMEOUT, NULL);
     ft_tag_send_start(f.worker, ep, &s1, TD_VICTIM, TD_TAG_D1, 1000, FT_SHAPE_UNEVEN3);
-    ft_tag_send_start(f.worker, ep, &s2, TD_VICTIM, TD_TAG_D2, TD_MID, FT_SHAPE_UNEVEN3);
+    /* the rendezvous carries immediate data: the survivor's probe sees it before the death */
+    ferry_tag_send_params_t p = {.flags = FERRY_TAG_SEND_IMM, .imm = TD_IMM_D2};
+    ft_tag_send_start_ext(f.worker, ep, &s2, TD_VICTIM, TD_TAG_D2, TD_MID, FT_SHAPE_UNEVEN3, &p);
     ft_chan_send_token(chan, TD_TOKEN_SENT, 0, 0, 0, 0);
     td_progress_until_killed(f.worker);
     return 1;
@@ -251,8 +254,12 @@ typedef struct td_errors {
     unsigned count;
     ferry_status_t status;
     uint64_t when_ns;
+    const ferry_completion_t *pending; /* an operation on the endpoint (may be NULL) */
+    bool pending_done_first;           /* it had completed when the callback ran */
 } td_errors_t;
 
+/* The error callback of an endpoint: once, and after every operation pending on the endpoint
+ * completed (ferry.h's ferry_ep_error_cb_t promises that order). */
 static void td_error_cb(void *arg, ferry_ep_t *ep, ferry_status_t status)
 {
     td_errors_t *e = arg;
@@ -260,7 +267,15 @@ static void td_error_cb(void *arg, ferry_ep_t *ep, ferry_status_t status)
     if (e->count++ == 0) {
         e->status = status;
         e->when_ns = ft_now_ns();
+        e->pending_done_first = e->pending == NULL || e->pending->count == 0;
     }
+}
+
+static void td_check_order(const td_errors_t *e, const char *what)
+{
+    FT_CHECK(e->pending_done_first,
+             "%s: the endpoint's error callback ran before the operation pending on it completed",
+             what);
 }
 
 static bool td_error_seen(void *arg)
@@ -346,6 +361,7 @@ static void td_case_kill_receiver(td_unregistered_t *v)
     ferry_ep_t *ep = ft_ep_create(td_f.worker, address, length, &params);
     ft_progress_until_token(td_f.worker, v->chan, TD_TOKEN_POSTED, FT_TAG_TIMEOUT, NULL);
     ft_tag_send_start(td_f.worker, ep, &s, TD_SURVIVOR, TD_TAG_A, TD_BIG, FT_SHAPE_CONTIG);
+    err.pending = &s.comp;
     FT_CHECK(s.call_status == FERRY_INPROGRESS, "the 256 MiB send returned %s",
              ferry_status_name(s.call_status));
     ft_progress_until_token(td_f.worker, v->chan, TD_TOKEN_DYING, FT_TAG_TIMEOUT, &dying);
@@ -356,6 +372,7 @@ static void td_case_kill_receiver(td_unregistered_t *v)
                     s.done_ns, kill_ns);
     ft_progress_until(td_f.worker, 5000, td_error_seen, &err, "the endpoint's error callback");
     td_check_status("a: the endpoint's error callback", err.status, err.when_ns, kill_ns);
+    td_check_order(&err, "a");
     ft_note("a: the receiver had %zu MiB of 256 when it died", (size_t)(dying.v[1] >> 20));
 
     td_reap_self_killed(v, "v_recv");
@@ -373,6 +390,7 @@ static void td_case_kill_sender(ft_peer_t *v)
     td_accepted = (td_errors_t){0};
     ft_tag_recv_init(&r, FT_SHAPE_CONTIG, TD_BIG);
     ft_tag_recv_post(td_f.worker, &r, TD_TAG_B, UINT64_MAX);
+    td_accepted.pending = &r.comp;
     ft_chan_send_token(v->chan, TD_TOKEN_GO, 0, 0, 0, 0);
     ft_deadline_t deadline = ft_deadline_in_ms(FT_TAG_TIMEOUT);
     for (unsigned spins = 1;; spins++) {
@@ -401,6 +419,7 @@ static void td_case_kill_sender(ft_peer_t *v)
                       "the accepted endpoint's error callback");
     td_check_status("b: the accepted endpoint's error callback", td_accepted.status,
                     td_accepted.when_ns, kill_ns);
+    td_check_order(&td_accepted, "b");
     td_check_registrations("b: the receive from a sender that died");
     ft_tag_recv_free(&r);
 }
@@ -416,6 +435,7 @@ static void td_case_kill_rts_receiver(ft_peer_t *v)
     size_t length = ft_recv_address(v->chan, address, sizeof(address), FT_TAG_TIMEOUT);
     ferry_ep_t *ep = ft_ep_create(td_f.worker, address, length, &params);
     ft_tag_send_start(td_f.worker, ep, &s, TD_SURVIVOR, TD_TAG_C, TD_MID, FT_SHAPE_SEVEN);
+    err.pending = &s.comp;
     ft_chan_send_token(v->chan, TD_TOKEN_GO, 0, 0, 0, 0);
     ft_progress_until_token(td_f.worker, v->chan, TD_TOKEN_SEEN, FT_TAG_TIMEOUT, NULL);
     FT_CHECK(!ft_tag_send_done(&s), "c: the send completed before the receiver posted");
@@ -426,6 +446,7 @@ static void td_case_kill_rts_receiver(ft_peer_t *v)
                     s.comp.status, s.done_ns, kill_ns);
     ft_progress_until(td_f.worker, 5000, td_error_seen, &err, "the endpoint's error callback");
     td_check_status("c: the endpoint's error callback", err.status, err.when_ns, kill_ns);
+    td_check_order(&err, "c");
     td_check_registrations("c: the send to a receiver that died");
     td_check_dead_ep(ep, "the endpoint to the receiver that died before posting");
     ft_tbuf_free(&s.buf);
@@ -441,7 +462,10 @@ static void td_case_kill_rts_sender(ft_peer_t *v)
     td_accepted = (td_errors_t){0};
     ft_chan_send_token(v->chan, TD_TOKEN_GO, 0, 0, 0, 0);
     ft_progress_until_token(td_f.worker, v->chan, TD_TOKEN_SENT, FT_TAG_TIMEOUT, NULL);
-    ft_tag_probe_until(td_f.worker, TD_TAG_D2, UINT64_MAX);
+    ferry_tag_info_t seen = ft_tag_probe_until(td_f.worker, TD_TAG_D2, UINT64_MAX);
+    FT_CHECK((seen.flags & FERRY_TAG_INFO_IMM) && seen.imm == TD_IMM_D2,
+             "d: the probe of the RTS sees imm 0x%llx (flags %u)", (unsigned long long)seen.imm,
+             seen.flags);
     uint64_t kill_ns = ft_peer_kill(v);
     ft_progress_until(td_f.worker, 5000, td_error_seen, &td_accepted,
                       "the accepted endpoint's error callback");
@@ -465,6 +489,9 @@ static void td_case_kill_rts_sender(ft_peer_t *v)
     FT_CHECK_OK(ferry_tag_probe(td_f.worker, TD_TAG_D2, UINT64_MAX, 0, &info, NULL));
     FT_CHECK(info.length == TD_MID && info.sender == NULL, "d: the RTS: %zu bytes, sender %p",
              info.length, (void *)info.sender);
+    FT_CHECK(info.imm == TD_IMM_D2 && info.peer != FERRY_PEER_ANY,
+             "d: the RTS of a dead sender keeps its imm (0x%llx) and the sender's id",
+             (unsigned long long)info.imm);
     ft_tag_recv_init(&r2, FT_SHAPE_UNEVEN3, TD_MID);
     uint64_t post_ns = ft_now_ns();
     ft_tag_recv_post(td_f.worker, &r2, TD_TAG_D2, UINT64_MAX);

@@ -196,3 +196,23 @@ ferry_add_test(NAME mp_tcp_conn SOURCES mp/mp_tcp_conn.c TIMEOUT 90
 # decoded (pid, records, fields), reachability and the transport choice explained, forged
 # namespace and uid
 ferry_add_test(NAME mp_info SOURCES mp/mp_info.c TIMEOUT 60)
+
+# What callbacks may do: send, receive, close and destroy endpoints from inside a handler, a
+# completion or an error callback (ferry.h, "Callbacks"); over shm, tcp and self-free
+ferry_add_test(NAME mp_reentrancy SOURCES mp/mp_reentrancy.c TIMEOUT 60)
+ferry_add_test(NAME mp_reentrancy_tcp SOURCES mp/mp_reentrancy.c TIMEOUT 60
+               ENV FERRY_TRANSPORTS=tcp)
+
+# a bootstrap barrier that progresses a worker (ferry_bootstrap_set_progress): 2 ranks of the
+# tcp method on loopback, one-sided operations over tcp (the target's progress performs them)
+add_executable(mp_bootstrap_progress ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_bootstrap_progress.c)
+target_link_libraries(mp_bootstrap_progress PRIVATE ferry_testcommon ferry ferry_bootstrap)
+add_test(NAME mp_bootstrap_progress
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/netns/local_job.sh 2 80
+                 $<TARGET_FILE:mp_bootstrap_progress>)
+set_tests_properties(mp_bootstrap_progress PROPERTIES TIMEOUT 100
+                     ENVIRONMENT "FERRY_TRANSPORTS=tcp;FERRY_BOOTSTRAP_TIMEOUT_MS=60000")
+
+# counters after a known exchange, checked exactly (include/ferry/counters.h), and FERRY_STATS
+ferry_add_test(NAME mp_counters SOURCES mp/mp_counters.c TIMEOUT 60)
+ferry_add_test(NAME mp_counters_tcp SOURCES mp/mp_counters.c TIMEOUT 60 ENV FERRY_TRANSPORTS=tcp)

@@ -281,12 +281,13 @@ typedef struct nt_send_args {
     const ferry_iov_t *iov;
     size_t iovcnt;
     uint64_t tag;
+    const ferry_tag_send_params_t *params;
 } nt_send_args_t;
 
 static ferry_status_t nt_try_tag(void *arg, ferry_completion_t *comp)
 {
     nt_send_args_t *a = arg;
-    return ferry_tag_send(a->ep, a->iov, a->iovcnt, a->tag, comp);
+    return ferry_tag_send_ext(a->ep, a->iov, a->iovcnt, a->tag, a->params, comp);
 }
 
 static ferry_status_t nt_try_am(void *arg, ferry_completion_t *comp)
@@ -299,6 +300,15 @@ ferry_status_t nt_tag_send(nt_job_t *job, unsigned peer, const ferry_iov_t *iov,
                            uint64_t tag, ferry_completion_t *comp, int timeout_ms)
 {
     nt_send_args_t a = {.ep = job->peers[peer].ep, .iov = iov, .iovcnt = iovcnt, .tag = tag};
+    return nt_send_retry(job, comp, timeout_ms, nt_try_tag, &a);
+}
+
+ferry_status_t nt_tag_send_ext(nt_job_t *job, unsigned peer, const ferry_iov_t *iov, size_t iovcnt,
+                               uint64_t tag, const ferry_tag_send_params_t *params,
+                               ferry_completion_t *comp, int timeout_ms)
+{
+    nt_send_args_t a = {
+        .ep = job->peers[peer].ep, .iov = iov, .iovcnt = iovcnt, .tag = tag, .params = params};
     return nt_send_retry(job, comp, timeout_ms, nt_try_tag, &a);
 }
 

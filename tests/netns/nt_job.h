@@ -77,6 +77,10 @@ long nt_env_long(const char *name, long def);
  * count is raised by one when the send returned FERRY_INPROGRESS. Returns the final status. */
 ferry_status_t nt_tag_send(nt_job_t *job, unsigned peer, const ferry_iov_t *iov, size_t iovcnt,
                            uint64_t tag, ferry_completion_t *comp, int timeout_ms);
+/* nt_tag_send with options (immediate data, synchronous). */
+ferry_status_t nt_tag_send_ext(nt_job_t *job, unsigned peer, const ferry_iov_t *iov, size_t iovcnt,
+                               uint64_t tag, const ferry_tag_send_params_t *params,
+                               ferry_completion_t *comp, int timeout_ms);
 ferry_status_t nt_am_send(nt_job_t *job, unsigned peer, unsigned id, const void *header,
                           size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
                           ferry_completion_t *comp, int timeout_ms);

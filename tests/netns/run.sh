@@ -11,6 +11,8 @@
 #             ops        nt_ops between 2 hosts: every operation
 #             alltoall   nt_alltoall across 3 hosts
 #             mpi        nt_alltoall, 4 ranks under mpirun on 2 hosts (PMIx bootstrap)
+#             p2p        nt_mpi: MPI point-to-point semantics, 4 ranks on 2 hosts (shm inside a
+#                        host, tcp across)
 #             loss       nt_alltoall, 16 MiB tagged + 1000 AMs each way, 10 % loss both ways
 #             cut        nt_fault: link of the middle host cut mid-transfer (3 hosts)
 #             kill       nt_fault: a rank SIGKILLed mid-transfer (3 hosts)
@@ -292,7 +294,7 @@ test_faults() {
 # nt_suite_ready: 0 when the ferry programs and the tcp transport are there, else 77 and why.
 nt_suite_ready() {
     local p
-    for p in nt_ops nt_alltoall nt_fault; do
+    for p in nt_ops nt_alltoall nt_fault nt_mpi; do
         if [ ! -x "$BIN/$p" ]; then
             echo "netns: SKIP: $BIN/$p not built (tcp transport not built / bootstrap library" \
                 "missing: tests/netns/tests.cmake builds them when target ferry_bootstrap exists)"
@@ -327,6 +329,11 @@ test_mpi() {
     grep -q 'bootstrap pmix' "$LOGS/mpi.log" || nt_fail "the job did not bootstrap through PMIx" ||
         return 1
     grep 'endpoint to rank' "$LOGS/mpi.log" | sort | uniq | head -n 12 | sed 's/^/netns:   /'
+}
+
+test_p2p() {
+    nt_job p2p 200 "h1 h1 h2 h2" env "${NT_ENV[@]}" "$BIN/nt_mpi" || return 1
+    grep -h 'order:\|endpoint to rank' "$LOGS"/p2p.0.log | sed 's/^/netns:   /'
 }
 
 test_loss() {
@@ -411,7 +418,7 @@ test_perf() {
 expand() {
     case $1 in
     bed) echo isolation mpirun faults ;;
-    suite) echo ops alltoall mpi loss cut kill perf ;;
+    suite) echo ops alltoall mpi p2p loss cut kill perf ;;
     *) echo "$1" ;;
     esac
 }
@@ -420,7 +427,7 @@ tests=()
 for s in "${sections[@]}"; do
     for t in $(expand "$s"); do
         case $t in
-        isolation | mpirun | faults | ops | alltoall | mpi | loss | cut | kill | perf) tests+=("$t") ;;
+        isolation | mpirun | faults | ops | alltoall | mpi | p2p | loss | cut | kill | perf) tests+=("$t") ;;
         *)
             echo "run.sh: unknown test or section '$t' (run.sh --help)"
             exit 2

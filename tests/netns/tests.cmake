@@ -19,10 +19,25 @@ elseif(TARGET ferry::bootstrap)
     set(FERRY_NETNS_BOOTSTRAP ferry::bootstrap)
 endif()
 if(FERRY_NETNS_BOOTSTRAP)
-    foreach(prog nt_ops nt_alltoall nt_fault)
+    foreach(prog nt_ops nt_alltoall nt_fault nt_mpi)
         add_executable(${prog} ${CMAKE_CURRENT_SOURCE_DIR}/netns/${prog}.c
                                ${CMAKE_CURRENT_SOURCE_DIR}/netns/nt_job.c)
         target_link_libraries(${prog} PRIVATE ferry_testcommon ferry ${FERRY_NETNS_BOOTSTRAP})
+    endforeach()
+    # nt_mpi on this host: 4 ranks over shm, and over tcp (tests/netns/local_job.sh)
+    # (and over shm with each rendezvous mode forced)
+    foreach(variant shm tcp shm_get shm_put shm_coop shm_null shm_split)
+        set(env "")
+        if(variant STREQUAL "tcp")
+            set(env FERRY_TRANSPORTS=tcp)
+        elseif(variant MATCHES "^shm_(.*)$")
+            set(env FERRY_RNDV_MODE=${CMAKE_MATCH_1})
+        endif()
+        add_test(NAME mp_mpi_p2p_${variant}
+                 COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/netns/local_job.sh 4 150
+                         $<TARGET_FILE:nt_mpi>)
+        set_tests_properties(mp_mpi_p2p_${variant} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                             ENVIRONMENT "FERRY_LOG_LEVEL=warn;${env}")
     endforeach()
 else()
     message(STATUS "netns suite: no bootstrap library (target ferry_bootstrap): the ferry "

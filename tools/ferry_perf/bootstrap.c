@@ -286,7 +286,8 @@ int perf_tcp_recv_blob(int fd, void **data_p, size_t *length_p, size_t max, unsi
     return 0;
 }
 
-/* Encoding: magic, version, test, wait, repeat, size_count, mem, no_thp (u32 each), then per
+/* Encoding: magic, version, test, modes (1 wait, 2 tag_from, 4 tag_sync), repeat, size_count,
+ * mem, no_thp (u32 each), then per
  * size: size, iters, warmup (u64 each); little-endian. */
 #define PARAMS_FIXED 32u
 #define PARAMS_PER_SIZE 24u
@@ -297,7 +298,8 @@ int perf_tcp_send_params(int fd, const perf_params_t *params, unsigned timeout_s
     put_u32(buffer + 0, PERF_PARAMS_MAGIC);
     put_u32(buffer + 4, PERF_PARAMS_VERSION);
     put_u32(buffer + 8, (uint32_t)params->test);
-    put_u32(buffer + 12, params->wait ? 1 : 0);
+    put_u32(buffer + 12,
+            (params->wait ? 1u : 0u) | (params->tag_from ? 2u : 0u) | (params->tag_sync ? 4u : 0u));
     put_u32(buffer + 16, params->repeat);
     put_u32(buffer + 20, params->size_count);
     put_u32(buffer + 24, (uint32_t)params->mem);
@@ -328,7 +330,10 @@ int perf_tcp_recv_params(int fd, perf_params_t *params, unsigned timeout_s)
     }
     memset(params, 0, sizeof(*params));
     uint32_t test = get_u32(p + 8);
-    params->wait = get_u32(p + 12) != 0;
+    uint32_t modes = get_u32(p + 12);
+    params->wait = (modes & 1u) != 0;
+    params->tag_from = (modes & 2u) != 0;
+    params->tag_sync = (modes & 4u) != 0;
     params->repeat = get_u32(p + 16);
     params->size_count = get_u32(p + 20);
     uint32_t mem = get_u32(p + 24);

@@ -182,7 +182,11 @@ static void usage(FILE *out)
             "  -f FORMAT    table (default), csv (one header line, then one line per size:\n"
             "               test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps),\n"
             "               json (one object per line)\n"
+            "  -v           after the run, print the worker's counters (messages and bytes by\n"
+            "               protocol and transport, rendezvous modes by size, retries, errors)\n"
             "  --wait       both sides sleep in ferry_worker_wait() instead of busy polling\n"
+            "  --tag-from   tag tests: every receive names its source (ferry_tag_recv_from)\n"
+            "  --tag-sync   tag tests: synchronous sends (ferry_tag_send_ext, SYNC)\n"
             "               (put_lat and seg_map_lat poll memory: they always spin; the\n"
             "               seg_dma tests wait in ferry_dma_wait, which decides itself)\n"
             "  --mem MODE   one-sided tests: where both sides' target memory comes from:\n"
@@ -294,6 +298,8 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
 {
     static const struct option long_options[] = {
         {"wait", no_argument, NULL, 'W'},
+        {"tag-from", no_argument, NULL, 'F'},
+        {"tag-sync", no_argument, NULL, 'S'},
         {"mem", required_argument, NULL, 'M'},
         {"no-thp", no_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
@@ -313,7 +319,7 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
     opt->params.sizes[0] = 8;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:c:t:s:n:w:r:f:T:h", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:c:t:s:n:w:r:f:T:vh", long_options, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (parse_u64(optarg, false, 65535, &value) != 0 || value == 0)
@@ -377,6 +383,17 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
         case 'W':
             client_option = true;
             opt->params.wait = true;
+            break;
+        case 'F':
+            client_option = true;
+            opt->params.tag_from = true;
+            break;
+        case 'v':
+            opt->verbose = true;
+            break;
+        case 'S':
+            client_option = true;
+            opt->params.tag_sync = true;
             break;
         case 'H':
             client_option = true;
@@ -546,6 +563,8 @@ err:
     return -1;
 }
 
+static void perf_print_counters(perf_ctx_t *ctx);
+
 static int run_client(const perf_options_t *opt)
 {
     perf_ctx_t *ctx = NULL;
@@ -575,6 +594,8 @@ static int run_client(const perf_options_t *opt)
     }
     if (perf_ctx_finish(ctx, false) != 0)
         goto out_destroy;
+    if (opt->verbose)
+        perf_print_counters(ctx);
     result = 0;
 
 out_destroy:
@@ -595,6 +616,17 @@ out_destroy:
 out_close:
     close(fd);
     return result;
+}
+
+/* -v: what the client's worker counted during the run (include/ferry/counters.h). */
+static void perf_print_counters(perf_ctx_t *ctx)
+{
+    ferry_counters_t counters = {.size = sizeof(counters)};
+    char text[8192];
+    if (ferry_worker_counters(ctx->worker, &counters) != FERRY_OK)
+        return;
+    ferry_counters_format(&counters, text, sizeof(text));
+    fprintf(stderr, "ferry_perf: the client's counters:\n%s", text);
 }
 
 /* ---------------------------------------------------------------- under a launcher */

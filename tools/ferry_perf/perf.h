@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include <ferry/bootstrap.h>
+#include <ferry/counters.h>
 #include <ferry/ferry.h>
 
 #define PERF_DEFAULT_PORT 13337
@@ -66,6 +67,8 @@ typedef enum perf_format {
 typedef struct perf_params {
     perf_test_t test;
     bool wait;       /* ferry_worker_wait instead of busy polling */
+    bool tag_from;   /* tag tests: receives name their source (ferry_tag_recv_from) */
+    bool tag_sync;   /* tag tests: synchronous sends (FERRY_TAG_SEND_SYNC) */
     perf_mem_t mem;  /* one-sided tests: the target memory */
     bool no_thp;     /* one-sided and tag tests: no madvise(MADV_HUGEPAGE) on malloc'ed buffers */
     unsigned repeat; /* runs per size */
@@ -78,6 +81,7 @@ typedef struct perf_params {
 typedef struct perf_options {
     const char *host; /* NULL: server (or, with -t, a rank under a launcher) */
     bool launched;    /* -t without HOST: a rank of a 2-rank job (launch.c) */
+    bool verbose;     /* -v: print the worker's counters after the run */
     unsigned port;
     int core; /* -1: not pinned */
     unsigned timeout_s;

@@ -245,7 +245,9 @@ static int tag_send(perf_ctx_t *ctx, size_t size, uint64_t tag)
     ferry_iov_t iov = {.buffer = t->send, .length = size};
     for (;;) {
         t->sends.count++;
-        ferry_status_t status = ferry_tag_send(ctx->ep, &iov, 1, tag, &t->sends);
+        ferry_tag_send_params_t sync = {.flags = FERRY_TAG_SEND_SYNC};
+        ferry_status_t status = ferry_tag_send_ext(ctx->ep, &iov, 1, tag,
+                                                   ctx->params.tag_sync ? &sync : NULL, &t->sends);
         if (status == FERRY_INPROGRESS) {
             ctx->idle_since_ns = 0;
             return 0;
@@ -285,8 +287,11 @@ static int tag_post(perf_ctx_t *ctx, tag_slot_t *slot, size_t size, uint64_t tag
     ferry_iov_t iov = {.buffer = slot->buffer, .length = size};
     slot->comp = (ferry_completion_t){.cb = NULL, .count = 1, .status = FERRY_OK};
     slot->info = (ferry_tag_info_t){.sender = NULL, .tag = 0, .length = SIZE_MAX};
-    ferry_status_t status =
-        ferry_tag_recv(ctx->worker, &iov, 1, tag, UINT64_MAX, &slot->info, &slot->comp);
+    ferry_peer_id_t source = FERRY_PEER_ANY;
+    if (ctx->params.tag_from && ferry_ep_peer_id(ctx->ep, &source) != FERRY_OK)
+        source = FERRY_PEER_ANY;
+    ferry_status_t status = ferry_tag_recv_from(ctx->worker, source, &iov, 1, tag, UINT64_MAX,
+                                                &slot->info, &slot->comp);
     if (status == FERRY_INPROGRESS)
         return 0;
     if (status == FERRY_OK || status == FERRY_ERR_MESSAGE_TRUNCATED) {

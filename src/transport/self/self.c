@@ -144,6 +144,7 @@ static ferry_status_t self_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy
     }
     tlep->tlw = tlw;
     tlep->ep = ep;
+    fy_ep_connected(ep); /* nothing to connect */
     *tlep_p = tlep;
     return FERRY_OK;
 }

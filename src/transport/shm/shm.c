@@ -643,7 +643,8 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
             tlw->worker, ep, cell->am_id, inline_data, cell->header_length,
             cell->length > cell->header_length ? (void *)(inline_data + cell->header_length) : NULL,
             cell->length - cell->header_length, 0);
-        return true;
+        /* the handler may have closed the endpoint (its ring is unmapped then) */
+        return tlep->state != SHM_CONN_DETACHED;
     case SHM_CELL_MEDIUM: {
         uint8_t *data = shm_buf_data(region, shm_cell_pool(cell), cell->buf);
         bool head = (cell->flags & SHM_CELL_HEAD) != 0;
@@ -652,7 +653,7 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
                           cell->length - cell->header_length,
                           FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS)
             shm_buf_release(region, shm_cell_pool(cell), cell->buf);
-        return true;
+        return tlep->state != SHM_CONN_DETACHED;
     }
     case SHM_CELL_FRAG: {
         shm_rx_frag_t *frag = &tlep->frag;
@@ -702,7 +703,7 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
                 }
             }
         }
-        return true;
+        return tlep->state != SHM_CONN_DETACHED;
     }
     case SHM_CELL_CLOSE:
         tlep->peer_closed = true;
@@ -933,6 +934,7 @@ ferry_status_t shm_ep_attach(fy_tl_ep_t *tlep)
     tlep->rx_index = (int)tlw->rx_count;
     tlw->rx[tlw->rx_count++] = tlep;
     tlep->state = SHM_CONN_CONNECTED;
+    fy_ep_connected(tlep->ep);
     fy_debug("shm: connected to pid %u (my sender id %u, its %u)", tlep->peer_pid,
              tlep->my_sender_id, tlep->peer_sender_id);
     if (!fy_list_is_empty(&tlep->pending) || tlep->closing)

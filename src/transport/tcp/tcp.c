@@ -589,6 +589,8 @@ static ferry_status_t tcp_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_
         tcp_peer_chan_removed(peer);
         return status;
     }
+    if (peer->conn != NULL && peer->conn->state == TCP_CONN_ESTABLISHED)
+        fy_ep_connected(ep); /* a channel on a connection that is there already */
     *tlep_p = chan;
     return FERRY_OK;
 }

@@ -434,6 +434,12 @@ static void tcp_conn_establish(tcp_conn_t *conn, tcp_peer_t *peer)
     peer->wait_deadline_ns = 0;
     fy_debug("tcp: connection with %s (pid %u) established (%s)", conn->remote_name, peer->pid,
              conn->initiator ? "we connected" : "it connected");
+    for (fy_list_link_t *l = fy_list_first(&peer->chans); l != fy_list_end(&peer->chans);
+         l = l->next) {
+        fy_tl_ep_t *chan = fy_list_entry(l, fy_tl_ep_t, link);
+        if (chan->ep != NULL)
+            fy_ep_connected(chan->ep);
+    }
     tcp_io_flush(peer);
 }
 
@@ -558,6 +564,7 @@ static void tcp_on_open(tcp_conn_t *conn, const tcp_frame_t *frame)
     fy_list_push_tail(&peer->chans, &chan->link);
     peer->chan_count++;
     peer->idle_sent = false;
+    fy_ep_connected(chan->ep);
 }
 
 static void tcp_on_idle(tcp_conn_t *conn)
