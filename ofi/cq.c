@@ -112,9 +112,9 @@ static ssize_t cq_take(fy_ofi_cq_t *cq, void *buf, size_t count, fi_addr_t *src_
     return (entry != NULL && entry->err != 0) ? -FI_EAVAIL : -FI_EAGAIN;
 }
 
-/* readfrom: progress the bound endpoints, then copy up to count entries of the CQ's format.
- * Returns the number read, -FI_EAGAIN (none), -FI_EAVAIL (an error entry comes first), or
- * -FI_EINVAL. count 0 reads nothing and returns 0. Never blocks. */
+/* readfrom: copy up to count entries of the CQ's format, progressing the bound endpoints first
+ * when none is queued. Returns the number read, -FI_EAGAIN (none), -FI_EAVAIL (an error entry
+ * comes first), or -FI_EINVAL. count 0 only progresses and returns 0. Never blocks. */
 static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src_addr)
 {
     fy_ofi_cq_t *cq = FY_OFI_CONTAINER(fid, fy_ofi_cq_t, cq_fid);
@@ -122,7 +122,7 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
         return -FI_EINVAL;
     fy_ofi_domain_lock(cq->domain);
     ssize_t rc = cq_take(cq, buf, count, src_addr);
-    if (rc == -FI_EAGAIN) {
+    if (rc == -FI_EAGAIN || count == 0) {
         fy_ofi_epset_progress(&cq->set);
         rc = cq_take(cq, buf, count, src_addr);
     }
