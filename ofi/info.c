@@ -161,6 +161,8 @@ static bool check_ep(const struct fi_ep_attr *attr)
         return unmet("a wire protocol");
     if (attr->max_msg_size > FY_OFI_MAX_MSG_SIZE)
         return unmet("max_msg_size > 1 GiB");
+    if (attr->msg_prefix_size > 0)
+        return unmet("a message prefix");
     if (attr->max_order_raw_size > 0 || attr->max_order_war_size > 0 ||
         attr->max_order_waw_size > 0)
         return unmet("ordered RMA");

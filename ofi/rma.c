@@ -114,11 +114,8 @@ static void rkey_resolve(fy_ofi_rkey_t *rk)
 void fy_ofi_key_request(fy_ofi_ep_t *ep, ferry_ep_t *reply_ep, uint32_t fetch_id, uint64_t key)
 {
     fy_ofi_mr_t *mr = fy_ofi_mr_find(ep->domain, key);
-    ferry_status_t status = FERRY_OK;
-    if (mr == NULL)
-        status = FERRY_ERR_NO_ELEM;
-    else if (mr->packed == NULL)
-        status = FERRY_ERR_ACCESS; /* registered without remote access */
+    /* no such key, or registered without remote access: both refuse access (FI_EACCES) */
+    ferry_status_t status = (mr == NULL || mr->packed == NULL) ? FERRY_ERR_ACCESS : FERRY_OK;
     uint8_t h[KEY_REP_LEN] = {CTRL_VERSION};
     fy_ofi_put_u32(h + 4, fetch_id);
     fy_ofi_put_u32(h + 8, (uint32_t)(int32_t)status);

@@ -71,10 +71,15 @@ struct fi_info *ot_getinfo(struct fi_info *hints)
 
 void ot_ep_open(ot_ep_t *t, uint64_t caps, uint64_t tx_op_flags, enum fi_cq_format format)
 {
-    memset(t, 0, sizeof(*t));
     struct fi_info *hints = ot_hints(caps, tx_op_flags);
-    t->info = ot_getinfo(hints);
+    ot_ep_open_hints(t, hints, format);
     fi_freeinfo(hints);
+}
+
+void ot_ep_open_hints(ot_ep_t *t, struct fi_info *hints, enum fi_cq_format format)
+{
+    memset(t, 0, sizeof(*t));
+    t->info = ot_getinfo(hints);
     OT_EXPECT(fi_fabric(t->info->fabric_attr, &t->fabric, NULL), 0);
     OT_EXPECT(fi_domain(t->fabric, t->info, &t->domain, NULL), 0);
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};

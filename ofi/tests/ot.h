@@ -63,6 +63,8 @@ typedef struct ot_ep {
 
 /** Open fabric, domain, AV (table), CQ (format, FI_WAIT_FD) and an enabled endpoint. */
 void ot_ep_open(ot_ep_t *t, uint64_t caps, uint64_t tx_op_flags, enum fi_cq_format format);
+/** The same for hints of the caller's (which it still owns). */
+void ot_ep_open_hints(ot_ep_t *t, struct fi_info *hints, enum fi_cq_format format);
 void ot_ep_close(ot_ep_t *t);
 /** Insert one name; fails the process unless it inserts. */
 fi_addr_t ot_insert(ot_ep_t *t, const void *name);
