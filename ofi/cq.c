@@ -112,8 +112,8 @@ static ssize_t cq_take(fy_ofi_cq_t *cq, void *buf, size_t count, fi_addr_t *src_
     return (entry != NULL && entry->err != 0) ? -FI_EAVAIL : -FI_EAGAIN;
 }
 
-/* readfrom: copy up to count entries of the CQ's format, progressing the bound endpoints first
- * when none is queued. Returns the number read, -FI_EAGAIN (none), -FI_EAVAIL (an error entry
+/* readfrom: progress the bound endpoints, then copy up to count entries of the CQ's format.
+ * Returns the number read, -FI_EAGAIN (none), -FI_EAVAIL (an error entry
  * comes first), or -FI_EINVAL. count 0 only progresses and returns 0. Never blocks. */
 static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src_addr)
 {
@@ -121,11 +121,10 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
     if (count > 0 && buf == NULL)
         return -FI_EINVAL;
     fy_ofi_domain_lock(cq->domain);
+    /* every read progresses, also when entries are queued: an application that always finds
+     * one would otherwise never answer its peers */
+    fy_ofi_epset_progress(&cq->set);
     ssize_t rc = cq_take(cq, buf, count, src_addr);
-    if (rc == -FI_EAGAIN || count == 0) {
-        fy_ofi_epset_progress(&cq->set);
-        rc = cq_take(cq, buf, count, src_addr);
-    }
     fy_ofi_domain_unlock(cq->domain);
     return rc;
 }

@@ -14,19 +14,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 #include <rdma/fi_collective.h>
 
 #include "ot.h"
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void test_open_close(void **state)
 {
@@ -154,13 +146,13 @@ static void test_cq_wait(void **state)
     assert_int_equal(fi_cq_read(t.cq, &e, 0), 0);
     assert_int_equal(fi_cq_readerr(t.cq, &err, 0), -FI_EAGAIN);
     /* a bounded wait times out; a signal ends the next one at once */
-    int64_t t0 = now_ms();
+    int64_t t0 = ot_now_ms();
     assert_int_equal(fi_cq_sread(t.cq, &e, 1, NULL, 50), -FI_EAGAIN);
-    assert_true(now_ms() - t0 >= 45);
+    assert_true(ot_now_ms() - t0 >= 45);
     assert_int_equal(fi_cq_signal(t.cq), 0);
-    t0 = now_ms();
+    t0 = ot_now_ms();
     assert_int_equal(fi_cq_sread(t.cq, &e, 1, NULL, 5000), -FI_ECANCELED);
-    assert_true(now_ms() - t0 < 1000);
+    assert_true(ot_now_ms() - t0 < 1000);
     /* fi_trywait: armed when idle; then a message to itself makes the fd readable */
     int fd = -1;
     assert_int_equal(fi_control(&t.cq->fid, FI_GETWAIT, &fd), 0);

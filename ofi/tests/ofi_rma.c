@@ -16,7 +16,7 @@
 #include "ot.h"
 
 #define REGION (8u << 20)
-#define ATOMICS 4096u /* the region's last bytes hold the words of the atomics */
+#define ATOMICS 4096u      /* the region's last bytes hold the words of the atomics */
 #define VEC_OFF (6u << 20) /* where the gather list goes, past the sizes' ranges */
 
 typedef struct keyinfo {

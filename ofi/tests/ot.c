@@ -117,7 +117,7 @@ fi_addr_t ot_insert(ot_ep_t *t, const void *name)
     return addr;
 }
 
-static int64_t now_ms(void)
+int64_t ot_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -126,7 +126,7 @@ static int64_t now_ms(void)
 
 int ot_cq_next(ot_ep_t *t, struct fi_cq_tagged_entry *entry, struct fi_cq_err_entry *err)
 {
-    int64_t deadline = now_ms() + OT_TIMEOUT_MS;
+    int64_t deadline = ot_now_ms() + OT_TIMEOUT_MS;
     for (;;) {
         ssize_t rc = fi_cq_read(t->cq, entry, 1);
         if (rc == 1)
@@ -139,7 +139,7 @@ int ot_cq_next(ot_ep_t *t, struct fi_cq_tagged_entry *entry, struct fi_cq_err_en
         }
         if (rc != -FI_EAGAIN)
             ot_fail(__FILE__, __LINE__, "fi_cq_read = %zd (%s)", rc, fi_strerror((int)-rc));
-        if (now_ms() > deadline)
+        if (ot_now_ms() > deadline)
             ot_fail(__FILE__, __LINE__, "no completion within %d ms", OT_TIMEOUT_MS);
     }
 }
@@ -270,7 +270,7 @@ void ot_barrier(ot_job_t *job)
  * sequence (another op or length) or a timeout ends the job. */
 static int serve(int size, int *fds, int timeout_s)
 {
-    int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
+    int64_t deadline = ot_now_ms() + (int64_t)timeout_s * 1000;
     static uint8_t msgs[JOB_MAX][MSG_MAX];
     size_t lens[JOB_MAX];
     bool open[JOB_MAX];
@@ -290,7 +290,7 @@ static int serve(int size, int *fds, int timeout_s)
                     map[n++] = r;
                 }
             }
-            int left = (int)(deadline - now_ms());
+            int left = (int)(deadline - ot_now_ms());
             if (left <= 0 || poll(pfd, (nfds_t)n, left) == 0) {
                 fprintf(stderr, "[ot parent] the job did not finish within %d s\n", timeout_s);
                 return 1;

@@ -78,6 +78,9 @@ void ot_cq_expect(ot_ep_t *t, void *context, struct fi_cq_tagged_entry *entry);
 /** Read the CQ once more and require it to be empty (-FI_EAGAIN). */
 void ot_cq_empty(ot_ep_t *t);
 
+/** CLOCK_MONOTONIC in milliseconds. */
+int64_t ot_now_ms(void);
+
 /** A byte pattern: byte i of (seed) is (seed * 131 + i * 7 + (i >> 8)) & 0xff. */
 void ot_fill(void *buf, size_t len, unsigned seed);
 /** Fail the process, naming the first differing byte, unless buf holds the pattern. */
