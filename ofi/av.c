@@ -392,7 +392,8 @@ int fy_ofi_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr, struc
         return -FI_ENOMEM;
     av->domain = domain;
     av->type = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;
-    if (av_reserve(av, attr->count ? attr->count : 16) != 0) {
+    /* attr->count is a hint (Open MPI passes the job's size): start with at most 1024 slots */
+    if (av_reserve(av, attr->count > 0 && attr->count < 1024 ? attr->count : 1024) != 0) {
         free(av);
         return -FI_ENOMEM;
     }

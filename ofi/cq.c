@@ -161,8 +161,8 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint6
             memcpy(buf, &e, offsetof(struct fi_cq_err_entry, err_data_size));
         } else {
             /* err_data/err_data_size are inputs since 1.5: a buffer the application gave is left
-             * untouched, as there is nothing to copy */
-            void *err_data = buf->err_data;
+             * untouched (there is nothing to copy); without one, err_data is NULL */
+            void *err_data = buf->err_data_size > 0 ? buf->err_data : NULL;
             *buf = e;
             buf->err_data = err_data;
             buf->err_data_size = 0;
