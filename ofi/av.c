@@ -139,20 +139,19 @@ static int av_reserve(fy_ofi_av_t *av, size_t more)
  * this entry (the slot then stays dead). */
 static int av_insert_one(fy_ofi_av_t *av, const uint8_t *name, fi_addr_t *addr_p)
 {
-    const void *address;
-    size_t length;
     *addr_p = FI_ADDR_NOTAVAIL;
-    if (!fy_ofi_name_unwrap(name, &address, &length)) {
-        FY_OFI_WARN(FI_LOG_AV,
-                    "fi_av_insert: not a ferry provider name (%u bytes from fi_getname of a "
-                    "ferry endpoint expected): bad magic, version, length or padding\n",
-                    FY_OFI_NAME_LEN);
-        return -FI_EADDRNOTAVAIL;
-    }
     size_t index = av->count;
     fy_ofi_av_slot_t *slot = &av->slots[index];
     memset(slot, 0, sizeof(*slot));
-    memcpy(slot->name, name, FY_OFI_NAME_LEN);
+    if (!fy_ofi_name_resolve(name, slot->name)) {
+        FY_OFI_WARN(FI_LOG_AV,
+                    "fi_av_insert: not a ferry provider name (%zu bytes from fi_getname of a "
+                    "ferry endpoint expected): bad magic, version, length or padding\n",
+                    fy_ofi_name_size());
+        return -FI_EADDRNOTAVAIL;
+    }
+    if (fy_ofi_name_size() == FY_OFI_COMPACT_LEN)
+        memcpy(slot->wire, name, FY_OFI_COMPACT_LEN);
     slot->src_id = fy_ofi_name_src_id(slot->name);
     slot->live = true;
     av->count++;
@@ -176,7 +175,7 @@ static int av_insert_one(fy_ofi_av_t *av, const uint8_t *name, fi_addr_t *addr_p
     return 0;
 }
 
-/* insert: count names of FY_OFI_NAME_LEN bytes each. Returns the number inserted; a failed
+/* insert: count names of fy_ofi_name_size() bytes each. Returns the number inserted; a failed
  * entry gets FI_ADDR_NOTAVAIL in fi_addr (when given) and, with FI_SYNC_ERR, its error in the
  * int array context. Flags: FI_MORE (ignored), FI_SYNC_ERR. */
 static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr_t *fi_addr,
@@ -198,7 +197,7 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
     int inserted = 0;
     for (size_t i = 0; i < count; i++) {
         fi_addr_t a;
-        rc = av_insert_one(av, (const uint8_t *)addr + i * FY_OFI_NAME_LEN, &a);
+        rc = av_insert_one(av, (const uint8_t *)addr + i * fy_ofi_name_size(), &a);
         if (fi_addr != NULL)
             fi_addr[i] = a;
         if (flags & FI_SYNC_ERR)
@@ -261,31 +260,27 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *
     fy_ofi_av_slot_t *slot = fy_ofi_av_slot(av, fi_addr);
     int rc = -FI_EINVAL;
     if (slot != NULL) {
-        memcpy(addr, slot->name, *addrlen < FY_OFI_NAME_LEN ? *addrlen : FY_OFI_NAME_LEN);
-        *addrlen = FY_OFI_NAME_LEN;
+        size_t size = fy_ofi_name_size();
+        const uint8_t *name = size == FY_OFI_COMPACT_LEN ? slot->wire : slot->name;
+        memcpy(addr, name, *addrlen < size ? *addrlen : size);
+        *addrlen = size;
         rc = 0;
     }
     fy_ofi_domain_unlock(av->domain);
     return rc;
 }
 
-/* straddr: "ferry:<src id>:<first 16 bytes of the address in hex>" (a name is binary). */
+/* straddr: "ferry:<the name's first 24 bytes in hex>" (a name is binary). */
 static const char *av_straddr(struct fid_av *fid, const void *addr, char *buf, size_t *len)
 {
     (void)fid;
     char tmp[96];
-    const void *address;
-    size_t length;
     if (addr == NULL || len == NULL)
         return NULL;
-    if (!fy_ofi_name_unwrap(addr, &address, &length)) {
-        snprintf(tmp, sizeof(tmp), "ferry:invalid");
-    } else {
-        int n = snprintf(tmp, sizeof(tmp), "ferry:%05x:", fy_ofi_name_src_id(addr));
-        const uint8_t *p = address;
-        for (size_t i = 0; i < length && i < 16 && n + 2 < (int)sizeof(tmp); i++)
-            n += snprintf(tmp + n, sizeof(tmp) - (size_t)n, "%02x", p[i]);
-    }
+    int n = snprintf(tmp, sizeof(tmp), "ferry:");
+    const uint8_t *p = addr;
+    for (size_t i = 0; i < 24; i++)
+        n += snprintf(tmp + n, sizeof(tmp) - (size_t)n, "%02x", p[i]);
     size_t need = strlen(tmp) + 1;
     if (buf != NULL && *len > 0) {
         strncpy(buf, tmp, *len - 1);

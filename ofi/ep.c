@@ -375,6 +375,7 @@ static int ep_close(struct fid *fid)
     }
     domain->refs--;
     fy_ofi_domain_unlock(domain);
+    fy_ofi_name_withdraw(ep->published);
     free(ep);
     return 0;
 }
@@ -449,17 +450,19 @@ static struct fi_ops_ep ep_ops = {
 
 /* ---------------------------------------------------------------- fi_ops_cm */
 
-/* getname: the endpoint's name, FY_OFI_NAME_LEN bytes, the same size in every process. A
- * shorter buffer gets the first bytes and -FI_ETOOSMALL; *addrlen becomes the full size. */
+/* getname: the endpoint's name, fy_ofi_name_size() bytes (256, or 64 with
+ * FI_FERRY_NAME=compact), the same size in every process. A shorter buffer gets the first
+ * bytes and -FI_ETOOSMALL; *addrlen becomes the full size. */
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
     fy_ofi_ep_t *ep = FY_OFI_CONTAINER(fid, fy_ofi_ep_t, ep_fid.fid);
     if (addrlen == NULL || (*addrlen > 0 && addr == NULL))
         return -FI_EINVAL;
-    size_t n = *addrlen < FY_OFI_NAME_LEN ? *addrlen : FY_OFI_NAME_LEN;
-    memcpy(addr, ep->name, n);
-    int rc = *addrlen < FY_OFI_NAME_LEN ? -FI_ETOOSMALL : 0;
-    *addrlen = FY_OFI_NAME_LEN;
+    size_t size = fy_ofi_name_size();
+    size_t n = *addrlen < size ? *addrlen : size;
+    memcpy(addr, ep->app_name, n);
+    int rc = *addrlen < size ? -FI_ETOOSMALL : 0;
+    *addrlen = size;
     return rc;
 }
 
@@ -524,6 +527,9 @@ int fy_ofi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct f
         goto err_destroy;
     }
     ep->src_id = fy_ofi_name_src_id(ep->name);
+    rc = fy_ofi_name_publish(ep->name, ep->app_name, ep->published);
+    if (rc != 0)
+        goto err_destroy;
     if (ferry_worker_get_fd(ep->worker, &ep->worker_fd) != FERRY_OK) {
         rc = -FI_EIO;
         goto err_destroy;
@@ -550,6 +556,7 @@ int fy_ofi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct f
     return 0;
 
 err_destroy:
+    fy_ofi_name_withdraw(ep->published);
     ferry_worker_destroy(ep->worker);
 err_unlock:
     fy_ofi_domain_unlock(domain);

@@ -6,8 +6,12 @@
  *
  *   G1 (issue 12 item 5, compact fixed-size address): the provider's endpoint name is
  *      FY_OFI_NAME_LEN (256) bytes: an 8-byte header and the variable-length ferry worker
- *      address, zero padded. Open MPI's MTL needs a name of at most 64 bytes: it fails at
- *      fi_getname (-FI_ETOOSMALL) until ferry_worker_address has a compact form.
+ *      address, zero padded. Open MPI's MTL needs a name of at most 64 bytes and fails at
+ *      fi_getname (-FI_ETOOSMALL) with it. FI_FERRY_NAME=compact gives 64-byte names instead:
+ *      {magic, version, uid, pid, a random nonce}, whose full name the endpoint publishes in a
+ *      file /dev/shm/ferry-ofi-<uid>-<pid>-<nonce> that fi_av_insert reads. That works between
+ *      processes of one user on one host only (another host has another /dev/shm: the insert
+ *      fails with -FI_EADDRNOTAVAIL).
  *   G2 (item 1 peer identity, item 2 directed receive): every tagged message carries the
  *      sender's source id — 19 bits of a hash of its name — in bits 62..44 of the ferry tag, so
  *      that a directed receive or probe masks them in and a completion names its source
@@ -42,6 +46,26 @@ bool fy_ofi_name_wrap(const void *address, size_t length, uint8_t name[FY_OFI_NA
  *  it. Returns false for a malformed name. */
 bool fy_ofi_name_unwrap(const uint8_t name[FY_OFI_NAME_LEN], const void **address_p,
                         size_t *length_p);
+
+#define FY_OFI_COMPACT_LEN 64u
+
+/** Read FI_FERRY_NAME (fi_prov_ini, once). */
+void fy_ofi_name_init(void);
+/** The size of the names applications see: FY_OFI_NAME_LEN, or FY_OFI_COMPACT_LEN with
+ *  FI_FERRY_NAME=compact. The same in every process that has the same setting. */
+size_t fy_ofi_name_size(void);
+
+/** The name an endpoint gives applications (fi_getname), from its full name: the full name
+ *  itself, or a compact name after publishing the full one (*published: the file to remove with
+ *  fy_ofi_name_withdraw, or empty). Returns 0 or a negative FI_E*. */
+int fy_ofi_name_publish(const uint8_t full[FY_OFI_NAME_LEN], uint8_t name[FY_OFI_NAME_LEN],
+                        char published[64]);
+void fy_ofi_name_withdraw(const char published[64]);
+
+/** The full name of a name an application inserts (fy_ofi_name_size() bytes): checked, and for
+ *  a compact one read from its published file. Returns false when it is malformed or not
+ *  published (the peer is gone, or on another host). */
+bool fy_ofi_name_resolve(const uint8_t *name, uint8_t full[FY_OFI_NAME_LEN]);
 
 /* ---------------------------------------------------------------- G2: source ids in tags */
 
