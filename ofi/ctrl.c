@@ -1,14 +1,7 @@
 /*
- * libferry-fi — the provider's control messages: ferry active messages with fixed,
- * versioned, little-endian headers, checked before use (a peer is not trusted: a malformed
- * message is dropped with a rate-limited warning).
- *
- *   ACK      u8 version 1, 3 zero bytes, u32 send id                      (shim G4)
- *   KEY_REQ  u8 version 1, 3 zero bytes, u32 fetch id, u64 key
- *   KEY_REP  u8 version 1, 3 zero bytes, u32 fetch id, i32 ferry status, 4 zero bytes;
- *            payload: the packed ferry key (status FERRY_OK only)
- *   WDATA    u8 version 1, u8 flags (1: data is remote CQ data), 2 zero bytes, 4 zero bytes,
- *            u64 data, u64 length
+ * libferry-fi — the provider's control messages: ferry active messages whose headers
+ * ctrl_wire.c checks before anything is used (a peer is not trusted: a malformed message is
+ * dropped with a rate-limited warning).
  *
  * Handlers run inside ferry_worker_progress: they only record what arrived; replies are queued
  * (fy_ofi_ctrl_queue) and sent after progress returned, so no ferry call is made from inside a
@@ -18,14 +11,7 @@
 #include <string.h>
 
 #include "ofi.h"
-#include "wire.h"
 
-#define CTRL_VERSION 1u
-#define ACK_LEN 8u
-#define KEY_REQ_LEN 16u
-#define KEY_REP_LEN 16u
-#define WDATA_LEN 24u
-#define KEY_PACKED_MAX 1024u
 #define BAD_WARN_MAX 8u
 
 static unsigned bad_warned;
@@ -43,20 +29,15 @@ static ferry_status_t bad_message(unsigned id, size_t header_length, size_t leng
     return FERRY_OK;
 }
 
-static bool header_ok(const uint8_t *h, size_t len, size_t want)
-{
-    return len == want && h[0] == CTRL_VERSION && h[2] == 0 && h[3] == 0;
-}
-
 static ferry_status_t ack_handler(void *arg, const void *header, size_t header_length, void *data,
                                   size_t length, const ferry_am_recv_params_t *params)
 {
     (void)data, (void)params;
     fy_ofi_ep_t *ep = arg;
-    const uint8_t *h = header;
-    if (!header_ok(h, header_length, ACK_LEN) || h[1] != 0 || length != 0)
+    fy_ofi_ctrl_msg_t msg;
+    if (!fy_ofi_ctrl_decode(FY_OFI_AM_ACK, header, header_length, length, &msg))
         return bad_message(FY_OFI_AM_ACK, header_length, length);
-    fy_ofi_req_t *req = fy_ofi_req_by_send_id(ep, fy_ofi_get_u32(h + 4));
+    fy_ofi_req_t *req = fy_ofi_req_by_send_id(ep, msg.send_id);
     if (req == NULL)
         return FERRY_OK; /* its send failed and completed already, or a stale id */
     req->flags |= FY_OFI_REQ_ACKED;
@@ -70,10 +51,10 @@ static ferry_status_t key_req_handler(void *arg, const void *header, size_t head
                                       const ferry_am_recv_params_t *params)
 {
     (void)data;
-    const uint8_t *h = header;
-    if (!header_ok(h, header_length, KEY_REQ_LEN) || h[1] != 0 || length != 0)
+    fy_ofi_ctrl_msg_t msg;
+    if (!fy_ofi_ctrl_decode(FY_OFI_AM_KEY_REQ, header, header_length, length, &msg))
         return bad_message(FY_OFI_AM_KEY_REQ, header_length, length);
-    fy_ofi_key_request(arg, params->reply_ep, fy_ofi_get_u32(h + 4), fy_ofi_get_u64(h + 8));
+    fy_ofi_key_request(arg, params->reply_ep, msg.fetch_id, msg.key);
     return FERRY_OK;
 }
 
@@ -82,14 +63,10 @@ static ferry_status_t key_rep_handler(void *arg, const void *header, size_t head
                                       const ferry_am_recv_params_t *params)
 {
     (void)params;
-    const uint8_t *h = header;
-    if (!header_ok(h, header_length, KEY_REP_LEN) || h[1] != 0 || fy_ofi_get_u32(h + 12) != 0 ||
-        length > KEY_PACKED_MAX)
+    fy_ofi_ctrl_msg_t msg;
+    if (!fy_ofi_ctrl_decode(FY_OFI_AM_KEY_REP, header, header_length, length, &msg))
         return bad_message(FY_OFI_AM_KEY_REP, header_length, length);
-    ferry_status_t status = (ferry_status_t)(int32_t)fy_ofi_get_u32(h + 8);
-    if ((status == FERRY_OK) != (length > 0) || status > 0)
-        return bad_message(FY_OFI_AM_KEY_REP, header_length, length);
-    fy_ofi_key_reply(arg, fy_ofi_get_u32(h + 4), status, data, length);
+    fy_ofi_key_reply(arg, msg.fetch_id, msg.status, data, length);
     return FERRY_OK;
 }
 
@@ -97,11 +74,10 @@ static ferry_status_t wdata_handler(void *arg, const void *header, size_t header
                                     size_t length, const ferry_am_recv_params_t *params)
 {
     (void)data, (void)params;
-    const uint8_t *h = header;
-    if (!header_ok(h, header_length, WDATA_LEN) || (h[1] & ~1u) != 0 ||
-        fy_ofi_get_u32(h + 4) != 0 || length != 0)
+    fy_ofi_ctrl_msg_t msg;
+    if (!fy_ofi_ctrl_decode(FY_OFI_AM_WDATA, header, header_length, length, &msg))
         return bad_message(FY_OFI_AM_WDATA, header_length, length);
-    fy_ofi_write_notified(arg, fy_ofi_get_u64(h + 8), h[1] & 1u, fy_ofi_get_u64(h + 16));
+    fy_ofi_write_notified(arg, msg.data, msg.has_data, msg.length);
     return FERRY_OK;
 }
 
@@ -140,9 +116,8 @@ static void ctrl_done_cb(ferry_completion_t *comp)
     fy_ofi_req_complete(req, comp->status);
 }
 
-ferry_status_t fy_ofi_ctrl_queue(fy_ofi_ep_t *ep, ferry_ep_t *fep, unsigned am_id,
-                                 const void *header, size_t header_len, const void *payload,
-                                 size_t payload_len)
+ferry_status_t fy_ofi_ctrl_queue(fy_ofi_ep_t *ep, ferry_ep_t *fep, const fy_ofi_ctrl_msg_t *msg,
+                                 const void *payload, size_t payload_len)
 {
     fy_ofi_req_t *req = fy_ofi_req_alloc(ep, FY_OFI_REQ_CTRL, FY_OFI_BUDGET_NONE);
     if (req == NULL)
@@ -156,9 +131,8 @@ ferry_status_t fy_ofi_ctrl_queue(fy_ofi_ep_t *ep, ferry_ep_t *fep, unsigned am_i
         memcpy(req->payload, payload, payload_len);
         req->payload_len = payload_len;
     }
-    memcpy(req->ctrl, header, header_len);
-    req->ctrl_len = header_len;
-    req->am_id = am_id;
+    req->ctrl_len = fy_ofi_ctrl_encode(msg, req->ctrl);
+    req->am_id = msg->id;
     req->fep = fep;
     fy_ofi_ep_defer(req);
     return FERRY_OK;
@@ -201,8 +175,7 @@ void fy_ofi_ctrl_drop(fy_ofi_ep_t *ep, ferry_ep_t *fep)
 
 void fy_ofi_ack_queue(fy_ofi_ep_t *ep, ferry_ep_t *sender, uint32_t send_id)
 {
-    uint8_t h[ACK_LEN] = {CTRL_VERSION};
-    fy_ofi_put_u32(h + 4, send_id);
-    if (fy_ofi_ctrl_queue(ep, sender, FY_OFI_AM_ACK, h, sizeof(h), NULL, 0) != FERRY_OK)
+    fy_ofi_ctrl_msg_t msg = {.id = FY_OFI_AM_ACK, .send_id = send_id};
+    if (fy_ofi_ctrl_queue(ep, sender, &msg, NULL, 0) != FERRY_OK)
         FY_OFI_WARN(FI_LOG_EP_DATA, "out of memory: a delivery ack is lost (its sender waits)\n");
 }

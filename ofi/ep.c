@@ -11,6 +11,19 @@
 
 #include "ofi.h"
 
+static int close_timeout_ms = 5000;
+
+void fy_ofi_ep_params_init(void)
+{
+    fi_param_define(&fy_ofi_prov, "close_timeout_ms", FI_PARAM_INT,
+                    "How long fi_close of an endpoint waits for its ferry endpoints to close "
+                    "gracefully (messages already handed to ferry are delivered), in ms "
+                    "(default 5000); then they are closed by force");
+    int value;
+    if (fi_param_get_int(&fy_ofi_prov, "close_timeout_ms", &value) == FI_SUCCESS && value >= 0)
+        close_timeout_ms = value;
+}
+
 /* ---------------------------------------------------------------- peers */
 
 static void peer_failed_cb(void *arg, ferry_ep_t *fep, ferry_status_t status)
@@ -342,9 +355,15 @@ static int ep_close(struct fid *fid)
     fy_ofi_domain_t *domain = ep->domain;
     fy_ofi_domain_lock(domain);
     ep->destroying = true;
-    for (size_t i = 0; i < ep->peer_count; i++) {
-        fy_ofi_rkeys_release(ep, ep->peers[i].rkeys, FERRY_ERR_CANCELED);
-        ep->peers[i].rkeys = NULL;
+    /* Close every ferry endpoint gracefully and progress until they finished (at most
+     * FI_FERRY_CLOSE_TIMEOUT_MS): a send that completed may still sit in ferry's queue (tcp
+     * copies small messages while connecting), and a forced close would drop it. */
+    for (size_t i = 0; i < ep->peer_count; i++)
+        fy_ofi_ep_peer_remove(ep, i);
+    int64_t deadline = fy_ofi_now_ms() + close_timeout_ms;
+    while (!fy_ofi_list_empty(&ep->closing) && fy_ofi_now_ms() < deadline) {
+        if (fy_ofi_ep_progress(ep) == 0)
+            (void)ferry_worker_wait(ep->worker, 10);
     }
     fy_ofi_list_t *item;
     while ((item = fy_ofi_list_pop_head(&ep->closing)) != NULL) {
@@ -352,10 +371,6 @@ static int ep_close(struct fid *fid)
         fy_ofi_rkeys_release(ep, c->rkeys, FERRY_ERR_CANCELED);
         ferry_ep_destroy(c->fep);
         free(c);
-    }
-    for (size_t i = 0; i < ep->peer_count; i++) {
-        if (ep->peers[i].fep != NULL)
-            ferry_ep_destroy(ep->peers[i].fep);
     }
     /* pending operations complete with FERRY_ERR_CANCELED (ep->destroying: no entries) */
     ferry_worker_destroy(ep->worker);

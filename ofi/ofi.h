@@ -44,6 +44,7 @@
 
 #include <ferry/ferry.h>
 
+#include "ctrl_wire.h"
 #include "list.h"
 #include "shim.h"
 
@@ -474,6 +475,8 @@ struct fy_ofi_ep {
 
 int fy_ofi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep_p,
                    void *context);
+/** Read FI_FERRY_CLOSE_TIMEOUT_MS (fi_prov_ini, once). */
+void fy_ofi_ep_params_init(void);
 /** The peer of fi_addr, its ferry endpoint created on first use. Returns FERRY_OK, or
  *  FERRY_ERR_INVALID_ADDRESS (no AV, not in it), the creation error, or the peer's failure. */
 ferry_status_t fy_ofi_ep_peer(fy_ofi_ep_t *ep, fi_addr_t addr, fy_ofi_peer_t **peer_p);
@@ -508,19 +511,12 @@ ssize_t fy_ofi_cancel(fy_ofi_ep_t *ep, void *context);
 
 /* ---------------------------------------------------------------- control messages (ctrl.c) */
 
-/* Active-message ids the provider takes from the user range. */
-#define FY_OFI_AM_ACK 100u     /* delivery ack {send id} (shim G4) */
-#define FY_OFI_AM_KEY_REQ 101u /* key fetch request {fetch id, key} */
-#define FY_OFI_AM_KEY_REP 102u /* key fetch reply {fetch id, status} + packed key */
-#define FY_OFI_AM_WDATA 103u   /* remote write notification {data, length} */
-
 /** Install the provider's active-message handlers on a new endpoint's worker. */
 ferry_status_t fy_ofi_ctrl_register(fy_ofi_ep_t *ep);
-/** Queue a control message to fep: header (<= 32 bytes) and a payload (copied). It is sent
- *  after progress returns. Returns FERRY_OK or FERRY_ERR_NO_MEMORY. */
-ferry_status_t fy_ofi_ctrl_queue(fy_ofi_ep_t *ep, ferry_ep_t *fep, unsigned am_id,
-                                 const void *header, size_t header_len, const void *payload,
-                                 size_t payload_len);
+/** Queue a control message to fep (ctrl_wire.h) with a payload (copied). It is sent after
+ *  progress returns. Returns FERRY_OK or FERRY_ERR_NO_MEMORY. */
+ferry_status_t fy_ofi_ctrl_queue(fy_ofi_ep_t *ep, ferry_ep_t *fep, const fy_ofi_ctrl_msg_t *msg,
+                                 const void *payload, size_t payload_len);
 /** Send a queued control message. Returns false when it must be retried (no resources). */
 bool fy_ofi_ctrl_send(fy_ofi_req_t *req);
 /** Drop queued control messages to an endpoint that went away. */

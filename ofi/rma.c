@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "ofi.h"
-#include "wire.h"
 
 enum rkey_state {
     RKEY_FETCHING, /* KEY_REQ sent */
@@ -50,11 +49,6 @@ enum rma_step {
     STEP_DONE,
 };
 
-#define CTRL_VERSION 1u
-#define KEY_REQ_LEN 16u
-#define KEY_REP_LEN 16u
-#define WDATA_LEN 24u
-
 #define RMA_FLAGS                                                                                  \
     (FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |   \
      FI_DELIVERY_COMPLETE | FI_MORE | FI_FENCE)
@@ -80,10 +74,8 @@ static fy_ofi_rkey_t *rkey_fetch(fy_ofi_ep_t *ep, fy_ofi_peer_t *peer, uint64_t 
     rk->fetch_id = ++ep->next_fetch_id;
     rk->state = RKEY_FETCHING;
     fy_ofi_list_init(&rk->waiting);
-    uint8_t h[KEY_REQ_LEN] = {CTRL_VERSION};
-    fy_ofi_put_u32(h + 4, rk->fetch_id);
-    fy_ofi_put_u64(h + 8, key);
-    if (fy_ofi_ctrl_queue(ep, peer->fep, FY_OFI_AM_KEY_REQ, h, sizeof(h), NULL, 0) != FERRY_OK) {
+    fy_ofi_ctrl_msg_t msg = {.id = FY_OFI_AM_KEY_REQ, .fetch_id = rk->fetch_id, .key = key};
+    if (fy_ofi_ctrl_queue(ep, peer->fep, &msg, NULL, 0) != FERRY_OK) {
         free(rk);
         return NULL;
     }
@@ -116,12 +108,12 @@ void fy_ofi_key_request(fy_ofi_ep_t *ep, ferry_ep_t *reply_ep, uint32_t fetch_id
     fy_ofi_mr_t *mr = fy_ofi_mr_find(ep->domain, key);
     /* no such key, or registered without remote access: both refuse access (FI_EACCES) */
     ferry_status_t status = (mr == NULL || mr->packed == NULL) ? FERRY_ERR_ACCESS : FERRY_OK;
-    uint8_t h[KEY_REP_LEN] = {CTRL_VERSION};
-    fy_ofi_put_u32(h + 4, fetch_id);
-    fy_ofi_put_u32(h + 8, (uint32_t)(int32_t)status);
-    if (fy_ofi_ctrl_queue(ep, reply_ep, FY_OFI_AM_KEY_REP, h, sizeof(h),
-                          status == FERRY_OK ? mr->packed : NULL,
-                          status == FERRY_OK ? mr->packed_length : 0) != FERRY_OK)
+    fy_ofi_ctrl_msg_t msg = {.id = FY_OFI_AM_KEY_REP, .fetch_id = fetch_id, .status = status};
+    if (status == FERRY_OK && (mr->packed_length == 0 || mr->packed_length > FY_OFI_KEY_PACKED_MAX))
+        msg.status = FERRY_ERR_ACCESS; /* a key the wire format cannot carry */
+    bool with_key = msg.status == FERRY_OK;
+    if (fy_ofi_ctrl_queue(ep, reply_ep, &msg, with_key ? mr->packed : NULL,
+                          with_key ? mr->packed_length : 0) != FERRY_OK)
         FY_OFI_WARN(FI_LOG_EP_DATA, "out of memory: a key reply is lost (its requester waits)\n");
 }
 
@@ -248,16 +240,13 @@ static ferry_status_t data_start(fy_ofi_req_t *req)
 
 static ferry_status_t notify_start(fy_ofi_req_t *req)
 {
-    uint8_t *h = req->ctrl;
-    memset(h, 0, WDATA_LEN);
-    h[0] = CTRL_VERSION;
-    h[1] = 1u; /* data is remote CQ data */
-    fy_ofi_put_u64(h + 8, req->data);
-    fy_ofi_put_u64(h + 16, req->len);
+    fy_ofi_ctrl_msg_t msg = {
+        .id = FY_OFI_AM_WDATA, .has_data = true, .data = req->data, .length = req->len};
+    size_t len = fy_ofi_ctrl_encode(&msg, req->ctrl);
     req->comp.cb = step_cb;
     req->comp.count = 1;
     req->comp.status = FERRY_OK;
-    return ferry_am_send(req->fep, FY_OFI_AM_WDATA, h, WDATA_LEN, NULL, 0, &req->comp);
+    return ferry_am_send(req->fep, FY_OFI_AM_WDATA, req->ctrl, len, NULL, 0, &req->comp);
 }
 
 /* Run the steps that can run now. Returns FERRY_OK (done, waiting, or failed and completed) or
