@@ -14,18 +14,17 @@
 
 #define BAD_WARN_MAX 8u
 
-static unsigned bad_warned;
+static unsigned bad_warned; /* all domains of the process: atomic */
 
 static ferry_status_t bad_message(unsigned id, size_t header_length, size_t length)
 {
-    if (bad_warned < BAD_WARN_MAX) {
-        bad_warned++;
+    unsigned n = __atomic_fetch_add(&bad_warned, 1, __ATOMIC_RELAXED);
+    if (n < BAD_WARN_MAX)
         FY_OFI_WARN(FI_LOG_EP_DATA,
                     "dropped a malformed provider control message (id %u, header %zu bytes, "
                     "payload %zu bytes)%s\n",
                     id, header_length, length,
-                    bad_warned == BAD_WARN_MAX ? "; further ones are dropped silently" : "");
-    }
+                    n + 1 == BAD_WARN_MAX ? "; further ones are dropped silently" : "");
     return FERRY_OK;
 }
 
