@@ -108,14 +108,22 @@ static struct fi_ops_cntr cntr_ops = {
     .seterr = cntr_seterr, /* 0 */
 };
 
+/* control: FI_GETWAIT (FI_WAIT_FD: the epoll set of the bound workers; fi_trywait before
+ * sleeping on it), FI_GETWAITOBJ. */
 static int cntr_control(struct fid *fid, int command, void *arg)
 {
     fy_ofi_cntr_t *cntr = FY_OFI_CONTAINER(fid, fy_ofi_cntr_t, cntr_fid.fid);
-    if (command == FI_GETWAITOBJ && arg != NULL) {
-        *(enum fi_wait_obj *)arg = cntr->wait_obj;
-        return 0;
-    }
-    return -FI_ENOSYS;
+    return fy_ofi_wait_control(command, arg, cntr->wait_obj, cntr->set.epoll_fd);
+}
+
+int fy_ofi_cntr_trywait(fy_ofi_cntr_t *cntr)
+{
+    if (cntr->wait_obj != FI_WAIT_FD)
+        return -FI_EINVAL;
+    fy_ofi_domain_lock(cntr->domain);
+    int rc = fy_ofi_epset_arm(&cntr->set);
+    fy_ofi_domain_unlock(cntr->domain);
+    return rc;
 }
 
 static int cntr_close(struct fid *fid)
@@ -138,7 +146,7 @@ static struct fi_ops cntr_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = cntr_close,     /* -FI_EBUSY while endpoints are bound */
     .bind = fy_ofi_no_bind,  /* wait sets are not supported */
-    .control = cntr_control, /* FI_GETWAITOBJ */
+    .control = cntr_control, /* FI_GETWAIT, FI_GETWAITOBJ */
     .ops_open = fy_ofi_no_ops_open,
     .tostr = fy_ofi_no_tostr,
     .ops_set = fy_ofi_no_ops_set,
@@ -157,22 +165,14 @@ int fy_ofi_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
         return -FI_ENOSYS;
     if (attr->flags != 0)
         return -FI_EBADFLAGS;
-    enum fi_wait_obj wait_obj = attr->wait_obj;
-    switch (wait_obj) {
-    case FI_WAIT_NONE:
-        break;
-    case FI_WAIT_UNSPEC:
-        wait_obj = FI_WAIT_FD; /* waits internally on the workers' fds; no FI_GETWAIT */
-        break;
-    default:
-        return -FI_ENOSYS;
-    }
-    if (attr->wait_set != NULL)
-        return -FI_EINVAL;
+    enum fi_wait_obj wait_obj;
+    int rc = fy_ofi_wait_obj(attr->wait_obj, attr->wait_set, &wait_obj);
+    if (rc != 0)
+        return rc;
     fy_ofi_cntr_t *cntr = calloc(1, sizeof(*cntr));
     if (cntr == NULL)
         return -FI_ENOMEM;
-    int rc = fy_ofi_epset_init(&cntr->set, wait_obj != FI_WAIT_NONE);
+    rc = fy_ofi_epset_init(&cntr->set, wait_obj != FI_WAIT_NONE);
     if (rc != 0) {
         free(cntr);
         return rc;

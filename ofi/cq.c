@@ -279,20 +279,7 @@ int fy_ofi_cq_trywait(fy_ofi_cq_t *cq)
 static int cq_control(struct fid *fid, int command, void *arg)
 {
     fy_ofi_cq_t *cq = FY_OFI_CONTAINER(fid, fy_ofi_cq_t, cq_fid.fid);
-    switch (command) {
-    case FI_GETWAIT:
-        if (cq->wait_obj != FI_WAIT_FD || arg == NULL)
-            return -FI_EINVAL;
-        *(int *)arg = cq->set.epoll_fd;
-        return 0;
-    case FI_GETWAITOBJ:
-        if (arg == NULL)
-            return -FI_EINVAL;
-        *(enum fi_wait_obj *)arg = cq->wait_obj;
-        return 0;
-    default:
-        return -FI_ENOSYS;
-    }
+    return fy_ofi_wait_control(command, arg, cq->wait_obj, cq->set.epoll_fd);
 }
 
 static int cq_close(struct fid *fid)
@@ -334,24 +321,15 @@ int fy_ofi_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr, struc
         attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
     if (entry_size(format) == 0)
         return -FI_ENOSYS;
-    enum fi_wait_obj wait_obj = attr->wait_obj;
-    switch (wait_obj) {
-    case FI_WAIT_NONE:
-    case FI_WAIT_FD:
-        break;
-    case FI_WAIT_UNSPEC:
-        wait_obj = FI_WAIT_FD;
-        break;
-    default:
-        return -FI_ENOSYS; /* wait sets, mutex/cond, yield */
-    }
-    if (attr->wait_set != NULL)
-        return -FI_EINVAL;
+    enum fi_wait_obj wait_obj;
+    int rc = fy_ofi_wait_obj(attr->wait_obj, attr->wait_set, &wait_obj);
+    if (rc != 0)
+        return rc;
     if (attr->flags & ~(uint64_t)FI_AFFINITY)
         return -FI_EBADFLAGS;
     if (attr->wait_cond != FI_CQ_COND_NONE && attr->wait_cond != FI_CQ_COND_THRESHOLD)
         return -FI_ENOSYS;
-    int rc = -FI_ENOMEM;
+    rc = -FI_ENOMEM;
     fy_ofi_cq_t *cq = calloc(1, sizeof(*cq));
     if (cq == NULL)
         goto err;

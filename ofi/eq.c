@@ -220,20 +220,7 @@ int fy_ofi_eq_trywait(struct fid *fid)
 static int eq_control(struct fid *fid, int command, void *arg)
 {
     fy_ofi_eq_t *eq = FY_OFI_CONTAINER(fid, fy_ofi_eq_t, eq_fid.fid);
-    switch (command) {
-    case FI_GETWAIT:
-        if (eq->wait_obj != FI_WAIT_FD || arg == NULL)
-            return -FI_EINVAL;
-        *(int *)arg = eq->fd;
-        return 0;
-    case FI_GETWAITOBJ:
-        if (arg == NULL)
-            return -FI_EINVAL;
-        *(enum fi_wait_obj *)arg = eq->wait_obj;
-        return 0;
-    default:
-        return -FI_ENOSYS;
-    }
+    return fy_ofi_wait_control(command, arg, eq->wait_obj, eq->fd);
 }
 
 static int eq_close(struct fid *fid)
@@ -268,19 +255,10 @@ int fy_ofi_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr, struc
         return -FI_EINVAL;
     if (attr->flags & ~(uint64_t)FI_WRITE)
         return -FI_EBADFLAGS;
-    enum fi_wait_obj wait_obj = attr->wait_obj;
-    switch (wait_obj) {
-    case FI_WAIT_NONE:
-    case FI_WAIT_FD:
-        break;
-    case FI_WAIT_UNSPEC:
-        wait_obj = FI_WAIT_FD;
-        break;
-    default:
-        return -FI_ENOSYS; /* wait sets, mutex/cond, yield */
-    }
-    if (attr->wait_set != NULL)
-        return -FI_EINVAL;
+    enum fi_wait_obj wait_obj;
+    int rc = fy_ofi_wait_obj(attr->wait_obj, attr->wait_set, &wait_obj);
+    if (rc != 0)
+        return rc;
     fy_ofi_fabric_t *fabric = FY_OFI_CONTAINER(fabric_fid, fy_ofi_fabric_t, fabric_fid);
     fy_ofi_eq_t *eq = calloc(1, sizeof(*eq));
     if (eq == NULL)

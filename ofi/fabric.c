@@ -62,6 +62,9 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
         case FI_CLASS_EQ:
             rc = fy_ofi_eq_trywait(fids[i]);
             break;
+        case FI_CLASS_CNTR:
+            rc = fy_ofi_cntr_trywait(FY_OFI_CONTAINER(fids[i], fy_ofi_cntr_t, cntr_fid.fid));
+            break;
         default:
             rc = -FI_EINVAL;
             break;

@@ -260,6 +260,13 @@ int fy_ofi_epset_wait(fy_ofi_domain_t *domain, fy_ofi_epset_t *set, int timeout_
 /** Add an fd to an epoll set (level-triggered, EPOLLIN). Returns 0 or -FI_EIO. */
 int fy_ofi_epoll_add(int epoll_fd, int fd);
 
+/** The wait object a CQ, EQ or counter gets for the one asked for: FI_WAIT_NONE, or FI_WAIT_FD
+ *  (also for FI_WAIT_UNSPEC). Returns 0, -FI_ENOSYS (wait sets, mutex/cond, yield) or
+ *  -FI_EINVAL (a wait set given). */
+int fy_ofi_wait_obj(enum fi_wait_obj in, const struct fid_wait *wait_set, enum fi_wait_obj *out);
+/** fi_control's FI_GETWAIT (fd, with FI_WAIT_FD) and FI_GETWAITOBJ for such an object. */
+int fy_ofi_wait_control(int command, void *arg, enum fi_wait_obj wait_obj, int fd);
+
 /** CLOCK_MONOTONIC in milliseconds (deadlines of the blocking reads). */
 int64_t fy_ofi_now_ms(void);
 
@@ -311,6 +318,9 @@ typedef struct fy_ofi_cntr {
 
 int fy_ofi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr_p,
                      void *context);
+
+/** fi_trywait for a counter: -FI_EAGAIN when a bound worker has events pending, else 0. */
+int fy_ofi_cntr_trywait(fy_ofi_cntr_t *cntr);
 
 static inline void fy_ofi_cntr_count(fy_ofi_cntr_t *cntr, bool error)
 {

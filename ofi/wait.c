@@ -137,3 +137,38 @@ int64_t fy_ofi_now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+int fy_ofi_wait_obj(enum fi_wait_obj in, const struct fid_wait *wait_set, enum fi_wait_obj *out)
+{
+    if (wait_set != NULL)
+        return -FI_EINVAL;
+    switch (in) {
+    case FI_WAIT_NONE:
+    case FI_WAIT_FD:
+        *out = in;
+        return 0;
+    case FI_WAIT_UNSPEC:
+        *out = FI_WAIT_FD;
+        return 0;
+    default:
+        return -FI_ENOSYS; /* wait sets, mutex/cond, yield */
+    }
+}
+
+int fy_ofi_wait_control(int command, void *arg, enum fi_wait_obj wait_obj, int fd)
+{
+    switch (command) {
+    case FI_GETWAIT:
+        if (wait_obj != FI_WAIT_FD || arg == NULL)
+            return -FI_EINVAL;
+        *(int *)arg = fd;
+        return 0;
+    case FI_GETWAITOBJ:
+        if (arg == NULL)
+            return -FI_EINVAL;
+        *(enum fi_wait_obj *)arg = wait_obj;
+        return 0;
+    default:
+        return -FI_ENOSYS;
+    }
+}

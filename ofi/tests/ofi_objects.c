@@ -262,6 +262,15 @@ static void test_cntr(void **state)
     }
     assert_int_equal(fi_cntr_wait(recvd, 3, 5000), 0);
     assert_int_equal(fi_cntr_wait(sent, 3, 5000), 0);
+    /* a counter's fd: fi_trywait arms its endpoint's worker */
+    int fd = -1;
+    assert_int_equal(fi_control(&recvd->fid, FI_GETWAIT, &fd), 0);
+    assert_true(fd >= 0);
+    struct fid *fids[1] = {&recvd->fid};
+    int rc;
+    while ((rc = fi_trywait(fabric, fids, 1)) == -FI_EAGAIN)
+        (void)fi_cntr_read(recvd);
+    assert_int_equal(rc, 0);
     assert_int_equal(fi_cntr_read(recvd), 3);
     assert_int_equal(fi_cntr_readerr(recvd), 0);
     assert_true(w[0] == 1 && w[1] == 2 && w[2] == 3);
