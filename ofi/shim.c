@@ -3,10 +3,13 @@
  * address (G1), the source id of a name (G2), the message header (G3, G4). All byte layouts are
  * little-endian and checked before use: a peer is not trusted.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -103,6 +106,28 @@ static void compact_path(uint32_t uid, uint32_t pid, uint64_t nonce, char path[6
     snprintf(path, 64, "/dev/shm/ferry-ofi-%" PRIu32 "-%" PRIu32 "-%016" PRIx64, uid, pid, nonce);
 }
 
+/* Remove the name files this user's dead processes left (a process killed before fi_close). */
+static void compact_sweep(uint32_t uid)
+{
+    DIR *dir = opendir("/dev/shm");
+    if (dir == NULL)
+        return;
+    char prefix[32];
+    int plen = snprintf(prefix, sizeof(prefix), "ferry-ofi-%" PRIu32 "-", uid);
+    struct dirent *d;
+    while ((d = readdir(dir)) != NULL) {
+        if (strncmp(d->d_name, prefix, (size_t)plen) != 0)
+            continue;
+        char *end;
+        unsigned long pid = strtoul(d->d_name + plen, &end, 10);
+        if (end == d->d_name + plen || *end != '-' || pid == 0 || pid > INT32_MAX)
+            continue;
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+            (void)unlinkat(dirfd(dir), d->d_name, 0);
+    }
+    closedir(dir);
+}
+
 int fy_ofi_name_publish(const uint8_t full[FY_OFI_NAME_LEN], uint8_t name[FY_OFI_NAME_LEN],
                         char published[64])
 {
@@ -118,6 +143,7 @@ int fy_ofi_name_publish(const uint8_t full[FY_OFI_NAME_LEN], uint8_t name[FY_OFI
         return -FI_EIO;
     }
     uint32_t uid = (uint32_t)getuid(), pid = (uint32_t)getpid();
+    compact_sweep(uid);
     char path[64];
     compact_path(uid, pid, nonce, path);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

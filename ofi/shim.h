@@ -9,7 +9,8 @@
  *      address, zero padded. Open MPI's MTL needs a name of at most 64 bytes and fails at
  *      fi_getname (-FI_ETOOSMALL) with it. FI_FERRY_NAME=compact gives 64-byte names instead:
  *      {magic, version, uid, pid, a random nonce}, whose full name the endpoint publishes in a
- *      file /dev/shm/ferry-ofi-<uid>-<pid>-<nonce> that fi_av_insert reads. That works between
+ *      file /dev/shm/ferry-ofi-<uid>-<pid>-<nonce> that fi_av_insert reads (removed at fi_close;
+ *      files of the user's dead processes are removed when an endpoint opens). That works between
  *      processes of one user on one host only (another host has another /dev/shm: the insert
  *      fails with -FI_EADDRNOTAVAIL).
  *   G2 (item 1 peer identity, item 2 directed receive): every tagged message carries the
