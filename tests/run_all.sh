@@ -233,7 +233,7 @@ step_format() {
     local f bad=()
     while IFS= read -r -d '' f; do
         clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
-    done < <(find include src tools examples tests -type f \( -name '*.c' -o -name '*.h' \) -print0 |
+    done < <(find include src tools examples tests ofi -type f \( -name '*.c' -o -name '*.h' \) -print0 |
         sort -z)
     if [ ${#bad[@]} -gt 0 ]; then
         echo "run_all: ${#bad[@]} file(s) not clang-formatted (fix with clang-format -i):"

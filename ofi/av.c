@@ -1,0 +1,404 @@
+/*
+ * libferry-fi — address vectors. An AV is a table of names (fi_addr_t = index, never reused,
+ * for FI_AV_MAP and FI_AV_TABLE alike); insertion is synchronous. A name is checked when it is
+ * inserted (shim.c), and each endpoint already bound to the AV creates its ferry endpoint to
+ * the new peer at once, so a dead peer or an address ferry rejects fails the insert (the entry
+ * is FI_ADDR_NOTAVAIL and the error is reported per entry with FI_SYNC_ERR). Endpoints bound
+ * later connect on first use.
+ *
+ * Shim G2: the table src_id -> index lets a completion name its source (FI_SOURCE) and checks
+ * that the senders of one AV have distinct source ids.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi.h"
+
+#define SRC_TABLE_MIN 64u
+#define SRC_EMPTY 0u
+#define SRC_AMBIGUOUS UINT32_MAX
+
+fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr)
+{
+    if (av == NULL || addr >= av->count || !av->slots[addr].live)
+        return NULL;
+    return &av->slots[addr];
+}
+
+/* src_table: open addressing on src_id, value slot + 1 (SRC_AMBIGUOUS: two live slots share
+ * the id). Entries are never deleted: a removed slot's entry is rewritten when the id comes back,
+ * and lookups check the slot is live and still has that id. */
+static uint32_t *src_find(fy_ofi_av_t *av, uint32_t src_id, bool *found)
+{
+    size_t mask = av->src_table_size - 1;
+    for (size_t i = (src_id * 2654435761u) & mask;; i = (i + 1) & mask) {
+        uint32_t v = av->src_table[i * 2 + 1];
+        if (v == SRC_EMPTY) {
+            *found = false;
+            return &av->src_table[i * 2];
+        }
+        if (av->src_table[i * 2] == src_id) {
+            *found = true;
+            return &av->src_table[i * 2];
+        }
+    }
+}
+
+static int src_grow(fy_ofi_av_t *av)
+{
+    size_t size = av->src_table_size ? av->src_table_size * 2 : SRC_TABLE_MIN;
+    uint32_t *old = av->src_table;
+    size_t old_size = av->src_table_size;
+    av->src_table = calloc(size * 2, sizeof(uint32_t));
+    if (av->src_table == NULL) {
+        av->src_table = old;
+        return -FI_ENOMEM;
+    }
+    av->src_table_size = size;
+    for (size_t i = 0; i < old_size; i++) {
+        if (old[i * 2 + 1] == SRC_EMPTY)
+            continue;
+        bool found;
+        uint32_t *e = src_find(av, old[i * 2], &found);
+        e[0] = old[i * 2];
+        e[1] = old[i * 2 + 1];
+    }
+    free(old);
+    return 0;
+}
+
+/* Record slot index under its src_id; marks both ambiguous when another live slot has it. */
+static int src_insert(fy_ofi_av_t *av, size_t index)
+{
+    if ((av->src_table_used + 1) * 2 > av->src_table_size) {
+        int rc = src_grow(av);
+        if (rc != 0)
+            return rc;
+    }
+    fy_ofi_av_slot_t *slot = &av->slots[index];
+    bool found;
+    uint32_t *e = src_find(av, slot->src_id, &found);
+    if (found && e[1] != SRC_AMBIGUOUS) {
+        fy_ofi_av_slot_t *other = &av->slots[e[1] - 1];
+        if (other->live && other->src_id == slot->src_id &&
+            memcmp(other->name, slot->name, FY_OFI_NAME_LEN) != 0) {
+            FY_OFI_WARN(FI_LOG_AV,
+                        "fi_av_insert: the names of fi_addr %zu and %zu hash to the same source "
+                        "id 0x%x: directed receives from them fail with -FI_EADDRINUSE and their "
+                        "completions report no source (a limit of the provider until ferry "
+                        "reports peer identity, issue 12)\n",
+                        (size_t)(e[1] - 1), index, slot->src_id);
+            other->ambiguous = true;
+            slot->ambiguous = true;
+            e[1] = SRC_AMBIGUOUS;
+            return 0;
+        }
+    }
+    if (found && e[1] == SRC_AMBIGUOUS) {
+        slot->ambiguous = true;
+        return 0;
+    }
+    if (!found)
+        av->src_table_used++;
+    e[0] = slot->src_id;
+    e[1] = (uint32_t)index + 1;
+    return 0;
+}
+
+fi_addr_t fy_ofi_av_lookup_src(fy_ofi_av_t *av, uint32_t src_id)
+{
+    if (av == NULL || av->src_table_size == 0)
+        return FI_ADDR_NOTAVAIL;
+    bool found;
+    uint32_t *e = src_find(av, src_id, &found);
+    if (!found || e[1] == SRC_AMBIGUOUS)
+        return FI_ADDR_NOTAVAIL;
+    fy_ofi_av_slot_t *slot = &av->slots[e[1] - 1];
+    if (!slot->live || slot->src_id != src_id)
+        return FI_ADDR_NOTAVAIL;
+    return e[1] - 1;
+}
+
+static int av_reserve(fy_ofi_av_t *av, size_t more)
+{
+    if (av->count + more <= av->capacity)
+        return 0;
+    size_t capacity = av->capacity ? av->capacity : 16;
+    while (capacity < av->count + more)
+        capacity *= 2;
+    fy_ofi_av_slot_t *slots = realloc(av->slots, capacity * sizeof(*slots));
+    if (slots == NULL)
+        return -FI_ENOMEM;
+    av->slots = slots;
+    av->capacity = capacity;
+    return 0;
+}
+
+/* One name: checked, appended, connected from the bound endpoints. Returns 0 or the error of
+ * this entry (the slot then stays dead). */
+static int av_insert_one(fy_ofi_av_t *av, const uint8_t *name, fi_addr_t *addr_p)
+{
+    *addr_p = FI_ADDR_NOTAVAIL;
+    size_t index = av->count;
+    fy_ofi_av_slot_t *slot = &av->slots[index];
+    memset(slot, 0, sizeof(*slot));
+    if (!fy_ofi_name_resolve(name, slot->name)) {
+        FY_OFI_WARN(FI_LOG_AV,
+                    "fi_av_insert: not a ferry provider name (%zu bytes from fi_getname of a "
+                    "ferry endpoint expected): bad magic, version, length or padding\n",
+                    fy_ofi_name_size());
+        return -FI_EADDRNOTAVAIL;
+    }
+    if (fy_ofi_name_size() == FY_OFI_COMPACT_LEN)
+        memcpy(slot->wire, name, FY_OFI_COMPACT_LEN);
+    slot->src_id = fy_ofi_name_src_id(slot->name);
+    slot->live = true;
+    av->count++;
+    for (size_t i = 0; i < av->ep_count; i++) {
+        ferry_status_t st = fy_ofi_ep_peer_connect(av->eps[i], index);
+        if (st != FERRY_OK && st != FERRY_ERR_NO_RESOURCE) {
+            for (size_t j = 0; j < i; j++)
+                fy_ofi_ep_peer_remove(av->eps[j], index);
+            slot->live = false;
+            return fy_ofi_errno(st);
+        }
+    }
+    int rc = src_insert(av, index);
+    if (rc != 0) {
+        for (size_t j = 0; j < av->ep_count; j++)
+            fy_ofi_ep_peer_remove(av->eps[j], index);
+        slot->live = false;
+        return rc;
+    }
+    *addr_p = index;
+    return 0;
+}
+
+/* insert: count names of fy_ofi_name_size() bytes each. Returns the number inserted; a failed
+ * entry gets FI_ADDR_NOTAVAIL in fi_addr (when given) and, with FI_SYNC_ERR, its error in the
+ * int array context. Flags: FI_MORE (ignored), FI_SYNC_ERR. */
+static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr_t *fi_addr,
+                     uint64_t flags, void *context)
+{
+    fy_ofi_av_t *av = FY_OFI_CONTAINER(fid, fy_ofi_av_t, av_fid);
+    if (count > 0 && addr == NULL)
+        return -FI_EINVAL;
+    if (flags & ~(FI_MORE | FI_SYNC_ERR))
+        return -FI_EBADFLAGS;
+    if ((flags & FI_SYNC_ERR) && context == NULL)
+        return -FI_EINVAL;
+    fy_ofi_domain_lock(av->domain);
+    int rc = av_reserve(av, count);
+    if (rc != 0) {
+        fy_ofi_domain_unlock(av->domain);
+        return rc;
+    }
+    int inserted = 0;
+    for (size_t i = 0; i < count; i++) {
+        fi_addr_t a;
+        rc = av_insert_one(av, (const uint8_t *)addr + i * fy_ofi_name_size(), &a);
+        if (fi_addr != NULL)
+            fi_addr[i] = a;
+        if (flags & FI_SYNC_ERR)
+            ((int *)context)[i] = -rc;
+        if (rc == 0)
+            inserted++;
+    }
+    fy_ofi_domain_unlock(av->domain);
+    return inserted;
+}
+
+static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+                        fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+    (void)av, (void)node, (void)service, (void)fi_addr, (void)flags, (void)context;
+    return -FI_ENOSYS; /* no name service: names come from fi_getname */
+}
+
+static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
+                        size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+    (void)av, (void)node, (void)nodecnt, (void)service, (void)svccnt, (void)fi_addr, (void)flags;
+    (void)context;
+    return -FI_ENOSYS;
+}
+
+/* remove: each address stops being valid at once; ferry endpoints to it close gracefully in
+ * the background (operations already handed to ferry still complete). Returns 0, or -FI_EINVAL
+ * when an address is not in the AV (the others are removed). */
+static int av_remove(struct fid_av *fid, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+{
+    fy_ofi_av_t *av = FY_OFI_CONTAINER(fid, fy_ofi_av_t, av_fid);
+    if (flags != 0)
+        return -FI_EBADFLAGS;
+    if (count > 0 && fi_addr == NULL)
+        return -FI_EINVAL;
+    int rc = 0;
+    fy_ofi_domain_lock(av->domain);
+    for (size_t i = 0; i < count; i++) {
+        fy_ofi_av_slot_t *slot = fy_ofi_av_slot(av, fi_addr[i]);
+        if (slot == NULL) {
+            rc = -FI_EINVAL;
+            continue;
+        }
+        slot->live = false;
+        for (size_t j = 0; j < av->ep_count; j++)
+            fy_ofi_ep_peer_remove(av->eps[j], fi_addr[i]);
+    }
+    fy_ofi_domain_unlock(av->domain);
+    return rc;
+}
+
+/* lookup: the name of fi_addr, truncated to *addrlen; *addrlen becomes its full size. */
+static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *addrlen)
+{
+    fy_ofi_av_t *av = FY_OFI_CONTAINER(fid, fy_ofi_av_t, av_fid);
+    if (addrlen == NULL || (*addrlen > 0 && addr == NULL))
+        return -FI_EINVAL;
+    fy_ofi_domain_lock(av->domain);
+    fy_ofi_av_slot_t *slot = fy_ofi_av_slot(av, fi_addr);
+    int rc = -FI_EINVAL;
+    if (slot != NULL) {
+        size_t size = fy_ofi_name_size();
+        const uint8_t *name = size == FY_OFI_COMPACT_LEN ? slot->wire : slot->name;
+        memcpy(addr, name, *addrlen < size ? *addrlen : size);
+        *addrlen = size;
+        rc = 0;
+    }
+    fy_ofi_domain_unlock(av->domain);
+    return rc;
+}
+
+/* straddr: "ferry:<the name's first 24 bytes in hex>" (a name is binary). */
+static const char *av_straddr(struct fid_av *fid, const void *addr, char *buf, size_t *len)
+{
+    (void)fid;
+    char tmp[96];
+    if (addr == NULL || len == NULL)
+        return NULL;
+    int n = snprintf(tmp, sizeof(tmp), "ferry:");
+    const uint8_t *p = addr;
+    for (size_t i = 0; i < 24; i++)
+        n += snprintf(tmp + n, sizeof(tmp) - (size_t)n, "%02x", p[i]);
+    size_t need = strlen(tmp) + 1;
+    if (buf != NULL && *len > 0) {
+        strncpy(buf, tmp, *len - 1);
+        buf[*len - 1] = '\0';
+    }
+    *len = need;
+    return buf;
+}
+
+static int av_set(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_set **av_set_p,
+                  void *context)
+{
+    (void)av, (void)attr, (void)av_set_p, (void)context;
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_av av_ops = {
+    .size = sizeof(struct fi_ops_av),
+    .insert = av_insert,       /* synchronous; number inserted */
+    .insertsvc = av_insertsvc, /* -FI_ENOSYS */
+    .insertsym = av_insertsym, /* -FI_ENOSYS */
+    .remove = av_remove,       /* 0 or -FI_EINVAL */
+    .lookup = av_lookup,       /* copies at most *addrlen bytes */
+    .straddr = av_straddr,     /* NULL for NULL arguments */
+    .av_set = av_set,          /* -FI_ENOSYS */
+};
+
+int fy_ofi_av_bind_ep(fy_ofi_av_t *av, fy_ofi_ep_t *ep)
+{
+    fy_ofi_ep_t **eps = realloc(av->eps, (av->ep_count + 1) * sizeof(*eps));
+    if (eps == NULL)
+        return -FI_ENOMEM;
+    av->eps = eps;
+    av->eps[av->ep_count++] = ep;
+    return 0;
+}
+
+void fy_ofi_av_unbind_ep(fy_ofi_av_t *av, fy_ofi_ep_t *ep)
+{
+    for (size_t i = 0; i < av->ep_count; i++) {
+        if (av->eps[i] == ep) {
+            av->eps[i] = av->eps[--av->ep_count];
+            return;
+        }
+    }
+}
+
+static int av_close(struct fid *fid)
+{
+    fy_ofi_av_t *av = FY_OFI_CONTAINER(fid, fy_ofi_av_t, av_fid.fid);
+    fy_ofi_domain_t *domain = av->domain;
+    fy_ofi_domain_lock(domain);
+    if (av->ep_count > 0) {
+        fy_ofi_domain_unlock(domain);
+        return -FI_EBUSY;
+    }
+    domain->refs--;
+    fy_ofi_domain_unlock(domain);
+    free(av->eps);
+    free(av->slots);
+    free(av->src_table);
+    free(av);
+    return 0;
+}
+
+static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    (void)fid, (void)bfid, (void)flags;
+    return -FI_ENOSYS; /* insertion is synchronous: no EQ */
+}
+
+static struct fi_ops av_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = av_close, /* -FI_EBUSY while endpoints are bound */
+    .bind = av_bind,   /* -FI_ENOSYS (no asynchronous AV) */
+    .control = fy_ofi_no_control,
+    .ops_open = fy_ofi_no_ops_open,
+    .tostr = fy_ofi_no_tostr,
+    .ops_set = fy_ofi_no_ops_set,
+};
+
+int fy_ofi_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr, struct fid_av **av_p,
+                   void *context)
+{
+    if (domain_fid == NULL || attr == NULL || av_p == NULL)
+        return -FI_EINVAL;
+    fy_ofi_domain_t *domain = FY_OFI_CONTAINER(domain_fid, fy_ofi_domain_t, domain_fid);
+    switch (attr->type) {
+    case FI_AV_UNSPEC:
+    case FI_AV_MAP:
+    case FI_AV_TABLE:
+        break;
+    default:
+        return -FI_EINVAL;
+    }
+    if (attr->flags & (FI_EVENT | FI_READ | FI_SYMMETRIC | FI_AV_USER_ID))
+        return -FI_ENOSYS;
+    if (attr->name != NULL)
+        return -FI_ENOSYS; /* no shared AVs */
+    if (attr->rx_ctx_bits != 0)
+        return -FI_EINVAL;
+    fy_ofi_av_t *av = calloc(1, sizeof(*av));
+    if (av == NULL)
+        return -FI_ENOMEM;
+    av->domain = domain;
+    av->type = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;
+    /* attr->count is a hint (Open MPI passes the job's size): start with at most 1024 slots */
+    if (av_reserve(av, attr->count > 0 && attr->count < 1024 ? attr->count : 1024) != 0) {
+        free(av);
+        return -FI_ENOMEM;
+    }
+    av->av_fid.fid.fclass = FI_CLASS_AV;
+    av->av_fid.fid.context = context;
+    av->av_fid.fid.ops = &av_fi_ops;
+    av->av_fid.ops = &av_ops;
+    fy_ofi_domain_lock(domain);
+    domain->refs++;
+    fy_ofi_domain_unlock(domain);
+    *av_p = &av->av_fid;
+    return 0;
+}

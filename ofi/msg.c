@@ -1,0 +1,620 @@
+/*
+ * libferry-fi — FI_TAGGED and FI_MSG over ferry's tagged messages.
+ *
+ * The ferry tag of a message: bit 63 set for FI_MSG (clear for FI_TAGGED), bits 62..44 the
+ * sender's source id (shim G2), bits 43..0 the application's tag (mem_tag_format). An FI_MSG
+ * receive matches every FI_MSG message; a tagged receive matches its tag outside the ignore
+ * bits; with FI_DIRECTED_RECV a source address adds the source id to the match. Every message
+ * carries the 16-byte header of shim G3/G4 in front of the payload (its own iov entry).
+ *
+ * Completions: a send completes when ferry says its buffers are free (FI_TRANSMIT_COMPLETE,
+ * FI_INJECT_COMPLETE), or, with FI_DELIVERY_COMPLETE, when the receiver's ack arrived too (shim
+ * G4: the receiver acks once the message matched a receive and was placed). fi_inject copies
+ * header and data into the request and writes no entry.
+ */
+#include <string.h>
+
+#include "ofi.h"
+
+#define MSG_SEND_FLAGS                                                                             \
+    (FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |   \
+     FI_DELIVERY_COMPLETE | FI_MORE | FI_FENCE)
+#define MSG_RECV_FLAGS (FI_COMPLETION | FI_MORE)
+#define TAGGED_RECV_FLAGS (MSG_RECV_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD)
+
+static fy_ofi_ep_t *ep_of(struct fid_ep *fid)
+{
+    return FY_OFI_CONTAINER(fid, fy_ofi_ep_t, ep_fid);
+}
+
+/* The iov of a message: the shim header, then the application's non-empty pieces. Returns 0 or
+ * -FI_EINVAL (too many pieces). */
+static int iov_build(fy_ofi_req_t *req, const struct iovec *iov, size_t count)
+{
+    if (count > FY_OFI_IOV_LIMIT || (count > 0 && iov == NULL))
+        return -FI_EINVAL;
+    req->iov[0].buffer = req->hdr;
+    req->iov[0].length = FY_OFI_HDR_LEN;
+    size_t n = 1;
+    size_t len = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (iov[i].iov_len == 0)
+            continue;
+        req->iov[n].buffer = iov[i].iov_base;
+        req->iov[n].length = iov[i].iov_len;
+        len += iov[i].iov_len;
+        n++;
+    }
+    req->iovcnt = n;
+    req->len = len;
+    req->buf = count > 0 ? iov[0].iov_base : NULL;
+    return 0;
+}
+
+static uint64_t wire_kind(bool tagged)
+{
+    return tagged ? 0 : FY_OFI_TAG_MSG_BIT;
+}
+
+/* ---------------------------------------------------------------- sends */
+
+static void send_done_cb(ferry_completion_t *comp)
+{
+    fy_ofi_req_t *req = FY_OFI_CONTAINER(comp, fy_ofi_req_t, comp);
+    req->status = comp->status;
+    req->flags |= FY_OFI_REQ_LOCAL_DONE;
+    fy_ofi_send_progress(req);
+}
+
+void fy_ofi_send_progress(fy_ofi_req_t *req)
+{
+    if (!(req->flags & FY_OFI_REQ_LOCAL_DONE))
+        return;
+    /* a failed send will see no ack */
+    if ((req->flags & FY_OFI_REQ_WAIT_ACK) && !(req->flags & FY_OFI_REQ_ACKED) &&
+        req->status == FERRY_OK)
+        return;
+    fy_ofi_req_complete(req, req->status);
+}
+
+/* flags: the operation's (FI_INJECT copies the data; the entry follows FI_COMPLETION);
+ * inject_call: fi_inject/fi_tinject*, which write no entry at all. */
+static ssize_t send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
+                           uint64_t tag, uint64_t data, void *context, uint64_t flags, bool tagged,
+                           bool inject_call)
+{
+    if (flags & ~MSG_SEND_FLAGS)
+        return -FI_EBADFLAGS;
+    if (tagged && (tag & ~FY_OFI_TAG_USER_MASK))
+        return -FI_EINVAL;
+    size_t total = 0;
+    for (size_t i = 0; i < count && iov != NULL; i++)
+        total += iov[i].iov_len;
+    if (total > FY_OFI_MAX_MSG_SIZE)
+        return -FI_EMSGSIZE;
+    bool inject = inject_call || (flags & FI_INJECT) != 0;
+    if (inject && total > FY_OFI_INJECT_SIZE)
+        return -FI_EMSGSIZE;
+    ssize_t rc;
+    fy_ofi_domain_lock(ep->domain);
+    if (!ep->enabled) {
+        rc = -FI_EOPBADSTATE;
+        goto out;
+    }
+    fy_ofi_peer_t *peer;
+    ferry_status_t st = fy_ofi_ep_peer(ep, dest, &peer);
+    if (st != FERRY_OK) {
+        rc = st == FERRY_ERR_INVALID_ADDRESS ? -FI_EINVAL : fy_ofi_errno(st);
+        goto out;
+    }
+    fy_ofi_req_t *req = fy_ofi_req_alloc(ep, FY_OFI_REQ_SEND, FY_OFI_BUDGET_TX);
+    if (req == NULL) {
+        rc = -FI_EAGAIN;
+        goto out;
+    }
+    req->context = context;
+    req->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+    req->addr = dest;
+    req->tag = tag;
+    req->cntr = ep->cntr_send;
+    if (!inject_call && (!ep->tx_selective || (flags & FI_COMPLETION)))
+        req->flags |= FY_OFI_REQ_CQ;
+    fy_ofi_hdr_t hdr = {0};
+    if (flags & FI_REMOTE_CQ_DATA) {
+        hdr.flags |= FY_OFI_HDR_DATA;
+        hdr.data = data;
+    }
+    if ((flags & FI_DELIVERY_COMPLETE) && !inject_call) {
+        hdr.flags |= FY_OFI_HDR_ACK_REQ;
+        hdr.send_id = fy_ofi_req_send_id(req);
+        req->flags |= FY_OFI_REQ_WAIT_ACK;
+    }
+    if (inject) {
+        /* the caller's buffer is free when this returns: send a copy */
+        fy_ofi_hdr_encode(&hdr, req->inject);
+        size_t off = FY_OFI_HDR_LEN;
+        for (size_t i = 0; i < count; i++) {
+            if (iov[i].iov_len > 0)
+                memcpy(req->inject + off, iov[i].iov_base, iov[i].iov_len);
+            off += iov[i].iov_len;
+        }
+        req->iov[0].buffer = req->inject;
+        req->iov[0].length = off;
+        req->iovcnt = 1;
+        req->len = total;
+    } else {
+        fy_ofi_hdr_encode(&hdr, req->hdr);
+        rc = iov_build(req, iov, count);
+        if (rc != 0) {
+            fy_ofi_req_free(req);
+            goto out;
+        }
+    }
+    uint64_t wtag =
+        wire_kind(tagged) | ((uint64_t)ep->src_id << FY_OFI_TAG_SRC_SHIFT) | (tagged ? tag : 0);
+    req->fep = peer->fep;
+    req->comp.cb = send_done_cb;
+    req->comp.count = 1;
+    st = ferry_tag_send(peer->fep, req->iov, req->iovcnt, wtag, &req->comp);
+    switch (st) {
+    case FERRY_OK:
+        req->flags |= FY_OFI_REQ_LOCAL_DONE;
+        req->status = FERRY_OK;
+        fy_ofi_send_progress(req);
+        rc = 0;
+        break;
+    case FERRY_INPROGRESS:
+        rc = 0;
+        break;
+    default:
+        fy_ofi_req_free(req);
+        rc = fy_ofi_errno(st);
+        break;
+    }
+out:
+    fy_ofi_domain_unlock(ep->domain);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- receives */
+
+static void recv_finish(fy_ofi_req_t *req, ferry_status_t status)
+{
+    fy_ofi_ep_t *ep = req->ep;
+    if (req->flags & FY_OFI_REQ_POSTED) {
+        fy_ofi_list_remove(&req->link);
+        req->flags &= ~FY_OFI_REQ_POSTED;
+    }
+    if (status == FERRY_OK || status == FERRY_ERR_MESSAGE_TRUNCATED) {
+        fy_ofi_hdr_t hdr;
+        if (req->info.length < FY_OFI_HDR_LEN || !fy_ofi_hdr_decode(req->hdr, &hdr)) {
+            FY_OFI_WARN(FI_LOG_EP_DATA,
+                        "a message of %zu bytes (tag 0x%llx) has no valid provider header: not "
+                        "from a ferry provider endpoint of this version\n",
+                        req->info.length, (unsigned long long)req->info.tag);
+            req->len = 0;
+            fy_ofi_req_complete(req, FERRY_ERR_PROTOCOL);
+            return;
+        }
+        size_t msg_len = req->info.length - FY_OFI_HDR_LEN;
+        size_t placed = msg_len < req->len ? msg_len : req->len;
+        req->tag = req->info.tag & FY_OFI_TAG_USER_MASK;
+        req->addr = fy_ofi_ep_source(ep, req->info.tag);
+        if (hdr.flags & FY_OFI_HDR_DATA) {
+            req->data = hdr.data;
+            req->cq_flags |= FI_REMOTE_CQ_DATA;
+        }
+        if ((hdr.flags & FY_OFI_HDR_ACK_REQ) && req->info.sender != NULL)
+            fy_ofi_ack_queue(ep, req->info.sender, hdr.send_id);
+        if (req->flags & FY_OFI_REQ_DISCARD) {
+            /* FI_DISCARD: dropped on purpose; FI_PEEK|FI_DISCARD reports the message's size */
+            req->len = (req->flags & FY_OFI_REQ_PEEK) ? msg_len : 0;
+            fy_ofi_req_complete(req, FERRY_OK);
+            return;
+        }
+        req->len = placed;
+        if (msg_len > placed) {
+            req->olen = msg_len - placed;
+            fy_ofi_req_complete(req, FERRY_ERR_MESSAGE_TRUNCATED);
+            return;
+        }
+        fy_ofi_req_complete(req, FERRY_OK);
+        return;
+    }
+    req->len = 0;
+    fy_ofi_req_complete(req, status);
+}
+
+static void recv_done_cb(ferry_completion_t *comp)
+{
+    fy_ofi_req_t *req = FY_OFI_CONTAINER(comp, fy_ofi_req_t, comp);
+    recv_finish(req, comp->status);
+}
+
+/* The result of ferry_tag_recv or ferry_tag_message_recv. */
+static ssize_t recv_started(fy_ofi_req_t *req, ferry_status_t st)
+{
+    switch (st) {
+    case FERRY_OK:
+    case FERRY_ERR_MESSAGE_TRUNCATED:
+        recv_finish(req, st);
+        return 0;
+    case FERRY_INPROGRESS:
+        if (req->kind == FY_OFI_REQ_RECV && req->message == NULL) {
+            req->flags |= FY_OFI_REQ_POSTED;
+            fy_ofi_list_push_tail(&req->ep->posted, &req->link);
+        }
+        return 0;
+    default:
+        fy_ofi_req_free(req);
+        return fy_ofi_errno(st);
+    }
+}
+
+/* The ferry tag and mask of a receive. Returns 0, -FI_EINVAL (an unknown source address) or
+ * -FI_EADDRINUSE (a source whose id is ambiguous: shim G2). */
+static int recv_match(fy_ofi_ep_t *ep, bool tagged, fi_addr_t src, uint64_t tag, uint64_t ignore,
+                      uint64_t *wtag_p, uint64_t *wmask_p)
+{
+    uint64_t wtag = wire_kind(tagged);
+    uint64_t wmask = FY_OFI_TAG_MSG_BIT;
+    if (tagged) {
+        wtag |= tag & FY_OFI_TAG_USER_MASK;
+        wmask |= ~ignore & FY_OFI_TAG_USER_MASK;
+    }
+    if ((ep->caps & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC) {
+        fy_ofi_av_slot_t *slot = fy_ofi_av_slot(ep->av, src);
+        if (slot == NULL)
+            return -FI_EINVAL;
+        if (slot->ambiguous)
+            return -FI_EADDRINUSE;
+        wtag |= (uint64_t)slot->src_id << FY_OFI_TAG_SRC_SHIFT;
+        wmask |= FY_OFI_TAG_SRC_MASK;
+    }
+    *wtag_p = wtag;
+    *wmask_p = wmask;
+    return 0;
+}
+
+static fy_ofi_req_t *recv_req(fy_ofi_ep_t *ep, void *context, bool tagged, uint64_t flags)
+{
+    fy_ofi_req_t *req = fy_ofi_req_alloc(ep, FY_OFI_REQ_RECV, FY_OFI_BUDGET_RX);
+    if (req == NULL)
+        return NULL;
+    req->context = context;
+    req->cq_flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+    req->cntr = ep->cntr_recv;
+    if (!ep->rx_selective || (flags & FI_COMPLETION))
+        req->flags |= FY_OFI_REQ_CQ;
+    req->comp.cb = recv_done_cb;
+    req->comp.count = 1;
+    return req;
+}
+
+/* FI_PEEK (with FI_CLAIM or FI_DISCARD): look at the first matching message. The result goes
+ * to the receive CQ at once: success with its length and tag (its data only once ferry's probe
+ * reports immediate data: shim G3), or an FI_ENOMSG error. */
+static ssize_t recv_peek(fy_ofi_ep_t *ep, uint64_t wtag, uint64_t wmask, uint64_t tag,
+                         void *context, uint64_t flags)
+{
+    fy_ofi_ep_progress(ep);
+    bool take = (flags & (FI_CLAIM | FI_DISCARD)) != 0;
+    ferry_tag_info_t info;
+    ferry_tag_message_t *message = NULL;
+    ferry_status_t st =
+        ferry_tag_probe(ep->worker, wtag, wmask, take, &info, take ? &message : NULL);
+    if (st == FERRY_ERR_NO_ELEM) {
+        fy_ofi_cq_entry_t entry = {
+            .e = {.op_context = context, .flags = FI_RECV | FI_TAGGED, .tag = tag},
+            .src = FI_ADDR_NOTAVAIL,
+            .err = FI_ENOMSG,
+            .prov_errno = st,
+        };
+        fy_ofi_rx_entry(ep, &entry);
+        return 0;
+    }
+    if (st != FERRY_OK)
+        return fy_ofi_errno(st);
+    size_t msg_len = info.length >= FY_OFI_HDR_LEN ? info.length - FY_OFI_HDR_LEN : 0;
+    fi_addr_t src = fy_ofi_ep_source(ep, info.tag);
+    if (flags & FI_DISCARD) {
+        /* receive the header only: ferry moves no more of the message */
+        fy_ofi_req_t *req = recv_req(ep, context, true, FI_COMPLETION);
+        if (req == NULL)
+            return -FI_EAGAIN; /* the message is taken: a rare leak until the worker goes */
+        req->flags |= FY_OFI_REQ_DISCARD | FY_OFI_REQ_PEEK;
+        req->message = message;
+        iov_build(req, NULL, 0);
+        st = ferry_tag_message_recv(ep->worker, message, req->iov, req->iovcnt, &req->info,
+                                    &req->comp);
+        return recv_started(req, st);
+    }
+    if (flags & FI_CLAIM) {
+        fy_ofi_req_t *req = fy_ofi_req_alloc(ep, FY_OFI_REQ_CLAIMED, FY_OFI_BUDGET_NONE);
+        if (req == NULL)
+            return -FI_EAGAIN;
+        req->context = context;
+        req->message = message;
+        fy_ofi_list_push_tail(&ep->claimed, &req->link);
+    }
+    fy_ofi_cq_entry_t entry = {
+        .e =
+            {
+                .op_context = context,
+                .flags = FI_RECV | FI_TAGGED,
+                .len = msg_len,
+                .tag = info.tag & FY_OFI_TAG_USER_MASK,
+            },
+        .src = src,
+    };
+    fy_ofi_rx_entry(ep, &entry);
+    return 0;
+}
+
+/* FI_CLAIM: receive the message an FI_PEEK|FI_CLAIM of the same context took. */
+static ssize_t recv_claimed(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, void *context,
+                            uint64_t flags)
+{
+    fy_ofi_req_t *claimed = NULL;
+    for (fy_ofi_list_t *item = ep->claimed.next; item != &ep->claimed; item = item->next) {
+        fy_ofi_req_t *r = FY_OFI_CONTAINER(item, fy_ofi_req_t, link);
+        if (r->context == context) {
+            claimed = r;
+            break;
+        }
+    }
+    if (claimed == NULL)
+        return -FI_EINVAL; /* nothing was claimed with this context */
+    fy_ofi_req_t *req = recv_req(ep, context, true, flags);
+    if (req == NULL)
+        return -FI_EAGAIN;
+    int rc = iov_build(req, (flags & FI_DISCARD) ? NULL : iov, (flags & FI_DISCARD) ? 0 : count);
+    if (rc != 0) {
+        fy_ofi_req_free(req);
+        return rc;
+    }
+    if (flags & FI_DISCARD)
+        req->flags |= FY_OFI_REQ_DISCARD;
+    req->message = claimed->message;
+    fy_ofi_list_remove(&claimed->link);
+    fy_ofi_req_free(claimed);
+    ferry_status_t st = ferry_tag_message_recv(ep->worker, req->message, req->iov, req->iovcnt,
+                                               &req->info, &req->comp);
+    return recv_started(req, st);
+}
+
+static ssize_t recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t src,
+                           uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
+                           bool tagged)
+{
+    if (flags & ~(tagged ? TAGGED_RECV_FLAGS : MSG_RECV_FLAGS))
+        return -FI_EBADFLAGS;
+    if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
+        return -FI_EINVAL;
+    ssize_t rc;
+    fy_ofi_domain_lock(ep->domain);
+    if (!ep->enabled) {
+        rc = -FI_EOPBADSTATE;
+        goto out;
+    }
+    uint64_t wtag, wmask;
+    if (flags & FI_CLAIM && !(flags & FI_PEEK)) {
+        rc = recv_claimed(ep, iov, count, context, flags);
+        goto out;
+    }
+    rc = recv_match(ep, tagged, src, tag, ignore, &wtag, &wmask);
+    if (rc != 0)
+        goto out;
+    if (flags & FI_PEEK) {
+        rc = recv_peek(ep, wtag, wmask, tag, context, flags);
+        goto out;
+    }
+    fy_ofi_req_t *req = recv_req(ep, context, tagged, flags);
+    if (req == NULL) {
+        rc = -FI_EAGAIN;
+        goto out;
+    }
+    rc = iov_build(req, iov, count);
+    if (rc != 0) {
+        fy_ofi_req_free(req);
+        goto out;
+    }
+    ferry_status_t st =
+        ferry_tag_recv(ep->worker, req->iov, req->iovcnt, wtag, wmask, &req->info, &req->comp);
+    rc = recv_started(req, st);
+out:
+    fy_ofi_domain_unlock(ep->domain);
+    return rc;
+}
+
+ssize_t fy_ofi_cancel(fy_ofi_ep_t *ep, void *context)
+{
+    for (fy_ofi_list_t *item = ep->posted.next; item != &ep->posted; item = item->next) {
+        fy_ofi_req_t *req = FY_OFI_CONTAINER(item, fy_ofi_req_t, link);
+        if (req->context != context)
+            continue;
+        /* the receive completes with FERRY_ERR_CANCELED from progress */
+        ferry_status_t st = ferry_tag_recv_cancel(ep->worker, &req->comp);
+        return st == FERRY_OK ? 0 : -FI_ENOENT;
+    }
+    return -FI_ENOENT; /* sends and matched receives cannot be canceled */
+}
+
+/* ---------------------------------------------------------------- fi_ops_msg */
+
+static ssize_t msg_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src_addr,
+                        void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    return recv_common(ep, &iov, 1, src_addr, 0, 0, context, ep->rx_op_flags, false);
+}
+
+static ssize_t msg_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,
+                         fi_addr_t src_addr, void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    return recv_common(ep, iov, count, src_addr, 0, 0, context, ep->rx_op_flags, false);
+}
+
+static ssize_t msg_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+    if (msg == NULL)
+        return -FI_EINVAL;
+    return recv_common(ep_of(fid), msg->msg_iov, msg->iov_count, msg->addr, 0, 0, msg->context,
+                       flags, false);
+}
+
+static ssize_t msg_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                        fi_addr_t dest_addr, void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return send_common(ep, &iov, 1, dest_addr, 0, 0, context, ep->tx_op_flags, false, false);
+}
+
+static ssize_t msg_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,
+                         fi_addr_t dest_addr, void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    return send_common(ep, iov, count, dest_addr, 0, 0, context, ep->tx_op_flags, false, false);
+}
+
+static ssize_t msg_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+    if (msg == NULL)
+        return -FI_EINVAL;
+    return send_common(ep_of(fid), msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data,
+                       msg->context, flags, false, false);
+}
+
+static ssize_t msg_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest_addr)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return send_common(ep_of(fid), &iov, 1, dest_addr, 0, 0, NULL, FI_INJECT, false, true);
+}
+
+static ssize_t msg_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                            uint64_t data, fi_addr_t dest_addr, void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return send_common(ep, &iov, 1, dest_addr, 0, data, context,
+                       ep->tx_op_flags | FI_REMOTE_CQ_DATA, false, false);
+}
+
+static ssize_t msg_injectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data,
+                              fi_addr_t dest_addr)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return send_common(ep_of(fid), &iov, 1, dest_addr, 0, data, NULL, FI_INJECT | FI_REMOTE_CQ_DATA,
+                       false, true);
+}
+
+struct fi_ops_msg fy_ofi_ops_msg = {
+    .size = sizeof(struct fi_ops_msg),
+    .recv = msg_recv,             /* 0, -FI_EAGAIN (queue full), -FI_EINVAL, -FI_EOPBADSTATE */
+    .recvv = msg_recvv,           /* up to FY_OFI_IOV_LIMIT pieces */
+    .recvmsg = msg_recvmsg,       /* flags: FI_COMPLETION */
+    .send = msg_send,             /* 0, -FI_EAGAIN, -FI_EINVAL (address), peer errors */
+    .sendv = msg_sendv,           /* buffers stay the caller's until the completion */
+    .sendmsg = msg_sendmsg,       /* flags: FI_COMPLETION, FI_INJECT, FI_REMOTE_CQ_DATA, ... */
+    .inject = msg_inject,         /* <= inject_size; buffer free on return; no entry */
+    .senddata = msg_senddata,     /* with remote CQ data */
+    .injectdata = msg_injectdata, /* both */
+};
+
+/* ---------------------------------------------------------------- fi_ops_tagged */
+
+static ssize_t tagged_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                           fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    return recv_common(ep, &iov, 1, src_addr, tag, ignore, context, ep->rx_op_flags, true);
+}
+
+static ssize_t tagged_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,
+                            fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    return recv_common(ep, iov, count, src_addr, tag, ignore, context, ep->rx_op_flags, true);
+}
+
+static ssize_t tagged_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
+{
+    if (msg == NULL)
+        return -FI_EINVAL;
+    return recv_common(ep_of(fid), msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->ignore,
+                       msg->context, flags, true);
+}
+
+static ssize_t tagged_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                           fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return send_common(ep, &iov, 1, dest_addr, tag, 0, context, ep->tx_op_flags, true, false);
+}
+
+static ssize_t tagged_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,
+                            fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    return send_common(ep, iov, count, dest_addr, tag, 0, context, ep->tx_op_flags, true, false);
+}
+
+static ssize_t tagged_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
+{
+    if (msg == NULL)
+        return -FI_EINVAL;
+    return send_common(ep_of(fid), msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->data,
+                       msg->context, flags, true, false);
+}
+
+static ssize_t tagged_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest_addr,
+                             uint64_t tag)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return send_common(ep_of(fid), &iov, 1, dest_addr, tag, 0, NULL, FI_INJECT, true, true);
+}
+
+static ssize_t tagged_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                               uint64_t data, fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+    (void)desc;
+    fy_ofi_ep_t *ep = ep_of(fid);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return send_common(ep, &iov, 1, dest_addr, tag, data, context,
+                       ep->tx_op_flags | FI_REMOTE_CQ_DATA, true, false);
+}
+
+static ssize_t tagged_injectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data,
+                                 fi_addr_t dest_addr, uint64_t tag)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return send_common(ep_of(fid), &iov, 1, dest_addr, tag, data, NULL,
+                       FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
+}
+
+struct fi_ops_tagged fy_ofi_ops_tagged = {
+    .size = sizeof(struct fi_ops_tagged),
+    .recv = tagged_recv,       /* tag outside ignore; directed with FI_DIRECTED_RECV */
+    .recvv = tagged_recvv,     /* up to FY_OFI_IOV_LIMIT pieces */
+    .recvmsg = tagged_recvmsg, /* FI_PEEK, FI_CLAIM, FI_DISCARD, FI_COMPLETION */
+    .send = tagged_send,       /* tag < 2^44: -FI_EINVAL otherwise */
+    .sendv = tagged_sendv,
+    .sendmsg = tagged_sendmsg,       /* NULL context and no FI_COMPLETION: no entry at all */
+    .inject = tagged_inject,         /* <= inject_size; buffer free on return; no entry */
+    .senddata = tagged_senddata,     /* with remote CQ data */
+    .injectdata = tagged_injectdata, /* both */
+};
