@@ -63,14 +63,16 @@ typedef enum at_kind { AT_ALLOC, AT_REG, AT_KINDS } at_kind_t;
 static const char *const at_kind_names[AT_KINDS] = {"ferry_mem_alloc (CPU atomics)",
                                                     "ferry_mem_register (target-executed)"};
 
-#define AT_N_FADD64 100000u
-#define AT_N_FADD32 100000u
-#define AT_N_POST 10000u
+/* the long loops' lengths on shm; over tcp every atomic is a round trip through the owner's
+ * progress, so they run at_long_divisor times shorter there (still 25 000 interleaved adds) */
+#define AT_N_FADD64_SHM 100000u
+#define AT_N_FADD32_SHM 100000u
+#define AT_N_POST_SHM 10000u
 #define AT_N_SWAP 10000u
-#define AT_N_LOCK 1000u
+#define AT_N_LOCK 500u /* strict turns: each one waits for the scheduler to run the other */
 #define AT_N_CAS32 2000u
 #define AT_BARRIER_EVERY 10000u /* fetch-adds between barriers */
-#define AT_N_MIXED 20000u
+#define AT_N_MIXED_SHM 20000u
 #define AT_WINDOW 32
 #define AT_TIMEOUT_MS 60000
 
@@ -103,6 +105,15 @@ static const char *const at_kind_names[AT_KINDS] = {"ferry_mem_alloc (CPU atomic
 #define AT_AND_INIT UINT64_MAX
 #define AT_OR_INIT 0x0100000000000000ull
 #define AT_XOR_INIT 0x0123456789abcdefull
+
+/* Set by main before the hammers fork: 4 over tcp, else 1. */
+static unsigned at_long_divisor = 1;
+
+/* The length of a long loop (AT_N_*_SHM) on this run's transport. */
+static uint64_t at_long(uint64_t shm_count)
+{
+    return shm_count / at_long_divisor;
+}
 
 /* ------------------------------------------------------------------ values */
 
@@ -360,9 +371,9 @@ static void at_maybe_barrier(at_hammer_t *h, uint64_t i, uint64_t n)
 /* Barriers a section has: one at its start, and those of its long loop. */
 static uint64_t at_section_barriers(at_section_t s)
 {
-    uint64_t n = s == AT_FADD64   ? AT_N_FADD64
-                 : s == AT_FADD32 ? AT_N_FADD32
-                 : s == AT_MIXED  ? AT_N_MIXED
+    uint64_t n = s == AT_FADD64   ? at_long(AT_N_FADD64_SHM)
+                 : s == AT_FADD32 ? at_long(AT_N_FADD32_SHM)
+                 : s == AT_MIXED  ? at_long(AT_N_MIXED_SHM)
                                   : 0;
     return 1 + (n > 0 ? (n - 1) / AT_BARRIER_EVERY : 0);
 }
@@ -413,10 +424,11 @@ static void at_hammer_section(at_hammer_t *h, at_section_t section, int chan)
         return;
     }
     case AT_FADD64:
-        at_bitmap_init(&h->bm, 2 * AT_N_FADD64);
+        at_bitmap_init(&h->bm, 2 * at_long(AT_N_FADD64_SHM));
         h->last = UINT64_MAX;
         h->interleaved = 0;
-        for (uint64_t i = 0; i < AT_N_FADD64; i++, at_maybe_barrier(h, i, AT_N_FADD64))
+        for (uint64_t i = 0; i < at_long(AT_N_FADD64_SHM);
+             i++, at_maybe_barrier(h, i, at_long(AT_N_FADD64_SHM)))
             at_issue(h, ft_rma_fetch(FERRY_ATOMIC_ADD, 1, 0, 8, AT_OFF_C64, NULL), i,
                      at_fadd64_result);
         at_drain(h);
@@ -425,8 +437,9 @@ static void at_hammer_section(at_hammer_t *h, at_section_t section, int chan)
         at_bitmap_free(&h->bm);
         return;
     case AT_FADD32:
-        at_bitmap_init(&h->bm, 8 * AT_N_FADD32);
-        for (uint64_t i = 0; i < AT_N_FADD32; i++, at_maybe_barrier(h, i, AT_N_FADD32))
+        at_bitmap_init(&h->bm, 8 * at_long(AT_N_FADD32_SHM));
+        for (uint64_t i = 0; i < at_long(AT_N_FADD32_SHM);
+             i++, at_maybe_barrier(h, i, at_long(AT_N_FADD32_SHM)))
             at_issue(h, ft_rma_fetch(FERRY_ATOMIC_ADD, id == 1 ? 3 : 5, 0, 4, AT_OFF_C32, NULL), i,
                      at_fadd32_result);
         at_drain(h);
@@ -435,7 +448,7 @@ static void at_hammer_section(at_hammer_t *h, at_section_t section, int chan)
         at_bitmap_free(&h->bm);
         return;
     case AT_POST:
-        for (uint64_t i = 0; i < AT_N_POST; i++) {
+        for (uint64_t i = 0; i < at_long(AT_N_POST_SHM); i++) {
             at_issue(h, ft_rma_post(FERRY_ATOMIC_ADD, at_add_value(id, i), 8, AT_OFF_ADD64), i,
                      NULL);
             at_issue(h, ft_rma_post(FERRY_ATOMIC_AND, at_and_value(id, i, 64), 8, AT_OFF_AND64), i,
@@ -552,7 +565,8 @@ static void at_hammer_section(at_hammer_t *h, at_section_t section, int chan)
         return;
     }
     case AT_MIXED:
-        for (uint64_t i = 0; i < AT_N_MIXED; i++, at_maybe_barrier(h, i, AT_N_MIXED))
+        for (uint64_t i = 0; i < at_long(AT_N_MIXED_SHM);
+             i++, at_maybe_barrier(h, i, at_long(AT_N_MIXED_SHM)))
             at_issue(h, ft_rma_fetch(FERRY_ATOMIC_ADD, 1, 0, 8, AT_OFF_MIX, NULL), i, NULL);
         at_drain(h);
         ft_chan_send_token(chan, AT_TAG_DONE, section, 0, 0, 0);
@@ -831,7 +845,7 @@ static void at_section(at_owner_t *o, at_kind_t k, at_section_t s)
     }
 
     if (s == AT_MIXED) {
-        w.own_left = AT_N_MIXED;
+        w.own_left = at_long(AT_N_MIXED_SHM);
         w.own_word = (uint64_t *)(m + AT_OFF_MIX);
     }
     /* the mapped memory needs nothing from the owner: let the hammers have the CPUs (over tcp
@@ -848,11 +862,11 @@ static void at_section(at_owner_t *o, at_kind_t k, at_section_t s)
     case AT_FADD64: {
         at_bitmap_t b[2];
         for (int p = 0; p < 2; p++)
-            at_recv_bitmap(o, p, &b[p], 2 * AT_N_FADD64);
+            at_recv_bitmap(o, p, &b[p], 2 * at_long(AT_N_FADD64_SHM));
         at_bitmap_merge(&b[0], &b[1], "fadd64");
-        for (size_t i = 0; i < 2 * AT_N_FADD64; i++)
+        for (size_t i = 0; i < 2 * at_long(AT_N_FADD64_SHM); i++)
             FT_CHECK(at_bitmap_test(&b[0], i), "fadd64: nobody fetched the value %zu", i);
-        at_expect(o, AT_OFF_C64, 8, 2 * AT_N_FADD64);
+        at_expect(o, AT_OFF_C64, 8, 2 * at_long(AT_N_FADD64_SHM));
         ft_note("fadd64 on %s: the other hammer's adds came between %llu + %llu times",
                 at_kind_names[k], (unsigned long long)w.token[0].v[1],
                 (unsigned long long)w.token[1].v[1]);
@@ -864,13 +878,14 @@ static void at_section(at_owner_t *o, at_kind_t k, at_section_t s)
         at_bitmap_t b[2];
         size_t count = 0;
         for (int p = 0; p < 2; p++)
-            at_recv_bitmap(o, p, &b[p], 8 * AT_N_FADD32);
+            at_recv_bitmap(o, p, &b[p], 8 * at_long(AT_N_FADD32_SHM));
         at_bitmap_merge(&b[0], &b[1], "fadd32");
-        for (size_t i = 0; i < 8 * AT_N_FADD32; i++)
+        for (size_t i = 0; i < 8 * at_long(AT_N_FADD32_SHM); i++)
             count += at_bitmap_test(&b[0], i);
-        FT_CHECK(count == 2 * AT_N_FADD32, "fadd32: %zu distinct values fetched, expected %u",
-                 count, 2 * AT_N_FADD32);
-        at_expect(o, AT_OFF_C32, 4, AT_C32_INIT + 8u * AT_N_FADD32);
+        FT_CHECK(count == 2 * at_long(AT_N_FADD32_SHM),
+                 "fadd32: %zu distinct values fetched, expected %llu", count,
+                 (unsigned long long)(2 * at_long(AT_N_FADD32_SHM)));
+        at_expect(o, AT_OFF_C32, 4, AT_C32_INIT + 8u * at_long(AT_N_FADD32_SHM));
         at_bitmap_free(&b[0]);
         at_bitmap_free(&b[1]);
         break;
@@ -880,7 +895,7 @@ static void at_section(at_owner_t *o, at_kind_t k, at_section_t s)
         uint32_t add32 = 0xfffffff0u, and32 = (uint32_t)AT_AND_INIT, or32 = 0x80000000u,
                  xor32 = (uint32_t)AT_XOR_INIT;
         for (unsigned id = 1; id <= 2; id++) {
-            for (uint64_t i = 0; i < AT_N_POST; i++) {
+            for (uint64_t i = 0; i < at_long(AT_N_POST_SHM); i++) {
                 add64 += at_add_value(id, i);
                 and64 &= at_and_value(id, i, 64);
                 or64 |= at_or_value(id, i, 56);
@@ -937,7 +952,7 @@ static void at_section(at_owner_t *o, at_kind_t k, at_section_t s)
                 (unsigned long long)w.token[1].v[2]);
         break;
     case AT_MIXED:
-        at_expect(o, AT_OFF_MIX, 8, 3 * AT_N_MIXED);
+        at_expect(o, AT_OFF_MIX, 8, 3 * at_long(AT_N_MIXED_SHM));
         break;
     default:
         break;
@@ -951,8 +966,11 @@ int main(void)
     static at_owner_t o;
     ft_files_t before;
 
+    bool over_tcp = strcmp(ft_remote_transport(), "tcp") == 0;
+
     ft_set_role("owner");
-    ft_watchdog(55);
+    at_long_divisor = over_tcp ? 4 : 1;
+    ft_watchdog(over_tcp ? 110 : 55); /* within ctest's TIMEOUT (tests.cmake) */
     ft_files_snapshot(&before);
     ft_peer_spawn(&o.peer[0], "hammer-A", at_hammer_role, (void *)(uintptr_t)1);
     ft_peer_spawn(&o.peer[1], "hammer-B", at_hammer_role, (void *)(uintptr_t)2);

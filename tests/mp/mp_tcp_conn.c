@@ -10,7 +10,13 @@
  *                 FERRY_ERR_ENDPOINT_TIMEOUT within FERRY_TCP_TIMEOUT_MS (1500 ms here) plus
  *                 slack, although the kernel still acknowledges everything;
  *   killed        SIGKILL of the peer: the error callback runs with FERRY_ERR_CONNECTION_RESET
- *                 within 1 s. */
+ *                 within 1 s;
+ *   self-stalled  this process calls no progress for longer than FERRY_TCP_TIMEOUT_MS while
+ *                 its peer does: the peer times the connection out (as documented), and this
+ *                 worker, at its next progress call, says once that it did not call progress
+ *                 and does not blame the peer for a silence of its own making (the peer's PINGs
+ *                 waited unread in the socket); its endpoint fails with
+ *                 FERRY_ERR_CONNECTION_RESET. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <signal.h>
@@ -230,6 +236,53 @@ static void tc_peer_gone(int sig, ferry_status_t expected, unsigned limit_ms)
         ft_peer_wait(&echo_peer, 10000);
 }
 
+/* ------------------------------------------------------------------ self-stalled */
+
+static void tc_self_stalled(void)
+{
+    ft_peer_t echo_peer;
+    ft_echo_client_t echo;
+    ft_ferry_t f;
+    ft_peer_spawn(&echo_peer, "patient", ft_echo_role, NULL);
+    ft_ferry_init(&f, "tcp", NULL);
+    ft_echo_connect(&echo, f.worker, &echo_peer);
+    ft_echo_pingpong(&echo, 20, 1000);
+    FT_CHECK(tc_count_connections() == 1,
+             "%u established tcp sockets in this process, expected one (this end of the "
+             "connection)",
+             tc_count_connections());
+    ft_capture_begin();
+    /* no progress here (that is the case): wait, reading only /proc, until the peer has timed
+     * the connection out and closed its end (then this end is no longer ESTABLISHED but
+     * CLOSE_WAIT) */
+    ft_deadline_t deadline = ft_deadline_in_ms(4 * TC_TIMEOUT_MS + 10000);
+    while (tc_count_connections() == 1) {
+        FT_CHECK(!ft_deadline_passed(deadline),
+                 "the peer kept the connection to a worker that "
+                 "called no progress for %u ms",
+                 4 * TC_TIMEOUT_MS + 10000);
+        usleep(20000);
+    }
+    ft_progress_until(f.worker, 10000, tc_failed, &echo,
+                      "the endpoint to fail after the peer timed the connection out");
+    char *text = ft_capture_end();
+    FT_CHECK(echo.error == FERRY_ERR_CONNECTION_RESET,
+             "the endpoint failed with %s, expected "
+             "FERRY_ERR_CONNECTION_RESET (the peer closed)",
+             ferry_status_name(echo.error));
+    FT_CHECK(
+        ft_count(text, "did not call progress for") == 1 && ft_count(text, "sent nothing") == 0,
+        "expected one 'did not call progress' warning and no 'sent nothing' one, got:\n%s", text);
+    free(text);
+    ft_note("self-stalled: the peer closed, this worker said it had not called progress");
+    ferry_ep_destroy(echo.ep);
+    ft_ferry_fini(&f);
+    ft_chan_send_token(echo_peer.chan, FT_ECHO_TOKEN_DONE, 0, 0, 0, 0);
+    close(echo_peer.chan);
+    echo_peer.chan = -1;
+    ft_peer_expect_exit(&echo_peer, 30000, 0);
+}
+
 int main(void)
 {
     ft_set_role("main");
@@ -238,6 +291,7 @@ int main(void)
     /* silence detection: the timeout plus one timer tick and scheduling slack */
     tc_peer_gone(SIGSTOP, FERRY_ERR_ENDPOINT_TIMEOUT, TC_TIMEOUT_MS + 1000);
     tc_peer_gone(SIGKILL, FERRY_ERR_CONNECTION_RESET, 1000);
+    tc_self_stalled();
     ft_files_check_self();
     ft_note("passed");
     return 0;

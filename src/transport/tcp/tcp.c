@@ -112,6 +112,8 @@ void tcp_timer_update(fy_tl_worker_t *tlw)
         its.it_interval.tv_nsec = (long)(tick % 1000000000u);
         its.it_value = its.it_interval;
     }
+    if (want)
+        tlw->last_tick_ns = fy_time_coarse_ns();
     if (timerfd_settime(tlw->timerfd, 0, &its, NULL) != 0)
         fy_warn("tcp: timerfd_settime(fd %d) failed: %s", tlw->timerfd, strerror(errno));
     tlw->timer_armed = want;

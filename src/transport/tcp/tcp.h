@@ -168,6 +168,7 @@ struct fy_tl_worker {
     int timerfd;
     fy_worker_fd_t timer_entry;
     bool timer_armed;
+    uint64_t last_tick_ns; /* when tcp_conn_tick last ran (set when the timer is armed) */
     tcp_record_t record;
     uint8_t record_bytes[TCP_RECORD_MAX_SIZE];
     size_t record_length;
@@ -192,6 +193,10 @@ void tcp_conn_event(tcp_conn_t *conn, uint32_t events);
 void tcp_conn_fail(tcp_conn_t *conn, ferry_status_t status);
 void tcp_conn_reap(fy_tl_worker_t *tlw);
 void tcp_conn_tick(fy_tl_worker_t *tlw, uint64_t now);
+/* When the timer is armed and this worker's last tick is older than FERRY_TCP_TIMEOUT_MS, warn
+ * once that it did not call progress (its peers may have timed it out); then note `now` as the
+ * last tick. Called by each tick and before a connection closed by the peer is reported. */
+void tcp_worker_note_stall(fy_tl_worker_t *tlw, uint64_t now);
 void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t *body);
 tcp_peer_t *tcp_peer_get(fy_tl_worker_t *tlw, uint64_t uuid);
 void tcp_peer_maybe_free(tcp_peer_t *peer);

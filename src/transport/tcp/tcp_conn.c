@@ -674,9 +674,31 @@ static void tcp_conn_fd_cb(void *arg, uint32_t events)
 
 /* ------------------------------------------------------------------ timers */
 
+/* Whether bytes from the peer wait unread in the connection's socket (a peek: nothing is
+ * consumed). Then the peer was not silent; this worker was late to read (it did not call
+ * progress for a while), and the silence timeout must not blame the peer for it. */
+static bool tcp_conn_input_waiting(const tcp_conn_t *conn)
+{
+    uint8_t byte;
+    return recv(conn->fd.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+void tcp_worker_note_stall(fy_tl_worker_t *tlw, uint64_t now)
+{
+    if (tlw->timer_armed && tlw->timeout_ns != 0 && now - tlw->last_tick_ns > tlw->timeout_ns)
+        fy_warn("tcp: this worker (pid %d) did not call progress for %llu ms, longer than "
+                "FERRY_TCP_TIMEOUT_MS (%llu ms): its tcp peers may have timed out its "
+                "connections meanwhile (call progress more often, or raise "
+                "FERRY_TCP_TIMEOUT_MS on every side)",
+                (int)getpid(), (unsigned long long)((now - tlw->last_tick_ns) / 1000000u),
+                (unsigned long long)(tlw->timeout_ns / 1000000u));
+    tlw->last_tick_ns = now;
+}
+
 void tcp_conn_tick(fy_tl_worker_t *tlw, uint64_t now)
 {
     fy_list_link_t *next;
+    tcp_worker_note_stall(tlw, now);
     for (fy_list_link_t *l = fy_list_first(&tlw->conns); l != fy_list_end(&tlw->conns); l = next) {
         next = l->next;
         tcp_conn_t *conn = fy_list_entry(l, tcp_conn_t, link);
@@ -702,6 +724,14 @@ void tcp_conn_tick(fy_tl_worker_t *tlw, uint64_t now)
         }
         if (tlw->timeout_ns == 0)
             continue;
+        if (now - conn->last_rx_ns > tlw->timeout_ns && tcp_conn_input_waiting(conn)) {
+            /* the peer did speak: this worker did not call progress to read it */
+            fy_debug("tcp: %s (pid %u): nothing read for %llu ms but bytes wait in the socket: "
+                     "this worker did not call progress; the connection is kept",
+                     conn->remote_name, conn->peer != NULL ? conn->peer->pid : 0,
+                     (unsigned long long)((now - conn->last_rx_ns) / 1000000u));
+            conn->last_rx_ns = now;
+        }
         if (now - conn->last_rx_ns > tlw->timeout_ns) {
             tcp_peer_t *peer = conn->peer;
             fy_warn("tcp: %s (pid %u) sent nothing for %llu ms (FERRY_TCP_TIMEOUT_MS)%s: "

@@ -719,6 +719,7 @@ static void tcp_rx_eof(tcp_conn_t *conn, int err)
         return;
     }
     if (peer != NULL && peer->conn == conn && peer->chan_count > 0 && !peer->failed) {
+        tcp_worker_note_stall(conn->tlw, fy_time_coarse_ns());
         if (err != 0)
             fy_warn("tcp: connection to %s (pid %u) failed: %s; its %u endpoints fail",
                     conn->remote_name, peer->pid, strerror(err), peer->chan_count);
