@@ -4,7 +4,8 @@
  * Input: byte 0 picks the active-message id (FY_AM_ID_TAG_EAGER + byte % 8: the seven tag
  * ids and one that is not), bytes 1..4 are the payload length (u32, little-endian), the rest is
  * the header. When the decoder accepts it, every promise tag.h makes about a decoded header is
- * checked: the exact size for the id, version 1, payload only on EAGER and DATA (and never an
+ * checked: the exact size for the id (EAGER: 16 bytes without flags, 32 with), version 1,
+ * EAGER's flags (immediate data, synchronous send id), payload only on EAGER and DATA (and never an
  * empty DATA), modes, ids never 0, sections, offsets and lengths that do not overflow, keys
  * exactly where the mode needs one, DONE's target/final/status/reply id rules; and re-encoding
  * the decoded header must give the input back (nothing is ignored: reserved bytes are zero).
@@ -56,15 +57,25 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
                                    sizeof(tag_wire_flow_t)};
     if (m->id < FY_AM_ID_TAG_EAGER || m->id > FY_AM_ID_TAG_FLOW)
         fuzz_fail("accepted an unknown id");
-    if (header_length != sizes[m->id - FY_AM_ID_TAG_EAGER])
+    /* EAGER has two sizes: the short form without flags, the full one with them */
+    size_t expected = m->id == FY_AM_ID_TAG_EAGER && m->u.eager.flags == 0
+                          ? TAG_WIRE_EAGER_SHORT
+                          : sizes[m->id - FY_AM_ID_TAG_EAGER];
+    if (header_length != expected)
         fuzz_fail("accepted a header of the wrong size");
     if (payload != 0 && m->id != FY_AM_ID_TAG_EAGER && m->id != FY_AM_ID_TAG_DATA)
         fuzz_fail("accepted a payload on a message without one");
     switch (m->id) {
-    case FY_AM_ID_TAG_EAGER:
-        if (m->u.eager.version != TAG_WIRE_VERSION)
+    case FY_AM_ID_TAG_EAGER: {
+        const tag_wire_eager_t *e = &m->u.eager;
+        if (e->version != TAG_WIRE_VERSION)
             fuzz_fail("EAGER version");
+        if ((e->flags & ~TAG_FLAGS_EAGER) != 0 || (!(e->flags & TAG_FLAG_IMM) && e->imm != 0))
+            fuzz_fail("EAGER unknown flag, or immediate data without its flag");
+        if ((e->flags & TAG_FLAG_SYNC) ? e->send_id == 0 : e->send_id != 0)
+            fuzz_fail("EAGER send id without the synchronous flag, or 0 with it");
         break;
+    }
     case FY_AM_ID_TAG_RTS: {
         const tag_wire_rts_t *r = &m->u.rts;
         int key = !fuzz_zero(r->rkey, sizeof(r->rkey));
