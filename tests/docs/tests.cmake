@@ -16,3 +16,14 @@ if(TARGET ferry_info)
         LABELS docs
         FAIL_REGULAR_EXPRESSION "${docs_fail_regex}")
 endif()
+
+# tools_ferry_info_counters: ferry_info -s runs its exchange between two workers and prints the
+# counters; the 16 messages of 8 B are counted exactly (eager, on the sender and the receiver)
+if(TARGET ferry_info)
+    add_test(NAME tools_ferry_info_counters COMMAND $<TARGET_FILE:ferry_info> -s)
+    set_tests_properties(tools_ferry_info_counters PROPERTIES
+        TIMEOUT 60
+        LABELS docs
+        PASS_REGULAR_EXPRESSION "tagged of 8[.][.]15 B: eager 16\n.*received 18 \\(4259968 B\\)"
+        FAIL_REGULAR_EXPRESSION "${docs_fail_regex}")
+endif()

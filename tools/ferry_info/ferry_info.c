@@ -23,15 +23,17 @@
 #include "info.h"
 
 static const char info_usage_short[] =
-    "usage: ferry_info [-v] [-d] [-c] [-a FILE] [-e ADDRESS_FILE] [--json] (ferry_info --help "
-    "explains)\n";
+    "usage: ferry_info [-v] [-d] [-c] [-s] [-a FILE] [-e ADDRESS_FILE] [--json] (ferry_info "
+    "--help explains)\n";
 
 static const char info_usage[] =
-    "Usage: ferry_info [-v] [-d] [-c] [-a FILE] [-e ADDRESS_FILE] [--json]\n"
+    "Usage: ferry_info [-v] [-d] [-c] [-s] [-a FILE] [-e ADDRESS_FILE] [--json]\n"
     "Show what ferry sees on this host (with no option: -v -d).\n"
     "  -v               version and build options\n"
     "  -d               transports: capabilities, why one is unusable, per-worker facts\n"
     "  -c               configuration variables: type, default, value in effect, meaning\n"
+    "  -s               counters: tagged messages of 8 B, 64 KiB and 4 MiB between two workers\n"
+    "                   of this process, then both workers' counters (transport, mode taken)\n"
     "  -a FILE          write the address of a worker of this process to FILE\n"
     "  -e ADDRESS_FILE  which transport an endpoint to that worker address would use, and why\n"
     "                   (with -a on the same file: the address of this very worker)\n"
@@ -290,14 +292,14 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool show_version = false, show_transports = false, show_config = false;
+    bool show_version = false, show_transports = false, show_config = false, show_counters = false;
     const char *address_out = NULL, *address_in = NULL;
     info_t info;
     int opt, result = 0;
 
     memset(&info, 0, sizeof(info));
     opterr = 0; /* the messages below name the option */
-    while ((opt = getopt_long(argc, argv, ":vdca:e:h", long_options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":vdcsa:e:h", long_options, NULL)) != -1) {
         switch (opt) {
         case 'v':
             show_version = true;
@@ -307,6 +309,9 @@ int main(int argc, char **argv)
             break;
         case 'c':
             show_config = true;
+            break;
+        case 's':
+            show_counters = true;
             break;
         case 'a':
             if (address_out != NULL) {
@@ -353,8 +358,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ferry_info: -e needs a file name\n%s", info_usage_short);
         return 2;
     }
-    if (!show_version && !show_transports && !show_config && address_out == NULL &&
-        address_in == NULL) {
+    if (!show_version && !show_transports && !show_config && !show_counters &&
+        address_out == NULL && address_in == NULL) {
         show_version = true;
         show_transports = true;
     }
@@ -380,6 +385,12 @@ int main(int argc, char **argv)
         if (!first && !info.json_mode)
             putchar('\n');
         result |= info_show_config(&info);
+        first = false;
+    }
+    if (show_counters) {
+        if (!first && !info.json_mode)
+            putchar('\n');
+        result |= info_show_counters(&info);
         first = false;
     }
     if (address_out != NULL) {

@@ -38,6 +38,7 @@ bool info_worker_address(info_t *info, const void **address_p, size_t *length_p,
 int info_show_version(info_t *info);
 int info_show_transports(info_t *info);
 int info_show_config(info_t *info);
+int info_show_counters(info_t *info); /* -s: a known exchange, then both workers' counters */
 int info_write_address(info_t *info, const char *path);
 int info_show_endpoint(info_t *info, const char *path);
 
