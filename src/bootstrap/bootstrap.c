@@ -176,7 +176,8 @@ static void bootstrap_host_id(char id[BOOTSTRAP_HOST_ID_SIZE])
     if (gethostname(host, sizeof(host) - 1) != 0)
         host[0] = '\0';
     memset(id, 0, BOOTSTRAP_HOST_ID_SIZE);
-    snprintf(id, BOOTSTRAP_HOST_ID_SIZE, "%s/%llu/%s", boot_id, (unsigned long long)st.st_ino,
+    /* a boot id is 36 characters: the bounds keep the whole text within the 128 bytes */
+    snprintf(id, BOOTSTRAP_HOST_ID_SIZE, "%.40s/%llu/%.63s", boot_id, (unsigned long long)st.st_ino,
              host);
 }
 
