@@ -256,6 +256,34 @@ ferry_status_t ferry_worker_address(ferry_worker_t *worker, const void **address
                                     size_t *length_p);
 
 /**
+ * @brief The size in bytes of a compact worker address (ferry_worker_address_compact()): the
+ *        same in every process and every ferry version that reads compact version 1.
+ */
+#define FERRY_ADDRESS_COMPACT_SIZE 64
+
+/**
+ * @brief The worker's compact address: FERRY_ADDRESS_COMPACT_SIZE bytes, the same size in
+ *        every process, for fixed-size exchanges (one allgather of every rank's address, a
+ *        64-byte name buffer).
+ *
+ * ferry_ep_create() accepts it wherever it accepts the full address of ferry_worker_address():
+ * the same worker (self), the same host (shm, or tcp over loopback) and other hosts (tcp: it
+ * carries one IPv4 or IPv6 address and the port — the first address of the interfaces the
+ * worker publishes, FERRY_TCP_IFACE). It holds the worker id, a digest of the host identity
+ * (two processes are on the same host exactly when the full addresses would say so), the
+ * pid, the uid and the tcp address; the format is documented in docs/ARCHITECTURE.md
+ * ("Addresses"). The full form stays the one to use when a peer may have to try several
+ * addresses of a host with many interfaces.
+ *
+ * @param worker the worker
+ * @param[out] address FERRY_ADDRESS_COMPACT_SIZE bytes, written (a copy: the caller owns it)
+ * @retval FERRY_OK done
+ * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ */
+ferry_status_t ferry_worker_address_compact(ferry_worker_t *worker,
+                                            uint8_t address[FERRY_ADDRESS_COMPACT_SIZE]);
+
+/**
  * @brief Make progress: receive messages, run handlers and completion callbacks, retry pending
  *        sends. Never blocks.
  * @param worker the worker
@@ -331,15 +359,22 @@ typedef struct ferry_ep_params {
  * tcp). Does not wait for the peer: operations issued before the connection is up are queued.
  *
  * @param worker the local worker
- * @param[in] address the peer's address (from its ferry_worker_address()); read during the call
+ * @param[in] address the peer's address: the full form (its ferry_worker_address()) or the
+ *                    compact form (its ferry_worker_address_compact(), length
+ *                    FERRY_ADDRESS_COMPACT_SIZE); read during the call
  * @param length its length in bytes
  * @param[in] params error callback; may be NULL
  * @param[out] ep_p on success, an endpoint the caller owns: free it with ferry_ep_destroy()
  * @retval FERRY_OK created
  * @retval FERRY_ERR_INVALID_PARAM worker or ep_p is NULL
- * @retval FERRY_ERR_INVALID_ADDRESS NULL, truncated or corrupted address, wrong magic or version
+ * @retval FERRY_ERR_INVALID_ADDRESS NULL, truncated or corrupted address, wrong magic or
+ *                                   version; a compact address of another length than
+ *                                   FERRY_ADDRESS_COMPACT_SIZE, with unknown flags, nonzero
+ *                                   reserved bytes or a bad tcp family or port (one warning
+ *                                   says which)
  * @retval FERRY_ERR_UNREACHABLE no enabled transport reaches the peer
- * @retval FERRY_ERR_CONNECTION_REFUSED the peer is gone
+ * @retval FERRY_ERR_CONNECTION_REFUSED the peer is gone (shm: at once; tcp: the endpoint fails
+ *                                      with it from progress when the connection is refused)
  * @retval FERRY_ERR_NO_RESOURCE the peer cannot take a connection now (its backlog is full):
  *                               progress and retry
  * @retval FERRY_ERR_NO_MEMORY out of memory

@@ -255,10 +255,14 @@ typedef struct ferry_address_info {
     uint64_t pid_ns;     /**< the inode of its pid namespace */
     uint64_t user_ns;    /**< the inode of its user namespace */
     size_t record_count; /**< its transport records: ferry_address_record_decode() reads each */
+    /** the compact form (ferry_worker_address_compact()): records are rebuilt from its fields,
+     *  and the host identity above is this host's when the digest matches it, else all zero */
+    bool compact;
+    uint64_t host_digest; /**< compact form: the digest of the host identity it carries */
 } ferry_address_info_t;
 
 /**
- * @brief Check and decode the header of a worker address.
+ * @brief Check and decode the header of a worker address (full or compact form).
  * @param[in] address the blob (from ferry_worker_address(), possibly of another process)
  * @param length its length in bytes
  * @param[in,out] info in: its size member; out: everything else

@@ -22,4 +22,9 @@ ferry_status_t fy_host_id_read(fy_host_id_t *host);
 
 bool fy_host_id_equal(const fy_host_id_t *a, const fy_host_id_t *b);
 
+/* A 64-bit digest of the whole identity (FNV-1a over boot id and the three namespace inodes,
+ * little-endian): what a compact address carries instead of the identity. Equal identities
+ * have equal digests; different ones collide with probability 2^-64. */
+uint64_t fy_host_id_digest(const fy_host_id_t *host);
+
 #endif

@@ -234,6 +234,15 @@ FERRY_EXPORT ferry_status_t ferry_worker_address(ferry_worker_t *worker, const v
     return FERRY_OK;
 }
 
+FERRY_EXPORT ferry_status_t
+ferry_worker_address_compact(ferry_worker_t *worker, uint8_t address[FERRY_ADDRESS_COMPACT_SIZE])
+{
+    if (worker == NULL || address == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    memcpy(address, worker->address_compact, FERRY_ADDRESS_COMPACT_SIZE);
+    return FERRY_OK;
+}
+
 static ferry_status_t worker_build_address(ferry_worker_t *worker)
 {
     size_t offset = FERRY_ADDRESS_HEADER_SIZE;
@@ -258,6 +267,15 @@ static ferry_status_t worker_build_address(ferry_worker_t *worker)
                             (uint32_t)getpid(), records);
     fy_address_finish(worker->address, (uint16_t)offset);
     worker->address_length = offset;
+
+    fy_tl_compact_t fields = {0};
+    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+        unsigned t = worker->tl_active[i];
+        if (fy_transports[t]->compact_fill != NULL)
+            fy_transports[t]->compact_fill(worker->tl[t], &fields);
+    }
+    fy_address_compact_write(worker->address_compact, worker->uuid, &worker->context->host,
+                             (uint32_t)getpid(), &fields);
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         fy_tl_local_t *local = &worker->tl_local[worker->tl_active[i]];
         local->address = worker->address;

@@ -55,6 +55,7 @@ struct ferry_worker {
     ferry_counters_t retired; /* the counters of the endpoints already freed */
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
+    uint8_t address_compact[FERRY_ADDRESS_COMPACT_SIZE]; /* the compact form (address.h) */
 };
 
 /* A module's per-worker state (what its init returned). */

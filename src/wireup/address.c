@@ -133,3 +133,171 @@ ferry_status_t fy_address_peer(const void *address, size_t length, fy_tl_peer_t 
         (fy_tl_peer_t){.worker_uuid = parsed.worker_uuid, .host = parsed.host, .pid = parsed.pid};
     return FERRY_OK;
 }
+
+/* ---------------------------------------------------------------- the compact form */
+
+_Static_assert(FERRY_ADDRESS_COMPACT_SIZE == 64, "the compact form's layout is 64 bytes");
+
+bool fy_address_is_compact(const void *blob, size_t length)
+{
+    uint8_t magic[4] = {0};
+    if (blob == NULL || length == 0)
+        return false;
+    memcpy(magic, blob, length < sizeof(magic) ? length : sizeof(magic));
+    /* a truncated compact address still names itself by the bytes of its magic it has */
+    for (size_t i = 0; i < sizeof(magic) && i < length; i++) {
+        if (magic[i] != (uint8_t)(FY_ADDRESS_COMPACT_MAGIC >> (8 * i)))
+            return false;
+    }
+    return true;
+}
+
+void fy_address_compact_write(void *buffer, uint64_t worker_uuid, const fy_host_id_t *host,
+                              uint32_t pid, const fy_tl_compact_t *fields)
+{
+    uint8_t *p = buffer;
+    memset(p, 0, FERRY_ADDRESS_COMPACT_SIZE);
+    fy_le_put32(p + 0, FY_ADDRESS_COMPACT_MAGIC);
+    p[4] = FY_ADDRESS_COMPACT_VERSION;
+    p[5] = fields->flags & FY_TL_COMPACT_FLAGS;
+    fy_le_put64(p + 8, worker_uuid);
+    fy_le_put64(p + 16, fy_host_id_digest(host));
+    fy_le_put32(p + 24, pid);
+    if (fields->flags & FY_TL_COMPACT_SHM)
+        fy_le_put32(p + 28, fields->uid);
+    if (fields->flags & FY_TL_COMPACT_TCP) {
+        p[32] = fields->ip_family;
+        fy_le_put16(p + 34, fields->port);
+        memcpy(p + 36, fields->ip, fields->ip_family == 4 ? 4 : 16);
+    }
+}
+
+/* True when bytes [from, to) of p are all zero. */
+static bool address_zero(const uint8_t *p, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        if (p[i] != 0)
+            return false;
+    }
+    return true;
+}
+
+ferry_status_t fy_address_compact_parse(const void *blob, size_t length, uint64_t *uuid_p,
+                                        uint64_t *digest_p, uint32_t *pid_p,
+                                        fy_tl_compact_t *fields)
+{
+    const uint8_t *p = blob;
+    fy_tl_compact_t parsed;
+    uint64_t uuid;
+
+    if (blob == NULL || length < FERRY_ADDRESS_COMPACT_SIZE) {
+        fy_warn("invalid compact worker address: %zu bytes, a compact address has %u "
+                "(truncated? pass all FERRY_ADDRESS_COMPACT_SIZE bytes)",
+                blob == NULL ? (size_t)0 : length, FERRY_ADDRESS_COMPACT_SIZE);
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    if (length > FERRY_ADDRESS_COMPACT_SIZE) {
+        fy_warn("invalid compact worker address: %zu bytes, a compact address has exactly %u "
+                "(pass its length, FERRY_ADDRESS_COMPACT_SIZE, not the buffer's)",
+                length, FERRY_ADDRESS_COMPACT_SIZE);
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    if (fy_le_get32(p) != FY_ADDRESS_COMPACT_MAGIC) {
+        fy_warn("invalid compact worker address: wrong magic 0x%08x (not a ferry address)",
+                fy_le_get32(p));
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    if (p[4] != FY_ADDRESS_COMPACT_VERSION) {
+        fy_warn("invalid compact worker address: version %u, this ferry reads version %u "
+                "(peers must run compatible ferry versions)",
+                p[4], FY_ADDRESS_COMPACT_VERSION);
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    memset(&parsed, 0, sizeof(parsed));
+    parsed.flags = p[5];
+    if ((parsed.flags & ~FY_TL_COMPACT_FLAGS) != 0) {
+        fy_warn("invalid compact worker address: unknown flags 0x%02x (known: 0x%02x)",
+                parsed.flags & ~FY_TL_COMPACT_FLAGS, FY_TL_COMPACT_FLAGS);
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    if (!address_zero(p, 6, 8) || p[33] != 0 || !address_zero(p, 52, 64)) {
+        fy_warn("invalid compact worker address: reserved bytes (6-7, 33, 52-63) are not 0");
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    uuid = fy_le_get64(p + 8);
+    if (uuid == 0) {
+        fy_warn("invalid compact worker address: worker id 0 (no worker has it)");
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    if (parsed.flags & FY_TL_COMPACT_SHM)
+        parsed.uid = fy_le_get32(p + 28);
+    else if (!address_zero(p, 28, 32)) {
+        fy_warn("invalid compact worker address: uid set without the shm flag");
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    if (parsed.flags & FY_TL_COMPACT_TCP) {
+        parsed.ip_family = p[32];
+        parsed.port = fy_le_get16(p + 34);
+        if (parsed.ip_family != 4 && parsed.ip_family != 6) {
+            fy_warn("invalid compact worker address: ip family %u (4 or 6)", parsed.ip_family);
+            return FERRY_ERR_INVALID_ADDRESS;
+        }
+        if (parsed.port == 0) {
+            fy_warn("invalid compact worker address: tcp port 0");
+            return FERRY_ERR_INVALID_ADDRESS;
+        }
+        if (parsed.ip_family == 4 && !address_zero(p, 40, 52)) {
+            fy_warn("invalid compact worker address: IPv4 address with bytes after its 4th");
+            return FERRY_ERR_INVALID_ADDRESS;
+        }
+        memcpy(parsed.ip, p + 36, 16);
+    } else if (!address_zero(p, 32, 52)) {
+        fy_warn("invalid compact worker address: tcp fields set without the tcp flag");
+        return FERRY_ERR_INVALID_ADDRESS;
+    }
+    *uuid_p = uuid;
+    *digest_p = fy_le_get64(p + 16);
+    *pid_p = fy_le_get32(p + 24);
+    *fields = parsed;
+    return FERRY_OK;
+}
+
+/* A compact address as records: each transport that rebuilds one adds its record. */
+static ferry_status_t address_parse_compact(const void *blob, size_t length,
+                                            const fy_host_id_t *local_host, fy_address_t *address)
+{
+    fy_tl_compact_t fields;
+    fy_address_t *a = address;
+    size_t used = 0;
+
+    memset(a, 0, offsetof(fy_address_t, storage));
+    ferry_status_t status =
+        fy_address_compact_parse(blob, length, &a->worker_uuid, &a->host_digest, &a->pid, &fields);
+    if (status != FERRY_OK)
+        return status;
+    a->version = FY_ADDRESS_COMPACT_VERSION;
+    a->compact = true;
+    if (local_host != NULL && fy_host_id_digest(local_host) == a->host_digest)
+        a->host = *local_host; /* zeros otherwise: no host has a boot id of zeros */
+    fy_tl_peer_t peer = {.worker_uuid = a->worker_uuid, .host = a->host, .pid = a->pid};
+    for (size_t t = 0; t < fy_transports_count && a->record_count < FERRY_ADDRESS_MAX_RECORDS;
+         t++) {
+        const fy_tl_ops_t *tl = fy_transports[t];
+        size_t room = sizeof(a->storage) - used;
+        if (tl->compact_record == NULL ||
+            tl->compact_record(&peer, &fields, a->storage + used, &room) != FERRY_OK)
+            continue;
+        a->records[a->record_count++] = (fy_address_record_t){
+            .transport_id = tl->id, .length = (uint16_t)room, .data = a->storage + used};
+        used += room;
+    }
+    return FERRY_OK;
+}
+
+ferry_status_t fy_address_parse_any(const void *blob, size_t length, const fy_host_id_t *local_host,
+                                    fy_address_t *address)
+{
+    if (fy_address_is_compact(blob, length))
+        return address_parse_compact(blob, length, local_host, address);
+    return fy_address_parse(blob, length, address);
+}

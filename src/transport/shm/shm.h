@@ -146,7 +146,14 @@ fy_tl_ep_t *shm_ep_alloc(fy_tl_worker_t *tlw, ferry_ep_t *ep);
 void shm_ep_free(fy_tl_ep_t *tlep);
 void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status);
 
-/* shm_record.c: the address record (the slots reachable, record_describe, record_fields) */
+/* The abstract socket name of the worker with this id: "ferry-<id, 16 hex digits>". */
+void shm_socket_name(uint64_t worker_uuid, char name[SHM_SOCKET_NAME_MAX]);
+
+/* shm_record.c: the address record (the slots reachable, record_describe, record_fields) and
+ * its part of a compact address (compact_fill, compact_record) */
+void shm_record_compact_fill(fy_tl_worker_t *tlw, fy_tl_compact_t *compact);
+ferry_status_t shm_record_compact_record(const fy_tl_peer_t *peer, const fy_tl_compact_t *compact,
+                                         void *buffer, size_t *length_p);
 bool shm_record_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
                           size_t record_length);
 ferry_status_t shm_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer,
