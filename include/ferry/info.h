@@ -196,6 +196,13 @@ typedef struct ferry_config_info {
     bool value_bool;     /**< the value in effect of a FERRY_CONFIG_BOOL (else false) */
     int64_t value_int;   /**< the value in effect of a FERRY_CONFIG_INT (else 0) */
     uint64_t value_size; /**< the value in effect of a FERRY_CONFIG_SIZE (else 0) */
+    /** process-wide (logging, the bootstrap): only the environment sets it, never a context */
+    bool process_wide;
+    /** (ferry_context_config_lookup()) the context sets it: then value and value_* are the
+     *  context's, whatever the environment says */
+    bool from_context;
+    /** the context's text ("" when it does not set it, or sets it empty: the default) */
+    char context_value[FERRY_INFO_TEXT_MAX];
 } ferry_config_info_t;
 
 /**

@@ -274,8 +274,9 @@ static ferry_status_t worker_build_address(ferry_worker_t *worker)
         if (fy_transports[t]->compact_fill != NULL)
             fy_transports[t]->compact_fill(worker->tl[t], &fields);
     }
-    fy_address_compact_write(worker->address_compact, worker->uuid, &worker->context->host,
-                             (uint32_t)getpid(), &fields);
+    fy_address_compact_write(worker->address_compact, worker->uuid,
+                             fy_host_id_digest(&worker->context->host), (uint32_t)getpid(),
+                             &fields);
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         fy_tl_local_t *local = &worker->tl_local[worker->tl_active[i]];
         local->address = worker->address;
@@ -333,7 +334,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
         worker->params = *params;
     fy_list_init(&worker->eps);
     fy_list_init(&worker->deferred);
-    worker->wait_spin_ns = ferry_config_size(&worker_spin_var) * 1000u;
+    worker->wait_spin_ns = fy_config_size_in(&context->config, &worker_spin_var) * 1000u;
     do { /* FERRY_PEER_ANY (0) is no worker's id */
         if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {
             fy_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
@@ -356,6 +357,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
                                               .host = context->host,
                                               .caps = context->caps[t],
                                               .keytable_fd = context->mem.keytable_fd,
+                                              .config = &context->config,
                                               .poll_skip = &worker->tl_poll_skip,
                                               .poll_bit = 1u << t};
         status = fy_transports[t]->init(worker, &worker->tl_local[t], &worker->tl[t]);

@@ -73,4 +73,10 @@ static inline void fy_worker_module_progress_set(ferry_worker_t *worker, unsigne
         worker->module_progress &= ~(1u << module);
 }
 
+/* The settings a worker's tunables are read with (fy_config_*_in): its context's. */
+static inline const fy_config_set_t *fy_worker_config(const ferry_worker_t *worker)
+{
+    return &worker->context->config;
+}
+
 #endif

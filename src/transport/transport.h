@@ -31,6 +31,7 @@
 #include <ferry/info.h>
 
 #include "core/completion.h"
+#include "core/config.h"
 #include "core/host_id.h"
 #include "core/list.h"
 
@@ -77,8 +78,10 @@ typedef struct fy_tl_peer {
 typedef struct fy_tl_local {
     uint64_t worker_uuid;
     fy_host_id_t host;
-    fy_tl_caps_t caps;   /* what the transport's query reported */
-    int keytable_fd;     /* memfd of the context's key table (shm hands it to local peers) */
+    fy_tl_caps_t caps; /* what the transport's query reported */
+    int keytable_fd;   /* memfd of the context's key table (shm hands it to local peers) */
+    const fy_config_set_t *config; /* the context's settings: read tunables with
+                                    * fy_config_*_in(local->config, &var) */
     uint32_t *poll_skip; /* the worker's poll-skip word: a transport sets its poll_bit there
                           * while it has nothing to poll, and clears it when it has */
     uint32_t poll_bit;   /* this transport's bit in *poll_skip */
@@ -137,11 +140,12 @@ typedef struct fy_tl_ops {
     const char *name; /* "self", "shm": what FERRY_TRANSPORTS names */
     uint8_t id;       /* stable record id in worker addresses; never reused */
 
-    /* Is the transport usable here, and what can it do? No side effects (it may probe the
-     * kernel), never blocks. Returns FERRY_OK with *caps filled, or FERRY_ERR_UNSUPPORTED with
-     * why (a sentence that says what is missing and how to fix it) written into why[why_len].
-     * Not NULL. */
-    ferry_status_t (*query)(fy_tl_caps_t *caps, char *why, size_t why_len);
+    /* Is the transport usable here, and what can it do, with these settings (a context's;
+     * NULL: the environment's)? No side effects (it may probe the kernel), never blocks.
+     * Returns FERRY_OK with *caps filled, or FERRY_ERR_UNSUPPORTED with why (a sentence that
+     * says what is missing and how to fix it) written into why[why_len]. Not NULL. */
+    ferry_status_t (*query)(const fy_config_set_t *config, fy_tl_caps_t *caps, char *why,
+                            size_t why_len);
 
     /* Create the transport's part of a worker: its descriptors go into the worker's epoll
      * set (fy_worker_fd_add). local stays valid until finalize. May make system calls. Returns

@@ -152,7 +152,7 @@ bool fy_address_is_compact(const void *blob, size_t length)
     return true;
 }
 
-void fy_address_compact_write(void *buffer, uint64_t worker_uuid, const fy_host_id_t *host,
+void fy_address_compact_write(void *buffer, uint64_t worker_uuid, uint64_t host_digest,
                               uint32_t pid, const fy_tl_compact_t *fields)
 {
     uint8_t *p = buffer;
@@ -161,7 +161,7 @@ void fy_address_compact_write(void *buffer, uint64_t worker_uuid, const fy_host_
     p[4] = FY_ADDRESS_COMPACT_VERSION;
     p[5] = fields->flags & FY_TL_COMPACT_FLAGS;
     fy_le_put64(p + 8, worker_uuid);
-    fy_le_put64(p + 16, fy_host_id_digest(host));
+    fy_le_put64(p + 16, host_digest);
     fy_le_put32(p + 24, pid);
     if (fields->flags & FY_TL_COMPACT_SHM)
         fy_le_put32(p + 28, fields->uid);

@@ -87,9 +87,9 @@ void fy_address_write_header(void *buffer, uint64_t worker_uuid, const fy_host_i
                              uint32_t pid, uint16_t record_count);
 void fy_address_finish(void *buffer, uint16_t total_length);
 
-/* Write the compact form of (uuid, host, pid, fields the transports filled) into
- * buffer[FERRY_ADDRESS_COMPACT_SIZE]. */
-void fy_address_compact_write(void *buffer, uint64_t worker_uuid, const fy_host_id_t *host,
+/* Write the compact form of (uuid, host digest (fy_host_id_digest), pid, fields the
+ * transports filled) into buffer[FERRY_ADDRESS_COMPACT_SIZE]. */
+void fy_address_compact_write(void *buffer, uint64_t worker_uuid, uint64_t host_digest,
                               uint32_t pid, const fy_tl_compact_t *fields);
 
 /* Check a compact address of length bytes, field by field. Returns FERRY_OK with

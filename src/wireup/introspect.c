@@ -114,7 +114,7 @@ FERRY_EXPORT ferry_status_t ferry_transport_query(const ferry_context_t *context
     memset(&filled, 0, sizeof(filled));
     filled.name = tl->name;
     filled.id = tl->id;
-    filled.usable = tl->query(&caps, filled.why, sizeof(filled.why));
+    filled.usable = tl->query(NULL, &caps, filled.why, sizeof(filled.why));
     if (filled.usable == FERRY_OK) {
         filled.why[0] = '\0';
         filled.caps = caps.flags;

@@ -43,8 +43,10 @@ struct fy_tl_ep {
     bool closing;    /* graceful close: terminated when queued reaches 0 */
 };
 
-static ferry_status_t self_query(fy_tl_caps_t *caps, char *why, size_t why_len)
+static ferry_status_t self_query(const fy_config_set_t *config, fy_tl_caps_t *caps, char *why,
+                                 size_t why_len)
 {
+    (void)config;
     (void)why;
     (void)why_len;
     memset(caps, 0, sizeof(*caps));

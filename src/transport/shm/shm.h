@@ -168,12 +168,12 @@ ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op);
  * (One probe: FY_TL_CAP_CMA of an endpoint.) */
 bool shm_cma_probe(uint32_t pid);
 void shm_rma_init(fy_tl_worker_t *tlw);
-bool shm_cma_enabled(void); /* FERRY_SHM_CMA: not off */
+bool shm_cma_enabled(const fy_config_set_t *config); /* FERRY_SHM_CMA: not off */
 ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey);
 ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd);
 void shm_keytable_unmap(fy_tl_ep_t *tlep);
 /* Whether cross-memory attach works between two processes of this user here; why not. */
-bool shm_cma_check(char *why, size_t why_len);
+bool shm_cma_check(const fy_config_set_t *config, char *why, size_t why_len);
 
 /* shm_cell.c: checking a cell copied out of shared memory */
 typedef enum shm_cell_verdict {
