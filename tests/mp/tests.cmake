@@ -228,3 +228,11 @@ ferry_add_test(NAME mp_address_compact_tcp SOURCES mp/mp_address_compact.c TIMEO
                ENV FERRY_TRANSPORTS=tcp)
 ferry_add_test(NAME mp_address_compact_self SOURCES mp/mp_address_compact.c ARGS self
                TIMEOUT 60 ENV FERRY_TRANSPORTS=self)
+# per-context settings (ferry_context_params_t.config) win over the environment: a rendezvous
+# threshold (the sender's counters say how each message moved) and a tcp timeout (a stopped
+# peer times out after the context's 1.5 s, not the environment's 120 s); bad settings refused
+ferry_add_test(NAME mp_context_config SOURCES mp/mp_context_config.c ARGS bad TIMEOUT 60)
+ferry_add_test(NAME mp_context_config_rndv SOURCES mp/mp_context_config.c ARGS rndv TIMEOUT 120
+               ENV FERRY_RNDV_THRESH=1M)
+ferry_add_test(NAME mp_context_config_tcp SOURCES mp/mp_context_config.c ARGS tcp TIMEOUT 120
+               ENV FERRY_TCP_TIMEOUT_MS=120000 FERRY_TRANSPORTS=tcp)
