@@ -262,10 +262,11 @@ typedef struct ferry_address_info {
     uint64_t pid_ns;     /**< the inode of its pid namespace */
     uint64_t user_ns;    /**< the inode of its user namespace */
     size_t record_count; /**< its transport records: ferry_address_record_decode() reads each */
-    /** the compact form (ferry_worker_address_compact()): records are rebuilt from its fields,
-     *  and the host identity above is this host's when the digest matches it, else all zero */
+    /** the compact form (ferry_worker_address_compact()): records are rebuilt from its fields;
+     *  it carries the boot id and a digest of the namespaces: the namespace inodes above are
+     *  this host's when both match this host, else 0 */
     bool compact;
-    uint64_t host_digest; /**< compact form: the digest of the host identity it carries */
+    uint32_t ns_digest; /**< compact form: the digest of the namespaces it carries */
 } ferry_address_info_t;
 
 /**

@@ -103,11 +103,11 @@ static uint64_t host_id_fnv_u64(uint64_t hash, uint64_t value)
     return host_id_fnv(hash, le, sizeof(le));
 }
 
-uint64_t fy_host_id_digest(const fy_host_id_t *host)
+uint32_t fy_host_id_ns_digest(const fy_host_id_t *host)
 {
     uint64_t hash = 0xcbf29ce484222325ull;
-    hash = host_id_fnv(hash, host->boot_id, sizeof(host->boot_id));
     hash = host_id_fnv_u64(hash, host->net_ns);
     hash = host_id_fnv_u64(hash, host->pid_ns);
-    return host_id_fnv_u64(hash, host->user_ns);
+    hash = host_id_fnv_u64(hash, host->user_ns);
+    return (uint32_t)(hash ^ (hash >> 32));
 }

@@ -268,15 +268,16 @@ static ferry_status_t worker_build_address(ferry_worker_t *worker)
     fy_address_finish(worker->address, (uint16_t)offset);
     worker->address_length = offset;
 
-    fy_tl_compact_t fields = {0};
+    fy_address_compact_t compact = {.worker_uuid = worker->uuid,
+                                    .ns_digest = fy_host_id_ns_digest(&worker->context->host),
+                                    .pid = (uint32_t)getpid()};
+    memcpy(compact.boot_id, worker->context->host.boot_id, sizeof(compact.boot_id));
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
         if (fy_transports[t]->compact_fill != NULL)
-            fy_transports[t]->compact_fill(worker->tl[t], &fields);
+            fy_transports[t]->compact_fill(worker->tl[t], &compact.fields);
     }
-    fy_address_compact_write(worker->address_compact, worker->uuid,
-                             fy_host_id_digest(&worker->context->host), (uint32_t)getpid(),
-                             &fields);
+    fy_address_compact_write(worker->address_compact, &compact);
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         fy_tl_local_t *local = &worker->tl_local[worker->tl_active[i]];
         local->address = worker->address;

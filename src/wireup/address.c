@@ -152,23 +152,36 @@ bool fy_address_is_compact(const void *blob, size_t length)
     return true;
 }
 
-void fy_address_compact_write(void *buffer, uint64_t worker_uuid, uint64_t host_digest,
-                              uint32_t pid, const fy_tl_compact_t *fields)
+/* Offsets of the compact form (address.h). */
+enum {
+    COMPACT_FLAGS = 5,
+    COMPACT_UUID = 8,
+    COMPACT_BOOT_ID = 16,
+    COMPACT_NS_DIGEST = 32,
+    COMPACT_PID = 36,
+    COMPACT_UID = 40,
+    COMPACT_FAMILY = 44,
+    COMPACT_PORT = 46,
+    COMPACT_IP = 48,
+};
+
+void fy_address_compact_write(void *buffer, const fy_address_compact_t *c)
 {
     uint8_t *p = buffer;
     memset(p, 0, FERRY_ADDRESS_COMPACT_SIZE);
     fy_le_put32(p + 0, FY_ADDRESS_COMPACT_MAGIC);
     p[4] = FY_ADDRESS_COMPACT_VERSION;
-    p[5] = fields->flags & FY_TL_COMPACT_FLAGS;
-    fy_le_put64(p + 8, worker_uuid);
-    fy_le_put64(p + 16, host_digest);
-    fy_le_put32(p + 24, pid);
-    if (fields->flags & FY_TL_COMPACT_SHM)
-        fy_le_put32(p + 28, fields->uid);
-    if (fields->flags & FY_TL_COMPACT_TCP) {
-        p[32] = fields->ip_family;
-        fy_le_put16(p + 34, fields->port);
-        memcpy(p + 36, fields->ip, fields->ip_family == 4 ? 4 : 16);
+    p[COMPACT_FLAGS] = c->fields.flags & FY_TL_COMPACT_FLAGS;
+    fy_le_put64(p + COMPACT_UUID, c->worker_uuid);
+    memcpy(p + COMPACT_BOOT_ID, c->boot_id, sizeof(c->boot_id));
+    fy_le_put32(p + COMPACT_NS_DIGEST, c->ns_digest);
+    fy_le_put32(p + COMPACT_PID, c->pid);
+    if (c->fields.flags & FY_TL_COMPACT_SHM)
+        fy_le_put32(p + COMPACT_UID, c->fields.uid);
+    if (c->fields.flags & FY_TL_COMPACT_TCP) {
+        p[COMPACT_FAMILY] = c->fields.ip_family;
+        fy_le_put16(p + COMPACT_PORT, c->fields.port);
+        memcpy(p + COMPACT_IP, c->fields.ip, c->fields.ip_family == 4 ? 4 : 16);
     }
 }
 
@@ -182,13 +195,10 @@ static bool address_zero(const uint8_t *p, size_t from, size_t to)
     return true;
 }
 
-ferry_status_t fy_address_compact_parse(const void *blob, size_t length, uint64_t *uuid_p,
-                                        uint64_t *digest_p, uint32_t *pid_p,
-                                        fy_tl_compact_t *fields)
+ferry_status_t fy_address_compact_parse(const void *blob, size_t length, fy_address_compact_t *c)
 {
     const uint8_t *p = blob;
-    fy_tl_compact_t parsed;
-    uint64_t uuid;
+    fy_address_compact_t parsed;
 
     if (blob == NULL || length < FERRY_ADDRESS_COMPACT_SIZE) {
         fy_warn("invalid compact worker address: %zu bytes, a compact address has %u "
@@ -214,51 +224,53 @@ ferry_status_t fy_address_compact_parse(const void *blob, size_t length, uint64_
         return FERRY_ERR_INVALID_ADDRESS;
     }
     memset(&parsed, 0, sizeof(parsed));
-    parsed.flags = p[5];
-    if ((parsed.flags & ~FY_TL_COMPACT_FLAGS) != 0) {
+    parsed.fields.flags = p[COMPACT_FLAGS];
+    if ((parsed.fields.flags & ~FY_TL_COMPACT_FLAGS) != 0) {
         fy_warn("invalid compact worker address: unknown flags 0x%02x (known: 0x%02x)",
-                parsed.flags & ~FY_TL_COMPACT_FLAGS, FY_TL_COMPACT_FLAGS);
+                parsed.fields.flags & ~FY_TL_COMPACT_FLAGS, FY_TL_COMPACT_FLAGS);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (!address_zero(p, 6, 8) || p[33] != 0 || !address_zero(p, 52, 64)) {
-        fy_warn("invalid compact worker address: reserved bytes (6-7, 33, 52-63) are not 0");
+    if (!address_zero(p, 6, 8) || p[COMPACT_FAMILY + 1] != 0) {
+        fy_warn("invalid compact worker address: reserved bytes (6-7, 45) are not 0");
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    uuid = fy_le_get64(p + 8);
-    if (uuid == 0) {
+    parsed.worker_uuid = fy_le_get64(p + COMPACT_UUID);
+    if (parsed.worker_uuid == 0) {
         fy_warn("invalid compact worker address: worker id 0 (no worker has it)");
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (parsed.flags & FY_TL_COMPACT_SHM)
-        parsed.uid = fy_le_get32(p + 28);
-    else if (!address_zero(p, 28, 32)) {
+    memcpy(parsed.boot_id, p + COMPACT_BOOT_ID, sizeof(parsed.boot_id));
+    parsed.ns_digest = fy_le_get32(p + COMPACT_NS_DIGEST);
+    parsed.pid = fy_le_get32(p + COMPACT_PID);
+    if (parsed.fields.flags & FY_TL_COMPACT_SHM)
+        parsed.fields.uid = fy_le_get32(p + COMPACT_UID);
+    else if (!address_zero(p, COMPACT_UID, COMPACT_UID + 4)) {
         fy_warn("invalid compact worker address: uid set without the shm flag");
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    if (parsed.flags & FY_TL_COMPACT_TCP) {
-        parsed.ip_family = p[32];
-        parsed.port = fy_le_get16(p + 34);
-        if (parsed.ip_family != 4 && parsed.ip_family != 6) {
-            fy_warn("invalid compact worker address: ip family %u (4 or 6)", parsed.ip_family);
+    if (parsed.fields.flags & FY_TL_COMPACT_TCP) {
+        parsed.fields.ip_family = p[COMPACT_FAMILY];
+        parsed.fields.port = fy_le_get16(p + COMPACT_PORT);
+        if (parsed.fields.ip_family != 4 && parsed.fields.ip_family != 6) {
+            fy_warn("invalid compact worker address: ip family %u (4 or 6)",
+                    parsed.fields.ip_family);
             return FERRY_ERR_INVALID_ADDRESS;
         }
-        if (parsed.port == 0) {
+        if (parsed.fields.port == 0) {
             fy_warn("invalid compact worker address: tcp port 0");
             return FERRY_ERR_INVALID_ADDRESS;
         }
-        if (parsed.ip_family == 4 && !address_zero(p, 40, 52)) {
+        if (parsed.fields.ip_family == 4 &&
+            !address_zero(p, COMPACT_IP + 4, FERRY_ADDRESS_COMPACT_SIZE)) {
             fy_warn("invalid compact worker address: IPv4 address with bytes after its 4th");
             return FERRY_ERR_INVALID_ADDRESS;
         }
-        memcpy(parsed.ip, p + 36, 16);
-    } else if (!address_zero(p, 32, 52)) {
+        memcpy(parsed.fields.ip, p + COMPACT_IP, 16);
+    } else if (!address_zero(p, COMPACT_FAMILY, FERRY_ADDRESS_COMPACT_SIZE)) {
         fy_warn("invalid compact worker address: tcp fields set without the tcp flag");
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    *uuid_p = uuid;
-    *digest_p = fy_le_get64(p + 16);
-    *pid_p = fy_le_get32(p + 24);
-    *fields = parsed;
+    *c = parsed;
     return FERRY_OK;
 }
 
@@ -266,26 +278,31 @@ ferry_status_t fy_address_compact_parse(const void *blob, size_t length, uint64_
 static ferry_status_t address_parse_compact(const void *blob, size_t length,
                                             const fy_host_id_t *local_host, fy_address_t *address)
 {
-    fy_tl_compact_t fields;
+    fy_address_compact_t c;
     fy_address_t *a = address;
     size_t used = 0;
 
     memset(a, 0, offsetof(fy_address_t, storage));
-    ferry_status_t status =
-        fy_address_compact_parse(blob, length, &a->worker_uuid, &a->host_digest, &a->pid, &fields);
+    ferry_status_t status = fy_address_compact_parse(blob, length, &c);
     if (status != FERRY_OK)
         return status;
     a->version = FY_ADDRESS_COMPACT_VERSION;
     a->compact = true;
-    if (local_host != NULL && fy_host_id_digest(local_host) == a->host_digest)
-        a->host = *local_host; /* zeros otherwise: no host has a boot id of zeros */
+    a->worker_uuid = c.worker_uuid;
+    a->pid = c.pid;
+    a->ns_digest = c.ns_digest;
+    if (local_host != NULL && memcmp(local_host->boot_id, c.boot_id, sizeof(c.boot_id)) == 0 &&
+        fy_host_id_ns_digest(local_host) == c.ns_digest)
+        a->host = *local_host;
+    else /* namespace inodes of 0: no host's */
+        memcpy(a->host.boot_id, c.boot_id, sizeof(c.boot_id));
     fy_tl_peer_t peer = {.worker_uuid = a->worker_uuid, .host = a->host, .pid = a->pid};
     for (size_t t = 0; t < fy_transports_count && a->record_count < FERRY_ADDRESS_MAX_RECORDS;
          t++) {
         const fy_tl_ops_t *tl = fy_transports[t];
         size_t room = sizeof(a->storage) - used;
         if (tl->compact_record == NULL ||
-            tl->compact_record(&peer, &fields, a->storage + used, &room) != FERRY_OK)
+            tl->compact_record(&peer, &c.fields, a->storage + used, &room) != FERRY_OK)
             continue;
         a->records[a->record_count++] = (fy_address_record_t){
             .transport_id = tl->id, .length = (uint16_t)room, .data = a->storage + used};

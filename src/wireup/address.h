@@ -18,17 +18,18 @@
  *
  *     0  u32 magic "FRYC" (0x43595246)   4  u8 version (1)   5  u8 flags   6  u16 0
  *     8  u64 worker uuid (not 0)
- *     16 u64 host digest (fy_host_id_digest: boot id + net/pid/user namespace inodes; equal
- *            to this worker's own digest = the same host, as the full form's identity says)
- *     24 u32 pid
- *     28 u32 uid                    (flag 0x01 shm: the peer listens on the abstract socket
+ *     16 u8[16] boot id             (as in the full form: packed keys name their host by it)
+ *     32 u32 namespace digest       (fy_host_id_ns_digest of the net/pid/user namespaces; boot
+ *                                    id and digest equal to this worker's = the same host, as
+ *                                    the full form's identity would say)
+ *     36 u32 pid
+ *     40 u32 uid                    (flag 0x01 shm: the peer listens on the abstract socket
  *                                    "ferry-<worker uuid, 16 hex digits>"; else 0)
- *     32 u8 ip family (4 or 6)  33 u8 0  34 u16 tcp port (not 0)
- *     36 u8[16] ip address (IPv4: 4 bytes then 12 zeros)
+ *     44 u8 ip family (4 or 6)  45 u8 0  46 u16 tcp port (not 0)
+ *     48 u8[16] ip address (IPv4: 4 bytes then 12 zeros)
  *                                   (flag 0x02 tcp: an address other hosts reach, or loopback
  *                                    when the worker has none; a peer on the same host uses
  *                                    127.0.0.1; else all zero)
- *     52 u8[12] 0
  *
  * fy_address_compact_parse checks every field (length exactly 64, magic, version, unknown
  * flags, reserved bytes, worker uuid, fields of a clear flag zero, family, port) before use;
@@ -72,8 +73,8 @@ typedef struct fy_address {
     uint32_t pid;
     unsigned record_count;
     fy_address_record_t records[FERRY_ADDRESS_MAX_RECORDS];
-    bool compact;         /* parsed from the compact form: records point into storage */
-    uint64_t host_digest; /* compact form: the digest it carries */
+    bool compact;       /* parsed from the compact form: records point into storage */
+    uint32_t ns_digest; /* compact form: the namespace digest it carries */
     uint8_t storage[FY_ADDRESS_COMPACT_STORAGE];
 } fy_address_t;
 
@@ -87,26 +88,30 @@ void fy_address_write_header(void *buffer, uint64_t worker_uuid, const fy_host_i
                              uint32_t pid, uint16_t record_count);
 void fy_address_finish(void *buffer, uint16_t total_length);
 
-/* Write the compact form of (uuid, host digest (fy_host_id_digest), pid, fields the
- * transports filled) into buffer[FERRY_ADDRESS_COMPACT_SIZE]. */
-void fy_address_compact_write(void *buffer, uint64_t worker_uuid, uint64_t host_digest,
-                              uint32_t pid, const fy_tl_compact_t *fields);
+/* The fields of a compact address. */
+typedef struct fy_address_compact {
+    uint64_t worker_uuid;
+    uint8_t boot_id[16];
+    uint32_t ns_digest; /* fy_host_id_ns_digest */
+    uint32_t pid;
+    fy_tl_compact_t fields; /* what the transports filled */
+} fy_address_compact_t;
 
-/* Check a compact address of length bytes, field by field. Returns FERRY_OK with
- * *uuid_p, *digest_p, *pid_p, *fields filled, or FERRY_ERR_INVALID_ADDRESS (one warning:
- * what is wrong). */
-ferry_status_t fy_address_compact_parse(const void *blob, size_t length, uint64_t *uuid_p,
-                                        uint64_t *digest_p, uint32_t *pid_p,
-                                        fy_tl_compact_t *fields);
+/* Write the compact form of c into buffer[FERRY_ADDRESS_COMPACT_SIZE]. */
+void fy_address_compact_write(void *buffer, const fy_address_compact_t *c);
+
+/* Check a compact address of length bytes, field by field. Returns FERRY_OK with *c filled,
+ * or FERRY_ERR_INVALID_ADDRESS (one warning: what is wrong). */
+ferry_status_t fy_address_compact_parse(const void *blob, size_t length, fy_address_compact_t *c);
 
 /* Is this blob meant to be a compact address (its first bytes are the compact magic)? */
 bool fy_address_is_compact(const void *blob, size_t length);
 
 /* Check and parse either form. A compact address is turned into records by every transport
- * that rebuilds one (compact_record); its host is local_host when the digests match, else a
- * host identity of zeros that matches no host. *address points into blob (full form) or into
- * itself (compact form): do not copy it by value. Returns FERRY_OK or
- * FERRY_ERR_INVALID_ADDRESS (logged once). */
+ * that rebuilds one (compact_record); its host is local_host when the boot id and namespace
+ * digest match it, else the boot id it carries with namespace inodes of zero (no host's). *address
+ * points into blob (full form) or into itself (compact form): do not copy it by value. Returns
+ * FERRY_OK or FERRY_ERR_INVALID_ADDRESS (logged once). */
 ferry_status_t fy_address_parse_any(const void *blob, size_t length, const fy_host_id_t *local_host,
                                     fy_address_t *address);
 

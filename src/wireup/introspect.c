@@ -180,7 +180,7 @@ static ferry_status_t introspect_parse(const char *call, const char *type, const
 
     if (!fy_info_struct_ok(call, type, info, min_size))
         return FERRY_ERR_INVALID_PARAM;
-    /* a compact address names its host by a digest: compared with this host's */
+    /* a compact address names its namespaces by a digest: compared with this host's */
     if (worker != NULL)
         local = &worker->context->host;
     else if (fy_address_is_compact(address, length) && fy_host_id_read(&here) == FERRY_OK)
@@ -209,7 +209,7 @@ FERRY_EXPORT ferry_status_t ferry_address_decode(const void *address, size_t len
     filled.user_ns = parsed.host.user_ns;
     filled.record_count = parsed.record_count;
     filled.compact = parsed.compact;
-    filled.host_digest = parsed.host_digest;
+    filled.ns_digest = parsed.ns_digest;
     fy_info_copy_out(info, &filled, sizeof(filled));
     return FERRY_OK;
 }

@@ -84,11 +84,9 @@ static void fuzz_rebuild(const uint8_t *data, size_t size, const fy_host_id_t *l
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t rebuilt[FERRY_ADDRESS_COMPACT_SIZE];
-    fy_tl_compact_t fields;
-    uint64_t uuid, digest;
-    uint32_t pid;
+    fy_address_compact_t c;
 
-    if (fy_address_compact_parse(data, size, &uuid, &digest, &pid, &fields) != FERRY_OK) {
+    if (fy_address_compact_parse(data, size, &c) != FERRY_OK) {
         fy_address_t address; /* the dispatcher must refuse it too, whichever form it is */
         if (fy_address_is_compact(data, size) &&
             fy_address_parse_any(data, size, NULL, &address) == FERRY_OK)
@@ -98,21 +96,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size != FERRY_ADDRESS_COMPACT_SIZE || fuzz_get32(data) != FY_ADDRESS_COMPACT_MAGIC ||
         data[4] != FY_ADDRESS_COMPACT_VERSION)
         fuzz_fail("accepted another size, magic or version");
-    if ((fields.flags & ~FY_TL_COMPACT_FLAGS) != 0 || fields.flags != data[5])
+    if ((c.fields.flags & ~FY_TL_COMPACT_FLAGS) != 0 || c.fields.flags != data[5])
         fuzz_fail("accepted unknown flags, or the flags differ from the input");
-    if (uuid == 0 || uuid != fuzz_get64(data + 8) || digest != fuzz_get64(data + 16) ||
-        pid != fuzz_get32(data + 24))
+    if (c.worker_uuid == 0 || c.worker_uuid != fuzz_get64(data + 8) ||
+        memcmp(c.boot_id, data + 16, 16) != 0 || c.ns_digest != fuzz_get32(data + 32) ||
+        c.pid != fuzz_get32(data + 36))
         fuzz_fail("worker id 0, or a field differs from the input");
-    if ((fields.flags & FY_TL_COMPACT_TCP) &&
-        ((fields.ip_family != 4 && fields.ip_family != 6) || fields.port == 0))
+    if ((c.fields.flags & FY_TL_COMPACT_TCP) &&
+        ((c.fields.ip_family != 4 && c.fields.ip_family != 6) || c.fields.port == 0))
         fuzz_fail("accepted a tcp family other than 4 and 6, or port 0");
-    fy_address_compact_write(rebuilt, uuid, digest, pid, &fields);
+    fy_address_compact_write(rebuilt, &c);
     if (memcmp(rebuilt, data, sizeof(rebuilt)) != 0)
         fuzz_fail("re-encoding the parsed fields does not give the input");
 
-    /* with a local host (whose digest is not the input's) and without one */
+    /* with a local host of the input's boot id (its namespaces may or may not match) and
+     * without one */
     fy_host_id_t local;
     memset(&local, 0, sizeof(local));
+    memcpy(local.boot_id, c.boot_id, sizeof(local.boot_id));
     local.net_ns = 1;
     fuzz_rebuild(data, size, &local);
     fuzz_rebuild(data, size, NULL);

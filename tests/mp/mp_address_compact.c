@@ -32,10 +32,9 @@
 #define CA_FLAGS 5
 #define CA_RESERVED 6
 #define CA_UUID 8
-#define CA_PID 24
-#define CA_FAMILY 32
-#define CA_PORT 34
-#define CA_TAIL 52
+#define CA_PID 36
+#define CA_FAMILY 44
+#define CA_PORT 46
 #define CA_FLAG_TCP 0x02
 
 enum { CA_ID_PING = 7, CA_ID_PONG = 8 };
@@ -173,8 +172,8 @@ static void ca_bad_input(ferry_worker_t *worker, const uint8_t *good)
     copy[CA_RESERVED] = 1;
     ca_expect_invalid(worker, copy, FERRY_ADDRESS_COMPACT_SIZE, "reserved byte 6 set");
     memcpy(copy, good, FERRY_ADDRESS_COMPACT_SIZE);
-    copy[CA_TAIL + 5] = 1;
-    ca_expect_invalid(worker, copy, FERRY_ADDRESS_COMPACT_SIZE, "reserved tail set");
+    copy[CA_FAMILY + 1] = 1;
+    ca_expect_invalid(worker, copy, FERRY_ADDRESS_COMPACT_SIZE, "reserved byte 45 set");
     memcpy(copy, good, FERRY_ADDRESS_COMPACT_SIZE);
     memset(copy + CA_UUID, 0, 8);
     ca_expect_invalid(worker, copy, FERRY_ADDRESS_COMPACT_SIZE, "worker id 0");
