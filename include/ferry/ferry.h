@@ -37,8 +37,7 @@ extern "C" {
  */
 
 #define FERRY_VERSION_MAJOR 0 /**< major version of these headers */
-#define FERRY_VERSION_MINOR 2 /**< minor version of these headers (0.x: may break the API; 0.2:
-                                *   ferry_context_params_t grew, compact addresses) */
+#define FERRY_VERSION_MINOR 2 /**< minor version of these headers (0.x: may break the API) */
 #define FERRY_VERSION_PATCH 0 /**< patch version of these headers */
 
 /**
