@@ -1,10 +1,10 @@
 /*
  * ferry_hello_bootstrap: N processes find each other with the bootstrap and greet each other.
  *
- * Every rank creates a worker, swaps worker addresses with all the others through
- * ferry_bootstrap_allgather, creates an endpoint to every other rank, sends each one active
- * message whose bytes depend on (sender, receiver), and checks every byte of what it receives.
- * Then all close their endpoints, meet in a barrier, and each prints one line.
+ * Every rank creates a worker, swaps compact worker addresses (the same size everywhere) with
+ * all the others in one ferry_bootstrap_allgather, creates an endpoint to every other rank, sends
+ * each one active message whose bytes depend on (sender, receiver), and checks every byte of what
+ * it receives. Then all close their endpoints, meet in a barrier, and each prints one line.
  *
  * Run it under a launcher (the pmix bootstrap):
  *     mpirun --oversubscribe -np 4 build/examples/ferry_hello_bootstrap
@@ -123,53 +123,26 @@ static int progress_until(hello_t *h, const unsigned *count, unsigned target,
     return 0;
 }
 
-/* Swap worker addresses: first their lengths, then the addresses padded to the longest. */
-static int exchange_addresses(ferry_bootstrap_t *bs, ferry_worker_t *worker, uint8_t **all_p,
-                              uint64_t **lengths_p, size_t *stride_p)
+/* Swap worker addresses in one allgather: the compact form has the same size
+ * (FERRY_ADDRESS_COMPACT_SIZE) in every process and works on this host and across hosts.
+ * *all_p receives size addresses, rank r's at r * FERRY_ADDRESS_COMPACT_SIZE (free it). */
+static int exchange_addresses(ferry_bootstrap_t *bs, ferry_worker_t *worker, uint8_t **all_p)
 {
-    unsigned size = ferry_bootstrap_size(bs);
-    const void *address;
-    size_t length;
-    uint64_t mine, longest = 0;
-    ferry_status_t status;
-
-    status = ferry_worker_address(worker, &address, &length);
+    uint8_t mine[FERRY_ADDRESS_COMPACT_SIZE];
+    ferry_status_t status = ferry_worker_address_compact(worker, mine);
     if (status != FERRY_OK)
         return -1;
-    uint64_t *lengths = calloc(size, sizeof(*lengths));
-    if (lengths == NULL)
+    uint8_t *all = calloc(ferry_bootstrap_size(bs), FERRY_ADDRESS_COMPACT_SIZE);
+    if (all == NULL)
         return -1;
-    mine = length;
-    status = ferry_bootstrap_allgather(bs, &mine, sizeof(mine), lengths);
-    if (status != FERRY_OK) {
-        fprintf(stderr, "ferry_bootstrap_allgather (lengths): %s\n", ferry_status_string(status));
-        goto err_free_lengths;
-    }
-    for (unsigned r = 0; r < size; r++)
-        longest = lengths[r] > longest ? lengths[r] : longest;
-    uint8_t *padded = calloc(1, longest);
-    uint8_t *all = calloc(size, longest);
-    if (padded == NULL || all == NULL) {
-        free(padded);
-        free(all);
-        goto err_free_lengths;
-    }
-    memcpy(padded, address, length);
-    status = ferry_bootstrap_allgather(bs, padded, longest, all);
-    free(padded);
+    status = ferry_bootstrap_allgather(bs, mine, sizeof(mine), all);
     if (status != FERRY_OK) {
         fprintf(stderr, "ferry_bootstrap_allgather (addresses): %s\n", ferry_status_string(status));
         free(all);
-        goto err_free_lengths;
+        return -1;
     }
     *all_p = all;
-    *lengths_p = lengths;
-    *stride_p = longest;
     return 0;
-
-err_free_lengths:
-    free(lengths);
-    return -1;
 }
 
 /* Greet every other rank and wait for every greeting; then close our endpoints and wait until
@@ -256,17 +229,15 @@ int main(void)
     ferry_am_set_handler(h.worker, AM_HELLO, on_hello, &h);
 
     uint8_t *addresses = NULL;
-    uint64_t *lengths = NULL;
-    size_t stride = 0;
-    if (exchange_addresses(bs, h.worker, &addresses, &lengths, &stride) != 0)
+    if (exchange_addresses(bs, h.worker, &addresses) != 0)
         goto out_worker;
     const char *transport = "none";
     for (unsigned r = 0; r < h.size; r++) {
         if (r == h.rank)
             continue;
         ferry_ep_params_t eparams = {.error_cb = on_ep_error, .error_arg = &h};
-        status = ferry_ep_create(h.worker, addresses + r * stride, (size_t)lengths[r], &eparams,
-                                 &eps[r]);
+        status = ferry_ep_create(h.worker, addresses + r * FERRY_ADDRESS_COMPACT_SIZE,
+                                 FERRY_ADDRESS_COMPACT_SIZE, &eparams, &eps[r]);
         if (status != FERRY_OK) {
             fprintf(stderr, "rank %u: ferry_ep_create to rank %u: %s\n", h.rank, r,
                     ferry_status_string(status));
@@ -296,7 +267,6 @@ out_eps:
     for (unsigned r = 0; r < h.size; r++)
         ferry_ep_destroy(eps[r]);
     free(addresses);
-    free(lengths);
 out_worker:
     ferry_worker_destroy(h.worker);
 out_context:

@@ -37,7 +37,7 @@ extern "C" {
  */
 
 #define FERRY_VERSION_MAJOR 0 /**< major version of these headers */
-#define FERRY_VERSION_MINOR 1 /**< minor version of these headers (0.x: may break the API) */
+#define FERRY_VERSION_MINOR 2 /**< minor version of these headers (0.x: may break the API) */
 #define FERRY_VERSION_PATCH 0 /**< patch version of these headers */
 
 /**
@@ -134,22 +134,42 @@ struct ferry_completion {
  * @{
  */
 
-/** @brief Parameters of ferry_context_create(). */
+/**
+ * @brief Parameters of ferry_context_create().
+ *
+ * Since 0.2 (the member config was added: a program built against 0.1 headers must be
+ * rebuilt; see docs/ARCHITECTURE.md, "Configuration and logging").
+ */
 typedef struct ferry_context_params {
-    /** Comma-separated transports to use ("self,shm"); NULL: FERRY_TRANSPORTS, else all. */
+    /** Comma-separated transports to use ("self,shm"); NULL: FERRY_TRANSPORTS (from config,
+     *  else the environment), else all. */
     const char *transports;
+    /** This context's own settings: a NULL-terminated array of "NAME=value" strings, any
+     *  FERRY_* variable that is not process-wide ("FERRY_TCP_TIMEOUT_MS=30000",
+     *  "FERRY_RNDV_THRESH=64k"); NULL: none. Each is checked like the environment's (the same
+     *  parser; a STRING with a syntax of its own, such as FERRY_RNDV_MODE, against it too) and
+     *  wins over the environment for this context's workers and endpoints; an empty value
+     *  means the variable's default, whatever the environment says; the last setting of a
+     *  name wins. Process-wide variables (FERRY_LOG_LEVEL, FERRY_LOG_FILE, FERRY_BOOTSTRAP_*)
+     *  are refused. The strings are read during ferry_context_create only (copied). */
+    const char *const *config;
 } ferry_context_params_t;
 
 /**
- * @brief Create a context: read the FERRY_* environment and probe the transports.
+ * @brief Create a context: read the FERRY_* environment and the program's settings
+ *        (params->config), and probe the transports.
  *
- * Unknown FERRY_* names in the environment are warned about.
+ * Unknown FERRY_* names in the environment are warned about; in params->config they are
+ * refused.
  *
  * @param[in] params settings; may be NULL (all defaults)
  * @param[out] context_p on success, a context the caller owns: destroy it with
  *                       ferry_context_destroy()
  * @retval FERRY_OK created
- * @retval FERRY_ERR_INVALID_PARAM context_p is NULL
+ * @retval FERRY_ERR_INVALID_PARAM context_p is NULL; or a setting of params->config is not
+ *                                 NAME=value, names no ferry variable, names a process-wide
+ *                                 one, or has a value that does not parse as the variable's
+ *                                 type (one warning says which, and the fix)
  * @retval FERRY_ERR_NO_MEMORY out of memory
  * @retval FERRY_ERR_NO_DEVICE no enabled transport is usable here
  * @retval FERRY_ERR_IO this host's identity (boot id, namespaces in /proc) could not be read
@@ -164,6 +184,28 @@ ferry_status_t ferry_context_create(const ferry_context_params_t *params,
  *                logs an error and leaves the context alone, leaked). NULL is ignored.
  */
 void ferry_context_destroy(ferry_context_t *context);
+
+/** @brief See ferry/info.h. */
+typedef struct ferry_config_info ferry_config_info_t;
+
+/**
+ * @brief A configuration variable as one context sees it: its declaration and the value in
+ *        effect for that context (the context's setting, else the environment's, else the
+ *        default).
+ *
+ * The structure and the other configuration calls are in ferry/info.h
+ * (ferry_config_lookup() answers for the environment alone).
+ *
+ * @param context the context
+ * @param[in] name the exact name ("FERRY_TCP_TIMEOUT_MS")
+ * @param[in,out] info in: its size member; out: everything else, with from_context and
+ *                     context_value saying whether and how the context sets it
+ * @retval FERRY_OK filled
+ * @retval FERRY_ERR_INVALID_PARAM context, name or info is NULL, or info's size too small
+ * @retval FERRY_ERR_NO_ELEM no registered variable has this name
+ */
+ferry_status_t ferry_context_config_lookup(const ferry_context_t *context, const char *name,
+                                           ferry_config_info_t *info);
 
 /** @} */
 
@@ -256,6 +298,34 @@ ferry_status_t ferry_worker_address(ferry_worker_t *worker, const void **address
                                     size_t *length_p);
 
 /**
+ * @brief The size in bytes of a compact worker address (ferry_worker_address_compact()): the
+ *        same in every process and every ferry version that reads compact version 1.
+ */
+#define FERRY_ADDRESS_COMPACT_SIZE 64
+
+/**
+ * @brief The worker's compact address: FERRY_ADDRESS_COMPACT_SIZE bytes, the same size in
+ *        every process, for fixed-size exchanges (one allgather of every rank's address, a
+ *        64-byte name buffer).
+ *
+ * ferry_ep_create() accepts it wherever it accepts the full address of ferry_worker_address():
+ * the same worker (self), the same host (shm, or tcp over loopback) and other hosts (tcp: it
+ * carries one IPv4 or IPv6 address and the port — the first address of the interfaces the
+ * worker publishes, FERRY_TCP_IFACE). It holds the worker id, a digest of the host identity
+ * (two processes are on the same host exactly when the full addresses would say so), the
+ * pid, the uid and the tcp address; the format is documented in docs/ARCHITECTURE.md
+ * ("Addresses"). The full form stays the one to use when a peer may have to try several
+ * addresses of a host with many interfaces.
+ *
+ * @param worker the worker
+ * @param[out] address FERRY_ADDRESS_COMPACT_SIZE bytes, written (a copy: the caller owns it)
+ * @retval FERRY_OK done
+ * @retval FERRY_ERR_INVALID_PARAM a NULL argument
+ */
+ferry_status_t ferry_worker_address_compact(ferry_worker_t *worker,
+                                            uint8_t address[FERRY_ADDRESS_COMPACT_SIZE]);
+
+/**
  * @brief Make progress: receive messages, run handlers and completion callbacks, retry pending
  *        sends. Never blocks.
  * @param worker the worker
@@ -331,15 +401,22 @@ typedef struct ferry_ep_params {
  * tcp). Does not wait for the peer: operations issued before the connection is up are queued.
  *
  * @param worker the local worker
- * @param[in] address the peer's address (from its ferry_worker_address()); read during the call
+ * @param[in] address the peer's address: the full form (its ferry_worker_address()) or the
+ *                    compact form (its ferry_worker_address_compact(), length
+ *                    FERRY_ADDRESS_COMPACT_SIZE); read during the call
  * @param length its length in bytes
  * @param[in] params error callback; may be NULL
  * @param[out] ep_p on success, an endpoint the caller owns: free it with ferry_ep_destroy()
  * @retval FERRY_OK created
  * @retval FERRY_ERR_INVALID_PARAM worker or ep_p is NULL
- * @retval FERRY_ERR_INVALID_ADDRESS NULL, truncated or corrupted address, wrong magic or version
+ * @retval FERRY_ERR_INVALID_ADDRESS NULL, truncated or corrupted address, wrong magic or
+ *                                   version; a compact address of another length than
+ *                                   FERRY_ADDRESS_COMPACT_SIZE, with unknown flags, nonzero
+ *                                   reserved bytes or a bad tcp family or port (one warning
+ *                                   says which)
  * @retval FERRY_ERR_UNREACHABLE no enabled transport reaches the peer
- * @retval FERRY_ERR_CONNECTION_REFUSED the peer is gone
+ * @retval FERRY_ERR_CONNECTION_REFUSED the peer is gone (shm: at once; tcp: the endpoint fails
+ *                                      with it from progress when the connection is refused)
  * @retval FERRY_ERR_NO_RESOURCE the peer cannot take a connection now (its backlog is full):
  *                               progress and retry
  * @retval FERRY_ERR_NO_MEMORY out of memory

@@ -196,6 +196,13 @@ typedef struct ferry_config_info {
     bool value_bool;     /**< the value in effect of a FERRY_CONFIG_BOOL (else false) */
     int64_t value_int;   /**< the value in effect of a FERRY_CONFIG_INT (else 0) */
     uint64_t value_size; /**< the value in effect of a FERRY_CONFIG_SIZE (else 0) */
+    /** process-wide (logging, the bootstrap): only the environment sets it, never a context */
+    bool process_wide;
+    /** (ferry_context_config_lookup()) the context sets it: then value and value_* are the
+     *  context's, whatever the environment says */
+    bool from_context;
+    /** the context's text ("" when it does not set it, or sets it empty: the default) */
+    char context_value[FERRY_INFO_TEXT_MAX];
 } ferry_config_info_t;
 
 /**
@@ -255,10 +262,15 @@ typedef struct ferry_address_info {
     uint64_t pid_ns;     /**< the inode of its pid namespace */
     uint64_t user_ns;    /**< the inode of its user namespace */
     size_t record_count; /**< its transport records: ferry_address_record_decode() reads each */
+    /** the compact form (ferry_worker_address_compact()): records are rebuilt from its fields;
+     *  it carries the boot id and a digest of the namespaces: the namespace inodes above are
+     *  this host's when both match this host, else 0 */
+    bool compact;
+    uint32_t ns_digest; /**< compact form: the digest of the namespaces it carries */
 } ferry_address_info_t;
 
 /**
- * @brief Check and decode the header of a worker address.
+ * @brief Check and decode the header of a worker address (full or compact form).
  * @param[in] address the blob (from ferry_worker_address(), possibly of another process)
  * @param length its length in bytes
  * @param[in,out] info in: its size member; out: everything else

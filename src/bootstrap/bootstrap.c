@@ -33,7 +33,8 @@ static const fy_config_var_t bootstrap_method_var = {
     .default_value = "auto",
     .description = "how ferry_bootstrap_init finds the job's other processes when the program "
                    "asks for auto: auto (pmix under a PMIx launcher, tcp when "
-                   "FERRY_BOOTSTRAP_ROOT is set, else single), pmix, tcp or single"};
+                   "FERRY_BOOTSTRAP_ROOT is set, else single), pmix, tcp or single",
+    .flags = FY_CONFIG_PROCESS};
 static const fy_config_var_t *const bootstrap_method_reg
     __attribute__((used, section("ferry_config_registry"))) = &bootstrap_method_var;
 
@@ -42,7 +43,8 @@ static const fy_config_var_t bootstrap_timeout_var = {
     .type = FERRY_CONFIG_INT,
     .default_value = "30000",
     .description = "bootstrap: how long joining the job (tcp: rank 0 waiting for the others, "
-                   "the others retrying their connection) and each collective may take, in ms"};
+                   "the others retrying their connection) and each collective may take, in ms",
+    .flags = FY_CONFIG_PROCESS};
 static const fy_config_var_t *const bootstrap_timeout_reg
     __attribute__((used, section("ferry_config_registry"))) = &bootstrap_timeout_var;
 
@@ -51,7 +53,8 @@ static const fy_config_var_t bootstrap_max_length_var = {
     .type = FERRY_CONFIG_SIZE,
     .default_value = "1m",
     .description = "bootstrap: the largest allgather contribution per rank, in bytes (tcp: "
-                   "longer messages from a peer are refused as malformed)"};
+                   "longer messages from a peer are refused as malformed)",
+    .flags = FY_CONFIG_PROCESS};
 static const fy_config_var_t *const bootstrap_max_length_reg
     __attribute__((used, section("ferry_config_registry"))) = &bootstrap_max_length_var;
 

@@ -35,7 +35,8 @@ static const fy_config_var_t tcp_root_var = {
     .type = FERRY_CONFIG_STRING,
     .default_value = "",
     .description = "tcp bootstrap: host:port (or [ipv6]:port) where rank 0 listens and the "
-                   "other ranks connect; setting it selects the tcp method under auto"};
+                   "other ranks connect; setting it selects the tcp method under auto",
+    .flags = FY_CONFIG_PROCESS};
 static const fy_config_var_t *const tcp_root_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_root_var;
 
@@ -44,7 +45,8 @@ static const fy_config_var_t tcp_rank_var = {
     .type = FERRY_CONFIG_STRING,
     .default_value = "",
     .description = "tcp bootstrap: this process's rank, 0 .. FERRY_BOOTSTRAP_SIZE-1 (decimal; "
-                   "required)"};
+                   "required)",
+    .flags = FY_CONFIG_PROCESS};
 static const fy_config_var_t *const tcp_rank_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_rank_var;
 
@@ -52,7 +54,8 @@ static const fy_config_var_t tcp_size_var = {
     .name = "FERRY_BOOTSTRAP_SIZE",
     .type = FERRY_CONFIG_STRING,
     .default_value = "",
-    .description = "tcp bootstrap: the number of processes in the job (decimal; required)"};
+    .description = "tcp bootstrap: the number of processes in the job (decimal; required)",
+    .flags = FY_CONFIG_PROCESS};
 static const fy_config_var_t *const tcp_size_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_size_var;
 

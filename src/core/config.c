@@ -259,16 +259,24 @@ static void config_check_type(const fy_config_var_t *var, fy_config_type_t type)
     }
 }
 
-/* The value of var read as type: the environment's, else the default's. */
-static config_value_t config_get(const fy_config_var_t *var, fy_config_type_t type)
+/* The value of var read as type: the set's (checked when the set was made), else the
+ * environment's, else the default's. */
+static config_value_t config_get(const fy_config_set_t *set, const fy_config_var_t *var,
+                                 fy_config_type_t type)
 {
     config_value_t value;
     const char *env = config_env_value(var);
     const char *def = var->default_value != NULL ? var->default_value : "";
+    const char *mine = fy_config_set_value(set, var);
 
     /* Not "= {0}", which zeroes only the first member. The parsers write only on success. */
     memset(&value, 0, sizeof(value));
     config_check_type(var, type);
+    if (mine != NULL) {
+        if (mine[0] != '\0' && config_parse(type, mine, &value))
+            return value;
+        env = NULL; /* "NAME=" in the set: the default */
+    }
     if (env != NULL) {
         if (config_parse(type, env, &value))
             return value;
@@ -289,26 +297,172 @@ static config_value_t config_get(const fy_config_var_t *var, fy_config_type_t ty
 
 FERRY_EXPORT bool ferry_config_bool(const fy_config_var_t *var)
 {
-    return config_get(var, FERRY_CONFIG_BOOL).b;
+    return config_get(NULL, var, FERRY_CONFIG_BOOL).b;
 }
 
 FERRY_EXPORT int64_t ferry_config_int(const fy_config_var_t *var)
 {
-    return config_get(var, FERRY_CONFIG_INT).i;
+    return config_get(NULL, var, FERRY_CONFIG_INT).i;
 }
 
 FERRY_EXPORT uint64_t ferry_config_size(const fy_config_var_t *var)
 {
-    return config_get(var, FERRY_CONFIG_SIZE).u;
+    return config_get(NULL, var, FERRY_CONFIG_SIZE).u;
 }
 
 /* Never logs: ferry_log_init() reads its own variables with it. */
 FERRY_EXPORT const char *ferry_config_string(const fy_config_var_t *var)
 {
-    const char *env = config_env_value(var);
+    return fy_config_string_in(NULL, var);
+}
+
+bool fy_config_bool_in(const fy_config_set_t *set, const fy_config_var_t *var)
+{
+    return config_get(set, var, FERRY_CONFIG_BOOL).b;
+}
+
+int64_t fy_config_int_in(const fy_config_set_t *set, const fy_config_var_t *var)
+{
+    return config_get(set, var, FERRY_CONFIG_INT).i;
+}
+
+uint64_t fy_config_size_in(const fy_config_set_t *set, const fy_config_var_t *var)
+{
+    return config_get(set, var, FERRY_CONFIG_SIZE).u;
+}
+
+const char *fy_config_string_in(const fy_config_set_t *set, const fy_config_var_t *var)
+{
+    const char *mine = fy_config_set_value(set, var);
+    if (mine != NULL && mine[0] != '\0')
+        return mine;
+    const char *env = mine == NULL ? config_env_value(var) : NULL;
     if (env != NULL)
         return env;
     return var->default_value != NULL ? var->default_value : "";
+}
+
+/* ---------------------------------------------------------------- a context's settings */
+
+const char *fy_config_set_value(const fy_config_set_t *set, const fy_config_var_t *var)
+{
+    if (set == NULL)
+        return NULL;
+    for (size_t i = set->count; i-- > 0;) { /* the last setting of a name wins */
+        if (set->vars[i] == var)
+            return set->values[i];
+    }
+    return NULL;
+}
+
+void fy_config_set_cleanup(fy_config_set_t *set)
+{
+    for (size_t i = 0; i < set->count; i++)
+        free(set->values[i]);
+    free(set->values);
+    free(set->vars);
+    memset(set, 0, sizeof(*set));
+}
+
+/* Check one "NAME=value" setting; on success *var_p and *value_p (the value without the
+ * blanks around it, malloc'ed). Logs one error line otherwise. */
+static ferry_status_t config_setting_check(const char *setting, const fy_config_var_t **var_p,
+                                           char **value_p)
+{
+    const char *equal = setting != NULL ? strchr(setting, '=') : NULL;
+    config_value_t value;
+    char why[160] = "";
+
+    if (equal == NULL) {
+        fy_warn("context setting \"%s\" is not NAME=value (for example "
+                "\"FERRY_TCP_TIMEOUT_MS=30000\")",
+                setting != NULL ? setting : "(null)");
+        return FERRY_ERR_INVALID_PARAM;
+    }
+    size_t len = (size_t)(equal - setting);
+    const fy_config_var_t *var = fy_config_find(setting, len);
+    if (var == NULL) {
+        const fy_config_var_t *const *vars;
+        size_t count = fy_config_vars(&vars);
+        const char **names = malloc((count ? count : 1) * sizeof(*names));
+        char *name = strndup(setting, len);
+        const char *closest = NULL;
+        for (size_t i = 0; names != NULL && i < count; i++)
+            names[i] = vars[i]->name;
+        if (names != NULL && name != NULL)
+            closest = fy_closest_name(name, names, count);
+        fy_warn("context setting %.*s: not a ferry configuration variable%s%s%s (ferry_info -c "
+                "lists them)",
+                (int)len, setting, closest ? "; did you mean " : "", closest ? closest : "",
+                closest ? "?" : "");
+        free(name);
+        free(names);
+        return FERRY_ERR_INVALID_PARAM;
+    }
+    if (var->flags & FY_CONFIG_PROCESS) {
+        fy_warn("context setting %s: a process-wide variable, which one context cannot set "
+                "(set it in the environment)",
+                var->name);
+        return FERRY_ERR_INVALID_PARAM;
+    }
+    const char *text = equal + 1;
+    const char *end = text + strlen(text);
+    while (config_is_blank(*text))
+        ++text;
+    while (end > text && config_is_blank(end[-1]))
+        --end;
+    char *copy = strndup(text, (size_t)(end - text));
+    if (copy == NULL) {
+        fy_error("strndup(%zu) for a context setting failed: out of memory", (size_t)(end - text));
+        return FERRY_ERR_NO_MEMORY;
+    }
+    if (copy[0] != '\0' && !config_parse(var->type, copy, &value)) {
+        fy_warn("invalid context setting %s=\"%s\": expected %s", var->name, copy,
+                config_expected_form(var->type));
+        goto err_free_copy;
+    }
+    if (copy[0] != '\0' && var->check != NULL && !var->check(copy, why, sizeof(why))) {
+        fy_warn("invalid context setting %s=\"%s\": expected %s", var->name, copy, why);
+        goto err_free_copy;
+    }
+    *var_p = var;
+    *value_p = copy;
+    return FERRY_OK;
+
+err_free_copy:
+    free(copy);
+    return FERRY_ERR_INVALID_PARAM;
+}
+
+ferry_status_t fy_config_set_init(fy_config_set_t *set, const char *const *settings)
+{
+    fy_config_set_t made = {0};
+    size_t count = 0;
+    ferry_status_t status;
+
+    while (settings != NULL && settings[count] != NULL)
+        count++;
+    if (count > 0) {
+        made.vars = calloc(count, sizeof(*made.vars));
+        made.values = calloc(count, sizeof(*made.values));
+        if (made.vars == NULL || made.values == NULL) {
+            fy_error("calloc(%zu entries) for a context's settings failed: out of memory", count);
+            status = FERRY_ERR_NO_MEMORY;
+            goto err_cleanup;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        status = config_setting_check(settings[i], &made.vars[i], &made.values[i]);
+        if (status != FERRY_OK)
+            goto err_cleanup;
+        made.count++;
+    }
+    *set = made;
+    return FERRY_OK;
+
+err_cleanup:
+    fy_config_set_cleanup(&made);
+    return status;
 }
 
 /* ---------------------------------------------------------------- registry */
@@ -420,9 +574,9 @@ size_t fy_config_vars(const fy_config_var_t *const **vars_p)
     return count;
 }
 
-/* Is name[0..len) registered (exactly, case-sensitively)? vars is sorted by name. */
-static bool config_is_registered(const fy_config_var_t *const *vars, size_t count, const char *name,
-                                 size_t len)
+/* The variable of name[0..len) (exactly, case-sensitively), or NULL. vars is sorted by name. */
+static const fy_config_var_t *config_search(const fy_config_var_t *const *vars, size_t count,
+                                            const char *name, size_t len)
 {
     size_t lo = 0;
     size_t hi = count;
@@ -434,13 +588,20 @@ static bool config_is_registered(const fy_config_var_t *const *vars, size_t coun
         if (c == 0 && candidate[len] != '\0')
             c = -1; /* name is a proper prefix of candidate */
         if (c == 0)
-            return true;
+            return vars[mid];
         if (c < 0)
             hi = mid;
         else
             lo = mid + 1;
     }
-    return false;
+    return NULL;
+}
+
+const fy_config_var_t *fy_config_find(const char *name, size_t len)
+{
+    const fy_config_var_t *const *vars;
+    size_t count = fy_config_vars(&vars);
+    return config_search(vars, count, name, len);
 }
 
 void fy_config_check_environment(void)
@@ -457,7 +618,7 @@ void fy_config_check_environment(void)
             continue;
         const char *equal = strchr(entry, '=');
         size_t len = equal != NULL ? (size_t)(equal - entry) : strlen(entry);
-        if (config_is_registered(vars, count, entry, len) ||
+        if (config_search(vars, count, entry, len) != NULL ||
             !config_first_time(CONFIG_ONCE_UNKNOWN_NAME, entry, len))
             continue;
 

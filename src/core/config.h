@@ -23,16 +23,27 @@
 #include <stdint.h>
 
 #include <ferry/info.h>
+#include <ferry/status.h>
 
 /* The types are the public ones (include/ferry/info.h: FERRY_CONFIG_BOOL, _INT, _SIZE,
  * _STRING), which ferry_config_query reports. */
 typedef ferry_config_type_t fy_config_type_t;
+
+/* fy_config_var_t.flags */
+#define FY_CONFIG_PROCESS                                                                          \
+    0x1u /* process-wide (logging, the bootstrap): from the environment                            \
+          * only, a context cannot set it */
 
 typedef struct fy_config_var {
     const char *name; /* full environment name, "FERRY_..." */
     fy_config_type_t type;
     const char *default_value; /* text, parsed like an environment value */
     const char *description;
+    unsigned flags; /* FY_CONFIG_* */
+    /* For a STRING with a syntax of its own (FERRY_RNDV_MODE): true when text is valid, else
+     * false with what is expected written into why[why_len]. A context's setting that fails
+     * it is refused; the environment's is warned about where it is read. May be NULL. */
+    bool (*check)(const char *text, char *why, size_t why_len);
 } fy_config_var_t;
 
 /* Typed values: from the environment, else the default. A value that does not parse is
@@ -42,6 +53,37 @@ bool ferry_config_bool(const fy_config_var_t *var);
 int64_t ferry_config_int(const fy_config_var_t *var);
 uint64_t ferry_config_size(const fy_config_var_t *var);
 const char *ferry_config_string(const fy_config_var_t *var); /* never NULL */
+
+/* A context's own settings (ferry_context_params_t.config): variables the program set for one
+ * context, each checked like the environment when the set is made. They win over the
+ * environment. */
+typedef struct fy_config_set {
+    size_t count;
+    const fy_config_var_t **vars; /* count entries: the variables set */
+    char **values;                /* count entries: their text ("" = the default) */
+} fy_config_set_t;
+
+/* Make a set from "NAME=value" strings (a NULL-terminated array; NULL: an empty set). Each
+ * name must be registered and not FY_CONFIG_PROCESS, each value must parse as the variable's
+ * type (and pass its check); an empty value means the default, whatever the environment says;
+ * a later setting of one name replaces an earlier one. Returns FERRY_OK,
+ * FERRY_ERR_INVALID_PARAM (one warning naming the setting, what is wrong and the fix: the
+ * closest name, the expected form), FERRY_ERR_NO_MEMORY. */
+ferry_status_t fy_config_set_init(fy_config_set_t *set, const char *const *settings);
+void fy_config_set_cleanup(fy_config_set_t *set);
+/* The text the set gives var (never NULL when found), or NULL when the set does not set it
+ * (set may be NULL). */
+const char *fy_config_set_value(const fy_config_set_t *set, const fy_config_var_t *var);
+
+/* Typed values for a context: its set's value, else the environment's, else the default
+ * (set may be NULL: as ferry_config_*). What every per-context tunable is read with. */
+bool fy_config_bool_in(const fy_config_set_t *set, const fy_config_var_t *var);
+int64_t fy_config_int_in(const fy_config_set_t *set, const fy_config_var_t *var);
+uint64_t fy_config_size_in(const fy_config_set_t *set, const fy_config_var_t *var);
+const char *fy_config_string_in(const fy_config_set_t *set, const fy_config_var_t *var);
+
+/* The registered variable of name[0..len), or NULL. */
+const fy_config_var_t *fy_config_find(const char *name, size_t len);
 
 /* Add a companion library's registry section [start, stop) (its own hidden
  * __start_/__stop_ferry_config_registry). At most 8; a variable seen twice (a static link

@@ -85,3 +85,29 @@ bool fy_host_id_equal(const fy_host_id_t *a, const fy_host_id_t *b)
     return memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) == 0 && a->net_ns == b->net_ns &&
            a->pid_ns == b->pid_ns && a->user_ns == b->user_ns;
 }
+
+static uint64_t host_id_fnv(uint64_t hash, const uint8_t *bytes, size_t length)
+{
+    for (size_t i = 0; i < length; i++) {
+        hash ^= bytes[i];
+        hash *= 0x100000001b3ull;
+    }
+    return hash;
+}
+
+static uint64_t host_id_fnv_u64(uint64_t hash, uint64_t value)
+{
+    uint8_t le[8];
+    for (unsigned i = 0; i < 8; i++)
+        le[i] = (uint8_t)(value >> (8 * i));
+    return host_id_fnv(hash, le, sizeof(le));
+}
+
+uint32_t fy_host_id_ns_digest(const fy_host_id_t *host)
+{
+    uint64_t hash = 0xcbf29ce484222325ull;
+    hash = host_id_fnv_u64(hash, host->net_ns);
+    hash = host_id_fnv_u64(hash, host->pid_ns);
+    hash = host_id_fnv_u64(hash, host->user_ns);
+    return (uint32_t)(hash ^ (hash >> 32));
+}

@@ -22,4 +22,10 @@ ferry_status_t fy_host_id_read(fy_host_id_t *host);
 
 bool fy_host_id_equal(const fy_host_id_t *a, const fy_host_id_t *b);
 
+/* A 32-bit digest of the namespaces of the identity (FNV-1a over the net, pid and user
+ * namespace inodes, little-endian, folded to 32 bits): what a compact address carries beside
+ * the boot id. Equal namespaces have equal digests; on one boot, different ones collide with
+ * probability 2^-32. */
+uint32_t fy_host_id_ns_digest(const fy_host_id_t *host);
+
 #endif

@@ -23,7 +23,8 @@ static const fy_config_var_t log_level_var = {
     .name = "FERRY_LOG_LEVEL",
     .type = FERRY_CONFIG_STRING,
     .default_value = "warn",
-    .description = "messages to print: error, warn, info, debug or trace (or 0-4)"};
+    .description = "messages to print: error, warn, info, debug or trace (or 0-4)",
+    .flags = FY_CONFIG_PROCESS};
 static const fy_config_var_t *const log_level_reg
     __attribute__((used, section("ferry_config_registry"))) = &log_level_var;
 
@@ -31,7 +32,8 @@ static const fy_config_var_t log_file_var = {.name = "FERRY_LOG_FILE",
                                              .type = FERRY_CONFIG_STRING,
                                              .default_value = "",
                                              .description =
-                                                 "append log lines to this file instead of stderr"};
+                                                 "append log lines to this file instead of stderr",
+                                             .flags = FY_CONFIG_PROCESS};
 static const fy_config_var_t *const log_file_reg
     __attribute__((used, section("ferry_config_registry"))) = &log_file_var;
 

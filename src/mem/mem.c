@@ -38,9 +38,9 @@ static ferry_status_t mem_memfd(const char *what, size_t size, int *fd_p, void *
     return fy_memfd_create(name, size, fd_p, map_p);
 }
 
-ferry_status_t mem_context_init(mem_context_t *mc)
+ferry_status_t mem_context_init(mem_context_t *mc, const fy_config_set_t *config)
 {
-    uint64_t capacity = ferry_config_size(&mem_max_regions_var);
+    uint64_t capacity = fy_config_size_in(config, &mem_max_regions_var);
     ferry_status_t status;
     void *map;
 

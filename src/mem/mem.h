@@ -20,6 +20,7 @@
 
 #include <ferry/ferry.h>
 
+#include "core/config.h"
 #include "core/list.h"
 #include "wireup/address.h"
 
@@ -92,7 +93,7 @@ typedef struct mem_context {
 
 /* Context life cycle (called by ferry_context_create/destroy). Returns FERRY_OK,
  * FERRY_ERR_SHMEM or FERRY_ERR_NO_MEMORY (logged). */
-ferry_status_t mem_context_init(mem_context_t *mc);
+ferry_status_t mem_context_init(mem_context_t *mc, const fy_config_set_t *config);
 void mem_context_cleanup(mem_context_t *mc);
 
 /* Target side: the live registration of (index, generation), or NULL. */

@@ -169,7 +169,7 @@ FERRY_EXPORT size_t ferry_counters_format(const ferry_counters_t *counters, char
 
 void fy_counters_dump_at_destroy(ferry_worker_t *worker)
 {
-    if (!ferry_config_bool(&counters_stats_var))
+    if (!fy_config_bool_in(fy_worker_config(worker), &counters_stats_var))
         return;
     ferry_counters_t counters = {.size = sizeof(counters)};
     if (ferry_worker_counters(worker, &counters) != FERRY_OK)

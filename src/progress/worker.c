@@ -234,6 +234,15 @@ FERRY_EXPORT ferry_status_t ferry_worker_address(ferry_worker_t *worker, const v
     return FERRY_OK;
 }
 
+FERRY_EXPORT ferry_status_t
+ferry_worker_address_compact(ferry_worker_t *worker, uint8_t address[FERRY_ADDRESS_COMPACT_SIZE])
+{
+    if (worker == NULL || address == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    memcpy(address, worker->address_compact, FERRY_ADDRESS_COMPACT_SIZE);
+    return FERRY_OK;
+}
+
 static ferry_status_t worker_build_address(ferry_worker_t *worker)
 {
     size_t offset = FERRY_ADDRESS_HEADER_SIZE;
@@ -258,6 +267,17 @@ static ferry_status_t worker_build_address(ferry_worker_t *worker)
                             (uint32_t)getpid(), records);
     fy_address_finish(worker->address, (uint16_t)offset);
     worker->address_length = offset;
+
+    fy_address_compact_t compact = {.worker_uuid = worker->uuid,
+                                    .ns_digest = fy_host_id_ns_digest(&worker->context->host),
+                                    .pid = (uint32_t)getpid()};
+    memcpy(compact.boot_id, worker->context->host.boot_id, sizeof(compact.boot_id));
+    for (unsigned i = 0; i < worker->tl_active_count; i++) {
+        unsigned t = worker->tl_active[i];
+        if (fy_transports[t]->compact_fill != NULL)
+            fy_transports[t]->compact_fill(worker->tl[t], &compact.fields);
+    }
+    fy_address_compact_write(worker->address_compact, &compact);
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         fy_tl_local_t *local = &worker->tl_local[worker->tl_active[i]];
         local->address = worker->address;
@@ -315,7 +335,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
         worker->params = *params;
     fy_list_init(&worker->eps);
     fy_list_init(&worker->deferred);
-    worker->wait_spin_ns = ferry_config_size(&worker_spin_var) * 1000u;
+    worker->wait_spin_ns = fy_config_size_in(&context->config, &worker_spin_var) * 1000u;
     do { /* FERRY_PEER_ANY (0) is no worker's id */
         if (getrandom(&worker->uuid, sizeof(worker->uuid), 0) != sizeof(worker->uuid)) {
             fy_error("getrandom(%zu bytes) for the worker id failed: %s", sizeof(worker->uuid),
@@ -338,6 +358,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
                                               .host = context->host,
                                               .caps = context->caps[t],
                                               .keytable_fd = context->mem.keytable_fd,
+                                              .config = &context->config,
                                               .poll_skip = &worker->tl_poll_skip,
                                               .poll_bit = 1u << t};
         status = fy_transports[t]->init(worker, &worker->tl_local[t], &worker->tl[t]);

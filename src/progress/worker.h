@@ -55,6 +55,7 @@ struct ferry_worker {
     ferry_counters_t retired; /* the counters of the endpoints already freed */
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
+    uint8_t address_compact[FERRY_ADDRESS_COMPACT_SIZE]; /* the compact form (address.h) */
 };
 
 /* A module's per-worker state (what its init returned). */
@@ -70,6 +71,12 @@ static inline void fy_worker_module_progress_set(ferry_worker_t *worker, unsigne
         worker->module_progress |= 1u << module;
     else
         worker->module_progress &= ~(1u << module);
+}
+
+/* The settings a worker's tunables are read with (fy_config_*_in): its context's. */
+static inline const fy_config_set_t *fy_worker_config(const ferry_worker_t *worker)
+{
+    return &worker->context->config;
 }
 
 #endif

@@ -872,7 +872,7 @@ reply:
 void fy_rma_am_init(ferry_worker_t *worker)
 {
     fy_rma_am_worker_t *am = &fy_rma_worker_of(worker)->am;
-    uint64_t chunk = ferry_config_size(&rma_am_chunk_var);
+    uint64_t chunk = fy_config_size_in(fy_worker_config(worker), &rma_am_chunk_var);
 
     memset(am, 0, sizeof(*am));
     fy_list_init(&am->unsent);

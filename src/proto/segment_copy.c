@@ -58,14 +58,15 @@ typedef struct seg_copy_pool {
 
 void seg_copy_worker_init(ferry_worker_t *worker)
 {
-    size_t threads = ferry_config_size(&seg_copy_threads_var);
+    size_t threads = fy_config_size_in(fy_worker_config(worker), &seg_copy_threads_var);
     if (threads > SEG_COPY_THREADS_MAX) {
         fy_warn("FERRY_SEGMENT_COPY_THREADS=%zu: using %u copy threads", threads,
                 SEG_COPY_THREADS_MAX);
         threads = SEG_COPY_THREADS_MAX;
     }
     fy_segment_worker_of(worker)->copy_threads = (unsigned)threads;
-    fy_segment_worker_of(worker)->copy_chunk = ferry_config_size(&seg_copy_chunk_var);
+    fy_segment_worker_of(worker)->copy_chunk =
+        fy_config_size_in(fy_worker_config(worker), &seg_copy_chunk_var);
     if (fy_segment_worker_of(worker)->copy_chunk < 4096)
         fy_segment_worker_of(worker)->copy_chunk = 4096;
     fy_segment_worker_of(worker)->copy = NULL;

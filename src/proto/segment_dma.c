@@ -32,7 +32,8 @@ static const fy_config_var_t *const seg_dma_chunk_reg
 
 void seg_dma_worker_init(ferry_worker_t *worker)
 {
-    fy_segment_worker_of(worker)->dma_chunk = ferry_config_size(&seg_dma_chunk_var);
+    fy_segment_worker_of(worker)->dma_chunk =
+        fy_config_size_in(fy_worker_config(worker), &seg_dma_chunk_var);
     if (fy_segment_worker_of(worker)->dma_chunk == 0)
         fy_segment_worker_of(worker)->dma_chunk = 1;
     seg_copy_worker_init(worker); /* FERRY_SEGMENT_COPY_THREADS: no thread started yet */

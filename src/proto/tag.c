@@ -1101,8 +1101,8 @@ static ferry_status_t tag_module_init(ferry_worker_t *worker, void **state_p)
     fy_pool_init(&tw->sends, sizeof(tag_send_t), TAG_BLOCK_OBJECTS, "tagged sends");
     fy_pool_init(&tw->unexp, sizeof(tag_unexp_t), TAG_BLOCK_OBJECTS, "unexpected tagged messages");
     fy_pool_init(&tw->ctls, sizeof(tag_ctl_t), TAG_BLOCK_OBJECTS, "tagged control messages");
-    tw->unexpected_max = ferry_config_size(&tag_unexpected_max_var);
-    tag_rndv_config(tw);
+    tw->unexpected_max = fy_config_size_in(fy_worker_config(worker), &tag_unexpected_max_var);
+    tag_rndv_config(tw, fy_worker_config(worker));
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(handlers); i++) {
         status = fy_am_set_internal_handler(worker, handlers[i].id, handlers[i].cb, worker);
         if (status != FERRY_OK)

@@ -260,7 +260,7 @@ void tag_need_progress(ferry_worker_t *worker, int delta);
 /* ------------------------------------------------------------------ tag_rndv.c */
 
 /* Read FERRY_RNDV_* into the worker's state (fy_tag_init). */
-void tag_rndv_config(fy_tag_worker_t *tw);
+void tag_rndv_config(fy_tag_worker_t *tw, const fy_config_set_t *config);
 
 /* The endpoint's eager threshold and COOP chunk (sets ep->tag.ready). */
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep);

@@ -21,6 +21,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -31,13 +32,17 @@
 #include "proto/tag_int.h"
 #include "wireup/ep.h"
 
+static bool rndv_thresh_check(const char *text, char *why, size_t why_len);
+static bool rndv_mode_check(const char *text, char *why, size_t why_len);
+
 static const fy_config_var_t rndv_thresh_var = {
     .name = "FERRY_RNDV_THRESH",
     .type = FERRY_CONFIG_STRING,
     .default_value = "auto",
     .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
                    "optional k/m/g suffix); auto: the transport's max_bcopy minus the 16-byte "
-                   "header (shm: 32 KiB - 16 B), at most 8 KiB - 16"};
+                   "header (shm: 32 KiB - 16 B), at most 8 KiB - 16",
+    .check = rndv_thresh_check};
 static const fy_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
 
@@ -50,7 +55,8 @@ static const fy_config_var_t rndv_mode_var = {
                    "over the send path), split (the receiver reads the first half while the "
                    "sender writes the second), auto (split from FERRY_RNDV_SPLIT_MIN bytes where "
                    "the transport reads the peer's memory itself and cross-memory attach "
-                   "works; coop otherwise and below that)"};
+                   "works; coop otherwise and below that)",
+    .check = rndv_mode_check};
 static const fy_config_var_t *const rndv_mode_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_mode_var;
 
@@ -110,39 +116,71 @@ static bool tag_recv_get_issue(tag_recv_t *recv);
 
 /* ------------------------------------------------------------------ configuration, choice */
 
-void tag_rndv_config(fy_tag_worker_t *tw)
+/* FERRY_RNDV_THRESH: a size, or "auto" (SIZE_MAX). False when it is neither. */
+static bool rndv_thresh_parse(const char *text, size_t *value_p)
+{
+    uint64_t value;
+    if (strcasecmp(text, "auto") == 0) {
+        *value_p = SIZE_MAX;
+        return true;
+    }
+    if (!fy_config_parse_size(text, &value) || value >= SIZE_MAX)
+        return false;
+    *value_p = (size_t)value;
+    return true;
+}
+
+static const char *const rndv_mode_names[] = {"auto", "get", "put", "coop", "null", "split"};
+
+/* FERRY_RNDV_MODE: 0 auto, then the tag_rndv_mode_t values in order; -1 when unknown. */
+static int rndv_mode_parse(const char *text)
+{
+    for (unsigned i = 0; i < FERRY_ARRAY_SIZE(rndv_mode_names); i++) {
+        if (strcasecmp(text, rndv_mode_names[i]) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+static bool rndv_thresh_check(const char *text, char *why, size_t why_len)
+{
+    size_t value;
+    if (rndv_thresh_parse(text, &value))
+        return true;
+    snprintf(why, why_len, "a size (65536, 64k) or auto");
+    return false;
+}
+
+static bool rndv_mode_check(const char *text, char *why, size_t why_len)
+{
+    if (rndv_mode_parse(text) >= 0)
+        return true;
+    snprintf(why, why_len, "get, put, coop, null, split or auto");
+    return false;
+}
+
+void tag_rndv_config(fy_tag_worker_t *tw, const fy_config_set_t *config)
 {
     static atomic_int warned_thresh, warned_mode;
-    const char *thresh = ferry_config_string(&rndv_thresh_var);
-    const char *mode = ferry_config_string(&rndv_mode_var);
-    uint64_t value;
+    const char *thresh = fy_config_string_in(config, &rndv_thresh_var);
+    const char *mode = fy_config_string_in(config, &rndv_mode_var);
+    char why[64];
 
-    tw->thresh_forced = SIZE_MAX;
-    if (strcasecmp(thresh, "auto") != 0) {
-        if (fy_config_parse_size(thresh, &value) && value < SIZE_MAX)
-            tw->thresh_forced = (size_t)value;
-        else if (atomic_exchange(&warned_thresh, 1) == 0)
-            fy_warn("invalid FERRY_RNDV_THRESH=\"%s\": expected a size (65536, 64k) or auto; "
-                    "using auto",
-                    thresh);
+    if (!rndv_thresh_parse(thresh, &tw->thresh_forced)) {
+        tw->thresh_forced = SIZE_MAX;
+        if (atomic_exchange(&warned_thresh, 1) == 0 && !rndv_thresh_check(thresh, why, sizeof(why)))
+            fy_warn("invalid FERRY_RNDV_THRESH=\"%s\": expected %s; using auto", thresh, why);
     }
-    static const char *const names[] = {"auto", "get", "put", "coop", "null", "split"};
-    tw->mode_forced = 0;
-    for (unsigned i = 0; i < FERRY_ARRAY_SIZE(names); i++) {
-        if (strcasecmp(mode, names[i]) == 0) {
-            tw->mode_forced = i; /* 0 auto, then the tag_rndv_mode_t values in order */
-            break;
-        }
-        if (i + 1 == FERRY_ARRAY_SIZE(names) && atomic_exchange(&warned_mode, 1) == 0)
-            fy_warn("invalid FERRY_RNDV_MODE=\"%s\": expected get, put, coop, null, split or "
-                    "auto; using auto",
-                    mode);
-    }
-    tw->section = ferry_config_size(&rndv_section_var);
+    int index = rndv_mode_parse(mode);
+    tw->mode_forced = index < 0 ? 0u : (unsigned)index;
+    if (index < 0 && atomic_exchange(&warned_mode, 1) == 0 &&
+        !rndv_mode_check(mode, why, sizeof(why)))
+        fy_warn("invalid FERRY_RNDV_MODE=\"%s\": expected %s; using auto", mode, why);
+    tw->section = fy_config_size_in(config, &rndv_section_var);
     if (tw->section < 4096)
         tw->section = 4096;
-    tw->split_min = ferry_config_size(&rndv_split_min_var);
-    tw->null_chunk = ferry_config_size(&rndv_null_chunk_var); /* 0: auto (tag_null_chunk) */
+    tw->split_min = fy_config_size_in(config, &rndv_split_min_var);
+    tw->null_chunk = fy_config_size_in(config, &rndv_null_chunk_var); /* 0: auto (tag_null_chunk) */
     if (tw->null_chunk != 0 && tw->null_chunk < 4096)
         tw->null_chunk = 4096;
     if (tw->null_chunk > (1u << 30))

@@ -31,6 +31,7 @@
 #include <ferry/info.h>
 
 #include "core/completion.h"
+#include "core/config.h"
 #include "core/host_id.h"
 #include "core/list.h"
 
@@ -77,8 +78,10 @@ typedef struct fy_tl_peer {
 typedef struct fy_tl_local {
     uint64_t worker_uuid;
     fy_host_id_t host;
-    fy_tl_caps_t caps;   /* what the transport's query reported */
-    int keytable_fd;     /* memfd of the context's key table (shm hands it to local peers) */
+    fy_tl_caps_t caps; /* what the transport's query reported */
+    int keytable_fd;   /* memfd of the context's key table (shm hands it to local peers) */
+    const fy_config_set_t *config; /* the context's settings: read tunables with
+                                    * fy_config_*_in(local->config, &var) */
     uint32_t *poll_skip; /* the worker's poll-skip word: a transport sets its poll_bit there
                           * while it has nothing to poll, and clears it when it has */
     uint32_t poll_bit;   /* this transport's bit in *poll_skip */
@@ -86,6 +89,22 @@ typedef struct fy_tl_local {
                           * after every init returned, before any endpoint exists */
     size_t address_length;
 } fy_tl_local_t;
+
+/* What a transport carries in a compact worker address (wireup/address.h: the fixed 64-byte
+ * form), beside the worker id, the host digest and the pid that every compact address has.
+ * The fields are fixed: the compact form has no room for records. A transport that fills a
+ * field sets its flag; compact_record reads only the fields whose flag is set. */
+#define FY_TL_COMPACT_SHM 0x01u /* uid valid; the shm socket is named from the worker id */
+#define FY_TL_COMPACT_TCP 0x02u /* ip_family, port and ip valid */
+#define FY_TL_COMPACT_FLAGS (FY_TL_COMPACT_SHM | FY_TL_COMPACT_TCP)
+
+typedef struct fy_tl_compact {
+    uint8_t flags;     /* FY_TL_COMPACT_*: which fields below are filled */
+    uint32_t uid;      /* shm: the worker's uid (only the same user is reached) */
+    uint8_t ip_family; /* tcp: 4 or 6 */
+    uint16_t port;     /* tcp: the listening port (not 0) */
+    uint8_t ip[16];    /* tcp: the address another host reaches (IPv4: the first 4 bytes) */
+} fy_tl_compact_t;
 
 /* A one-sided operation, already checked against the key by the caller (range within the
  * key's length, no overflow, access granted by the key, atomic alignment and size). The arrays
@@ -121,11 +140,12 @@ typedef struct fy_tl_ops {
     const char *name; /* "self", "shm": what FERRY_TRANSPORTS names */
     uint8_t id;       /* stable record id in worker addresses; never reused */
 
-    /* Is the transport usable here, and what can it do? No side effects (it may probe the
-     * kernel), never blocks. Returns FERRY_OK with *caps filled, or FERRY_ERR_UNSUPPORTED with
-     * why (a sentence that says what is missing and how to fix it) written into why[why_len].
-     * Not NULL. */
-    ferry_status_t (*query)(fy_tl_caps_t *caps, char *why, size_t why_len);
+    /* Is the transport usable here, and what can it do, with these settings (a context's;
+     * NULL: the environment's)? No side effects (it may probe the kernel), never blocks.
+     * Returns FERRY_OK with *caps filled, or FERRY_ERR_UNSUPPORTED with why (a sentence that
+     * says what is missing and how to fix it) written into why[why_len]. Not NULL. */
+    ferry_status_t (*query)(const fy_config_set_t *config, fy_tl_caps_t *caps, char *why,
+                            size_t why_len);
 
     /* Create the transport's part of a worker: its descriptors go into the worker's epoll
      * set (fy_worker_fd_add). local stays valid until finalize. May make system calls. Returns
@@ -142,6 +162,24 @@ typedef struct fy_tl_ops {
      * *length_p to the bytes used. Returns FERRY_OK or FERRY_ERR_OUT_OF_RANGE (too small).
      * Not NULL. */
     ferry_status_t (*address)(fy_tl_worker_t *tlw, void *buffer, size_t *length_p);
+
+    /* Put what a peer needs to reach this worker through this transport into the compact
+     * form: set the fields this transport owns (fy_tl_compact_t) and its flag. Called once
+     * per worker, after every init returned. Pure (no I/O), never fails. May be NULL: the
+     * transport needs nothing beyond the worker id, host digest and pid (self). */
+    void (*compact_fill)(fy_tl_worker_t *tlw, fy_tl_compact_t *compact);
+
+    /* Rebuild, from a peer's compact address, the record of this transport that the peer's
+     * full address would hold (or one that reaches the same listener): at most *length_p
+     * bytes into buffer, *length_p set to the bytes used. peer is who the compact form names
+     * (its host: this worker's own when the digests match, else a host identity that matches
+     * none). The fields were checked by the compact parser (flags, families, port not 0).
+     * Returns FERRY_OK, FERRY_ERR_NO_ELEM (the compact form carries nothing of this
+     * transport: the peer did not enable it), FERRY_ERR_OUT_OF_RANGE (buffer too small).
+     * Pure; logs nothing. May be NULL: the transport cannot be reached from a compact
+     * address. */
+    ferry_status_t (*compact_record)(const fy_tl_peer_t *peer, const fy_tl_compact_t *compact,
+                                     void *buffer, size_t *length_p);
 
     /* Can this worker reach the peer through this transport? record is the peer's record of
      * this transport (its length already checked against the address, its contents not yet).

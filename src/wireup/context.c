@@ -76,22 +76,26 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
         fy_error("calloc(%zu) for a context failed", sizeof(*context));
         return FERRY_ERR_NO_MEMORY;
     }
+    status = fy_config_set_init(&context->config, params != NULL ? params->config : NULL);
+    if (status != FERRY_OK)
+        goto err_free_context;
     status = fy_host_id_read(&context->host);
     if (status != FERRY_OK)
-        goto err_free_context;
-    status = mem_context_init(&context->mem);
+        goto err_cleanup_config;
+    status = mem_context_init(&context->mem, &context->config);
     if (status != FERRY_OK)
-        goto err_free_context;
+        goto err_cleanup_config;
 
     context_parse_transports(params != NULL && params->transports != NULL
                                  ? params->transports
-                                 : ferry_config_string(&context_transports_var),
+                                 : fy_config_string_in(&context->config, &context_transports_var),
                              allowed);
     for (size_t i = 0; i < fy_transports_count; i++) {
         char why[256] = "";
         if (!allowed[i])
             continue;
-        if (fy_transports[i]->query(&context->caps[i], why, sizeof(why)) != FERRY_OK) {
+        if (fy_transports[i]->query(&context->config, &context->caps[i], why, sizeof(why)) !=
+            FERRY_OK) {
             fy_info("transport %s is not usable here: %s", fy_transports[i]->name, why);
             continue;
         }
@@ -109,6 +113,8 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
 
 err_cleanup_mem:
     mem_context_cleanup(&context->mem);
+err_cleanup_config:
+    fy_config_set_cleanup(&context->config);
 err_free_context:
     free(context);
     return status;
@@ -124,6 +130,7 @@ FERRY_EXPORT void ferry_context_destroy(ferry_context_t *context)
                  context->worker_count);
     else {
         mem_context_cleanup(&context->mem);
+        fy_config_set_cleanup(&context->config);
         free(context);
     }
 }

@@ -6,6 +6,7 @@
 
 #include <ferry/ferry.h>
 
+#include "core/config.h"
 #include "mem/mem.h"
 #include "transport/transport.h"
 #include "wireup/address.h"
@@ -16,7 +17,9 @@ struct ferry_context {
     bool enabled[FY_TL_MAX];
     fy_tl_caps_t caps[FY_TL_MAX];
     unsigned worker_count;
-    mem_context_t mem; /* registrations and the key table peers map */
+    mem_context_t mem;      /* registrations and the key table peers map */
+    fy_config_set_t config; /* the program's settings for this context (they win over the
+                             * environment): read tunables with fy_config_*_in(&config, ...) */
 };
 
 #endif

@@ -111,7 +111,7 @@ FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *
 
     if (worker == NULL || ep_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
-    status = fy_address_parse(address_blob, length, &address);
+    status = fy_address_parse_any(address_blob, length, &worker->context->host, &address);
     if (status != FERRY_OK)
         return status;
     peer = (fy_tl_peer_t){

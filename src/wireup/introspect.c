@@ -6,6 +6,7 @@
 #include "wireup/introspect.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,7 +23,7 @@
  * a later version appends members and keeps these numbers. */
 enum {
     INTROSPECT_TRANSPORT_SIZE_V1 = sizeof(ferry_transport_info_t),
-    INTROSPECT_ADDRESS_SIZE_V1 = sizeof(ferry_address_info_t),
+    INTROSPECT_ADDRESS_SIZE_V1 = offsetof(ferry_address_info_t, compact), /* before compact */
     INTROSPECT_RECORD_SIZE_V1 = sizeof(ferry_address_record_info_t),
     INTROSPECT_CHOICE_SIZE_V1 = sizeof(ferry_ep_choice_t),
 };
@@ -113,7 +114,7 @@ FERRY_EXPORT ferry_status_t ferry_transport_query(const ferry_context_t *context
     memset(&filled, 0, sizeof(filled));
     filled.name = tl->name;
     filled.id = tl->id;
-    filled.usable = tl->query(&caps, filled.why, sizeof(filled.why));
+    filled.usable = tl->query(NULL, &caps, filled.why, sizeof(filled.why));
     if (filled.usable == FERRY_OK) {
         filled.why[0] = '\0';
         filled.caps = caps.flags;
@@ -171,12 +172,20 @@ static fy_tl_peer_t introspect_peer(const fy_address_t *address)
  * least min_size bytes), then the address, parsed into *parsed. Returns FERRY_OK,
  * FERRY_ERR_INVALID_PARAM or FERRY_ERR_INVALID_ADDRESS (each logged). */
 static ferry_status_t introspect_parse(const char *call, const char *type, const void *info,
-                                       size_t min_size, const void *address, size_t length,
-                                       fy_address_t *parsed)
+                                       size_t min_size, ferry_worker_t *worker, const void *address,
+                                       size_t length, fy_address_t *parsed)
 {
+    fy_host_id_t here;
+    const fy_host_id_t *local = NULL;
+
     if (!fy_info_struct_ok(call, type, info, min_size))
         return FERRY_ERR_INVALID_PARAM;
-    return fy_address_parse(address, length, parsed);
+    /* a compact address names its namespaces by a digest: compared with this host's */
+    if (worker != NULL)
+        local = &worker->context->host;
+    else if (fy_address_is_compact(address, length) && fy_host_id_read(&here) == FERRY_OK)
+        local = &here;
+    return fy_address_parse_any(address, length, local, parsed);
 }
 
 FERRY_EXPORT ferry_status_t ferry_address_decode(const void *address, size_t length,
@@ -185,8 +194,9 @@ FERRY_EXPORT ferry_status_t ferry_address_decode(const void *address, size_t len
     ferry_address_info_t filled;
     fy_address_t parsed;
 
-    ferry_status_t status = introspect_parse("ferry_address_decode", "ferry_address_info_t", info,
-                                             INTROSPECT_ADDRESS_SIZE_V1, address, length, &parsed);
+    ferry_status_t status =
+        introspect_parse("ferry_address_decode", "ferry_address_info_t", info,
+                         INTROSPECT_ADDRESS_SIZE_V1, NULL, address, length, &parsed);
     if (status != FERRY_OK)
         return status;
     memset(&filled, 0, sizeof(filled));
@@ -198,6 +208,8 @@ FERRY_EXPORT ferry_status_t ferry_address_decode(const void *address, size_t len
     filled.pid_ns = parsed.host.pid_ns;
     filled.user_ns = parsed.host.user_ns;
     filled.record_count = parsed.record_count;
+    filled.compact = parsed.compact;
+    filled.ns_digest = parsed.ns_digest;
     fy_info_copy_out(info, &filled, sizeof(filled));
     return FERRY_OK;
 }
@@ -225,7 +237,7 @@ FERRY_EXPORT ferry_status_t ferry_address_record_decode(const void *address, siz
 
     ferry_status_t status =
         introspect_parse("ferry_address_record_decode", "ferry_address_record_info_t", info,
-                         INTROSPECT_RECORD_SIZE_V1, address, length, &parsed);
+                         INTROSPECT_RECORD_SIZE_V1, worker, address, length, &parsed);
     if (status != FERRY_OK)
         return status;
     if (index >= parsed.record_count) {
@@ -335,8 +347,9 @@ FERRY_EXPORT ferry_status_t ferry_ep_choose(ferry_worker_t *worker, const void *
         fy_warn("ferry_ep_choose: worker is NULL");
         return FERRY_ERR_INVALID_PARAM;
     }
-    ferry_status_t status = introspect_parse("ferry_ep_choose", "ferry_ep_choice_t", choice,
-                                             INTROSPECT_CHOICE_SIZE_V1, address, length, &parsed);
+    ferry_status_t status =
+        introspect_parse("ferry_ep_choose", "ferry_ep_choice_t", choice, INTROSPECT_CHOICE_SIZE_V1,
+                         worker, address, length, &parsed);
     if (status != FERRY_OK)
         return status;
     fy_tl_peer_t peer = introspect_peer(&parsed);

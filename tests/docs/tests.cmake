@@ -17,10 +17,10 @@ if(TARGET ferry_info)
         FAIL_REGULAR_EXPRESSION "${docs_fail_regex}")
 endif()
 
-# tools_ferry_info_counters: ferry_info -s runs its exchange between two workers and prints the
+# tools_ferry_info_counters: ferry_info -x runs its exchange between two workers and prints the
 # counters; the 16 messages of 8 B are counted exactly (eager, on the sender and the receiver)
 if(TARGET ferry_info)
-    add_test(NAME tools_ferry_info_counters COMMAND $<TARGET_FILE:ferry_info> -s)
+    add_test(NAME tools_ferry_info_counters COMMAND $<TARGET_FILE:ferry_info> -x)
     set_tests_properties(tools_ferry_info_counters PROPERTIES
         TIMEOUT 60
         LABELS docs

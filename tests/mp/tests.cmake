@@ -218,3 +218,20 @@ set_tests_properties(mp_bootstrap_progress PROPERTIES TIMEOUT 100
 # counters after a known exchange, checked exactly (include/ferry/counters.h), and FERRY_STATS
 ferry_add_test(NAME mp_counters SOURCES mp/mp_counters.c TIMEOUT 60)
 ferry_add_test(NAME mp_counters_tcp SOURCES mp/mp_counters.c TIMEOUT 60 ENV FERRY_TRANSPORTS=tcp)
+# compact addresses (64 bytes): endpoints both ways from them alone, every byte checked, over
+# shm, over tcp (loopback) and to the worker itself; bad compact addresses (truncated, padded,
+# another version, wrong magic, unknown flags, reserved bytes, id 0, tcp port 0 and family)
+# and a dead peer's compact address
+ferry_add_test(NAME mp_address_compact SOURCES mp/mp_address_compact.c TIMEOUT 120)
+ferry_add_test(NAME mp_address_compact_tcp SOURCES mp/mp_address_compact.c TIMEOUT 120
+               ENV FERRY_TRANSPORTS=tcp)
+ferry_add_test(NAME mp_address_compact_self SOURCES mp/mp_address_compact.c ARGS self
+               TIMEOUT 60 ENV FERRY_TRANSPORTS=self)
+# per-context settings (ferry_context_params_t.config) win over the environment: a rendezvous
+# threshold (the sender's counters say how each message moved) and a tcp timeout (a stopped
+# peer times out after the context's 1.5 s, not the environment's 120 s); bad settings refused
+ferry_add_test(NAME mp_context_config SOURCES mp/mp_context_config.c ARGS bad TIMEOUT 60)
+ferry_add_test(NAME mp_context_config_rndv SOURCES mp/mp_context_config.c ARGS rndv TIMEOUT 120
+               ENV FERRY_RNDV_THRESH=1M)
+ferry_add_test(NAME mp_context_config_tcp SOURCES mp/mp_context_config.c ARGS tcp TIMEOUT 120
+               ENV FERRY_TCP_TIMEOUT_MS=120000 FERRY_TRANSPORTS=tcp)

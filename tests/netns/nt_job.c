@@ -10,11 +10,11 @@
 #include "ft_check.h"
 #include "ft_progress.h"
 
-/* What every rank contributes to the address exchange (one fixed-size record). */
+/* What every rank contributes to the address exchange (one fixed-size record, one
+ * allgather): its host name and its compact worker address, the same size in every process. */
 typedef struct nt_card {
-    uint32_t length;
     char host[NT_HOST_MAX];
-    uint8_t address[NT_ADDRESS_MAX];
+    uint8_t address[FERRY_ADDRESS_COMPACT_SIZE];
 } nt_card_t;
 
 typedef struct nt_ep_arg {
@@ -94,13 +94,8 @@ void nt_job_init(nt_job_t *job, const char *name, unsigned deadline_s)
     job->peers = calloc(job->size, sizeof(*job->peers));
     nt_ep_args = calloc(job->size, sizeof(*nt_ep_args));
     FT_CHECK(mine && all && job->peers && nt_ep_args, "out of memory");
-    const void *address;
-    size_t length;
-    FT_CHECK_OK(ferry_worker_address(job->worker, &address, &length));
-    FT_CHECK(length <= NT_ADDRESS_MAX, "worker address of %zu bytes > %d", length, NT_ADDRESS_MAX);
-    mine->length = (uint32_t)length;
+    FT_CHECK_OK(ferry_worker_address_compact(job->worker, mine->address));
     memcpy(mine->host, job->host, sizeof(mine->host));
-    memcpy(mine->address, address, length);
     nt_job_allgather(job, mine, sizeof(*mine), all);
 
     for (unsigned r = 0; r < job->size; r++) {
@@ -112,9 +107,8 @@ void nt_job_init(nt_job_t *job, const char *name, unsigned deadline_s)
             continue;
         nt_ep_args[r] = (nt_ep_arg_t){.job = job, .peer = r};
         ferry_ep_params_t ep_params = {.error_cb = nt_ep_error_cb, .error_arg = &nt_ep_args[r]};
-        FT_CHECK(all[r].length <= NT_ADDRESS_MAX, "rank %u: address length %u", r, all[r].length);
-        FT_CHECK_OK(
-            ferry_ep_create(job->worker, all[r].address, all[r].length, &ep_params, &p->ep));
+        FT_CHECK_OK(ferry_ep_create(job->worker, all[r].address, sizeof(all[r].address), &ep_params,
+                                    &p->ep));
     }
     free(all);
     free(mine);

@@ -1,7 +1,8 @@
 /* The netns suite's job: the processes of one test, on one or more hosts of the test bed
  * (tests/netns/lib.sh), found through the bootstrap API (PMIx under mpirun, or
  * FERRY_BOOTSTRAP_ROOT/_RANK/_SIZE when started by run.sh directly). nt_job_init joins the
- * job, creates a context and a worker, exchanges worker addresses and host names, and creates
+ * job, creates a context and a worker, exchanges compact worker addresses and host names in
+ * one allgather of fixed-size records (ferry_worker_address_compact), and creates
  * one endpoint to every other rank, each with an error callback that records the status and
  * the time. Failures go through FT_CHECK (tests/common): one line naming the rank, host and
  * pid, then exit 1. A watchdog ends a process that outlives its deadline. */
@@ -16,7 +17,6 @@
 #include <ferry/ferry.h>
 
 #define NT_HOST_MAX 64
-#define NT_ADDRESS_MAX 2048
 
 typedef struct nt_peer {
     ferry_ep_t *ep;         /**< NULL for this rank itself */

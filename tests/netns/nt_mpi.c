@@ -2,6 +2,8 @@
  * suites), every byte checked. Run by the bootstrap (tests/netns/run.sh across hosts of the
  * test bed; tests/netns/local_job.sh on one host, over shm or FERRY_TRANSPORTS=tcp).
  *
+ *   addresses the endpoints come from compact addresses (FERRY_ADDRESS_COMPACT_SIZE bytes)
+ *             exchanged in one allgather (nt_job.c): over shm, tcp and across hosts;
  *   identity  every rank's worker id (ferry_worker_id) through one allgather; the endpoints
  *             report them (ferry_ep_peer_id, ferry_ep_query once connected) and so do every
  *             received message's info and every active message's params;

@@ -527,6 +527,68 @@ static void test_closest_name(void **state)
     assert_string_equal(fy_closest_name("shn", with_null, 2), "shm");
 }
 
+/* ---------------------------------------------------------------- a context's settings */
+
+/* A context's settings win over the environment, for every type; "NAME=" is the default; the
+ * last setting of a name wins; NULL and empty lists are empty sets; bad ones are refused with
+ * one warning and leave *set alone. */
+static void test_context_set(void **state)
+{
+    (void)state;
+    static const char *const settings[] = {"FERRY_TEST_ZZ_LAST= 64k ", "FERRY_TEST_AA_FIRST=no",
+                                           "FERRY_TEST_AA_FIRST=off", NULL};
+    static const char *const empty_value[] = {"FERRY_TEST_ZZ_LAST=", NULL};
+    fy_config_set_t set, none, empty;
+
+    capture_start();
+    setenv("FERRY_TEST_ZZ_LAST", "1m", 1);
+    setenv("FERRY_TEST_AA_FIRST", "yes", 1);
+    assert_int_equal(fy_config_set_init(&set, settings), FERRY_OK);
+    assert_int_equal(set.count, 3);
+    assert_int_equal(fy_config_size_in(&set, &test_last_var), 64u << 10);
+    assert_false(fy_config_bool_in(&set, &test_first_var));
+    assert_string_equal(fy_config_set_value(&set, &test_first_var), "off"); /* the last wins */
+    assert_string_equal(fy_config_string_in(&set, &test_last_var), "64k");  /* blanks trimmed */
+    /* without the set: the environment */
+    assert_int_equal(fy_config_size_in(NULL, &test_last_var), 1u << 20);
+    assert_true(fy_config_bool_in(NULL, &test_first_var));
+    assert_null(fy_config_set_value(NULL, &test_first_var));
+    fy_config_set_cleanup(&set);
+
+    assert_int_equal(fy_config_set_init(&empty, empty_value), FERRY_OK);
+    assert_int_equal(fy_config_size_in(&empty, &test_last_var), 4u << 10); /* the default */
+    assert_string_equal(fy_config_string_in(&empty, &test_last_var), "4k");
+    fy_config_set_cleanup(&empty);
+    assert_int_equal(fy_config_set_init(&none, NULL), FERRY_OK);
+    assert_int_equal(none.count, 0);
+    assert_int_equal(fy_config_size_in(&none, &test_last_var), 1u << 20);
+    fy_config_set_cleanup(&none);
+    unsetenv("FERRY_TEST_ZZ_LAST");
+    unsetenv("FERRY_TEST_AA_FIRST");
+    assert_silent(capture_stop());
+
+    static const struct {
+        const char *setting;
+        const char *needle;
+    } bad[] = {
+        {"FERRY_TEST_ZZ_LAST", "is not NAME=value"},
+        {"FERRY_TEST_ZZ_LASD=1", "did you mean FERRY_TEST_ZZ_LAST?"},
+        {"FERRY_TEST_ZZ_LAST=12q", "expected an unsigned decimal integer"},
+        {"FERRY_TEST_AA_FIRST=perhaps", "expected y, yes, on"},
+        {"FERRY_LOG_LEVEL=debug", "process-wide"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *const list[] = {"FERRY_TEST_AA_FIRST=1", bad[i].setting, NULL};
+        fy_config_set_t untouched = {.count = 77};
+        capture_start();
+        assert_int_equal(fy_config_set_init(&untouched, list), FERRY_ERR_INVALID_PARAM);
+        char *text = capture_stop();
+        assert_one_line(text, "WARN", &bad[i].needle, 1);
+        free(text);
+        assert_int_equal(untouched.count, 77);
+    }
+}
+
 int main(void)
 {
     /* Hermetic: warnings at the default level on stderr, no FERRY_* from the caller. */
@@ -556,6 +618,7 @@ int main(void)
         cmocka_unit_test_teardown(test_registry_threads, capture_teardown),
         cmocka_unit_test_teardown(test_unknown_environment, capture_teardown),
         cmocka_unit_test_teardown(test_closest_name, capture_teardown),
+        cmocka_unit_test_teardown(test_context_set, capture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

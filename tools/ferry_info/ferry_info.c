@@ -2,7 +2,8 @@
  * capabilities, configuration variables, and why an endpoint to a given worker address would
  * use one transport or none. The output is described in docs/ferry_info.md.
  *
- *   ferry_info [-v] [-d] [-c] [-a FILE] [-e ADDRESS_FILE] [--json]
+ *   ferry_info [-v] [-d] [-c] [-s NAME=value]... [-a FILE [--compact]] [-e ADDRESS_FILE]
+ *              [--json]
  *
  * With no option: -v -d. Exit status: 0 done, 1 something asked could not be done (or -e found
  * the address invalid or unreachable), 2 bad usage. */
@@ -23,20 +24,24 @@
 #include "info.h"
 
 static const char info_usage_short[] =
-    "usage: ferry_info [-v] [-d] [-c] [-s] [-a FILE] [-e ADDRESS_FILE] [--json] (ferry_info "
-    "--help explains)\n";
+    "usage: ferry_info [-v] [-d] [-c] [-x] [-s NAME=value]... [-a FILE [--compact]] "
+    "[-e ADDRESS_FILE] [--json] (ferry_info --help explains)\n";
 
 static const char info_usage[] =
-    "Usage: ferry_info [-v] [-d] [-c] [-s] [-a FILE] [-e ADDRESS_FILE] [--json]\n"
+    "Usage: ferry_info [-v] [-d] [-c] [-x] [-s NAME=value]... [-a FILE [--compact]]\n"
+    "                  [-e ADDRESS_FILE] [--json]\n"
     "Show what ferry sees on this host (with no option: -v -d).\n"
     "  -v               version and build options\n"
     "  -d               transports: capabilities, why one is unusable, per-worker facts\n"
     "  -c               configuration variables: type, default, value in effect, meaning\n"
-    "  -s               counters: tagged messages of 8 B, 64 KiB and 4 MiB between two workers\n"
+    "  -x               counters: tagged messages of 8 B, 64 KiB and 4 MiB between two workers\n"
     "                   of this process, then both workers' counters (transport, mode taken)\n"
+    "  -s NAME=value    a setting of this process's context (ferry_context_params_t.config; it\n"
+    "                   wins over the environment); -c then shows that context's values\n"
     "  -a FILE          write the address of a worker of this process to FILE\n"
-    "  -e ADDRESS_FILE  which transport an endpoint to that worker address would use, and why\n"
-    "                   (with -a on the same file: the address of this very worker)\n"
+    "  --compact        -a writes the compact address (FERRY_ADDRESS_COMPACT_SIZE bytes)\n"
+    "  -e ADDRESS_FILE  which transport an endpoint to that worker address (full or compact)\n"
+    "                   would use, and why (with -a on the same file: this very worker)\n"
     "  --json           print everything as one JSON object\n"
     "  -h, --help       this text\n"
     "Exit status: 0 done; 1 something asked could not be done, or -e found the address\n"
@@ -48,7 +53,8 @@ ferry_context_t *info_context(info_t *info, ferry_status_t *status_p)
 {
     if (!info->context_tried) {
         info->context_tried = true;
-        info->context_status = ferry_context_create(NULL, &info->context);
+        ferry_context_params_t params = {.config = info->settings};
+        info->context_status = ferry_context_create(&params, &info->context);
         if (info->context_status != FERRY_OK)
             info->context = NULL;
     }
@@ -91,8 +97,16 @@ bool info_worker_address(info_t *info, const void **address_p, size_t *length_p,
 {
     ferry_worker_t *worker = info_worker(info, NULL);
 
-    if (worker == NULL || ferry_worker_address(worker, address_p, length_p) != FERRY_OK)
+    if (worker == NULL)
         return false;
+    if (info->compact) {
+        if (ferry_worker_address_compact(worker, info->compact_address) != FERRY_OK)
+            return false;
+        *address_p = info->compact_address;
+        *length_p = sizeof(info->compact_address);
+    } else if (ferry_worker_address(worker, address_p, length_p) != FERRY_OK) {
+        return false;
+    }
     *decoded = (ferry_address_info_t){.size = sizeof(*decoded)};
     return ferry_address_decode(*address_p, *length_p, decoded) == FERRY_OK;
 }
@@ -276,8 +290,8 @@ int info_write_address(info_t *info, const char *path)
     }
     if (!info->json_mode) {
         info_id_text(decoded.worker_id, id, sizeof(id));
-        printf("wrote the %zu-byte address of worker %s (pid %" PRIu32 ") to %s\n", length, id,
-               decoded.pid, path);
+        printf("wrote the %zu-byte %saddress of worker %s (pid %" PRIu32 ") to %s\n", length,
+               decoded.compact ? "compact " : "", id, decoded.pid, path);
     }
     return 0;
 }
@@ -286,9 +300,10 @@ int info_write_address(info_t *info, const char *path)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_JSON = 256 };
+    enum { OPT_JSON = 256, OPT_COMPACT };
     static const struct option long_options[] = {
         {"json", no_argument, NULL, OPT_JSON},
+        {"compact", no_argument, NULL, OPT_COMPACT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -299,7 +314,12 @@ int main(int argc, char **argv)
 
     memset(&info, 0, sizeof(info));
     opterr = 0; /* the messages below name the option */
-    while ((opt = getopt_long(argc, argv, ":vdcsa:e:h", long_options, NULL)) != -1) {
+    info.settings = calloc((size_t)argc + 1, sizeof(*info.settings)); /* at most argc -s */
+    if (info.settings == NULL) {
+        fprintf(stderr, "ferry_info: out of memory\n");
+        return 1;
+    }
+    while ((opt = getopt_long(argc, argv, ":vdcxs:a:e:h", long_options, NULL)) != -1) {
         switch (opt) {
         case 'v':
             show_version = true;
@@ -310,7 +330,7 @@ int main(int argc, char **argv)
         case 'c':
             show_config = true;
             break;
-        case 's':
+        case 'x':
             show_counters = true;
             break;
         case 'a':
@@ -326,6 +346,17 @@ int main(int argc, char **argv)
                 return 2;
             }
             address_in = optarg;
+            break;
+        case 's':
+            if (strchr(optarg, '=') == NULL) {
+                fprintf(stderr, "ferry_info: -s %s: expected NAME=value\n%s", optarg,
+                        info_usage_short);
+                return 2;
+            }
+            info.settings[info.settings_count++] = optarg;
+            break;
+        case OPT_COMPACT:
+            info.compact = true;
             break;
         case OPT_JSON:
             info.json_mode = true;
@@ -352,6 +383,10 @@ int main(int argc, char **argv)
     }
     if (address_out != NULL && address_out[0] == '\0') {
         fprintf(stderr, "ferry_info: -a needs a file name\n%s", info_usage_short);
+        return 2;
+    }
+    if (info.compact && address_out == NULL) {
+        fprintf(stderr, "ferry_info: --compact goes with -a FILE\n%s", info_usage_short);
         return 2;
     }
     if (address_in != NULL && address_in[0] == '\0') {
@@ -408,6 +443,7 @@ int main(int argc, char **argv)
         info_json_object_end(&info.json);
 
     info_cleanup(&info);
+    free(info.settings);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "ferry_info: writing the output failed: %s\n", strerror(errno));
         return 1;

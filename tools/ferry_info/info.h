@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <ferry/ferry.h>
 #include <ferry/info.h>
@@ -13,7 +14,13 @@
 #include "info_json.h"
 
 typedef struct info {
-    bool json_mode;   /* --json: everything goes to stdout as one JSON object */
+    bool json_mode; /* --json: everything goes to stdout as one JSON object */
+    bool compact;   /* --compact: -a writes the compact address (FERRY_ADDRESS_COMPACT_SIZE) */
+    uint8_t compact_address[FERRY_ADDRESS_COMPACT_SIZE];
+    /* -s NAME=value: the settings of the shared context (ferry_context_params_t.config),
+     * NULL-terminated; -c then shows that context's values */
+    const char **settings;
+    size_t settings_count;
     info_json_t json; /* the writer, when json_mode */
     /* One context and one worker, created on first use by -d, -a and -e, and shared (so that
      * "-a FILE -e FILE" checks the address of the very worker it wrote). */
@@ -38,7 +45,7 @@ bool info_worker_address(info_t *info, const void **address_p, size_t *length_p,
 int info_show_version(info_t *info);
 int info_show_transports(info_t *info);
 int info_show_config(info_t *info);
-int info_show_counters(info_t *info); /* -s: a known exchange, then both workers' counters */
+int info_show_counters(info_t *info); /* -x: a known exchange, then both workers' counters */
 int info_write_address(info_t *info, const char *path);
 int info_show_endpoint(info_t *info, const char *path);
 

@@ -75,20 +75,35 @@ static void info_config_unknown(info_t *info)
 int info_show_config(info_t *info)
 {
     size_t count = ferry_config_count();
+    ferry_context_t *context = NULL;
 
+    if (info->settings_count > 0) { /* -s: the values of a context with these settings */
+        ferry_status_t status;
+        context = info_context(info, &status);
+        if (context == NULL) {
+            fprintf(stderr, "ferry_info: -c with -s: the context was refused: %s (%s)\n",
+                    ferry_status_string(status), ferry_status_name(status));
+            return 1;
+        }
+    }
     if (info->json_mode) {
         info_json_object_begin(&info->json, "config");
         info_json_array_begin(&info->json, "variables");
     } else {
-        printf("configuration (%zu variables; value in effect, from the environment or the "
+        printf("configuration (%zu variables; value in effect, from %sthe environment or the "
                "default):\n",
-               count);
+               count, context != NULL ? "this context's settings (-s), " : "");
     }
     for (size_t i = 0; i < count; i++) {
         ferry_config_info_t var = {.size = sizeof(var)};
         if (ferry_config_query(i, &var) != FERRY_OK)
             continue; /* cannot be: the index is in range (the warning says otherwise) */
+        if (context != NULL && ferry_context_config_lookup(context, var.name, &var) != FERRY_OK)
+            continue; /* cannot be: the name is registered */
         const char *type = ferry_config_type_name(var.type);
+        const char *source = var.from_context       ? "context"
+                             : var.from_environment ? "environment"
+                                                    : "default";
         if (info->json_mode) {
             info_json_object_begin(&info->json, NULL);
             info_json_string(&info->json, "name", var.name);
@@ -97,8 +112,7 @@ int info_show_config(info_t *info)
             info_json_string(&info->json, "environment",
                              var.from_environment ? var.environment : NULL);
             info_config_value_json(info, &var);
-            info_json_string(&info->json, "source",
-                             var.from_environment ? "environment" : "default");
+            info_json_string(&info->json, "source", source);
             info_json_string(&info->json, "description", var.description);
             info_json_object_end(&info->json);
         } else {
@@ -107,7 +121,9 @@ int info_show_config(info_t *info)
             else
                 printf("  %s = %s\n", var.name, var.value);
             printf("      %s, default \"%s\", %s\n", type, var.default_value,
-                   var.from_environment ? "set in the environment" : "not set");
+                   var.from_context       ? "set for this context (-s)"
+                   : var.from_environment ? "set in the environment"
+                                          : "not set");
             if (var.from_environment && strcmp(var.environment, var.value) != 0)
                 printf("      environment: \"%s\"\n", var.environment);
             printf("      %s\n", var.description);

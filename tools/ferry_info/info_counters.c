@@ -1,4 +1,4 @@
-/* ferry_info -s: a known exchange between two workers of this process, then the counters of
+/* ferry_info -x: a known exchange between two workers of this process, then the counters of
  * both (include/ferry/counters.h). It shows what the counters hold, which transport two
  * workers on this host use, and the rendezvous mode each size class took; FERRY_TRANSPORTS and
  * the FERRY_RNDV_* variables steer it like any program. */
@@ -178,7 +178,7 @@ out_report:
         info_json_string(&info->json, "error", ferry_status_name(status));
         info_json_object_end(&info->json);
     }
-    fprintf(stderr, "ferry_info: -s: %s failed: %s (%s)\n", step, ferry_status_string(status),
+    fprintf(stderr, "ferry_info: -x: %s failed: %s (%s)\n", step, ferry_status_string(status),
             ferry_status_name(status));
     return 1;
 }

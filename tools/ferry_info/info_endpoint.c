@@ -183,6 +183,7 @@ static void info_address_json(info_json_t *json, const char *key, const ferry_ad
 
     info_json_object_begin(json, key);
     info_json_uint(json, "version", a->version);
+    info_json_bool(json, "compact", a->compact);
     info_id_text(a->worker_id, text, sizeof(text));
     info_json_string(json, "worker", text);
     info_json_uint(json, "pid", a->pid);
@@ -218,7 +219,8 @@ static void info_address_text(const char *path, size_t length, const ferry_addre
 
     info_boot_id_text(a->boot_id, boot, sizeof(boot));
     info_id_text(a->worker_id, id, sizeof(id));
-    printf("address in %s: %zu bytes, version %u\n", path, length, a->version);
+    printf("%saddress in %s: %zu bytes, version %u\n", a->compact ? "compact " : "", path, length,
+           a->version);
     printf("  worker   %s, pid %" PRIu32 "\n", id, a->pid);
     printf("  host     boot id %s, net ns %" PRIu64 ", pid ns %" PRIu64 ", user ns %" PRIu64 "\n",
            boot, a->net_ns, a->pid_ns, a->user_ns);

@@ -43,8 +43,10 @@ struct fy_tl_ep {
     bool closing;    /* graceful close: terminated when queued reaches 0 */
 };
 
-static ferry_status_t self_query(fy_tl_caps_t *caps, char *why, size_t why_len)
+static ferry_status_t self_query(const fy_config_set_t *config, fy_tl_caps_t *caps, char *why,
+                                 size_t why_len)
 {
+    (void)config;
     (void)why;
     (void)why_len;
     memset(caps, 0, sizeof(*caps));
@@ -98,6 +100,18 @@ static ferry_status_t self_address(fy_tl_worker_t *tlw, void *buffer, size_t *le
     (void)tlw;
     (void)buffer;
     *length_p = 0; /* the worker uuid in the address header is all self needs */
+    return FERRY_OK;
+}
+
+/* A compact address carries the worker id: all self needs (an empty record, as self_address
+ * writes). */
+static ferry_status_t self_compact_record(const fy_tl_peer_t *peer, const fy_tl_compact_t *compact,
+                                          void *buffer, size_t *length_p)
+{
+    (void)peer;
+    (void)compact;
+    (void)buffer;
+    *length_p = 0;
     return FERRY_OK;
 }
 
@@ -276,6 +290,8 @@ const fy_tl_ops_t fy_tl_self_ops = {
     .init = self_init,
     .finalize = self_finalize,
     .address = self_address,
+    .compact_fill = NULL,
+    .compact_record = self_compact_record,
     .reachable = self_reachable,
     .record_describe = self_record_describe,
     .ep_init = self_ep_init,

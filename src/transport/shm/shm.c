@@ -1038,7 +1038,8 @@ static ferry_status_t shm_ep_init(fy_tl_worker_t *tlw, ferry_ep_t *ep, const fy_
 
 /* ------------------------------------------------------------------ worker */
 
-static ferry_status_t shm_query(fy_tl_caps_t *caps, char *why, size_t why_len)
+static ferry_status_t shm_query(const fy_config_set_t *config, fy_tl_caps_t *caps, char *why,
+                                size_t why_len)
 {
     (void)why;
     (void)why_len;
@@ -1047,7 +1048,7 @@ static ferry_status_t shm_query(fy_tl_caps_t *caps, char *why, size_t why_len)
      * atomics on unmapped memory go through the target and a later put may overtake them
      * (ferry_ep_fence orders them) */
     caps->flags = FY_TL_CAP_AM | FY_TL_CAP_AM_ORDERED | FY_TL_CAP_SAME_HOST;
-    if (shm_cma_enabled()) /* registered memory moves without the target only by CMA */
+    if (shm_cma_enabled(config)) /* registered memory moves without the target only by CMA */
         caps->flags |= FY_TL_CAP_RMA;
     caps->max_short = SHM_INLINE_MAX;
     caps->max_bcopy = SHM_BULK_SIZE;
@@ -1063,7 +1064,7 @@ static ferry_status_t shm_init(ferry_worker_t *worker, const fy_tl_local_t *loca
 {
     fy_tl_worker_t *tlw = calloc(1, sizeof(*tlw));
     ferry_status_t status;
-    uint64_t cells = ferry_config_size(&shm_ring_cells_var);
+    uint64_t cells = fy_config_size_in(local->config, &shm_ring_cells_var);
 
     if (tlw == NULL) {
         fy_error("calloc(%zu) for the shm transport failed", sizeof(*tlw));
@@ -1077,7 +1078,7 @@ static ferry_status_t shm_init(ferry_worker_t *worker, const fy_tl_local_t *loca
     tlw->worker = worker;
     tlw->local = local;
     tlw->ring_cells = (uint32_t)cells;
-    tlw->am_max = ferry_config_size(&shm_am_max_var);
+    tlw->am_max = fy_config_size_in(tlw->local->config, &shm_am_max_var);
     shm_rma_init(tlw);
     tlw->listen.fd = -1;
     fy_list_init(&tlw->all);
@@ -1146,7 +1147,7 @@ static bool shm_am_data_release(fy_tl_worker_t *tlw, void *data)
 static void shm_describe(fy_tl_worker_t *tlw, char *buffer, size_t length)
 {
     char cma[200];
-    bool cma_ok = shm_cma_check(cma, sizeof(cma));
+    bool cma_ok = shm_cma_check(tlw->local->config, cma, sizeof(cma));
     snprintf(buffer, length,
              "region %u KiB (%u buffers of %u B, %u of %u B), %u-cell rings (%zu KiB per "
              "peer), %u peers; cross-memory attach %s: %s",
@@ -1166,6 +1167,8 @@ const fy_tl_ops_t fy_tl_shm_ops = {
     .init = shm_init,
     .finalize = shm_finalize,
     .address = shm_address,
+    .compact_fill = shm_record_compact_fill,
+    .compact_record = shm_record_compact_record,
     .reachable = shm_record_reachable,
     .record_describe = shm_record_describe,
     .record_fields = shm_record_fields,

@@ -146,7 +146,14 @@ fy_tl_ep_t *shm_ep_alloc(fy_tl_worker_t *tlw, ferry_ep_t *ep);
 void shm_ep_free(fy_tl_ep_t *tlep);
 void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status);
 
-/* shm_record.c: the address record (the slots reachable, record_describe, record_fields) */
+/* The abstract socket name of the worker with this id: "ferry-<id, 16 hex digits>". */
+void shm_socket_name(uint64_t worker_uuid, char name[SHM_SOCKET_NAME_MAX]);
+
+/* shm_record.c: the address record (the slots reachable, record_describe, record_fields) and
+ * its part of a compact address (compact_fill, compact_record) */
+void shm_record_compact_fill(fy_tl_worker_t *tlw, fy_tl_compact_t *compact);
+ferry_status_t shm_record_compact_record(const fy_tl_peer_t *peer, const fy_tl_compact_t *compact,
+                                         void *buffer, size_t *length_p);
 bool shm_record_reachable(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer, const void *record,
                           size_t record_length);
 ferry_status_t shm_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer,
@@ -161,12 +168,12 @@ ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op);
  * (One probe: FY_TL_CAP_CMA of an endpoint.) */
 bool shm_cma_probe(uint32_t pid);
 void shm_rma_init(fy_tl_worker_t *tlw);
-bool shm_cma_enabled(void); /* FERRY_SHM_CMA: not off */
+bool shm_cma_enabled(const fy_config_set_t *config); /* FERRY_SHM_CMA: not off */
 ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey);
 ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd);
 void shm_keytable_unmap(fy_tl_ep_t *tlep);
 /* Whether cross-memory attach works between two processes of this user here; why not. */
-bool shm_cma_check(char *why, size_t why_len);
+bool shm_cma_check(const fy_config_set_t *config, char *why, size_t why_len);
 
 /* shm_cell.c: checking a cell copied out of shared memory */
 typedef enum shm_cell_verdict {

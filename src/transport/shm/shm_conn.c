@@ -10,7 +10,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -346,15 +345,11 @@ static socklen_t shm_conn_sockaddr(const char *name, struct sockaddr_un *sa)
 ferry_status_t shm_conn_listen(fy_tl_worker_t *tlw)
 {
     struct sockaddr_un sa;
-    uint64_t id;
     int fd;
 
-    if (getrandom(&id, sizeof(id), 0) != sizeof(id)) {
-        fy_error("getrandom(%zu bytes) for the shm socket name failed: %s", sizeof(id),
-                 strerror(errno));
-        return FERRY_ERR_IO;
-    }
-    snprintf(tlw->record.name, sizeof(tlw->record.name), "ferry-%016llx", (unsigned long long)id);
+    /* named from the worker id, so that a compact address (which carries only the id) finds
+     * it: shm_socket_name */
+    shm_socket_name(tlw->local->worker_uuid, tlw->record.name);
     tlw->record.uid = getuid();
     fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -363,7 +358,9 @@ ferry_status_t shm_conn_listen(fy_tl_worker_t *tlw)
     }
     socklen_t len = shm_conn_sockaddr(tlw->record.name, &sa);
     if (bind(fd, (struct sockaddr *)&sa, len) != 0) {
-        fy_error("bind(abstract socket @%s) failed: %s", tlw->record.name, strerror(errno));
+        fy_error("bind(abstract socket @%s) failed: %s%s", tlw->record.name, strerror(errno),
+                 errno == EADDRINUSE ? " (another worker has this id: 64 random bits collided)"
+                                     : "");
         goto err_close;
     }
     if (listen(fd, SOMAXCONN) != 0) {

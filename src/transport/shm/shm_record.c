@@ -126,3 +126,32 @@ size_t shm_record_fields(const void *record, size_t record_length, ferry_info_fi
     fy_tl_field_add(fields, max, &count, "socket", "%s", name);
     return count;
 }
+
+void shm_socket_name(uint64_t worker_uuid, char name[SHM_SOCKET_NAME_MAX])
+{
+    memset(name, 0, SHM_SOCKET_NAME_MAX);
+    snprintf(name, SHM_SOCKET_NAME_MAX, "ferry-%016llx", (unsigned long long)worker_uuid);
+}
+
+void shm_record_compact_fill(fy_tl_worker_t *tlw, fy_tl_compact_t *compact)
+{
+    compact->flags |= FY_TL_COMPACT_SHM;
+    compact->uid = tlw->record.uid;
+}
+
+ferry_status_t shm_record_compact_record(const fy_tl_peer_t *peer, const fy_tl_compact_t *compact,
+                                         void *buffer, size_t *length_p)
+{
+    shm_record_t rec;
+
+    if (!(compact->flags & FY_TL_COMPACT_SHM))
+        return FERRY_ERR_NO_ELEM;
+    if (*length_p < sizeof(rec))
+        return FERRY_ERR_OUT_OF_RANGE;
+    memset(&rec, 0, sizeof(rec));
+    rec.uid = compact->uid;
+    shm_socket_name(peer->worker_uuid, rec.name);
+    memcpy(buffer, &rec, sizeof(rec));
+    *length_p = sizeof(rec);
+    return FERRY_OK;
+}

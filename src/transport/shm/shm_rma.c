@@ -60,16 +60,16 @@ static const fy_config_var_t *const shm_cma_min_reg
 
 /* ------------------------------------------------------------------ the peer's key table */
 
-bool shm_cma_enabled(void)
+bool shm_cma_enabled(const fy_config_set_t *config)
 {
-    return ferry_config_bool(&shm_cma_var);
+    return fy_config_bool_in(config, &shm_cma_var);
 }
 
 void shm_rma_init(fy_tl_worker_t *tlw)
 {
-    tlw->cma_enabled = ferry_config_bool(&shm_cma_var);
-    tlw->cma_min = ferry_config_size(&shm_cma_min_var);
-    tlw->cma_chunk = ferry_config_size(&shm_cma_chunk_var);
+    tlw->cma_enabled = fy_config_bool_in(tlw->local->config, &shm_cma_var);
+    tlw->cma_min = fy_config_size_in(tlw->local->config, &shm_cma_min_var);
+    tlw->cma_chunk = fy_config_size_in(tlw->local->config, &shm_cma_chunk_var);
     if (tlw->cma_chunk < 4096)
         tlw->cma_chunk = 4096;
 }
@@ -520,14 +520,14 @@ bool shm_cma_probe(uint32_t pid)
 
 /* ------------------------------------------------------------------ ferry_info */
 
-bool shm_cma_check(char *why, size_t why_len)
+bool shm_cma_check(const fy_config_set_t *config, char *why, size_t why_len)
 {
     int pipefd[2];
     volatile uint64_t probe = 0x6665727279;
     uint64_t got = 0;
     bool ok = false;
 
-    if (!ferry_config_bool(&shm_cma_var)) {
+    if (!fy_config_bool_in(config, &shm_cma_var)) {
         snprintf(why, why_len, "disabled by FERRY_SHM_CMA=off");
         return false;
     }

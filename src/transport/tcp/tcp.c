@@ -298,7 +298,7 @@ static void tcp_record_add_sockaddr(tcp_record_t *rec, const struct sockaddr *sa
 /* Fill the record's addresses: the chosen interfaces' addresses, then 127.0.0.1. */
 static void tcp_choose_addresses(fy_tl_worker_t *tlw, bool have_ipv6)
 {
-    const char *spec = ferry_config_string(&tcp_iface_var);
+    const char *spec = fy_config_string_in(tlw->local->config, &tcp_iface_var);
     char route_if[IF_NAMESIZE + 1] = "";
     struct ifaddrs *list = NULL;
     const char *why;
@@ -351,7 +351,7 @@ static void tcp_choose_addresses(fy_tl_worker_t *tlw, bool have_ipv6)
  * every published address reaches it, and addresses that come later do too. */
 static ferry_status_t tcp_listen(fy_tl_worker_t *tlw, bool *have_ipv6)
 {
-    uint64_t port = ferry_config_size(&tcp_port_var);
+    uint64_t port = fy_config_size_in(tlw->local->config, &tcp_port_var);
     int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int zero = 0, one = 1;
     struct sockaddr_storage ss;
@@ -403,8 +403,10 @@ static ferry_status_t tcp_listen(fy_tl_worker_t *tlw, bool *have_ipv6)
 
 /* ------------------------------------------------------------------ worker */
 
-static ferry_status_t tcp_query(fy_tl_caps_t *caps, char *why, size_t why_len)
+static ferry_status_t tcp_query(const fy_config_set_t *config, fy_tl_caps_t *caps, char *why,
+                                size_t why_len)
 {
+    (void)config;
     (void)why;
     (void)why_len;
     memset(caps, 0, sizeof(*caps));
@@ -444,10 +446,11 @@ static ferry_status_t tcp_init(ferry_worker_t *worker, const fy_tl_local_t *loca
     fy_list_init(&tlw->peers);
     fy_list_init(&tlw->conns);
     fy_pool_init(&tlw->reqs, sizeof(tcp_req_t), TCP_REQ_BLOCK, "tcp send requests");
-    tlw->max_frame = ferry_config_size(&tcp_max_frame_var);
-    tlw->timeout_ns = ferry_config_size(&tcp_timeout_var) * 1000000u;
-    tlw->connect_timeout_ns = ferry_config_size(&tcp_connect_timeout_var) * 1000000u;
-    tlw->queue_max = ferry_config_size(&tcp_queue_max_var);
+    tlw->max_frame = fy_config_size_in(tlw->local->config, &tcp_max_frame_var);
+    tlw->timeout_ns = fy_config_size_in(tlw->local->config, &tcp_timeout_var) * 1000000u;
+    tlw->connect_timeout_ns =
+        fy_config_size_in(tlw->local->config, &tcp_connect_timeout_var) * 1000000u;
+    tlw->queue_max = fy_config_size_in(tlw->local->config, &tcp_queue_max_var);
     tlw->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (tlw->epfd < 0) {
         fy_error("tcp: epoll_create1 failed: %s (check ulimit -n)", strerror(errno));
@@ -671,6 +674,8 @@ const fy_tl_ops_t fy_tl_tcp_ops = {
     .init = tcp_init,
     .finalize = tcp_finalize,
     .address = tcp_address,
+    .compact_fill = tcp_record_compact_fill,
+    .compact_record = tcp_record_compact_record,
     .reachable = tcp_record_reachable,
     .record_describe = tcp_record_describe,
     .record_fields = tcp_record_fields,

@@ -236,6 +236,10 @@ ferry_status_t tcp_record_describe(fy_tl_worker_t *tlw, const fy_tl_peer_t *peer
                                    size_t text_len, bool *reachable_p, char *why, size_t why_len);
 size_t tcp_record_fields(const void *record, size_t record_length, ferry_info_field_t *fields,
                          size_t max);
+/* Its part of a compact address (the slots compact_fill, compact_record). */
+void tcp_record_compact_fill(fy_tl_worker_t *tlw, fy_tl_compact_t *compact);
+ferry_status_t tcp_record_compact_record(const fy_tl_peer_t *peer, const fy_tl_compact_t *compact,
+                                         void *buffer, size_t *length_p);
 /* The record's addresses as text, separated by separator ("192.0.2.2 127.0.0.1"). */
 void tcp_record_addrs_text(const tcp_record_t *rec, const char *separator, char *buffer,
                            size_t length);

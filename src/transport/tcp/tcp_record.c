@@ -99,3 +99,53 @@ size_t tcp_record_fields(const void *record, size_t record_length, ferry_info_fi
     fy_tl_field_add(fields, max, &count, "addresses", "%s", addrs);
     return count;
 }
+
+void tcp_record_compact_fill(fy_tl_worker_t *tlw, fy_tl_compact_t *compact)
+{
+    const tcp_record_t *rec = &tlw->record;
+    const tcp_record_addr_t *chosen = NULL;
+
+    /* the first address other hosts reach (the record lists the chosen interfaces' first),
+     * else loopback (127.0.0.1 is always last) */
+    for (unsigned i = 0; i < rec->count && chosen == NULL; i++) {
+        if (!tcp_addr_is_loopback(&rec->addrs[i]))
+            chosen = &rec->addrs[i];
+    }
+    if (chosen == NULL && rec->count > 0)
+        chosen = &rec->addrs[rec->count - 1];
+    if (chosen == NULL)
+        return;
+    compact->flags |= FY_TL_COMPACT_TCP;
+    compact->ip_family = chosen->family;
+    compact->port = rec->port;
+    memset(compact->ip, 0, sizeof(compact->ip));
+    memcpy(compact->ip, chosen->bytes, chosen->family == 4 ? 4 : 16);
+}
+
+ferry_status_t tcp_record_compact_record(const fy_tl_peer_t *peer, const fy_tl_compact_t *compact,
+                                         void *buffer, size_t *length_p)
+{
+    uint8_t bytes[TCP_RECORD_MAX_SIZE];
+    tcp_record_t rec;
+
+    (void)peer;
+    if (!(compact->flags & FY_TL_COMPACT_TCP))
+        return FERRY_ERR_NO_ELEM;
+    memset(&rec, 0, sizeof(rec));
+    rec.port = compact->port;
+    rec.addrs[0].family = compact->ip_family;
+    memcpy(rec.addrs[0].bytes, compact->ip, compact->ip_family == 4 ? 4 : 16);
+    rec.count = 1;
+    if (!tcp_addr_is_loopback(&rec.addrs[0])) { /* as the full record: loopback last */
+        rec.addrs[1].family = 4;
+        rec.addrs[1].bytes[0] = 127;
+        rec.addrs[1].bytes[3] = 1;
+        rec.count = 2;
+    }
+    size_t length = tcp_record_encode(&rec, bytes);
+    if (*length_p < length)
+        return FERRY_ERR_OUT_OF_RANGE;
+    memcpy(buffer, bytes, length);
+    *length_p = length;
+    return FERRY_OK;
+}
