@@ -85,6 +85,11 @@ ferry_add_test(NAME mp_tag_sizes_split_sections SOURCES mp/mp_tag_sizes.c ARGS q
                ENV FERRY_RNDV_MODE=split FERRY_RNDV_SECTION=5000)
 ferry_add_test(NAME mp_tag_sizes_split_nocma SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 120
                ENV FERRY_RNDV_MODE=split FERRY_SHM_CMA=off FERRY_RNDV_SECTION=300k)
+# the automatic choice calibrating on a stream of messages (16 in flight) of three size classes,
+# every byte checked: with cross-memory attach both COOP and SPLIT move messages while a class
+# calibrates and one of them afterwards; without it, COOP only
+ferry_add_test(NAME mp_tag_calib SOURCES mp/mp_tag_calib.c TIMEOUT 120)
+ferry_add_test(NAME mp_tag_calib_nocma SOURCES mp/mp_tag_calib.c TIMEOUT 120 ENV FERRY_SHM_CMA=off)
 # bad input: hand-made tag-protocol messages (INTERNAL: ferry_am_send_internal) from a peer that
 # speaks the protocol by hand: each dropped with one warning per kind, or ending only its
 # transfer; _nocma: the target reads through the peer's progress (target-executed one-sided
