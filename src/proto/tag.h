@@ -21,10 +21,12 @@
  *
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
  * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
- * by default tag_rndv_choose, the one place the choice is made, picks SPLIT for messages of
- * FERRY_RNDV_SPLIT_MIN bytes or more when the endpoint has FY_TL_CAP_RMA and FY_TL_CAP_CMA
- * (cross-memory attach to the peer works: its transport probes that once per endpoint), else
- * COOP (measurements: docs/ARCHITECTURE.md); over a byte stream (FY_TL_CAP_STREAM) NULL):
+ * by default tag_rndv_choose, the one place the choice is made, picks COOP or SPLIT when the
+ * endpoint has FY_TL_CAP_RMA and FY_TL_CAP_CMA (cross-memory attach to the peer works: its
+ * transport probes that once per endpoint) — whichever the worker measured faster on its own
+ * first messages of that size class (tag_calib.c), SPLIT from 2 MiB, or by the fixed threshold
+ * FERRY_RNDV_SPLIT_MIN when set — else COOP (measurements: docs/ARCHITECTURE.md); over a byte
+ * stream (FY_TL_CAP_STREAM) NULL):
  *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
  *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
  *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is
