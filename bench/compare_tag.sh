@@ -20,6 +20,8 @@
 # Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
 # default 25000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1), MPICC
 # (default mpicc),
+# BENCH_SIZES, BENCH_MODE_SIZES (replace the sizes of the main runs and of the forced-mode runs,
+# e.g. "65536 131072 262144": powers of two from 4096 to 67108864, and 8),
 # BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
 # when, where, with which versions and under what load it ran; bench/report.sh sets it).
 # Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
@@ -50,6 +52,9 @@ else
     for ((s = 4096; s <= 67108864; s *= 2)); do sizes="$sizes $s"; done
     mode_sizes="65536 262144 1048576 16777216"
 fi
+# a focused session: BENCH_SIZES and BENCH_MODE_SIZES (sizes with an iteration count below)
+sizes=${BENCH_SIZES:-$sizes}
+mode_sizes=${BENCH_MODE_SIZES:-$mode_sizes}
 modes="get put coop null split"
 
 check_args "runs per configuration, default 5 (--short first: the six fixed sizes only)"
