@@ -13,15 +13,15 @@
  * of sends in flight (say 16) holds only the next mode's messages when its block starts, and
  * inflates both modes' times alike (by about the window over the block). A block's time runs
  * from its first send until its last message completed; its rate is its bytes over that
- * time. The best block of each mode decides the class; the best, not the
- * mean, because a block the scheduler preempted is only slower. Both streaming (many sends in
- * flight) and ping-pong (one at a time: the time is then the latency) are measured as the
+ * time. The best block of each mode decides the class, once, for the worker's life; the best,
+ * not the mean, because a block the scheduler preempted is only slower. Both streaming (many sends
+ * in flight) and ping-pong (one at a time: the time is then the latency) are measured as the
  * application runs them. Classes above TAG_CALIB_CLASS_MAX always use SPLIT (two kernel copies
  * at once were faster than a copy through shared buffers at every placement measured there).
  * FERRY_RNDV_MODE or a non-zero FERRY_RNDV_SPLIT_MIN turns this off.
  *
- * Cost: one clock reading per rendezvous send and completion while a class calibrates
- * (rendezvous messages are 8 KiB or more: microseconds each), nothing afterwards. */
+ * Cost: one clock reading per send and completion of a class while it calibrates (messages of
+ * 8 KiB or more: microseconds each), nothing afterwards. */
 #include <stdint.h>
 
 #include "core/time.h"
