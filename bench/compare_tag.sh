@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # compare_tag.sh: tagged messages, ferry_perf against UCX's ucx_perftest (UCP) and Open MPI.
 #
-# In one session, alternating run by run (A B C D E ...), REPEAT times, at 8 B, 4 KiB, 64 KiB,
-# 1 MiB, 16 MiB, 64 MiB, tag_lat (ping-pong) and tag_bw (windowed streaming) of:
+# In one session, alternating run by run (A B C D E ...), REPEAT times, at 8 B and every power
+# of two from 4 KiB to 64 MiB (--short: 8 B, 4 KiB, 64 KiB, 1 MiB, 16 MiB, 64 MiB), tag_lat
+# (ping-pong) and tag_bw (windowed streaming) of:
 #   ferry      ferry_perf -t tag_lat|tag_bw (automatic rendezvous mode)
 #   ucx-sm     ucx_perftest -t tag_lat|tag_bw, UCX_TLS=sm,self (cross-memory attach)
 #   ucx-posix  the same with UCX_TLS=posix,self (no cross-memory attach)
 #   mpi        bench/mpi_pingpong.c on Open MPI (ob1, btl vader: its default single copy)
 #   mpi-nocma  the same with --mca btl_vader_single_copy_mechanism none (copy in, copy out)
-# then ferry's tag_bw with each FERRY_RNDV_MODE (get, put, coop, null) at 1 MiB and 16 MiB.
+# then ferry's tag_bw with each FERRY_RNDV_MODE (get, put, coop, null, split) at 64 KiB, 256 KiB,
+# 1 MiB and 16 MiB. For every size it prints how ferry's automatic choice moved the messages
+# (the client's counters: eager, coop, split, ...) and flags a size whose bandwidth falls more
+# than 10 % below the size before it.
 # Servers run on core 0, clients on core 1 (MPI: rank 0, the server, on core 0). Prints tables
 # of medians over the REPEAT runs with ratios to the best peer, and the issue's targets.
 #
-# Usage: bench/compare_tag.sh [REPEAT]     (default 5; see bench/README.md)
+# Usage: bench/compare_tag.sh [--short] [REPEAT]     (default 5; see bench/README.md)
 # Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
 # default 25000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1), MPICC
 # (default mpicc),
+# BENCH_SIZES, BENCH_MODE_SIZES (replace the sizes of the main runs and of the forced-mode runs,
+# e.g. "65536 131072 262144": powers of two from 4096 to 67108864, and 8),
 # BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
 # when, where, with which versions and under what load it ran; bench/report.sh sets it).
 # Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
@@ -26,6 +32,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 root=$(cd "$here/.." && pwd)
+short=0
+if [[ ${1:-} == --short ]]; then
+    short=1
+    shift
+fi
 repeat=${1:-5}
 ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
 port=${BENCH_PORT:-25000}
@@ -33,11 +44,20 @@ scale=${BENCH_ITERS_SCALE:-1}
 mpicc=${MPICC:-mpicc}
 run_timeout=120 # seconds any one client, server or mpirun may take
 window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
-sizes="8 4096 65536 1048576 16777216 67108864"
-mode_sizes="1048576 16777216"
+if ((short)); then
+    sizes="8 4096 65536 1048576 16777216 67108864"
+    mode_sizes="1048576 16777216"
+else
+    sizes="8"
+    for ((s = 4096; s <= 67108864; s *= 2)); do sizes="$sizes $s"; done
+    mode_sizes="65536 262144 1048576 16777216"
+fi
+# a focused session: BENCH_SIZES and BENCH_MODE_SIZES (sizes with an iteration count below)
+sizes=${BENCH_SIZES:-$sizes}
+mode_sizes=${BENCH_MODE_SIZES:-$mode_sizes}
 modes="get put coop null split"
 
-check_args "runs per configuration, default 5"
+check_args "runs per configuration, default 5 (--short first: the six fixed sizes only)"
 
 command -v ucx_perftest >/dev/null || apt_install ucx-utils
 if ! command -v "$mpicc" >/dev/null || ! command -v mpirun.openmpi >/dev/null; then
@@ -57,6 +77,10 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_tag.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
 echo "lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps" >"$raw"
+# how ferry's automatic runs moved their messages: test,size,then "mode count" pairs from the
+# client's counters (ferry_perf -v: "tagged of LO..HI B: coop N split M"), warm-up included
+modes_csv=$work/modes.csv
+: >"$modes_csv"
 
 # The MPI program: built here, with Open MPI's compiler wrapper (not a CMake dependency).
 mpi_prog=$work/mpi_pingpong
@@ -69,14 +93,24 @@ fi
 mpirun_args=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ob1
     --mca btl "self,vader")
 
-# Iterations per run: enough for a stable median, few enough for a ~6 minute default session.
+# Iterations per run: enough for a stable median, few enough for a short session; a tenth of
+# them is the warm-up, which holds the automatic choice's calibration at 8 KiB .. 1 MiB (up to
+# six blocks of max(16, 2 MiB / size) messages and the sends between them).
 lat_iters() {
     case $1 in
     8) echo 100000 ;;
     4096) echo 50000 ;;
-    65536) echo 10000 ;;
-    1048576) echo 1000 ;;
+    8192) echo 40000 ;;
+    16384) echo 20000 ;;
+    32768 | 65536) echo 10000 ;;
+    131072) echo 6000 ;;
+    262144) echo 4000 ;;
+    524288 | 1048576) echo 3000 ;;
+    2097152) echo 500 ;;
+    4194304) echo 250 ;;
+    8388608) echo 120 ;;
     16777216) echo 60 ;;
+    33554432) echo 30 ;;
     67108864) echo 16 ;;
     esac
 }
@@ -84,9 +118,18 @@ bw_iters() {
     case $1 in
     8) echo 200000 ;;
     4096) echo 100000 ;;
-    65536) echo 20000 ;;
-    1048576) echo 2000 ;;
+    8192) echo 50000 ;;
+    16384) echo 30000 ;;
+    32768 | 65536) echo 20000 ;;
+    131072) echo 10000 ;;
+    262144) echo 6000 ;;
+    524288) echo 4000 ;;
+    1048576) echo 3000 ;;
+    2097152) echo 1000 ;;
+    4194304) echo 500 ;;
+    8388608) echo 200 ;;
     16777216) echo 100 ;;
+    33554432) echo 60 ;;
     67108864) echo 30 ;;
     esac
 }
@@ -118,7 +161,7 @@ run_ferry() {
     start_server "$work/server.log" "${env[@]}" "$ferry_perf" -p "$port" -c 0
     local out
     if ! out=$("${env[@]}" timeout $run_timeout "$ferry_perf" localhost -p "$port" -c 1 \
-        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) -f csv \
+        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) -f csv -v \
         2>"$work/client.log"); then
         echo "compare_tag.sh: ferry_perf client failed (FERRY_RNDV_MODE=$mode):" >&2
         cat "$work/client.log" "$work/server.log" >&2
@@ -128,6 +171,11 @@ run_ferry() {
     # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
     echo "$out" | awk -F, -v test="$test" -v mode="$mode" '$1 == test {
         printf "ferry,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
+    [[ $mode == auto ]] || return 0
+    awk -v test="$test" -v size="$size" '$1 == "tagged" && $2 == "of" {
+        split($3, r, /\.\./); if (size + 0 < r[1] + 0 || size + 0 > r[2] + 0) next
+        line = test "," size; for (i = 5; i < NF; i += 2) line = line "," $i " " $(i + 1)
+        print line }' "$work/client.log" >>"$modes_csv"
 }
 
 # run_ucx TEST SIZE TLS   (TLS: sm or posix; with self for the loopback)
@@ -215,7 +263,18 @@ echo "host: $cpu, $(nproc) CPUs, $(uname -r); tag_bw window: $window sends / rec
 echo "peers: ucx-sm = UCX_TLS=sm,self; ucx-posix = UCX_TLS=posix,self (no CMA); mpi = ob1/vader, single copy '${single_copy:-?}' (default);"
 echo "       mpi-nocma = vader with btl_vader_single_copy_mechanism none"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
-awk -F, -v sizes="$sizes" -v msizes="$mode_sizes" -v modes="$modes" -f "$here/lib.awk" -f <(printf '%s\n' '
+awk -F, -v sizes="$sizes" -v msizes="$mode_sizes" -v modes="$modes" -v mfile="$modes_csv" \
+    -f "$here/lib.awk" -f <(printf '%s\n' '
+# How the automatic runs of test at size s moved their messages: the mode of most of them and
+# its share over all runs (warm-up and calibration included), or "-".
+function mode_of(test, s,   k, m, bestm, bestc) {
+    k = test "," s; bestm = ""; bestc = 0
+    for (m in MC) {
+        split(m, q, SUBSEP)
+        if (q[1] == k && MC[m] > bestc) { bestc = MC[m]; bestm = q[2] }
+    }
+    return bestm == "" ? "-" : sprintf("%s %d%%", bestm, int(100 * bestc / MT[k] + 0.5))
+}
 # The best peer of test at size for figure f (p50: lowest; bw: highest): sets best, best_name.
 function best_peer(test, s, f,   p, v) {
     best = ""; best_name = "-"
@@ -225,7 +284,11 @@ function best_peer(test, s, f,   p, v) {
         if (best == "" || (f == "p50" ? v + 0 < best + 0 : v + 0 > best + 0)) { best = v; best_name = N[p] }
     }
 }
-NR > 1 {
+FILENAME == mfile {
+    for (i = 3; i <= NF; i++) { split($i, q, " "); MC[$1 "," $2, q[1]] += q[2]; MT[$1 "," $2] += q[2] }
+    next
+}
+FNR > 1 {
     k = $1 "," $2 "," $3 "," $4
     add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7); add(k ",rate", $8)
 }
@@ -235,23 +298,29 @@ END {
     ns = split(sizes, S, " ")
 
     printf "\ntag_lat: ping-pong, one-way latency (us), p50; ratio = ferry / best peer (< 1: ferry faster)\n"
-    printf "%6s %9s %9s %9s %9s %9s %10s %6s\n", "size", "ferry", "ucx-sm", "ucx-posix", "mpi", "mpi-nocma", "best", "ratio"
+    printf "%6s %9s %9s %9s %9s %9s %10s %6s  %s\n", "size", "ferry", "ucx-sm", "ucx-posix", "mpi", "mpi-nocma", "best", "ratio", "ferry mode"
     for (i = 1; i <= ns; i++) {
         s = S[i]; f = median("ferry,tag_lat," s ",auto,p50"); best_peer("tag_lat", s, "p50")
         line = sprintf("%6s %9s", human(s), fmt(f, "%.3f"))
         for (p = 1; p <= np; p++) line = line sprintf(" %9s", fmt(median(P[p] ",tag_lat," s "," M[p] ",p50"), "%.3f"))
-        printf "%s %10s %6s\n", line, best_name, ratio(f, best)
+        printf "%s %10s %6s  %s\n", line, best_name, ratio(f, best), mode_of("tag_lat", s)
         if (s == 8) { lat8 = f; lat8_best = best; lat8_name = best_name }
     }
     printf "(averages, which include preemptions, are in the raw CSV: lat_avg_us)\n"
 
     printf "\ntag_bw: streaming, GB/s (10^9 B/s); ratio = ferry / best peer (> 1: ferry faster)\n"
-    printf "%6s %9s %9s %9s %9s %9s %10s %6s %12s\n", "size", "ferry", "ucx-sm", "ucx-posix", "mpi", "mpi-nocma", "best", "ratio", "ferry_Mmsg/s"
+    printf "(drop: ferry'"'"'s bandwidth more than 10 %% below the size before; ferry mode: how its automatic\n"
+    printf " runs moved the messages, warm-up and calibration included)\n"
+    printf "%6s %9s %9s %9s %9s %9s %10s %6s %12s %5s  %s\n", "size", "ferry", "ucx-sm", "ucx-posix", "mpi", "mpi-nocma", "best", "ratio", "ferry_Mmsg/s", "drop", "ferry mode"
+    prev = ""
     for (i = 1; i <= ns; i++) {
         s = S[i]; f = median("ferry,tag_bw," s ",auto,bw"); best_peer("tag_bw", s, "bw")
         line = sprintf("%6s %9s", human(s), fmt(f, "%.3f"))
         for (p = 1; p <= np; p++) line = line sprintf(" %9s", fmt(median(P[p] ",tag_bw," s "," M[p] ",bw"), "%.3f"))
-        printf "%s %10s %6s %12s\n", line, best_name, ratio(f, best), fmt(median("ferry,tag_bw," s ",auto,rate"), "%.4f")
+        drop = (s > 8 && prev != "" && f != "" && f + 0 < 0.9 * prev) ? "DROP" : ""
+        if (drop != "") drops = drops sprintf(" %s (%s after %s GB/s)", human(s), fmt(f, "%.3f"), fmt(prev, "%.3f"))
+        if (s > 8) prev = f
+        printf "%s %10s %6s %12s %5s  %s\n", line, best_name, ratio(f, best), fmt(median("ferry,tag_bw," s ",auto,rate"), "%.4f"), drop, mode_of("tag_bw", s)
         bw_f[s] = f; bw_best[s] = best; bw_name[s] = best_name
         if (s >= 65536) {
             big++
@@ -260,7 +329,7 @@ END {
     }
 
     nm = split(modes, MO, " "); nz = split(msizes, Z, " ")
-    printf "\neach mode'"'"'s bandwidth at 1 MiB and 16 MiB: ferry tag_bw with FERRY_RNDV_MODE, GB/s\n"
+    printf "\neach mode'"'"'s bandwidth: ferry tag_bw with FERRY_RNDV_MODE, GB/s\n"
     printf "(auto: the main runs above; ratio columns = mode / best peer)\n"
     line = sprintf("%6s", "size")
     for (m = 1; m <= nm; m++) line = line sprintf(" %8s", MO[m])
@@ -279,9 +348,10 @@ END {
     printf "\ntargets (issue 4), on these medians:\n"
     printf "  must: 8 B latency <= best peer (ferry %s us, %s %s us): %s\n", fmt(lat8, "%.3f"), lat8_name, fmt(lat8_best, "%.3f"), (lat8 != "" && lat8_best != "" && lat8 + 0 <= lat8_best + 0) ? "met" : "NOT met"
     printf "  must: bandwidth >= best peer at every size >= 64 KiB (%d sizes): %s\n", big, miss == "" ? "met" : "NOT met at" miss
+    printf "  issue 14: no size from 4 KiB on whose bandwidth falls > 10 %% below the size before: %s\n", drops == "" ? "met" : "NOT met at" drops
     s = 16777216
     printf "  aim:  bandwidth >= 1.3 x best peer at 16 MiB (ferry %s GB/s, %s %s GB/s, x%s): %s\n", fmt(bw_f[s], "%.3f"), bw_name[s], fmt(bw_best[s], "%.3f"), ratio(bw_f[s], bw_best[s]), (bw_f[s] != "" && bw_best[s] != "" && bw_f[s] + 0 >= 1.3 * bw_best[s]) ? "met" : "not met"
-}') "$raw"
+}') "$modes_csv" "$raw"
 echo
 echo "raw results (one line per run): $raw"
 bench_keep_results

@@ -376,6 +376,8 @@ void tag_send_finish(tag_send_t *send, ferry_status_t status)
         return;
     send->state = TAG_SEND_FINISHED;
     send->status = status;
+    if (send->calib_class != 0)
+        tag_calib_done(send->worker, send);
     tag_rndv_send_release(send);
     send->ep = NULL;
     if (send->inner_busy) {
@@ -468,6 +470,7 @@ tag_send_t *tag_send_alloc(ferry_worker_t *worker)
     send->section_off = 0;
     send->section_len = 0;
     send->rkey = NULL;
+    send->calib_class = 0;
     send->inner = (ferry_completion_t){.cb = NULL, .count = 0, .status = FERRY_OK};
     send->inner_busy = false;
     send->in_list = false;

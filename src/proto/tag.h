@@ -21,10 +21,12 @@
  *
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
  * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
- * by default tag_rndv_choose, the one place the choice is made, picks SPLIT for messages of
- * FERRY_RNDV_SPLIT_MIN bytes or more when the endpoint has FY_TL_CAP_RMA and FY_TL_CAP_CMA
- * (cross-memory attach to the peer works: its transport probes that once per endpoint), else
- * COOP (measurements: docs/ARCHITECTURE.md); over a byte stream (FY_TL_CAP_STREAM) NULL):
+ * by default tag_rndv_choose, the one place the choice is made, picks COOP or SPLIT when the
+ * endpoint has FY_TL_CAP_RMA and FY_TL_CAP_CMA (cross-memory attach to the peer works: its
+ * transport probes that once per endpoint) — whichever the worker measured faster on its own
+ * first messages of that size class (tag_calib.c), SPLIT from 2 MiB, or by the fixed threshold
+ * FERRY_RNDV_SPLIT_MIN when set — else COOP (measurements: docs/ARCHITECTURE.md); over a byte
+ * stream (FY_TL_CAP_STREAM) NULL):
  *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
  *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
  *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is
@@ -247,6 +249,33 @@ typedef struct fy_tag_ep {
 } fy_tag_ep_t;
 
 /* Per worker (the module's state). */
+/* Calibration of the automatic COOP/SPLIT choice (tag_calib.c): power-of-two size classes
+ * 2^TAG_CALIB_CLASS_MIN (8 KiB) .. 2^(TAG_CALIB_CLASS_MAX+1) - 1 (2 MiB - 1), each measured in
+ * TAG_CALIB_BLOCKS blocks of one mode of at least TAG_CALIB_BLOCK_BYTES and
+ * TAG_CALIB_BLOCK_MIN messages. */
+#define TAG_CALIB_CLASS_MIN 13
+#define TAG_CALIB_CLASS_MAX 20
+#define TAG_CALIB_CLASSES (TAG_CALIB_CLASS_MAX - TAG_CALIB_CLASS_MIN + 1)
+#define TAG_CALIB_BLOCKS 6
+#define TAG_CALIB_BLOCK_BYTES (2u << 20)
+#define TAG_CALIB_BLOCK_MIN 16u
+
+typedef struct tag_calib_block {
+    uint64_t first_ns; /* its first send */
+    uint64_t end_ns;   /* its last completion (0: not yet) */
+    uint64_t bytes;    /* of its sends */
+    uint32_t issued, done;
+} tag_calib_block_t;
+
+typedef struct tag_calib_class {
+    bool decided;
+    uint8_t mode;          /* once decided: TAG_RNDV_COOP or TAG_RNDV_SPLIT */
+    uint8_t issue;         /* the block new sends join */
+    uint32_t per_block;    /* messages per block (0: not started) */
+    uint32_t rate_mbps[2]; /* once decided: the best block of COOP, SPLIT, in MB/s */
+    tag_calib_block_t block[TAG_CALIB_BLOCKS];
+} tag_calib_class_t;
+
 typedef struct fy_tag_worker {
     fy_list_t posted;     /* receives not matched yet, in post order */
     fy_list_t unexpected; /* messages not matched yet, in arrival order */
@@ -265,10 +294,11 @@ typedef struct fy_tag_worker {
     unsigned mode_forced;      /* FERRY_RNDV_MODE, or 0 (automatic) */
     uint64_t section;          /* FERRY_RNDV_SECTION */
     uint64_t null_chunk;       /* FERRY_RNDV_NULL_CHUNK (0: automatic, tag_null_chunk) */
-    uint64_t split_min;        /* FERRY_RNDV_SPLIT_MIN */
-    unsigned need_progress;    /* ctl + retry + pump entries: fy_tag_progress has work */
-    uint32_t ctl_pass;         /* passes over the control queue */
-    unsigned warned[8];        /* warnings already given, per kind (tag_warn_kind_t) */
+    uint64_t split_min;        /* FERRY_RNDV_SPLIT_MIN (0: calibrated, tag_calib.c) */
+    tag_calib_class_t calib[TAG_CALIB_CLASSES]; /* the automatic choice, by size class */
+    unsigned need_progress; /* ctl + retry + pump entries: fy_tag_progress has work */
+    uint32_t ctl_pass;      /* passes over the control queue */
+    unsigned warned[8];     /* warnings already given, per kind (tag_warn_kind_t) */
 } fy_tag_worker_t;
 
 /* The module (proto/module_list.c) and its state. Its init registers the handlers; its

@@ -144,6 +144,8 @@ typedef struct tag_send {
     void *copy;            /* an injected send's private copy of the message (freed last) */
     bool in_list;          /* on pump or retry */
     bool user_waits_inner; /* finished while inner was busy: complete the user from inner_cb */
+    uint8_t calib_class;   /* a calibration block counts this send: its class + 1 (0: none) */
+    uint8_t calib_block;   /* which block of that class */
 } tag_send_t;
 
 typedef enum tag_unexp_kind {
@@ -265,8 +267,20 @@ void tag_rndv_config(fy_tag_worker_t *tw, const fy_config_set_t *config);
 /* The endpoint's eager threshold and COOP chunk (sets ep->tag.ready). */
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep);
 
-/* The mode of a rendezvous of length bytes on ep. */
-tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length);
+/* The mode of a rendezvous of length bytes on ep; send joins a calibration block when the
+ * automatic choice is still measuring (tag_calib.c). */
+tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length,
+                                tag_send_t *send);
+
+/* ------------------------------------------------------------------ tag_calib.c */
+
+/* COOP or SPLIT for a send of length bytes to an endpoint where both work: the decided mode
+ * of its size class, or, while the class calibrates, its current block's (send joins it). */
+tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, tag_send_t *send, uint64_t length);
+/* The send that joined a block did not start after all (an error in tag_rndv_send). */
+void tag_calib_cancel(ferry_worker_t *worker, tag_send_t *send, uint64_t length);
+/* A send that joined a block (send->calib_class != 0) finished. */
+void tag_calib_done(ferry_worker_t *worker, tag_send_t *send);
 
 /* ferry_tag_send of a message that does not go eagerly: RTS. Returns FERRY_INPROGRESS,
  * FERRY_ERR_NO_RESOURCE (nothing started), or an error (nothing started). */

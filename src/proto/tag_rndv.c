@@ -53,9 +53,10 @@ static const fy_config_var_t rndv_mode_var = {
     .description = "rendezvous mode of tagged messages: get (the receiver reads), put (the "
                    "sender writes), coop (both copy through shared buffers), null (fragments "
                    "over the send path), split (the receiver reads the first half while the "
-                   "sender writes the second), auto (split from FERRY_RNDV_SPLIT_MIN bytes where "
-                   "the transport reads the peer's memory itself and cross-memory attach "
-                   "works; coop otherwise and below that)",
+                   "sender writes the second), auto (where the transport reads the peer's "
+                   "memory itself and cross-memory attach works: coop or split, whichever "
+                   "FERRY_RNDV_SPLIT_MIN's calibration measured faster at the message's size; "
+                   "coop otherwise)",
     .check = rndv_mode_check};
 static const fy_config_var_t *const rndv_mode_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_mode_var;
@@ -73,12 +74,13 @@ static const fy_config_var_t *const rndv_section_reg
 static const fy_config_var_t rndv_split_min_var = {
     .name = "FERRY_RNDV_SPLIT_MIN",
     .type = FERRY_CONFIG_SIZE,
-    .default_value = "64k",
-    .description = "automatic rendezvous mode: messages of at least this many bytes use split "
-                   "(both processes copy one half each by cross-memory attach), shorter ones "
-                   "coop (measured here: coop faster at 48 KiB; at 64 KiB the same bandwidth, "
-                   "split with a lower latency); a receiver splits only an accepted length of at "
-                   "least this"};
+    .default_value = "0",
+    .description = "automatic rendezvous mode where cross-memory attach works: 0 (auto) "
+                   "measures coop against split on the first messages of each size class from "
+                   "8 KiB to 2 MiB - 1 and keeps the faster (the crossover depends on where the "
+                   "two processes run), split from 2 MiB; a size: split from this many bytes, "
+                   "coop below, no measuring; a receiver offered split splits an accepted "
+                   "length of at least this"};
 static const fy_config_var_t *const rndv_split_min_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_split_min_var;
 
@@ -213,16 +215,19 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
 
 /* The one place the rendezvous mode is chosen, from measurements (docs/ARCHITECTURE.md,
  * "Tagged messages"): NULL over a transport with neither one-sided access nor shared buffers
- * (tcp); otherwise SPLIT (two kernel copies at once, one per process) from
- * FERRY_RNDV_SPLIT_MIN bytes where cross-memory attach works; below that, and where it does
- * not, COOP (no system call per message; both processes copy every byte). GET, one kernel
- * copy, was slower than one of them at every size measured. */
-tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
+ * (tcp); COOP (no system call per message; both processes copy every byte) where cross-memory
+ * attach does not work; where it does, SPLIT (two kernel copies at once, one per process) or
+ * COOP, whichever the calibration on this worker's traffic measured faster at that size
+ * (tag_calib.c), or by the fixed threshold FERRY_RNDV_SPLIT_MIN when it is set. GET, one
+ * kernel copy, was slower than one of them at every size measured. */
+tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length,
+                                tag_send_t *send)
 {
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     /* a byte stream (tcp): the data streams in DATA messages */
     bool streams_only = (ep->caps.flags & FY_TL_CAP_STREAM) != 0;
-    if (fy_tag_worker_of(worker)->mode_forced != 0) {
-        if (fy_tag_worker_of(worker)->mode_forced == TAG_RNDV_COOP && streams_only) {
+    if (tw->mode_forced != 0) {
+        if (tw->mode_forced == TAG_RNDV_COOP && streams_only) {
             if (!fy_tag_ep_of(ep)->coop_fallback_said) {
                 fy_tag_ep_of(ep)->coop_fallback_said = 1;
                 fy_info("tagged messages: FERRY_RNDV_MODE=coop needs shared buffers, which "
@@ -231,15 +236,15 @@ tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t
             }
             return TAG_RNDV_NULL;
         }
-        return (tag_rndv_mode_t)fy_tag_worker_of(worker)->mode_forced;
+        return (tag_rndv_mode_t)tw->mode_forced;
     }
     if (streams_only)
         return TAG_RNDV_NULL;
-    if (length < fy_tag_worker_of(worker)->split_min)
+    if ((ep->caps.flags & (FY_TL_CAP_RMA | FY_TL_CAP_CMA)) != (FY_TL_CAP_RMA | FY_TL_CAP_CMA))
         return TAG_RNDV_COOP;
-    if ((ep->caps.flags & (FY_TL_CAP_RMA | FY_TL_CAP_CMA)) == (FY_TL_CAP_RMA | FY_TL_CAP_CMA))
-        return TAG_RNDV_SPLIT;
-    return TAG_RNDV_COOP;
+    if (tw->split_min != 0)
+        return length < tw->split_min ? TAG_RNDV_COOP : TAG_RNDV_SPLIT;
+    return tag_calib_choose(worker, send, length);
 }
 
 static bool tag_mode_reads(tag_rndv_mode_t mode)
@@ -473,7 +478,7 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
     send->ep = ep;
     send->comp = comp;
     send->tag = tag;
-    send->mode = tag_rndv_choose(worker, ep, length);
+    send->mode = tag_rndv_choose(worker, ep, length, send);
     send->put_off = 0;
     msg.u.rts.version = TAG_WIRE_VERSION;
     msg.u.rts.tag = tag;
@@ -510,6 +515,7 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
 
 err_release:
     send->state = TAG_SEND_FINISHED;
+    tag_calib_cancel(worker, send, length);
     tag_rndv_send_release(send);
 err_put:
     tag_send_unref(send);
@@ -956,7 +962,8 @@ static bool tag_recv_split_start(tag_recv_t *recv)
     size_t count;
 
     recv->mode = TAG_RNDV_GET;
-    if (split == 0 || (tw->mode_forced != TAG_RNDV_SPLIT && recv->accepted < tw->split_min))
+    if (split == 0 ||
+        (tw->mode_forced != TAG_RNDV_SPLIT && tw->split_min != 0 && recv->accepted < tw->split_min))
         return true;
     ferry_status_t status = tag_recv_register(recv, split, key, &count);
     if (status == FERRY_ERR_NO_MEMORY) {

@@ -85,16 +85,23 @@ ferry_add_test(NAME mp_tag_sizes_split_sections SOURCES mp/mp_tag_sizes.c ARGS q
                ENV FERRY_RNDV_MODE=split FERRY_RNDV_SECTION=5000)
 ferry_add_test(NAME mp_tag_sizes_split_nocma SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 120
                ENV FERRY_RNDV_MODE=split FERRY_SHM_CMA=off FERRY_RNDV_SECTION=300k)
+# the automatic choice calibrating on a stream of messages (16 in flight) of three size classes,
+# every byte checked: with cross-memory attach both COOP and SPLIT move messages while a class
+# calibrates and one of them afterwards; without it, COOP only
+ferry_add_test(NAME mp_tag_calib SOURCES mp/mp_tag_calib.c TIMEOUT 120)
+ferry_add_test(NAME mp_tag_calib_nocma SOURCES mp/mp_tag_calib.c TIMEOUT 120 ENV FERRY_SHM_CMA=off)
 # bad input: hand-made tag-protocol messages (INTERNAL: ferry_am_send_internal) from a peer that
 # speaks the protocol by hand: each dropped with one warning per kind, or ending only its
 # transfer; _nocma: the target reads through the peer's progress (target-executed one-sided
 # operations), which adds the abort of a read in flight. Case 17 needs NULL DATA that waits
 # inside the transport (a 1 MiB DATA, fragmented by shm) when the transfer is aborted: the
-# automatic NULL size on shm (one buffer) is copied at once and never waits there.
+# automatic NULL size on shm (one buffer) is copied at once and never waits there. Case 18 needs
+# the automatic choice to offer SPLIT for its first 100000-byte message: the fixed threshold
+# (FERRY_RNDV_SPLIT_MIN), not the calibration, whose first block is COOP.
 ferry_add_test(NAME mp_tag_bad SOURCES mp/mp_tag_bad.c INTERNAL TIMEOUT 60
-               ENV FERRY_RNDV_NULL_CHUNK=1m)
+               ENV FERRY_RNDV_NULL_CHUNK=1m FERRY_RNDV_SPLIT_MIN=64k)
 ferry_add_test(NAME mp_tag_bad_nocma SOURCES mp/mp_tag_bad.c INTERNAL TIMEOUT 60
-               ENV FERRY_SHM_CMA=off FERRY_RNDV_NULL_CHUNK=1m)
+               ENV FERRY_SHM_CMA=off FERRY_RNDV_NULL_CHUNK=1m FERRY_RNDV_SPLIT_MIN=64k)
 # Named segments (mp_seg_*). life: the whole life cycle with 4 importers (3 CONNECTs, NOTIFYs and
 # DISCONNECTs; set_unavailable refuses the 4th; remove while connected keeps the data for the
 # connected peers, then frees it: INTERNAL reads the context's registration slots), the state

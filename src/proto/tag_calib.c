@@ -1,0 +1,140 @@
+/* The automatic choice between COOP and SPLIT for medium rendezvous messages, by measurement
+ * of the traffic itself (docs/ARCHITECTURE.md, "Tagged messages").
+ *
+ * Which of the two is faster at a given size depends on where the two processes run (whether
+ * their CPUs share a core, a cache, a socket) — the crossover moved from 64 KiB to 256 KiB
+ * between two placements of this project's machines — so no constant is right everywhere. For
+ * each power-of-two size class from TAG_CALIB_CLASS_MIN to TAG_CALIB_CLASS_MAX, the first
+ * rendezvous messages a worker sends to endpoints where both modes work go in blocks of one
+ * mode, alternating COOP, SPLIT, SPLIT, COOP, COOP, SPLIT (so neither always follows the
+ * other), each block at least TAG_CALIB_BLOCK_BYTES and TAG_CALIB_BLOCK_MIN messages. Blocks
+ * do not overlap: once a block is issued in full, further sends go uncounted in the next
+ * block's mode until it completed, and the next block starts with the next send — so a window
+ * of sends in flight (say 16) holds only the next mode's messages when its block starts, and
+ * inflates both modes' times alike (by about the window over the block). A block's time runs
+ * from its first send until its last message completed; its rate is its bytes over that
+ * time. The best block of each mode decides the class, once, for the worker's life; the best,
+ * not the mean, because a block the scheduler preempted is only slower. Both streaming (many sends
+ * in flight) and ping-pong (one at a time: the time is then the latency) are measured as the
+ * application runs them. Classes above TAG_CALIB_CLASS_MAX always use SPLIT (two kernel copies
+ * at once were faster than a copy through shared buffers at every placement measured there).
+ * FERRY_RNDV_MODE or a non-zero FERRY_RNDV_SPLIT_MIN turns this off.
+ *
+ * Cost: one clock reading per send and completion of a class while it calibrates (messages of
+ * 8 KiB or more: microseconds each), nothing afterwards. */
+#include <stdint.h>
+
+#include "core/time.h"
+#include "proto/tag_int.h"
+
+/* Block order: COOP first in the first and third pair, SPLIT first in the second. */
+static const uint8_t calib_order[TAG_CALIB_BLOCKS] = {
+    TAG_RNDV_COOP, TAG_RNDV_SPLIT, TAG_RNDV_SPLIT, TAG_RNDV_COOP, TAG_RNDV_COOP, TAG_RNDV_SPLIT};
+
+/* The class of a length (floor of log2), or -1 outside the calibrated range. */
+static int calib_class_index(uint64_t length)
+{
+    if (length < (UINT64_C(1) << TAG_CALIB_CLASS_MIN) ||
+        length >= (UINT64_C(1) << (TAG_CALIB_CLASS_MAX + 1)))
+        return -1;
+    return 63 - __builtin_clzll(length) - TAG_CALIB_CLASS_MIN;
+}
+
+static uint32_t calib_per_block(int index)
+{
+    uint64_t size = UINT64_C(1) << (index + TAG_CALIB_CLASS_MIN);
+    uint64_t n = (TAG_CALIB_BLOCK_BYTES + size - 1) / size;
+    return n < TAG_CALIB_BLOCK_MIN ? TAG_CALIB_BLOCK_MIN : (uint32_t)n;
+}
+
+static void calib_decide(tag_calib_class_t *c, int index)
+{
+    /* the best rate of each mode, bytes per ns, as a fraction to avoid floating point in the
+     * comparison: best_bytes / best_ns */
+    uint64_t best_bytes[2] = {0, 0}, best_ns[2] = {0, 0};
+    for (unsigned b = 0; b < TAG_CALIB_BLOCKS; b++) {
+        const tag_calib_block_t *k = &c->block[b];
+        if (k->end_ns <= k->first_ns)
+            continue; /* the clock did not move: no figure */
+        uint64_t ns = k->end_ns - k->first_ns;
+        unsigned m = calib_order[b] == TAG_RNDV_SPLIT;
+        /* bytes / ns > best_bytes / best_ns, in 128 bits */
+        if (best_ns[m] == 0 ||
+            (unsigned __int128)k->bytes * best_ns[m] > (unsigned __int128)best_bytes[m] * ns) {
+            best_bytes[m] = k->bytes;
+            best_ns[m] = ns;
+        }
+    }
+    /* without a figure for one mode, the other; without either, SPLIT (the larger classes'
+     * choice) */
+    if (best_ns[0] != 0 && best_ns[1] != 0)
+        c->mode = (unsigned __int128)best_bytes[0] * best_ns[1] >
+                          (unsigned __int128)best_bytes[1] * best_ns[0]
+                      ? TAG_RNDV_COOP
+                      : TAG_RNDV_SPLIT;
+    else
+        c->mode = best_ns[0] != 0 ? TAG_RNDV_COOP : TAG_RNDV_SPLIT;
+    c->decided = true;
+    for (unsigned m = 0; m < 2; m++)
+        c->rate_mbps[m] = best_ns[m] != 0 ? (uint32_t)(best_bytes[m] * 1000 / best_ns[m]) : 0;
+    fy_info("tagged messages: rendezvous of %llu..%llu bytes to endpoints with cross-memory "
+            "attach use %s (calibrated on the traffic: best block coop %u.%03u GB/s, split "
+            "%u.%03u GB/s)",
+            (unsigned long long)(UINT64_C(1) << (index + TAG_CALIB_CLASS_MIN)),
+            (unsigned long long)((UINT64_C(2) << (index + TAG_CALIB_CLASS_MIN)) - 1),
+            c->mode == TAG_RNDV_COOP ? "coop" : "split", c->rate_mbps[0] / 1000,
+            c->rate_mbps[0] % 1000, c->rate_mbps[1] / 1000, c->rate_mbps[1] % 1000);
+}
+
+tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, tag_send_t *send, uint64_t length)
+{
+    if (length < (UINT64_C(1) << TAG_CALIB_CLASS_MIN))
+        return TAG_RNDV_COOP; /* below the classes (a forced eager threshold, EAGER_OFF) */
+    int index = calib_class_index(length);
+    if (index < 0)
+        return TAG_RNDV_SPLIT;
+    tag_calib_class_t *c = &fy_tag_worker_of(worker)->calib[index];
+    if (c->decided)
+        return (tag_rndv_mode_t)c->mode;
+    if (c->per_block == 0)
+        c->per_block = calib_per_block(index);
+    tag_calib_block_t *k = &c->block[c->issue];
+    if (k->issued == c->per_block) {
+        /* issued in full: until it completed, sends go uncounted in the next block's mode, so
+         * that the next block starts with a pipeline of its own mode */
+        if (c->issue + 1 == TAG_CALIB_BLOCKS)
+            return TAG_RNDV_SPLIT;
+        if (k->done != c->per_block)
+            return (tag_rndv_mode_t)calib_order[c->issue + 1];
+        k = &c->block[++c->issue];
+    }
+    if (k->issued++ == 0)
+        k->first_ns = fy_time_now_ns();
+    k->bytes += length;
+    send->calib_class = (uint8_t)(index + 1);
+    send->calib_block = c->issue;
+    return (tag_rndv_mode_t)calib_order[c->issue];
+}
+
+void tag_calib_cancel(ferry_worker_t *worker, tag_send_t *send, uint64_t length)
+{
+    if (send->calib_class == 0)
+        return;
+    tag_calib_class_t *c = &fy_tag_worker_of(worker)->calib[send->calib_class - 1];
+    tag_calib_block_t *k = &c->block[send->calib_block];
+    send->calib_class = 0;
+    k->issued--;
+    k->bytes -= length;
+}
+
+void tag_calib_done(ferry_worker_t *worker, tag_send_t *send)
+{
+    tag_calib_class_t *c = &fy_tag_worker_of(worker)->calib[send->calib_class - 1];
+    tag_calib_block_t *k = &c->block[send->calib_block];
+    send->calib_class = 0;
+    if (++k->done != c->per_block)
+        return;
+    k->end_ns = fy_time_now_ns();
+    if (send->calib_block + 1 == TAG_CALIB_BLOCKS)
+        calib_decide(c, (int)(c - fy_tag_worker_of(worker)->calib));
+}

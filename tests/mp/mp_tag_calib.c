@@ -1,0 +1,276 @@
+/* The automatic rendezvous choice calibrating on live traffic, between two processes, every
+ * byte checked.
+ *
+ * Process "a" (this one) streams tagged messages to "b" (forked) in bursts of 64 with 16 sends
+ * in flight while b keeps 16 receives posted (each for one tag, re-posted in order), as tag_bw
+ * does, in three size classes: 8 KiB .. 16 KiB - 1, 64 KiB .. 128 KiB - 1 and 512 KiB ..
+ * 1 MiB - 1 (sizes vary inside the class, iov shapes differ on the two sides). b checks status,
+ * tag, length and every byte of every message. After each burst a reads its endpoint's counters
+ * (ferry_ep_counters: how each message moved) and goes on until the class is calibrated
+ * (src/proto/tag_calib.c: six blocks, C S S C C S, of max(16, 2 MiB / size) messages, and the
+ * sends between blocks, whose number depends on the timing): with cross-memory attach (the
+ * default), both COOP and SPLIT moved messages, then one mode alone for longer than any
+ * stretch of the calibration, then two more bursts of it; with FERRY_SHM_CMA=off
+ * (mp_tag_calib_nocma) COOP alone. */
+#define _GNU_SOURCE
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ft.h"
+#include "ft_tag.h"
+#include <ferry/counters.h>
+
+enum { TK_A = 1, TK_B = 2 };
+/* NEXT carries 1 (another burst of this class) or 0 (the next class) */
+enum { TK_TOKEN_READY = 0x52454459, TK_TOKEN_NEXT = 0x4e455854 };
+/* the end of the test (after the last class's DONE) */
+#define TK_TOKEN_BYE 0x42594521u
+
+#define TK_WINDOW 16
+
+/* the classes: [base, 2 * base) */
+static const size_t tk_bases[] = {8192, 65536, 524288};
+#define TK_CLASSES (sizeof(tk_bases) / sizeof(tk_bases[0]))
+/* messages of one burst */
+#define TK_BURST 64u
+
+/* messages of one calibration block of a class (tag_calib.c: at least 2 MiB and 16) */
+static unsigned tk_per_block(unsigned cls)
+{
+    size_t n = ((size_t)2 << 20) / tk_bases[cls];
+    return n < 16 ? 16 : (unsigned)n;
+}
+
+typedef struct tk_proc {
+    unsigned self, peer;
+    ferry_worker_t *worker;
+    ferry_ep_t *ep;
+    int chan;
+} tk_proc_t;
+
+static uint64_t tk_tag(unsigned cls, unsigned burst, unsigned i)
+{
+    return 0x6b00000000000000ull | ((uint64_t)cls << 40) | ((uint64_t)burst << 32) | i;
+}
+
+static size_t tk_size(unsigned cls, unsigned i)
+{
+    size_t base = tk_bases[cls];
+    return base + ((size_t)i * 7919u) % base;
+}
+
+static ft_shape_t tk_shape(unsigned i)
+{
+    static const ft_shape_t shapes[] = {FT_SHAPE_CONTIG, FT_SHAPE_UNEVEN3, FT_SHAPE_SEVEN,
+                                        FT_SHAPE_ZEROS};
+    return shapes[i % 4];
+}
+
+static ft_tag_send_t tk_sends[TK_WINDOW];
+static ft_tag_recv_t tk_recvs[TK_WINDOW];
+
+/* a: n messages of the class with TK_WINDOW in flight. */
+static void tk_send_burst(tk_proc_t *p, unsigned cls, unsigned burst, unsigned n)
+{
+    bool busy[TK_WINDOW] = {false};
+    unsigned next = 0, done = 0;
+    uint64_t deadline = ft_now_ns() + (uint64_t)FT_TAG_TIMEOUT * 1000000u;
+    while (done < n) {
+        for (unsigned s = 0; s < TK_WINDOW; s++) {
+            if (busy[s] && ft_tag_send_done(&tk_sends[s])) {
+                FT_CHECK(tk_sends[s].comp.status == FERRY_OK,
+                         "class %u burst %u: send of tag 0x%llx completed with %s", cls, burst,
+                         (unsigned long long)tk_sends[s].tag,
+                         ferry_status_name(tk_sends[s].comp.status));
+                ft_tbuf_free(&tk_sends[s].buf);
+                busy[s] = false;
+                done++;
+            }
+            if (!busy[s] && next < n) {
+                ft_tag_send_start(p->worker, p->ep, &tk_sends[s], p->self, tk_tag(cls, burst, next),
+                                  tk_size(cls, next), tk_shape(next));
+                busy[s] = true;
+                next++;
+            }
+        }
+        ft_progress_once(p->worker);
+        FT_CHECK(ft_now_ns() < deadline, "class %u burst %u: %u of %u sends done after %d ms", cls,
+                 burst, done, n, FT_TAG_TIMEOUT);
+    }
+}
+
+/* b: n messages of the class, TK_WINDOW receives posted, each checked. */
+static void tk_recv_burst(tk_proc_t *p, unsigned cls, unsigned burst, unsigned n)
+{
+    unsigned slot_msg[TK_WINDOW];
+    bool busy[TK_WINDOW] = {false};
+    unsigned next = 0, done = 0;
+    char what[100];
+    uint64_t deadline = ft_now_ns() + (uint64_t)FT_TAG_TIMEOUT * 1000000u;
+    for (unsigned s = 0; s < TK_WINDOW && next < n; s++, next++) {
+        ft_tag_recv_init(&tk_recvs[s], tk_shape(next + 1), tk_size(cls, next));
+        ft_tag_recv_post(p->worker, &tk_recvs[s], tk_tag(cls, burst, next), UINT64_MAX);
+        slot_msg[s] = next;
+        busy[s] = true;
+    }
+    ft_chan_send_token(p->chan, TK_TOKEN_READY, 0, 0, 0, 0);
+    while (done < n) {
+        for (unsigned s = 0; s < TK_WINDOW; s++) {
+            if (!busy[s] || !ft_tag_recv_poll(&tk_recvs[s]))
+                continue;
+            unsigned i = slot_msg[s];
+            snprintf(what, sizeof(what), "class %u burst %u message %u", cls, burst, i);
+            ft_tag_recv_check(&tk_recvs[s], TK_A, tk_tag(cls, burst, i), tk_size(cls, i), what);
+            ft_tag_recv_free(&tk_recvs[s]);
+            busy[s] = false;
+            done++;
+            if (next < n) {
+                ft_tag_recv_init(&tk_recvs[s], tk_shape(next + 1), tk_size(cls, next));
+                ft_tag_recv_post(p->worker, &tk_recvs[s], tk_tag(cls, burst, next), UINT64_MAX);
+                slot_msg[s] = next;
+                busy[s] = true;
+                next++;
+            }
+        }
+        ft_progress_once(p->worker);
+        FT_CHECK(ft_now_ns() < deadline, "class %u burst %u: %u of %u receives done after %d ms",
+                 cls, burst, done, n, FT_TAG_TIMEOUT);
+    }
+}
+
+/* COOP and SPLIT messages of the class so far on a's endpoint. */
+static void tk_modes(const tk_proc_t *p, unsigned cls, uint64_t *coop, uint64_t *split)
+{
+    ferry_counters_t c = {.size = sizeof(c)};
+    FT_CHECK(ferry_ep_counters(p->ep, &c) == FERRY_OK, "ferry_ep_counters failed");
+    unsigned k = ferry_counters_size_class(tk_bases[cls]);
+    *coop = c.tag_modes[k][FERRY_COUNTERS_MODE_COOP];
+    *split = c.tag_modes[k][FERRY_COUNTERS_MODE_SPLIT];
+    for (unsigned m = 0; m < FERRY_COUNTERS_MODES; m++)
+        FT_CHECK(m == FERRY_COUNTERS_MODE_COOP || m == FERRY_COUNTERS_MODE_SPLIT ||
+                     c.tag_modes[k][m] == 0,
+                 "class %u: %llu messages moved by mode %u (neither coop nor split)", cls,
+                 (unsigned long long)c.tag_modes[k][m], m);
+}
+
+/* a: bursts until the class was calibrated: both modes seen (with cross-memory attach), then
+ * one mode for longer than any stretch of the calibration (C S S C C S: two blocks and the
+ * sends between them), then two more bursts of that mode. */
+static void tk_run_a(tk_proc_t *p, unsigned cls, bool nocma)
+{
+    unsigned per_block = tk_per_block(cls);
+    unsigned stable_after = 4 * per_block + 4 * TK_BURST;
+    unsigned max_messages = 16 * per_block + 40 * TK_BURST;
+    uint64_t coop = 0, split = 0, t0 = ft_now_ns();
+    unsigned burst = 0, streak = 0, extra = 0, streak_mode = 0, calib_messages = 0;
+    for (;;) {
+        uint64_t c, s;
+        ft_progress_until_token(p->worker, p->chan, TK_TOKEN_READY, FT_TAG_TIMEOUT, NULL);
+        tk_send_burst(p, cls, burst, TK_BURST);
+        burst++;
+        tk_modes(p, cls, &c, &s);
+        FT_CHECK(c + s == (uint64_t)burst * TK_BURST, "class %u: counted %llu messages, sent %u",
+                 cls, (unsigned long long)(c + s), burst * TK_BURST);
+        FT_CHECK(!nocma || s == 0, "class %u: %llu SPLIT messages without cross-memory attach", cls,
+                 (unsigned long long)s);
+        unsigned mode = c == coop ? 2 : s == split ? 1 : 0; /* 0: both in this burst */
+        streak = mode != 0 && mode == streak_mode ? streak + TK_BURST : mode != 0 ? TK_BURST : 0;
+        streak_mode = mode;
+        coop = c;
+        split = s;
+        bool both_seen = nocma || (coop > 0 && split > 0);
+        if (both_seen && streak >= stable_after) {
+            if (calib_messages == 0)
+                calib_messages = burst * TK_BURST - streak;
+            extra += TK_BURST;
+        }
+        if (extra >= 2 * TK_BURST || burst * TK_BURST >= max_messages) {
+            ft_chan_send_token(p->chan, TK_TOKEN_NEXT, 0, 0, 0, 0);
+            break;
+        }
+        ft_chan_send_token(p->chan, TK_TOKEN_NEXT, 1, 0, 0, 0);
+    }
+    ft_note("class %zu..%zu B: %u messages, coop %llu, split %llu; one mode (%s) from message "
+            "%u on: %.1f ms",
+            tk_bases[cls], 2 * tk_bases[cls] - 1, burst * TK_BURST, (unsigned long long)coop,
+            (unsigned long long)split, streak_mode == 1 ? "coop" : "split", calib_messages,
+            (double)(ft_now_ns() - t0) / 1e6);
+    FT_CHECK(nocma || (coop > 0 && split > 0),
+             "class %u: the calibration moved coop %llu and split %llu messages, expected both",
+             cls, (unsigned long long)coop, (unsigned long long)split);
+    FT_CHECK(extra >= 2 * TK_BURST,
+             "class %u: no single mode after %u messages (coop %llu, split %llu; the last %u in "
+             "one mode)",
+             cls, burst * TK_BURST, (unsigned long long)coop, (unsigned long long)split, streak);
+}
+
+/* b: receive bursts until a says the class is over. */
+static void tk_run_b(tk_proc_t *p, unsigned cls)
+{
+    for (unsigned burst = 0;; burst++) {
+        ft_token_t token;
+        tk_recv_burst(p, cls, burst, TK_BURST);
+        ft_progress_until_token(p->worker, p->chan, TK_TOKEN_NEXT, FT_TAG_TIMEOUT, &token);
+        if (token.v[0] == 0)
+            break;
+    }
+}
+
+static void tk_run(tk_proc_t *p)
+{
+    const char *cma = getenv("FERRY_SHM_CMA");
+    bool nocma = cma != NULL && strcmp(cma, "off") == 0;
+    for (unsigned cls = 0; cls < TK_CLASSES; cls++) {
+        if (p->self == TK_A)
+            tk_run_a(p, cls, nocma);
+        else
+            tk_run_b(p, cls);
+    }
+}
+
+static int tk_b_role(int chan, void *arg)
+{
+    (void)arg;
+    uint8_t address[FT_CHAN_MSG_MAX];
+    ft_ferry_t f;
+    ft_ferry_init(&f, NULL, NULL);
+    ft_send_address(chan, f.worker);
+    size_t length = ft_recv_address(chan, address, sizeof(address), FT_TAG_TIMEOUT);
+    tk_proc_t p = {.self = TK_B, .peer = TK_A, .worker = f.worker, .chan = chan};
+    p.ep = ft_ep_create(f.worker, address, length, NULL);
+    tk_run(&p);
+    ft_progress_until_token(f.worker, chan, TK_TOKEN_BYE, FT_TAG_TIMEOUT, NULL);
+    ferry_ep_destroy(p.ep);
+    ft_ferry_fini(&f);
+    return 0;
+}
+
+int main(void)
+{
+    uint8_t address[FT_CHAN_MSG_MAX];
+    ft_files_t before;
+    ft_peer_t b;
+    ft_ferry_t f;
+
+    ft_set_role("a");
+    ft_watchdog(110);
+    ft_files_snapshot(&before);
+    ft_peer_spawn(&b, "b", tk_b_role, NULL);
+    ft_ferry_init(&f, NULL, NULL);
+    size_t length = ft_recv_address(b.chan, address, sizeof(address), FT_TAG_TIMEOUT);
+    ft_send_address(b.chan, f.worker);
+    tk_proc_t p = {.self = TK_A, .peer = TK_B, .worker = f.worker, .chan = b.chan};
+    p.ep = ft_ep_create(f.worker, address, length, NULL);
+    uint64_t start = ft_now_ns();
+    tk_run(&p);
+    ft_chan_send_token(b.chan, TK_TOKEN_BYE, 0, 0, 0, 0);
+    ft_peer_expect_exit(&b, FT_TAG_TIMEOUT, 0);
+    ferry_ep_destroy(p.ep);
+    ft_ferry_fini(&f);
+    ft_files_check_new(&before);
+    ft_files_free(&before);
+    ft_note("passed in %.2f s", (double)(ft_now_ns() - start) / 1e9);
+    return 0;
+}
