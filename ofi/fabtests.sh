@@ -35,7 +35,9 @@ if [ -z "${FERRY_FABTESTS_SRC:-}" ] && [ ! -d "$SRC" ]; then
     [ -n "$common" ] && SRC=$(dirname "$common")/../shared/fabtests
 fi
 PREFIX=${FERRY_FABTESTS_PREFIX:-/tmp/fabtests-ferry}
-TEST_TIMEOUT=${FERRY_FABTESTS_TEST_TIMEOUT:-60}
+# per test (quick) or per process (ci): a quick-suite benchmark zeroes 1 GiB per process before
+# it starts, which alone took over a minute on a loaded 2-core machine
+TEST_TIMEOUT=${FERRY_FABTESTS_TEST_TIMEOUT:-300}
 # this script's settings are not ferry's: ferry would warn about unknown FERRY_* variables
 export -n FERRY_FABTESTS_SRC FERRY_FABTESTS_PREFIX FERRY_FABTESTS_TEST_TIMEOUT FERRY_FABTESTS_JOBS
 
