@@ -431,7 +431,10 @@ ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address, size
  *
  * On a stream transport (tcp) a message already partly written cannot be cut: it is finished
  * from a private copy and reaches the peer if the connection lives on, though its send
- * completes with FERRY_ERR_CANCELED too (the caller's buffers are free either way).
+ * completes with FERRY_ERR_CANCELED too (the caller's buffers are free either way). A send
+ * that completed already (returned FERRY_OK) is not pending: over tcp it still reaches the
+ * peer if the connection comes up and lives on; over shm, one made before the peer answered
+ * the endpoint's handshake is lost (a known bug).
  */
 #define FERRY_EP_CLOSE_FORCE 1u
 

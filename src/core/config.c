@@ -45,7 +45,8 @@ typedef struct config_once_entry {
     char name[]; /* NUL-terminated */
 } config_once_entry_t;
 
-/* Every (kind, name) already reported by this process. Never freed: it stays reachable. */
+/* Every (kind, name) already reported by this process; freed when ferry is unloaded
+ * (config_unload). */
 static config_once_entry_t *config_once_list;
 static pthread_mutex_t config_once_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -476,7 +477,8 @@ typedef struct config_range {
 
 static config_range_t config_extra[CONFIG_MAX_EXTRA];
 static size_t config_extra_count;
-/* Snapshots: the current one last. Older ones stay (callers may hold them); never freed. */
+/* Snapshots: the current one last. Older ones stay (callers may hold them) until ferry is
+ * unloaded (config_unload). */
 static const fy_config_var_t **config_snapshots[CONFIG_MAX_EXTRA + 1];
 static size_t config_snapshot_count;
 static const fy_config_var_t **config_sorted;
@@ -643,6 +645,36 @@ void fy_config_check_environment(void)
         free(name);
     }
     free(names);
+}
+
+/* ---------------------------------------------------------------- unload */
+
+/* Runs when the object that holds ferry is unloaded: at dlclose of a module that links ferry
+ * statically (libfabric dlcloses libferry-fi.so in fi_fini), at dlclose of libferry.so, or at
+ * exit. Frees what this file keeps for the process's lifetime (the registry snapshots and the
+ * warn-once list), which would otherwise be lost with the unmapped static data that pointed
+ * to it. After it the registry reads as empty and nothing is rebuilt: no code of the unloaded
+ * object runs any more, and at exit a later destructor must not allocate again. */
+__attribute__((destructor)) static void config_unload(void)
+{
+    pthread_mutex_lock(&config_sorted_lock);
+    for (size_t i = 0; i < config_snapshot_count; ++i) {
+        free(config_snapshots[i]);
+        config_snapshots[i] = NULL;
+    }
+    config_snapshot_count = 0;
+    config_sorted = NULL;
+    config_sorted_count = 0;
+    config_sorted_valid = true;
+    pthread_mutex_unlock(&config_sorted_lock);
+
+    pthread_mutex_lock(&config_once_lock);
+    while (config_once_list != NULL) {
+        config_once_entry_t *e = config_once_list;
+        config_once_list = e->next;
+        free(e);
+    }
+    pthread_mutex_unlock(&config_once_lock);
 }
 
 /* ---------------------------------------------------------------- closest name */

@@ -16,7 +16,18 @@
  *   worker destroyed    ferry_worker_destroy with two 1 MiB sends queued to a stalled peer:
  *                       both complete with FERRY_ERR_CANCELED; the peer's endpoint fails;
  *   self                a graceful close of an endpoint to the worker itself delivers the
- *                       messages queued before it. */
+ *                       messages queued before it;
+ *   forced, connecting  small sends without a completion (done when the call returns) on an
+ *                       endpoint still connecting, then a forced close and destroy at once:
+ *                       the peer receives every one of them, then sees the close (over tcp
+ *                       they wait in the connection's queue, from a copy, when the close
+ *                       comes: issue 13, a message was lost). Run over tcp only
+ *                       (mp_close_tcp), where it is the only case: the others stall a peer
+ *                       behind sends, which tcp's socket buffers swallow. Over shm the same
+ *                       sequence still loses the messages (a known bug, not fixed: the close
+ *                       comes before the peer answered the handshake, whose answer then fails
+ *                       with "shm: sendmsg(handshake ...) failed: Broken pipe", and the
+ *                       peer never delivers them). */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -401,6 +412,25 @@ static void cl_forced(ferry_worker_t *worker, ft_peer_t *receiver, const void *a
     ferry_ep_destroy(ep);
 }
 
+static void cl_forced_connecting(ferry_worker_t *worker, ft_peer_t *receiver, const void *address,
+                                 size_t length)
+{
+    const char *what = "forced close while connecting";
+    ferry_ep_t *ep = ft_ep_create(worker, address, length, NULL);
+    uint32_t seq = 0;
+    for (; seq < 5; seq++)
+        cl_send_small(worker, ep, 7, seq, (size_t)seq * 300);
+    cl_in_close = true;
+    ferry_status_t status = ferry_ep_close(ep, FERRY_EP_CLOSE_FORCE, NULL);
+    cl_in_close = false;
+    FT_CHECK(status == FERRY_OK, "%s: ferry_ep_close returned %s, expected FERRY_OK", what,
+             ferry_status_name(status));
+    ferry_ep_destroy(ep);
+    cl_check_peer_saw_close(worker, receiver, 7, seq, what);
+    ft_note("%s: the %u messages sent before it were delivered, then the peer saw the close", what,
+            seq);
+}
+
 /* The worker is destroyed with sends queued: they complete with FERRY_ERR_CANCELED (from inside
  * ferry_worker_destroy, which frees the endpoint too), and the peer sees the endpoint fail. */
 static void cl_worker_destroyed(ferry_context_t *context, ft_peer_t *receiver, const void *address,
@@ -496,11 +526,16 @@ int main(void)
     ft_ferry_init(&f, NULL, NULL);
     size_t length = ft_recv_address(receiver.chan, address, sizeof(address), 30000);
 
-    cl_graceful_queued(f.worker, &receiver, address, length);
-    cl_graceful_connecting(f.worker, &receiver, address, length);
-    cl_forced(f.worker, &receiver, address, length);
-    cl_worker_destroyed(f.context, &receiver, address, length);
-    cl_self_close(f.worker);
+    const char *transports = getenv("FERRY_TRANSPORTS");
+    if (transports == NULL || strcmp(transports, "tcp") != 0) {
+        cl_graceful_queued(f.worker, &receiver, address, length);
+        cl_graceful_connecting(f.worker, &receiver, address, length);
+        cl_forced(f.worker, &receiver, address, length);
+        cl_worker_destroyed(f.context, &receiver, address, length);
+        cl_self_close(f.worker);
+    } else {
+        cl_forced_connecting(f.worker, &receiver, address, length);
+    }
 
     ft_chan_send_token(receiver.chan, CL_TOKEN_EXIT, 0, 0, 0, 0);
     ft_peer_expect_exit(&receiver, 30000, 0);

@@ -613,7 +613,7 @@ static ferry_status_t tcp_ep_terminate(fy_tl_ep_t *chan)
         /* written at once (tcp_req_written called fy_ep_terminated, which did nothing yet:
          * the endpoint is not CLOSING until we return) */
         chan->state = TCP_CHAN_GONE;
-        tcp_io_drop_chan(chan);
+        tcp_io_drop_chan(chan, false);
         return FERRY_OK;
     }
     if (status != FERRY_INPROGRESS) {
@@ -626,10 +626,13 @@ static ferry_status_t tcp_ep_terminate(fy_tl_ep_t *chan)
 static void tcp_ep_destroy(fy_tl_ep_t *chan)
 {
     tcp_peer_t *peer = chan->peer;
-    bool tell = chan->state == TCP_CHAN_OPEN && !peer->failed && peer->conn != NULL &&
-                peer->conn->state == TCP_CONN_ESTABLISHED;
+    bool open = chan->state == TCP_CHAN_OPEN && !peer->failed;
+    bool tell = open && peer->conn != NULL && peer->conn->state == TCP_CONN_ESTABLISHED;
     chan->state = TCP_CHAN_GONE;
-    tcp_io_drop_chan(chan);
+    /* sends that completed already stay queued (behind the channel's OPEN): then the peer is
+     * told after them, connected yet or not */
+    if (tcp_io_drop_chan(chan, !peer->failed) && open)
+        tell = true;
     if (tell) /* forced close: the peer is still told */
         tcp_send_frame(peer, NULL, chan->id, chan->mine, TCP_FRAME_CLOSE, NULL, 0);
     fy_list_remove(&chan->link);

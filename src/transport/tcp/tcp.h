@@ -223,7 +223,7 @@ ferry_status_t tcp_send_am(fy_tl_ep_t *chan, uint8_t id, const void *header, siz
                            bool may_queue_copy);
 void tcp_io_flush(tcp_peer_t *peer);
 void tcp_io_drop_queue(tcp_peer_t *peer, ferry_status_t status);
-void tcp_io_drop_chan(fy_tl_ep_t *chan);
+bool tcp_io_drop_chan(fy_tl_ep_t *chan, bool keep_sent);
 bool tcp_io_recv(tcp_conn_t *conn);
 ferry_status_t tcp_io_write_now(tcp_conn_t *conn, const void *bytes, size_t length);
 void tcp_conn_set_out(tcp_conn_t *conn, bool want);

@@ -89,7 +89,7 @@ static void tcp_peer_fail(tcp_peer_t *peer, ferry_status_t status)
         if (chan->state == TCP_CHAN_GONE)
             continue;
         chan->state = TCP_CHAN_GONE;
-        tcp_io_drop_chan(chan);
+        tcp_io_drop_chan(chan, false);
         fy_ep_fail(chan->ep, status);
     }
 }
@@ -113,6 +113,16 @@ void tcp_peer_chan_removed(tcp_peer_t *peer)
     if (peer->chan_count > 0)
         return;
     if (peer->conn != NULL && peer->conn->state == TCP_CONN_ESTABLISHED && !peer->failed) {
+        peer->in_table = false;
+        if (!peer->idle_sent) {
+            peer->idle_sent = true;
+            tcp_send_control(peer, NULL, TCP_FRAME_IDLE, NULL, 0, false);
+        }
+        return;
+    }
+    if (peer->outgoing != NULL && !peer->failed && !fy_list_is_empty(&peer->queue)) {
+        /* frames of a force-closed channel that were reported sent wait for the connection:
+         * it stays, nothing more is opened on it, and IDLE follows them */
         peer->in_table = false;
         if (!peer->idle_sent) {
             peer->idle_sent = true;
@@ -644,7 +654,7 @@ void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t
         if (chan == NULL || chan->state == TCP_CHAN_GONE)
             return;
         chan->state = TCP_CHAN_GONE;
-        tcp_io_drop_chan(chan);
+        tcp_io_drop_chan(chan, false);
         fy_ep_fail(chan->ep, FERRY_ERR_ENDPOINT_CLOSED);
         return;
     case TCP_FRAME_PING:

@@ -166,7 +166,7 @@ static void tcp_req_written(tcp_peer_t *peer, tcp_req_t *req)
     tcp_req_complete(peer->tlw, req, FERRY_OK);
     if (terminate && chan != NULL && chan->state == TCP_CHAN_CLOSING) {
         chan->state = TCP_CHAN_GONE;
-        tcp_io_drop_chan(chan);
+        tcp_io_drop_chan(chan, false);
         fy_ep_terminated(chan->ep); /* its close completes behind the sends' completions */
     }
 }
@@ -497,13 +497,32 @@ void tcp_io_drop_queue(tcp_peer_t *peer, ferry_status_t status)
     peer->queued_copy = 0;
 }
 
+/* Whether req is an active message whose send completed already: a small one queued from a
+ * private copy with no completion (tcp_send_am returned FERRY_OK while the connection was
+ * being set up or the queue was not empty). Its sender was told it is sent. */
+static bool tcp_req_sent_already(const tcp_req_t *req)
+{
+    return req->kind == TCP_REQ_AM && req->comp == NULL && req->copied > 0;
+}
+
 /* The channel goes away: its queued requests are canceled (one partly written stays, with
  * its remaining payload copied, so that the frame ends whole), and a payload being read for
- * it is discarded from now on. */
-void tcp_io_drop_chan(fy_tl_ep_t *chan)
+ * it is discarded from now on. With keep_sent (a forced close by this side), messages whose
+ * send completed already stay queued, with the channel's OPEN in front of them: they were
+ * reported sent, so they reach the peer if the connection lives (issue 13: such a message was
+ * lost when an endpoint was force-closed while its connection was being set up). Returns
+ * whether any did: the caller then queues CLOSE behind them. */
+bool tcp_io_drop_chan(fy_tl_ep_t *chan, bool keep_sent)
 {
     tcp_peer_t *peer = chan->peer;
     fy_list_link_t *next;
+    bool keep = false;
+    for (fy_list_link_t *l = fy_list_first(&peer->queue);
+         keep_sent && l != fy_list_end(&peer->queue); l = l->next) {
+        tcp_req_t *req = fy_list_entry(l, tcp_req_t, link);
+        if (req->chan == chan && tcp_req_sent_already(req))
+            keep = true;
+    }
     for (fy_list_link_t *l = fy_list_first(&peer->queue); l != fy_list_end(&peer->queue);
          l = next) {
         next = l->next;
@@ -513,12 +532,17 @@ void tcp_io_drop_chan(fy_tl_ep_t *chan)
         bool started = req->left < req->total;
         if (req->kind == TCP_REQ_CLOSE && req->terminate && chan->state == TCP_CHAN_CLOSING)
             started = true; /* still tells the peer */
+        if (keep && (tcp_req_sent_already(req) || req->kind == TCP_REQ_OPEN)) {
+            req->chan = NULL; /* written like a frame of no channel */
+            chan->queued--;
+            continue;
+        }
         if (started) {
             /* on the wire already: finish the frame from a private copy */
             ferry_completion_t *comp = req->comp;
             if (req->kind == TCP_REQ_AM && !tcp_req_copy_payload(req)) {
                 tcp_conn_fail(peer->conn, FERRY_ERR_NO_MEMORY);
-                return;
+                return false;
             }
             req->comp = NULL;
             req->chan = NULL;
@@ -541,6 +565,7 @@ void tcp_io_drop_chan(fy_tl_ep_t *chan)
         if (peer->conn->rx_placed)
             peer->conn->rx_dest = NULL; /* the rest is read and dropped */
     }
+    return keep;
 }
 
 /* ------------------------------------------------------------------ reading */
