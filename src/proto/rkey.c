@@ -27,7 +27,8 @@ void rkey_encode(const rkey_packed_t *in, void *buffer)
     p[5] = RKEY_VERSION >> 8;
     p[6] = RKEY_PACKED_SIZE & 0xff;
     p[7] = RKEY_PACKED_SIZE >> 8;
-    memcpy(p + 8, in->boot_id, 16);
+    memcpy(p + 8, in->boot_id, sizeof(in->boot_id));
+    fy_le_put64(p + 16, in->sealed_secret);
     fy_le_put32(p + 24, in->pid);
     fy_le_put32(p + 28, in->index);
     fy_le_put32(p + 32, in->generation);
@@ -36,6 +37,29 @@ void rkey_encode(const rkey_packed_t *in, void *buffer)
     fy_le_put32(p + 44, in->alloc_fd);
     fy_le_put64(p + 48, in->length);
     fy_le_put64(p + 56, in->alloc_inode);
+}
+
+/* A bijection of 64-bit values (splitmix64's finaliser after adding a constant per field). */
+static uint64_t rkey_mix(uint64_t x, uint64_t field)
+{
+    x += 0x9e3779b97f4a7c15ull * field;
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+uint64_t rkey_binding(const rkey_packed_t *key)
+{
+    uint64_t boot;
+    memcpy(&boot, key->boot_id, sizeof(boot));
+    /* one bijective term per 64 bits of fields: changing any field changes exactly one term */
+    return rkey_mix(boot, 1) ^ rkey_mix((uint64_t)key->pid << 32 | key->index, 2) ^
+           rkey_mix((uint64_t)key->generation << 32 | key->access, 3) ^
+           rkey_mix((uint64_t)key->flags << 32 | key->alloc_fd, 4) ^ rkey_mix(key->length, 5) ^
+           rkey_mix(key->alloc_inode, 6);
 }
 
 ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out)
@@ -59,7 +83,8 @@ ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out
                 version, size, RKEY_VERSION, RKEY_PACKED_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    memcpy(key.boot_id, p + 8, 16);
+    memcpy(key.boot_id, p + 8, sizeof(key.boot_id));
+    key.sealed_secret = fy_le_get64(p + 16);
     key.pid = fy_le_get32(p + 24);
     key.index = fy_le_get32(p + 28);
     key.generation = fy_le_get32(p + 32);
@@ -96,6 +121,7 @@ FERRY_EXPORT ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, s
     key.alloc_fd = mem->alloc_fd >= 0 ? (uint32_t)mem->alloc_fd : 0;
     key.length = mem->length;
     key.alloc_inode = mem->alloc_fd >= 0 ? mem->alloc_inode : 0;
+    key.sealed_secret = mem->secret ^ rkey_binding(&key);
     buffer = malloc(RKEY_PACKED_SIZE);
     if (buffer == NULL) {
         fy_error("malloc(%u) for a packed key failed", RKEY_PACKED_SIZE);
@@ -140,6 +166,7 @@ FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer
     }
     rkey->ep = ep;
     rkey->key = key;
+    rkey->secret = key.sealed_secret ^ rkey_binding(&key);
     *rkey_p = rkey;
     return FERRY_OK;
 }
@@ -167,12 +194,15 @@ FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_o
     if (!rkey->map_tried) {
         ferry_ep_t *ep = rkey->ep;
         rkey->map_tried = 1;
-        if (ep->state == FY_EP_OPEN && ep->tl->rkey_map != NULL &&
-            ep->tl->rkey_map(ep->tl_ep, rkey) == FERRY_ERR_NO_RESOURCE)
+        ferry_status_t mapped = ep->state == FY_EP_OPEN && ep->tl->rkey_map != NULL
+                                    ? ep->tl->rkey_map(ep->tl_ep, rkey)
+                                    : FERRY_ERR_UNSUPPORTED;
+        if (mapped == FERRY_ERR_NO_RESOURCE)
             rkey->map_tried = 0; /* not connected yet: try again next time */
+        rkey->map_refused = mapped == FERRY_ERR_ACCESS;
     }
     if (rkey->mapped == NULL)
-        return FERRY_ERR_UNSUPPORTED;
+        return rkey->map_refused ? FERRY_ERR_ACCESS : FERRY_ERR_UNSUPPORTED;
     if (remote_offset >= rkey->mapped_length)
         return FERRY_ERR_ACCESS;
     *local_ptr_p = (char *)rkey->mapped + remote_offset;

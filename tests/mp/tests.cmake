@@ -43,6 +43,12 @@ endforeach()
 # another peer): a clear status, nothing touched, the endpoints still work; on both paths
 ferry_add_test(NAME mp_rma_bad SOURCES mp/mp_rma_bad.c TIMEOUT 60)
 ferry_add_test(NAME mp_rma_bad_nocma SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERRY_SHM_CMA=off)
+# forged keys (issue 11): every single-bit flip of three keys (one handed out, two never) and
+# 10 000 random secrets: every use FERRY_ERR_ACCESS, nothing read or written, the endpoint keeps
+# working; shm with and without cross-memory attach, and tcp (below)
+ferry_add_test(NAME mp_rkey_forge SOURCES mp/mp_rkey_forge.c TIMEOUT 180)
+ferry_add_test(NAME mp_rkey_forge_nocma SOURCES mp/mp_rkey_forge.c TIMEOUT 180
+               ENV FERRY_SHM_CMA=off)
 # Tagged-message suite (mp_tag_*): every test once per forced rendezvous mode (suffix _get, _put,
 # _coop, _null, _split), with a few variants.
 #   sizes       0 B .. 256 MiB both ways, both sides of the eager threshold, posted / unexpected /
@@ -169,6 +175,8 @@ ferry_add_test(NAME mp_rma_putget_tcp SOURCES mp/mp_rma_putget.c TIMEOUT 180
 ferry_add_test(NAME mp_rma_atomic_tcp SOURCES mp/mp_rma_atomic.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
 ferry_add_test(NAME mp_rma_bad_tcp SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERRY_TRANSPORTS=tcp)
+ferry_add_test(NAME mp_rkey_forge_tcp SOURCES mp/mp_rkey_forge.c TIMEOUT 180
+               ENV FERRY_TRANSPORTS=tcp)
 ferry_add_test(NAME mp_tag_basic_tcp SOURCES mp/mp_tag_basic.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
 # forced COOP cannot use shared buffers over tcp: it falls back to NULL (info log)

@@ -4,7 +4,8 @@
  *  - other memory is read and written with cross-memory attach (process_vm_readv/writev),
  *    scatter/gather on both sides, in bounded chunks, partial transfers resumed.
  * Both first check the owner's key table (mapped from the handshake): the region must still be
- * registered with the key's generation, and a single-use region is claimed with a CAS.
+ * registered with the key's generation and secret (compared in constant time), and a
+ * single-use region is claimed with a CAS.
  * Where cross-memory attach is denied (another uid, a non-dumpable process, seccomp, Yama), the
  * first use says so once and returns FERRY_ERR_UNSUPPORTED: the protocol layer then uses the
  * target-executed path. FERRY_SHM_CMA=off forces that. */
@@ -120,14 +121,14 @@ void shm_keytable_unmap(fy_tl_ep_t *tlep)
     tlep->peer_entry_count = 0;
 }
 
-/* The key's entry if the region is still registered with the key's generation, else NULL. */
+/* The key's entry if the region is still registered with the key's generation and secret,
+ * else NULL. */
 static mem_keytable_entry_t *shm_key_entry(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey)
 {
     if (tlep->peer_entries == NULL || rkey->key.index >= tlep->peer_entry_count)
         return NULL;
     mem_keytable_entry_t *e = &tlep->peer_entries[rkey->key.index];
-    uint64_t live = ((uint64_t)rkey->key.generation << 1) | 1u;
-    if (atomic_load_explicit(&e->state, memory_order_acquire) != live)
+    if (!mem_entry_matches(e, rkey->key.generation, rkey->secret))
         return NULL;
     return e;
 }
@@ -160,7 +161,13 @@ ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey)
         return FERRY_ERR_NO_RESOURCE; /* try again once connected */
     /* what the owner registered, not what the key claims, decides the mapping */
     const mem_keytable_entry_t *e = shm_key_entry(tlep, rkey);
-    if (e == NULL || !(e->flags & MEM_FLAG_ALLOC))
+    if (e == NULL) {
+        fy_debug("shm: no mapping for region %u of pid %u: not registered with the key's "
+                 "secret (deregistered, or a wrong key)",
+                 rkey->key.index, tlep->peer_pid);
+        return FERRY_ERR_ACCESS;
+    }
+    if (!(e->flags & MEM_FLAG_ALLOC))
         return FERRY_ERR_UNSUPPORTED;
     bool writable = (e->access & (FERRY_ACCESS_REMOTE_WRITE | FERRY_ACCESS_REMOTE_ATOMIC)) != 0;
     uint64_t length = e->length;
@@ -433,14 +440,15 @@ ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op)
         return FERRY_ERR_UNSUPPORTED; /* the target-executed path queues until connected */
     if ((rkey->key.flags & MEM_FLAG_ALLOC) && !rkey->map_tried) {
         rkey->map_tried = 1;
-        shm_rkey_map(tlep, rkey);
+        rkey->map_refused = shm_rkey_map(tlep, rkey) == FERRY_ERR_ACCESS;
     }
     if (rkey->mapped == NULL &&
         (atomic || tlep->cma < 0 || op->length < tlep->tlw->cma_min || !tlep->tlw->cma_enabled))
         return FERRY_ERR_UNSUPPORTED;
     e = shm_key_entry(tlep, rkey);
     if (e == NULL) {
-        fy_debug("shm: region %u (generation %u) of pid %u is no longer registered",
+        fy_debug("shm: region %u (generation %u) of pid %u is not registered with the key's "
+                 "secret (deregistered, or a wrong key)",
                  rkey->key.index, rkey->key.generation, tlep->peer_pid);
         return FERRY_ERR_ACCESS;
     }
