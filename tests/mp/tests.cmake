@@ -18,6 +18,9 @@ ferry_add_test(NAME mp_bad_input SOURCES mp/mp_bad_input.c TIMEOUT 60)
 ferry_add_test(NAME mp_other_uid SOURCES mp/mp_other_uid.c INTERNAL TIMEOUT 60
                ENV FERRY_TRANSPORTS=self,shm)
 ferry_add_test(NAME mp_close SOURCES mp/mp_close.c TIMEOUT 60)
+# a clean shutdown of 3 processes (graceful closes seen by both sides, staggered ends) logs
+# nothing above info, 10 rounds (issue 11); over tcp below
+ferry_add_test(NAME mp_clean_close SOURCES mp/mp_clean_close.c TIMEOUT 120)
 # one-sided operations of a worker on itself (self transport: the target-executed protocol);
 # INTERNAL: also sends hand-made protocol messages
 ferry_add_test(NAME mp_rma_self SOURCES mp/mp_rma_self.c INTERNAL TIMEOUT 60)
@@ -176,6 +179,8 @@ ferry_add_test(NAME mp_rma_atomic_tcp SOURCES mp/mp_rma_atomic.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
 ferry_add_test(NAME mp_rma_bad_tcp SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERRY_TRANSPORTS=tcp)
 ferry_add_test(NAME mp_rkey_forge_tcp SOURCES mp/mp_rkey_forge.c TIMEOUT 180
+               ENV FERRY_TRANSPORTS=tcp)
+ferry_add_test(NAME mp_clean_close_tcp SOURCES mp/mp_clean_close.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
 ferry_add_test(NAME mp_tag_basic_tcp SOURCES mp/mp_tag_basic.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)

@@ -105,6 +105,17 @@ fy_tl_ep_t *tcp_chan_find(tcp_peer_t *peer, uint32_t id, bool mine)
     return NULL;
 }
 
+unsigned tcp_peer_open_chans(tcp_peer_t *peer)
+{
+    unsigned open = 0;
+    for (fy_list_link_t *l = fy_list_first(&peer->chans); l != fy_list_end(&peer->chans);
+         l = l->next) {
+        const fy_tl_ep_t *chan = fy_list_entry(l, fy_tl_ep_t, link);
+        open += chan->state == TCP_CHAN_OPEN;
+    }
+    return open;
+}
+
 /* A channel was destroyed: when it was the last one, say IDLE (we open nothing more on this
  * connection), or drop a connection that never came up. */
 void tcp_peer_chan_removed(tcp_peer_t *peer)

@@ -214,9 +214,10 @@ static ferry_status_t tcp_queue_write(tcp_peer_t *peer)
                 tcp_conn_set_out(conn, false);
                 return FERRY_OK;
             }
-            if (peer->chan_count > 0)
+            unsigned open = tcp_peer_open_chans(peer);
+            if (open > 0)
                 fy_warn("tcp: writev to %s (pid %u) failed: %s; its %u endpoints fail",
-                        conn->remote_name, peer->pid, strerror(errno), peer->chan_count);
+                        conn->remote_name, peer->pid, strerror(errno), open);
             else /* a peer going away while we had nothing left to say */
                 fy_debug("tcp: writev to %s (pid %u) failed: %s", conn->remote_name, peer->pid,
                          strerror(errno));
@@ -718,11 +719,15 @@ static void tcp_rx_eof(tcp_conn_t *conn, int err)
         tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
         return;
     }
-    if (peer != NULL && peer->conn == conn && peer->chan_count > 0 && !peer->failed) {
+    /* Only endpoints still open fail: when every one was closed (by either side, the CLOSE
+     * frames read before this end of the stream), the peer went away in order. */
+    unsigned open =
+        peer != NULL && peer->conn == conn && !peer->failed ? tcp_peer_open_chans(peer) : 0;
+    if (open > 0) {
         tcp_worker_note_stall(conn->tlw, fy_time_coarse_ns());
         if (err != 0)
             fy_warn("tcp: connection to %s (pid %u) failed: %s; its %u endpoints fail",
-                    conn->remote_name, peer->pid, strerror(err), peer->chan_count);
+                    conn->remote_name, peer->pid, strerror(err), open);
         else
             fy_warn("tcp: connection to %s (pid %u) closed by the peer%s; its %u endpoints "
                     "fail",
@@ -730,7 +735,10 @@ static void tcp_rx_eof(tcp_conn_t *conn, int err)
                     partial ? " in the middle of a frame"
                             : " (the process died or "
                               "destroyed its worker)",
-                    peer->chan_count);
+                    open);
+    } else if (peer != NULL && peer->conn == conn) {
+        fy_debug("tcp: connection to %s (pid %u) ended%s after its endpoints were closed",
+                 conn->remote_name, peer->pid, err != 0 ? " with an error" : "");
     }
     tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
 }
