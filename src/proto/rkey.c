@@ -62,25 +62,34 @@ uint64_t rkey_binding(const rkey_packed_t *key)
            rkey_mix(key->alloc_inode, 6);
 }
 
+static fy_log_limit_t rkey_decode_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t rkey_decode_log_limit_2; /* a warning a peer can trigger */
+static fy_log_limit_t rkey_decode_log_limit_3; /* a warning a peer can trigger */
+static fy_log_limit_t rkey_decode_log_limit_4; /* a warning a peer can trigger */
+
 ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out)
 {
     const uint8_t *p = buffer;
     rkey_packed_t key;
 
     if (buffer == NULL || length != RKEY_PACKED_SIZE) {
-        fy_warn("invalid remote key: %zu bytes, a packed key has %u (truncated?)", length,
-                RKEY_PACKED_SIZE);
+        fy_warn_limited(&rkey_decode_log_limit,
+                        "invalid remote key: %zu bytes, a packed key has %u (truncated?)", length,
+                        RKEY_PACKED_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     if (fy_le_get32(p) != RKEY_MAGIC) {
-        fy_warn("invalid remote key: wrong magic 0x%08x (not a ferry key)", fy_le_get32(p));
+        fy_warn_limited(&rkey_decode_log_limit_2,
+                        "invalid remote key: wrong magic 0x%08x (not a ferry key)", fy_le_get32(p));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     unsigned version = p[4] | (unsigned)p[5] << 8;
     unsigned size = p[6] | (unsigned)p[7] << 8;
     if (version != RKEY_VERSION || size != RKEY_PACKED_SIZE) {
-        fy_warn("invalid remote key: version %u size %u, this ferry reads version %u size %u",
-                version, size, RKEY_VERSION, RKEY_PACKED_SIZE);
+        fy_warn_limited(
+            &rkey_decode_log_limit_3,
+            "invalid remote key: version %u size %u, this ferry reads version %u size %u", version,
+            size, RKEY_VERSION, RKEY_PACKED_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     memcpy(key.boot_id, p + 8, sizeof(key.boot_id));
@@ -96,9 +105,10 @@ ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out
     if (key.generation == 0 || (key.access & ~(unsigned)FERRY_ACCESS_ALL) != 0 ||
         (key.flags & ~(unsigned)RKEY_KNOWN_FLAGS) != 0 ||
         (!(key.flags & MEM_FLAG_ALLOC) && (key.alloc_fd != 0 || key.alloc_inode != 0))) {
-        fy_warn("invalid remote key: corrupted fields (generation %u, access 0x%x, flags "
-                "0x%x)",
-                key.generation, key.access, key.flags);
+        fy_warn_limited(&rkey_decode_log_limit_4,
+                        "invalid remote key: corrupted fields (generation %u, access 0x%x, flags "
+                        "0x%x)",
+                        key.generation, key.access, key.flags);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     *out = key;
@@ -138,6 +148,8 @@ FERRY_EXPORT void ferry_rkey_buffer_release(void *buffer)
     free(buffer);
 }
 
+static fy_log_limit_t ferry_rkey_unpack_log_limit; /* a warning a peer can trigger */
+
 FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer, size_t length,
                                               ferry_rkey_t **rkey_p)
 {
@@ -154,9 +166,11 @@ FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer
         return status;
     if (key.pid != ep->peer.pid ||
         memcmp(key.boot_id, ep->peer.host.boot_id, sizeof(key.boot_id)) != 0) {
-        fy_warn("ferry_rkey_unpack: the key belongs to pid %u, but the endpoint leads to pid "
-                "%u (unpack a key on an endpoint to the process that packed it)",
-                key.pid, ep->peer.pid);
+        fy_warn_limited(
+            &ferry_rkey_unpack_log_limit,
+            "ferry_rkey_unpack: the key belongs to pid %u, but the endpoint leads to pid "
+            "%u (unpack a key on an endpoint to the process that packed it)",
+            key.pid, ep->peer.pid);
         return FERRY_ERR_ACCESS;
     }
     rkey = calloc(1, sizeof(*rkey));

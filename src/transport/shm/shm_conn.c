@@ -20,6 +20,9 @@
 #include "mem/memfd.h"
 #include "transport/shm/shm.h"
 
+static fy_log_limit_t shm_memfd_map_peer_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t shm_memfd_map_peer_log_limit_2; /* a warning a peer can trigger */
+
 /* Map a memfd a peer sent: it must be sealed against shrinking (else the peer could make us
  * fault) and at least size bytes. */
 static ferry_status_t shm_memfd_map_peer(int fd, size_t size, uint32_t peer_pid, void **map_p)
@@ -28,13 +31,16 @@ static ferry_status_t shm_memfd_map_peer(int fd, size_t size, uint32_t peer_pid,
     int seals = fcntl(fd, F_GET_SEALS);
     void *map;
     if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
-        fy_warn("shm: memfd from pid %u is not sealed against shrinking (seals %d): refused",
-                peer_pid, seals);
+        fy_warn_limited(
+            &shm_memfd_map_peer_log_limit,
+            "shm: memfd from pid %u is not sealed against shrinking (seals %d): refused", peer_pid,
+            seals);
         return FERRY_ERR_PROTOCOL;
     }
     if (fstat(fd, &st) != 0 || (size_t)st.st_size < size) {
-        fy_warn("shm: memfd from pid %u has %lld bytes, %zu expected: refused", peer_pid,
-                (long long)st.st_size, size);
+        fy_warn_limited(&shm_memfd_map_peer_log_limit_2,
+                        "shm: memfd from pid %u has %lld bytes, %zu expected: refused", peer_pid,
+                        (long long)st.st_size, size);
         return FERRY_ERR_PROTOCOL;
     }
     map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -150,6 +156,9 @@ static ferry_status_t shm_handshake_send(fy_tl_ep_t *tlep, uint16_t type, int ri
     return FERRY_OK;
 }
 
+static fy_log_limit_t shm_handshake_recv_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t shm_handshake_recv_log_limit_2; /* a warning a peer can trigger */
+
 /* Receive the peer's handshake and map its memory. Returns FERRY_OK, FERRY_ERR_NO_RESOURCE
  * (nothing there yet), FERRY_ERR_CONNECTION_RESET, FERRY_ERR_PROTOCOL, FERRY_ERR_SHMEM. */
 static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_type)
@@ -187,10 +196,11 @@ static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_typ
         nfds != SHM_HANDSHAKE_FDS || msg.magic != SHM_HANDSHAKE_MAGIC ||
         msg.version != SHM_LAYOUT_VERSION || msg.type != expected_type || msg.ring_cells < 2 ||
         msg.ring_cells > (1u << 20) || (msg.ring_cells & (msg.ring_cells - 1)) != 0) {
-        fy_warn("shm: malformed handshake from pid %u (%zd bytes, %u descriptors, magic "
-                "0x%x, version %u, type %u): connection refused",
-                tlep->peer_pid, n, nfds, n >= 4 ? msg.magic : 0u, n >= 6 ? msg.version : 0u,
-                n >= 8 ? msg.type : 0u);
+        fy_warn_limited(&shm_handshake_recv_log_limit,
+                        "shm: malformed handshake from pid %u (%zd bytes, %u descriptors, magic "
+                        "0x%x, version %u, type %u): connection refused",
+                        tlep->peer_pid, n, nfds, n >= 4 ? msg.magic : 0u, n >= 6 ? msg.version : 0u,
+                        n >= 8 ? msg.type : 0u);
         goto err_close_fds;
     }
     tlep->peer_pid = msg.pid;
@@ -201,8 +211,9 @@ static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_typ
     const shm_region_t *r = region;
     if (r->magic != SHM_REGION_MAGIC || r->version != SHM_LAYOUT_VERSION ||
         r->buf_count != SHM_BUF_COUNT || r->buf_size != SHM_BUF_SIZE) {
-        fy_warn("shm: region of pid %u has an unknown layout (version %u): refused", msg.pid,
-                r->version);
+        fy_warn_limited(&shm_handshake_recv_log_limit_2,
+                        "shm: region of pid %u has an unknown layout (version %u): refused",
+                        msg.pid, r->version);
         status = FERRY_ERR_PROTOCOL;
         goto err_unmap_region;
     }
@@ -278,6 +289,8 @@ static void shm_conn_socket_cb(void *arg, uint32_t events)
         shm_ep_hangup(tlep);
 }
 
+static fy_log_limit_t shm_conn_check_peer_uid_log_limit; /* a warning a peer can trigger */
+
 static ferry_status_t shm_conn_check_peer_uid(int fd, const char *what, uint32_t *pid_p)
 {
     struct ucred cred;
@@ -288,9 +301,10 @@ static ferry_status_t shm_conn_check_peer_uid(int fd, const char *what, uint32_t
     }
     *pid_p = (uint32_t)cred.pid;
     if (cred.uid != getuid()) {
-        fy_warn("shm: refused %s pid %d of uid %u: ferry's shared memory connects only "
-                "processes of the same user (uid %u)",
-                what, cred.pid, cred.uid, getuid());
+        fy_warn_limited(&shm_conn_check_peer_uid_log_limit,
+                        "shm: refused %s pid %d of uid %u: ferry's shared memory connects only "
+                        "processes of the same user (uid %u)",
+                        what, cred.pid, cred.uid, getuid());
         return FERRY_ERR_CONNECTION_REFUSED;
     }
     return FERRY_OK;

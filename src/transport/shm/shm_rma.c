@@ -75,6 +75,9 @@ void shm_rma_init(fy_tl_worker_t *tlw)
         tlw->cma_chunk = 4096;
 }
 
+static fy_log_limit_t shm_keytable_map_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t shm_keytable_map_log_limit_2; /* a warning a peer can trigger */
+
 ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd)
 {
     struct stat st;
@@ -83,9 +86,10 @@ ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd)
 
     if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || fstat(fd, &st) != 0 ||
         (size_t)st.st_size < MEM_KEYTABLE_HEADER_SIZE) {
-        fy_warn("shm: key table from pid %u is not a sealed memfd of at least %u bytes: "
-                "refused",
-                tlep->peer_pid, MEM_KEYTABLE_HEADER_SIZE);
+        fy_warn_limited(&shm_keytable_map_log_limit,
+                        "shm: key table from pid %u is not a sealed memfd of at least %u bytes: "
+                        "refused",
+                        tlep->peer_pid, MEM_KEYTABLE_HEADER_SIZE);
         return FERRY_ERR_PROTOCOL;
     }
     map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -98,9 +102,10 @@ ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd)
     uint64_t need = MEM_KEYTABLE_HEADER_SIZE + (uint64_t)h->entries * sizeof(mem_keytable_entry_t);
     if (h->magic != MEM_KEYTABLE_MAGIC || h->version != MEM_LAYOUT_VERSION ||
         need > (uint64_t)st.st_size) {
-        fy_warn("shm: key table of pid %u has an unknown layout (version %u, %u entries in "
-                "%lld bytes): refused",
-                tlep->peer_pid, h->version, h->entries, (long long)st.st_size);
+        fy_warn_limited(&shm_keytable_map_log_limit_2,
+                        "shm: key table of pid %u has an unknown layout (version %u, %u entries in "
+                        "%lld bytes): refused",
+                        tlep->peer_pid, h->version, h->entries, (long long)st.st_size);
         munmap(map, (size_t)st.st_size);
         return FERRY_ERR_PROTOCOL;
     }
@@ -301,6 +306,10 @@ static const char *shm_cma_reason(int err)
            "ptrace_scope)";
 }
 
+static fy_log_limit_t shm_rkey_fetch_pieces_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t shm_rkey_fetch_pieces_log_limit_2; /* a warning a peer can trigger */
+static fy_log_limit_t shm_rkey_fetch_pieces_log_limit_3; /* a warning a peer can trigger */
+
 /* The owner's pieces of the region (fetched once per key with process_vm_readv). */
 static ferry_status_t shm_rkey_fetch_pieces(fy_tl_ep_t *tlep, ferry_rkey_t *rkey,
                                             const mem_keytable_entry_t *e)
@@ -309,8 +318,9 @@ static ferry_status_t shm_rkey_fetch_pieces(fy_tl_ep_t *tlep, ferry_rkey_t *rkey
     if (rkey->iov_fetched)
         return FERRY_OK;
     if (count == 0 || count > FERRY_MEM_IOV_MAX) {
-        fy_warn("shm: key table entry %u of pid %u has %u pieces: refused", rkey->key.index,
-                tlep->peer_pid, count);
+        fy_warn_limited(&shm_rkey_fetch_pieces_log_limit,
+                        "shm: key table entry %u of pid %u has %u pieces: refused", rkey->key.index,
+                        tlep->peer_pid, count);
         return FERRY_ERR_ACCESS;
     }
     ferry_iov_t *pieces = malloc(count * sizeof(*pieces));
@@ -339,8 +349,10 @@ static ferry_status_t shm_rkey_fetch_pieces(fy_tl_ep_t *tlep, ferry_rkey_t *rkey
             }
             if (n < 0 && err == ESRCH)
                 return FERRY_ERR_CONNECTION_RESET; /* the peer is gone */
-            fy_warn("shm: process_vm_readv(pid %u, the pieces of region %u) returned %zd: %s",
-                    tlep->peer_pid, rkey->key.index, n, strerror(err));
+            fy_warn_limited(
+                &shm_rkey_fetch_pieces_log_limit_2,
+                "shm: process_vm_readv(pid %u, the pieces of region %u) returned %zd: %s",
+                tlep->peer_pid, rkey->key.index, n, strerror(err));
             return FERRY_ERR_ACCESS;
         }
     }
@@ -350,9 +362,10 @@ static ferry_status_t shm_rkey_fetch_pieces(fy_tl_ep_t *tlep, ferry_rkey_t *rkey
         ends[i] = total;
     }
     if (total != rkey->key.length) {
-        fy_warn("shm: region %u of pid %u has %llu bytes in its pieces, the key says %llu",
-                rkey->key.index, tlep->peer_pid, (unsigned long long)total,
-                (unsigned long long)rkey->key.length);
+        fy_warn_limited(&shm_rkey_fetch_pieces_log_limit_3,
+                        "shm: region %u of pid %u has %llu bytes in its pieces, the key says %llu",
+                        rkey->key.index, tlep->peer_pid, (unsigned long long)total,
+                        (unsigned long long)rkey->key.length);
         free(pieces);
         free(ends);
         return FERRY_ERR_ACCESS;
@@ -385,6 +398,8 @@ static ferry_iov_t *shm_remote_pieces(const ferry_rkey_t *rkey, const fy_rma_op_
     return out;
 }
 
+static fy_log_limit_t shm_rma_cma_log_limit; /* a warning a peer can trigger */
+
 static ferry_status_t shm_rma_cma(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey, const fy_rma_op_t *op,
                                   const ferry_iov_t *remote_pieces, size_t remote_count)
 {
@@ -416,10 +431,12 @@ static ferry_status_t shm_rma_cma(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey, co
                          tlep->peer_pid);
                 return FERRY_ERR_CONNECTION_RESET;
             }
-            fy_warn("shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
-                    "memory freed before it was deregistered?)",
-                    op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
-                    tlep->peer_pid, rbytes, rkey->key.index, n < 0 ? strerror(err) : "no progress");
+            fy_warn_limited(&shm_rma_cma_log_limit,
+                            "shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
+                            "memory freed before it was deregistered?)",
+                            op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
+                            tlep->peer_pid, rbytes, rkey->key.index,
+                            n < 0 ? strerror(err) : "no progress");
             return FERRY_ERR_ACCESS;
         }
         shm_cursor_advance(&lc, (size_t)n); /* a partial transfer resumes where it stopped */

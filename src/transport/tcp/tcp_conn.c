@@ -454,11 +454,14 @@ static void tcp_conn_establish(tcp_conn_t *conn, tcp_peer_t *peer)
     tcp_io_flush(peer);
 }
 
+static fy_log_limit_t tcp_protocol_error_log_limit; /* a warning a peer can trigger */
+
 static void tcp_protocol_error(tcp_conn_t *conn, const char *what)
 {
-    fy_warn("tcp: closing the connection with %s%s: %s (a ferry worker of another version, "
-            "or not a ferry worker)",
-            conn->remote_name, conn->peer != NULL ? "" : " (before its HELLO)", what);
+    fy_warn_limited(&tcp_protocol_error_log_limit,
+                    "tcp: closing the connection with %s%s: %s (a ferry worker of another version, "
+                    "or not a ferry worker)",
+                    conn->remote_name, conn->peer != NULL ? "" : " (before its HELLO)", what);
     tcp_conn_fail(conn, FERRY_ERR_PROTOCOL);
 }
 
@@ -706,6 +709,8 @@ void tcp_worker_note_stall(fy_tl_worker_t *tlw, uint64_t now)
     tlw->last_tick_ns = now;
 }
 
+static fy_log_limit_t tcp_conn_tick_log_limit; /* a warning a peer can trigger */
+
 void tcp_conn_tick(fy_tl_worker_t *tlw, uint64_t now)
 {
     fy_list_link_t *next;
@@ -719,11 +724,12 @@ void tcp_conn_tick(fy_tl_worker_t *tlw, uint64_t now)
             if (tlw->connect_timeout_ns == 0 || now < conn->deadline_ns)
                 continue;
             if (conn->state == TCP_CONN_ACCEPTING)
-                fy_warn("tcp: closing the connection from %s: no HELLO within "
-                        "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms)%s",
-                        conn->remote_name, (unsigned long long)(tlw->connect_timeout_ns / 1000000u),
-                        conn->rx_end > conn->rx_start ? " (it stalled in the middle of a frame)"
-                                                      : "");
+                fy_warn_limited(
+                    &tcp_conn_tick_log_limit,
+                    "tcp: closing the connection from %s: no HELLO within "
+                    "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms)%s",
+                    conn->remote_name, (unsigned long long)(tlw->connect_timeout_ns / 1000000u),
+                    conn->rx_end > conn->rx_start ? " (it stalled in the middle of a frame)" : "");
             else
                 fy_warn("tcp: connecting to %s (pid %u) timed out after "
                         "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms): is the host up and the port "
