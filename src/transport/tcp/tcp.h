@@ -21,6 +21,7 @@
 
 #include "core/list.h"
 #include "core/pool.h"
+#include "transport/listen_backoff.h"
 #include "transport/tcp/tcp_frame.h"
 #include "transport/transport.h"
 
@@ -161,10 +162,11 @@ struct tcp_peer {
 
 struct fy_tl_worker {
     ferry_worker_t *worker;
-    const fy_tl_local_t *local; /* what the worker told us (uuid, host, address) */
-    int epfd;                   /* the transport's own epoll set */
-    fy_worker_fd_t epfd_entry;  /* epfd in the worker's set */
-    fy_worker_fd_t listen;      /* the listening socket */
+    const fy_tl_local_t *local;         /* what the worker told us (uuid, host, address) */
+    int epfd;                           /* the transport's own epoll set */
+    fy_worker_fd_t epfd_entry;          /* epfd in the worker's set */
+    fy_worker_fd_t listen;              /* the listening socket */
+    fy_listen_backoff_t listen_backoff; /* pauses it while descriptors are exhausted */
     int timerfd;
     fy_worker_fd_t timer_entry;
     bool timer_armed;

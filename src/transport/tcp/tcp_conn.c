@@ -415,12 +415,16 @@ void tcp_conn_accept(fy_tl_worker_t *tlw)
         socklen_t sl = sizeof(ss);
         int fd = accept4(tlw->listen.fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-                fy_warn("tcp: accept(fd %d) failed: %s (check the open-files limit, ulimit "
-                        "-n)",
-                        tlw->listen.fd, strerror(errno));
+            int err = errno;
+            if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR && err != ECONNABORTED &&
+                !fy_listen_backoff_failed(&tlw->listen_backoff, err)) {
+                static fy_log_limit_t accept_log_limit; /* a warning a peer can trigger */
+                fy_warn_limited(&accept_log_limit, "tcp: accept(fd %d) failed: %s", tlw->listen.fd,
+                                strerror(err));
+            }
             return;
         }
+        fy_listen_backoff_accepted(&tlw->listen_backoff);
         tcp_conn_t *conn = tcp_conn_new(tlw, fd, false, TCP_CONN_ACCEPTING, EPOLLIN);
         if (conn == NULL) {
             close(fd);
