@@ -66,9 +66,10 @@ bool fy_listen_backoff_failed(fy_listen_backoff_t *b, int err)
 {
     if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
         return false;
-    if (b->delay_ms == 0) {
+    if (!b->exhausted) {
         struct rlimit rl = {0};
         (void)getrlimit(RLIMIT_NOFILE, &rl);
+        b->exhausted = true;
         b->delay_ms = FY_LISTEN_BACKOFF_FIRST_MS;
         b->episode_start_ns = fy_time_now_ns();
         b->episodes++;
@@ -80,6 +81,8 @@ bool fy_listen_backoff_failed(fy_listen_backoff_t *b, int err)
                         "ulimit -n, or setrlimit(RLIMIT_NOFILE); or close idle connections)",
                         b->name, b->listen->fd, strerror(err), (unsigned long long)rl.rlim_cur,
                         FY_LISTEN_BACKOFF_FIRST_MS, FY_LISTEN_BACKOFF_MAX_MS);
+    } else if (b->delay_ms == 0) {
+        b->delay_ms = FY_LISTEN_BACKOFF_FIRST_MS; /* an accept got through in between */
     } else {
         b->delay_ms =
             b->delay_ms * 2 > FY_LISTEN_BACKOFF_MAX_MS ? FY_LISTEN_BACKOFF_MAX_MS : b->delay_ms * 2;
@@ -103,9 +106,15 @@ bool fy_listen_backoff_failed(fy_listen_backoff_t *b, int err)
 
 void fy_listen_backoff_accepted(fy_listen_backoff_t *b)
 {
-    if (b->delay_ms == 0)
+    b->delay_ms = 0;
+}
+
+void fy_listen_backoff_drained(fy_listen_backoff_t *b)
+{
+    if (!b->exhausted)
         return;
-    fy_info("%s: accepting connections again after %llu ms without descriptors", b->name,
+    fy_info("%s: every waiting connection accepted, %llu ms after descriptors ran out", b->name,
             (unsigned long long)((fy_time_now_ns() - b->episode_start_ns) / 1000000u));
+    b->exhausted = false;
     b->delay_ms = 0;
 }

@@ -4,9 +4,9 @@
  * in the backlog and the listener stays readable: watching it would spin and log on every
  * progress call. Instead the listener leaves the worker's epoll set for a back-off (10 ms,
  * doubling to 1 s while accepting keeps failing) and comes back when a timer (a timerfd made
- * when the listener was, since none can be made once descriptors are gone) fires. One warning
- * per episode says the cause and the fix; accepting again is said at info level. Used by the
- * shm and tcp listeners. */
+ * when the listener was, since none can be made once descriptors are gone) fires. An episode
+ * lasts until the backlog is drained (accept answers EAGAIN): one warning per episode says the
+ * cause and the fix, and its end is said at info level. Used by the shm and tcp listeners. */
 #ifndef FY_TRANSPORT_LISTEN_BACKOFF_H
 #define FY_TRANSPORT_LISTEN_BACKOFF_H
 
@@ -30,7 +30,8 @@ typedef struct fy_listen_backoff {
     fy_worker_fd_t *listen; /* the listener's entry (watched for EPOLLIN) */
     fy_worker_fd_t timer;   /* timerfd; -1 when not made */
     const char *name;       /* "shm", "tcp": for the log */
-    unsigned delay_ms;      /* the current back-off; 0: not paused since the last accept */
+    unsigned delay_ms;      /* the current back-off */
+    bool exhausted;         /* in an episode: accept failed since the backlog was last drained */
     bool paused;            /* the listener is out of the epoll set */
     uint64_t episode_start_ns;
     uint64_t episodes;
@@ -47,7 +48,10 @@ void fy_listen_backoff_fini(fy_listen_backoff_t *b);
  * descriptors or memory: the listener is paused, stop accepting now. */
 bool fy_listen_backoff_failed(fy_listen_backoff_t *b, int err);
 
-/* accept succeeded: the back-off starts again from the beginning next time. */
+/* accept succeeded: the next pause starts again from the shortest back-off. */
 void fy_listen_backoff_accepted(fy_listen_backoff_t *b);
+
+/* accept answered EAGAIN: the backlog is drained, an episode of exhaustion is over. */
+void fy_listen_backoff_drained(fy_listen_backoff_t *b);
 
 #endif

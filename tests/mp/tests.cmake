@@ -21,6 +21,11 @@ ferry_add_test(NAME mp_close SOURCES mp/mp_close.c TIMEOUT 60)
 # a clean shutdown of 3 processes (graceful closes seen by both sides, staggered ends) logs
 # nothing above info, 10 rounds (issue 11); over tcp below
 ferry_add_test(NAME mp_clean_close SOURCES mp/mp_clean_close.c TIMEOUT 120)
+# hostile connections to the listeners (issue 11): silent ones closed after the handshake
+# timeouts, 400 per listener under a lowered open-files limit (no spinning, one warning, the
+# endpoints keep working), 401 bad ones per listener with bounded, accounted log lines
+ferry_add_test(NAME mp_hostile SOURCES mp/mp_hostile.c INTERNAL TIMEOUT 180
+               ENV FERRY_SHM_CONNECT_TIMEOUT_MS=1000 FERRY_TCP_CONNECT_TIMEOUT_MS=1000)
 # one-sided operations of a worker on itself (self transport: the target-executed protocol);
 # INTERNAL: also sends hand-made protocol messages
 ferry_add_test(NAME mp_rma_self SOURCES mp/mp_rma_self.c INTERNAL TIMEOUT 60)

@@ -375,8 +375,9 @@ static void shm_conn_accept_cb(void *arg, uint32_t events)
             int err = errno;
             if (err == EINTR || err == ECONNABORTED)
                 continue;
-            if (err != EAGAIN && err != EWOULDBLOCK &&
-                !fy_listen_backoff_failed(&tlw->listen_backoff, err)) {
+            if (err == EAGAIN || err == EWOULDBLOCK) {
+                fy_listen_backoff_drained(&tlw->listen_backoff);
+            } else if (!fy_listen_backoff_failed(&tlw->listen_backoff, err)) {
                 static fy_log_limit_t accept_log_limit; /* a warning a peer can trigger */
                 fy_warn_limited(&accept_log_limit, "shm: accept4(listening fd %d) failed: %s",
                                 tlw->listen.fd, strerror(err));

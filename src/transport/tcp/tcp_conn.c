@@ -416,8 +416,10 @@ void tcp_conn_accept(fy_tl_worker_t *tlw)
         int fd = accept4(tlw->listen.fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             int err = errno;
-            if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR && err != ECONNABORTED &&
-                !fy_listen_backoff_failed(&tlw->listen_backoff, err)) {
+            if (err == EAGAIN || err == EWOULDBLOCK) {
+                fy_listen_backoff_drained(&tlw->listen_backoff);
+            } else if (err != EINTR && err != ECONNABORTED &&
+                       !fy_listen_backoff_failed(&tlw->listen_backoff, err)) {
                 static fy_log_limit_t accept_log_limit; /* a warning a peer can trigger */
                 fy_warn_limited(&accept_log_limit, "tcp: accept(fd %d) failed: %s", tlw->listen.fd,
                                 strerror(err));
