@@ -354,6 +354,13 @@ static void shm_conn_handshake_timer_cb(void *arg, uint32_t events)
         fy_tl_ep_t *tlep = fy_list_entry(l, fy_tl_ep_t, link);
         if (tlep->state != SHM_CONN_ACCEPTING || tlep->hello_deadline_ns > now)
             continue;
+        char byte;
+        if (recv(tlep->sock.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+            /* the HELLO came, but this worker did not progress since: its socket callback
+             * (level-triggered) handles it next */
+            tlep->hello_deadline_ns = now + tlw->connect_timeout_ns;
+            continue;
+        }
         static fy_log_limit_t silent_log_limit; /* a warning a peer can trigger */
         fy_warn_limited(&silent_log_limit,
                         "shm: closing the connection from pid %u: no HELLO within %llu ms "
