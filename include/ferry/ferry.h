@@ -732,6 +732,18 @@ size_t ferry_mem_length(const ferry_mem_t *mem);
  * The key is versioned and carries no pointer: it names the registration, which its owner
  * checks. Pass its bytes to the peer by any means.
  *
+ * What a key protects: each registration has a secret of 64 random bits (getrandom), drawn
+ * when it is registered and kept by its owner; the key carries it, and every check of a key
+ * (by the target, or by a local peer in the owner's key table before it reads or writes)
+ * compares it in constant time. A key that was not packed from this registration (made up,
+ * edited, or left from an earlier registration of the same slot) is refused with
+ * FERRY_ERR_ACCESS and the endpoint stays usable; a guessed key matches a given registration
+ * with probability 2^-64 per try. Only the access it was registered with is granted, within
+ * its length. This guards against other hosts (tcp), other users, and mistakes (a stale or
+ * wrong key). It does not guard against processes of the same user on this host: they can
+ * read the owner's key table, and any of its memory (cross-memory attach, ptrace), anyway.
+ * Whoever holds a key holds the access: hand keys only to peers you trust with that memory.
+ *
  * @param mem the registration
  * @param[out] buffer_p on success, the packed key: free it with ferry_rkey_buffer_release()
  * @param[out] length_p its length in bytes
@@ -789,7 +801,8 @@ void ferry_rkey_release(ferry_rkey_t *rkey);
  * @retval FERRY_ERR_NOT_CONNECTED the endpoint is still connecting: progress (or
  *                                 ferry_ep_wait_connected()) and retry
  * @retval FERRY_ERR_UNSUPPORTED not mapped memory, or another host
- * @retval FERRY_ERR_ACCESS offset beyond the region
+ * @retval FERRY_ERR_ACCESS offset beyond the region, or the owner has no such registration
+ *                          (deregistered, or a key whose secret does not match)
  */
 ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset, void **local_ptr_p);
 

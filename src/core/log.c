@@ -18,6 +18,7 @@
 
 #include "core/compiler.h"
 #include "core/config.h"
+#include "core/time.h"
 
 static const fy_config_var_t log_level_var = {
     .name = "FERRY_LOG_LEVEL",
@@ -101,6 +102,18 @@ static void log_emit(int fd, fy_log_level_t level, const char *file, int line, c
 
 static void log_emit_fmt(int fd, fy_log_level_t level, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+static void log_emit_args(int fd, fy_log_level_t level, const char *file, int line, const char *fmt,
+                          ...) __attribute__((format(printf, 5, 6)));
+
+static void log_emit_args(int fd, fy_log_level_t level, const char *file, int line, const char *fmt,
+                          ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_emit(fd, level, file, line, fmt, ap);
+    va_end(ap);
+}
 
 static void log_emit_fmt(int fd, fy_log_level_t level, int line, const char *fmt, ...)
 {
@@ -191,5 +204,51 @@ FERRY_EXPORT void ferry_log_write(fy_log_level_t level, const char *file, int li
     errno = saved_errno;
     log_emit(log_fd, level, file, line, fmt, ap);
     va_end(ap);
+    errno = saved_errno;
+}
+
+static pthread_mutex_t log_limit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void fy_log_write_limited(fy_log_limit_t *limit, fy_log_level_t level, const char *file, int line,
+                          const char *fmt, ...)
+{
+    int saved_errno = errno; /* first: fmt may use %m */
+    char message[LOG_LINE_MAX];
+    uint64_t suppressed;
+    bool last_free;
+
+    ferry_log_init();
+    if (level > __atomic_load_n(&ferry_log_level_current, __ATOMIC_RELAXED)) {
+        errno = saved_errno;
+        return;
+    }
+    uint64_t now = fy_time_now_ns();
+    pthread_mutex_lock(&log_limit_lock);
+    if (limit->written >= FY_LOG_LIMIT_BURST && now - limit->last_ns < 1000000000u) {
+        limit->suppressed++;
+        pthread_mutex_unlock(&log_limit_lock);
+        errno = saved_errno;
+        return;
+    }
+    suppressed = limit->suppressed;
+    limit->suppressed = 0;
+    limit->written++;
+    limit->last_ns = now;
+    last_free = limit->written == FY_LOG_LIMIT_BURST;
+    pthread_mutex_unlock(&log_limit_lock);
+
+    va_list ap;
+    va_start(ap, fmt);
+    errno = saved_errno;
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    if (suppressed > 0)
+        log_emit_args(log_fd, level, file, line, "%s [%llu more like this suppressed]", message,
+                      (unsigned long long)suppressed);
+    else if (last_free)
+        log_emit_args(log_fd, level, file, line, "%s [more like this: at most one line a second]",
+                      message);
+    else
+        log_emit_args(log_fd, level, file, line, "%s", message);
     errno = saved_errno;
 }

@@ -7,6 +7,7 @@
 #define FERRY_CORE_LOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 typedef enum fy_log_level {
     FERRY_LOG_LEVEL_ERROR = 0,
@@ -37,6 +38,31 @@ void ferry_log_write(fy_log_level_t level, const char *file, int line, const cha
         if ((int)(level) <= (int)__atomic_load_n(&ferry_log_level_current, __ATOMIC_RELAXED))      \
             ferry_log_write((level), __FILE__, __LINE__, __VA_ARGS__);                             \
     } while (0)
+
+/* The rate limit of one call site whose message a peer can trigger (a hostile connection, a
+ * bad frame or key): the first FY_LOG_LIMIT_BURST lines are written, then at most one a
+ * second, which says how many lines of that site were suppressed before it. Each such site
+ * has its own zero-initialised static limit and logs with fy_warn_limited(&limit, ...).
+ * Thread-safe (a lock in log.c: logging is never a fast path). */
+typedef struct fy_log_limit {
+    uint64_t last_ns;    /* when the site last wrote a line */
+    uint64_t written;    /* lines written */
+    uint64_t suppressed; /* lines suppressed since the last one written */
+} fy_log_limit_t;
+
+#define FY_LOG_LIMIT_BURST 5
+
+/* ferry_log_write under limit: writes the line, with the suppressed count, or counts it. */
+void fy_log_write_limited(fy_log_limit_t *limit, fy_log_level_t level, const char *file, int line,
+                          const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#define fy_log_limited(limit, level, ...)                                                          \
+    do {                                                                                           \
+        if ((int)(level) <= (int)__atomic_load_n(&ferry_log_level_current, __ATOMIC_RELAXED))      \
+            fy_log_write_limited((limit), (level), __FILE__, __LINE__, __VA_ARGS__);               \
+    } while (0)
+
+#define fy_warn_limited(limit, ...) fy_log_limited((limit), FERRY_LOG_LEVEL_WARN, __VA_ARGS__)
 
 #define fy_error(...) fy_log(FERRY_LOG_LEVEL_ERROR, __VA_ARGS__)
 #define fy_warn(...) fy_log(FERRY_LOG_LEVEL_WARN, __VA_ARGS__)

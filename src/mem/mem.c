@@ -100,6 +100,7 @@ void mem_context_cleanup(mem_context_t *mc)
     free(mc->generations);
     munmap(mc->keytable, mc->keytable_size);
     close(mc->keytable_fd);
+    fy_secret_pool_clear(&mc->secrets);
 }
 
 /* Claim a free slot and publish the registration in the key table. */
@@ -109,6 +110,9 @@ static ferry_status_t mem_publish(mem_context_t *mc, ferry_mem_t *mem)
         uint32_t i = (mc->free_hint + n) % mc->capacity;
         if (mc->slots[i] != NULL)
             continue;
+        ferry_status_t status = fy_secret_draw(&mc->secrets, &mem->secret);
+        if (status != FERRY_OK)
+            return status;
         mem_keytable_entry_t *e = &mc->entries[i];
         mem->index = i;
         mem->generation = ++mc->generations[i];
@@ -120,6 +124,7 @@ static ferry_status_t mem_publish(mem_context_t *mc, ferry_mem_t *mem)
         e->iovcnt = (uint32_t)mem->iovcnt;
         e->base = mem->iovcnt == 1 ? (uint64_t)(uintptr_t)mem->iov[0].buffer : 0;
         e->iov_addr = (uint64_t)(uintptr_t)mem->iov;
+        e->secret = mem->secret;
         atomic_store_explicit(&e->uses, 0, memory_order_relaxed);
         atomic_store_explicit(&e->state, ((uint64_t)mem->generation << 1) | 1u,
                               memory_order_release);
@@ -325,13 +330,16 @@ FERRY_EXPORT size_t ferry_mem_length(const ferry_mem_t *mem)
     return mem != NULL ? mem->length : 0;
 }
 
-ferry_mem_t *mem_lookup(ferry_context_t *context, uint32_t index, uint32_t generation)
+ferry_mem_t *mem_lookup(ferry_context_t *context, uint32_t index, uint32_t generation,
+                        uint64_t secret)
 {
     mem_context_t *mc = &context->mem;
-    if (index >= mc->capacity || mc->slots[index] == NULL ||
-        mc->slots[index]->generation != generation)
+    if (index >= mc->capacity || mc->slots[index] == NULL)
         return NULL;
-    return mc->slots[index];
+    ferry_mem_t *mem = mc->slots[index];
+    if (!fy_secret_equal(((uint64_t)mem->generation ^ generation) | (mem->secret ^ secret), 0))
+        return NULL;
+    return mem;
 }
 
 ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t length, unsigned access,

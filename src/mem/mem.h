@@ -5,11 +5,19 @@
  * writes and that peers on this host map (passed in the shm handshake). An entry says whether
  * the slot holds a live registration of a given generation, its length, access and flags, where
  * its pieces are (in the owner's address space, for cross-memory attach) and, for single-use
- * regions, a use counter that initiators claim with a CAS. A packed key names (owner, slot,
- * generation) and never carries a pointer: whoever uses it checks the entry first.
+ * regions, a use counter that initiators claim with a CAS, and the registration's SECRET. A
+ * packed key names (owner, slot, generation), carries the secret and never carries a pointer:
+ * whoever uses it checks the entry first, the secret compared in constant time.
  *
  * Target-executed operations (the AM path) look the registration up in the owner's private
- * slot array (mem_lookup) and check it there. */
+ * slot array (mem_lookup, which compares the secret) and check it there.
+ *
+ * The secret (64 bits from getrandom, drawn per registration) is what makes a key
+ * unforgeable: slot, generation and pid are predictable, so without it any peer that reaches
+ * the worker could name every registration. A made-up key matches a given registration with
+ * probability 2^-64 per try. It protects against other hosts (tcp), other users, and stale or
+ * wrong keys; it does not protect against processes of the same user on this host, which can
+ * read the key table (and any memory, with cross-memory attach or ptrace) anyway. */
 #ifndef FERRY_MEM_H
 #define FERRY_MEM_H
 
@@ -22,10 +30,11 @@
 
 #include "core/config.h"
 #include "core/list.h"
+#include "core/secret.h"
 #include "wireup/address.h"
 
 #define MEM_KEYTABLE_MAGIC 0x454c4241544b5946ull /* "FYKTABLE" */
-#define MEM_LAYOUT_VERSION 1u
+#define MEM_LAYOUT_VERSION 2u
 #define MEM_KEYTABLE_HEADER_SIZE 64u
 
 /* entry state: (generation << 1) | 1 while live; the low bit is 0 when free */
@@ -39,7 +48,7 @@ typedef struct mem_keytable_entry {
     uint64_t iov_addr;     /* iovcnt > 1: address of a ferry_iov_t[iovcnt] in the owner */
     uint32_t iovcnt;
     uint32_t reserved;
-    uint64_t reserved2;
+    uint64_t secret; /* the registration's secret: keys must carry the same (never 0) */
 } mem_keytable_entry_t;
 
 _Static_assert(sizeof(mem_keytable_entry_t) == 64, "a key-table entry is one cache line");
@@ -61,6 +70,7 @@ struct ferry_mem {
     ferry_context_t *context;
     uint32_t index;
     uint32_t generation;
+    uint64_t secret; /* random, non-zero; in the key table entry and in packed keys */
     unsigned access;
     unsigned flags; /* public flags | MEM_FLAG_ALLOC */
     unsigned refcount;
@@ -89,6 +99,7 @@ typedef struct mem_context {
     uint32_t free_hint;
     fy_list_t cache; /* registrations, for reuse */
     uint64_t uuid;
+    fy_secret_pool_t secrets; /* of new registrations */
 } mem_context_t;
 
 /* Context life cycle (called by ferry_context_create/destroy). Returns FERRY_OK,
@@ -96,8 +107,21 @@ typedef struct mem_context {
 ferry_status_t mem_context_init(mem_context_t *mc, const fy_config_set_t *config);
 void mem_context_cleanup(mem_context_t *mc);
 
-/* Target side: the live registration of (index, generation), or NULL. */
-ferry_mem_t *mem_lookup(ferry_context_t *context, uint32_t index, uint32_t generation);
+/* Target side: the live registration of (index, generation) if its secret is secret (compared
+ * in constant time), or NULL. */
+ferry_mem_t *mem_lookup(ferry_context_t *context, uint32_t index, uint32_t generation,
+                        uint64_t secret);
+
+/* Whoever checks a key against a key-table entry: still live with the key's generation and
+ * the key's secret. One expression without early exit, so that the time does not tell how
+ * much of the secret matched. */
+static inline bool mem_entry_matches(const mem_keytable_entry_t *e, uint32_t generation,
+                                     uint64_t secret)
+{
+    uint64_t live = ((uint64_t)generation << 1) | 1u;
+    uint64_t state = atomic_load_explicit(&e->state, memory_order_acquire);
+    return fy_secret_equal((state ^ live) | (e->secret ^ secret), 0);
+}
 
 /* Check that [offset, offset + length) lies inside a region of region_length bytes, without
  * overflow. */
@@ -127,17 +151,20 @@ size_t mem_pieces_translate(const ferry_iov_t *pieces, const uint64_t *ends, siz
 /* ------------------------------------------------------------------ remote keys */
 
 #define RKEY_MAGIC 0x59454b52u /* "RKEY" */
-#define RKEY_VERSION 1u
+#define RKEY_VERSION 2u
 #define RKEY_PACKED_SIZE 64u
 
 /* The packed key (little-endian, fixed size):
- *   0 u32 magic  4 u16 version  6 u16 size (64)
- *   8 u8[16] owner boot id      24 u32 owner pid   28 u32 slot index
+ *   0 u32 magic  4 u16 version (2)  6 u16 size (64)
+ *   8 u8[8] owner boot id (its first 8 bytes)
+ *  16 u64 sealed secret: the registration's secret XOR rkey_binding() of the other fields
+ *  24 u32 owner pid   28 u32 slot index
  *   32 u32 generation           36 u32 access      40 u32 flags (public | MEM_FLAG_ALLOC)
  *   44 u32 alloc fd (or 0)      48 u64 region length
  *   56 u64 alloc memfd inode (or 0) */
 typedef struct rkey_packed {
-    uint8_t boot_id[16];
+    uint8_t boot_id[8];
+    uint64_t sealed_secret;
     uint32_t pid;
     uint32_t index;
     uint32_t generation;
@@ -151,11 +178,19 @@ typedef struct rkey_packed {
 /* Check and decode a packed key. Returns FERRY_OK or FERRY_ERR_INVALID_ADDRESS (logged at warn
  * level with the reason). Fuzzed. */
 ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out);
+
+/* A mix of every field of the key but the sealed secret, which the owner XORs into the secret
+ * it packs and the user XORs out again: a key with any field changed (a bit flipped, another
+ * slot, a longer length) then claims another secret and is refused like a made-up one. It is
+ * no MAC (whoever holds a key can recompute it): what a key may do is decided by the owner's
+ * records (access, length), never by the key. */
+uint64_t rkey_binding(const rkey_packed_t *key);
 void rkey_encode(const rkey_packed_t *in, void *buffer);
 
 struct ferry_rkey {
     ferry_ep_t *ep;
     rkey_packed_t key;
+    uint64_t secret; /* the registration secret the key claims (sealed secret ^ binding) */
     /* shm, filled by the transport on first use */
     void *mapped;                      /* ferry_mem_alloc memory of a local peer, or NULL */
     size_t mapped_size;                /* of the mapping (whole pages) */
@@ -165,6 +200,7 @@ struct ferry_rkey {
     uint64_t *remote_ends;
     size_t remote_iovcnt;
     int map_tried;
+    int map_refused; /* the owner's key table refused the key (FERRY_ERR_ACCESS) */
     int iov_fetched;
 };
 

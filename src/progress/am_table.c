@@ -58,6 +58,8 @@ ferry_status_t fy_am_set_internal_handler(ferry_worker_t *worker, unsigned id,
     return FERRY_OK;
 }
 
+static fy_log_limit_t fy_am_deliver_log_limit; /* a warning a peer can trigger */
+
 ferry_status_t fy_am_deliver(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id,
                              const void *header, size_t header_length, void *data, size_t length,
                              unsigned flags)
@@ -73,10 +75,12 @@ ferry_status_t fy_am_deliver(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id
         fy_count_received(&ep->counters.am, length);
     if (fy_unlikely(handler->cb == NULL)) {
         if (handler->warned++ == 0)
-            fy_warn("dropping active message id %u (%zu bytes) from endpoint %p: no handler "
-                    "is set for this id (ferry_am_set_handler); further drops of id %u are "
-                    "not logged",
-                    id, length, (void *)ep, id);
+            fy_warn_limited(
+                &fy_am_deliver_log_limit,
+                "dropping active message id %u (%zu bytes) from endpoint %p: no handler "
+                "is set for this id (ferry_am_set_handler); further drops of id %u are "
+                "not logged",
+                id, length, (void *)ep, id);
         return FERRY_OK;
     }
     status = handler->cb(handler->arg, header, header_length, data, length, &params);

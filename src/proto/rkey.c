@@ -27,7 +27,8 @@ void rkey_encode(const rkey_packed_t *in, void *buffer)
     p[5] = RKEY_VERSION >> 8;
     p[6] = RKEY_PACKED_SIZE & 0xff;
     p[7] = RKEY_PACKED_SIZE >> 8;
-    memcpy(p + 8, in->boot_id, 16);
+    memcpy(p + 8, in->boot_id, sizeof(in->boot_id));
+    fy_le_put64(p + 16, in->sealed_secret);
     fy_le_put32(p + 24, in->pid);
     fy_le_put32(p + 28, in->index);
     fy_le_put32(p + 32, in->generation);
@@ -38,28 +39,61 @@ void rkey_encode(const rkey_packed_t *in, void *buffer)
     fy_le_put64(p + 56, in->alloc_inode);
 }
 
+/* A bijection of 64-bit values (splitmix64's finaliser after adding a constant per field). */
+static uint64_t rkey_mix(uint64_t x, uint64_t field)
+{
+    x += 0x9e3779b97f4a7c15ull * field;
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+uint64_t rkey_binding(const rkey_packed_t *key)
+{
+    uint64_t boot;
+    memcpy(&boot, key->boot_id, sizeof(boot));
+    /* one bijective term per 64 bits of fields: changing any field changes exactly one term */
+    return rkey_mix(boot, 1) ^ rkey_mix((uint64_t)key->pid << 32 | key->index, 2) ^
+           rkey_mix((uint64_t)key->generation << 32 | key->access, 3) ^
+           rkey_mix((uint64_t)key->flags << 32 | key->alloc_fd, 4) ^ rkey_mix(key->length, 5) ^
+           rkey_mix(key->alloc_inode, 6);
+}
+
+static fy_log_limit_t rkey_decode_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t rkey_decode_log_limit_2; /* a warning a peer can trigger */
+static fy_log_limit_t rkey_decode_log_limit_3; /* a warning a peer can trigger */
+static fy_log_limit_t rkey_decode_log_limit_4; /* a warning a peer can trigger */
+
 ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out)
 {
     const uint8_t *p = buffer;
     rkey_packed_t key;
 
     if (buffer == NULL || length != RKEY_PACKED_SIZE) {
-        fy_warn("invalid remote key: %zu bytes, a packed key has %u (truncated?)", length,
-                RKEY_PACKED_SIZE);
+        fy_warn_limited(&rkey_decode_log_limit,
+                        "invalid remote key: %zu bytes, a packed key has %u (truncated?)", length,
+                        RKEY_PACKED_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     if (fy_le_get32(p) != RKEY_MAGIC) {
-        fy_warn("invalid remote key: wrong magic 0x%08x (not a ferry key)", fy_le_get32(p));
+        fy_warn_limited(&rkey_decode_log_limit_2,
+                        "invalid remote key: wrong magic 0x%08x (not a ferry key)", fy_le_get32(p));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     unsigned version = p[4] | (unsigned)p[5] << 8;
     unsigned size = p[6] | (unsigned)p[7] << 8;
     if (version != RKEY_VERSION || size != RKEY_PACKED_SIZE) {
-        fy_warn("invalid remote key: version %u size %u, this ferry reads version %u size %u",
-                version, size, RKEY_VERSION, RKEY_PACKED_SIZE);
+        fy_warn_limited(
+            &rkey_decode_log_limit_3,
+            "invalid remote key: version %u size %u, this ferry reads version %u size %u", version,
+            size, RKEY_VERSION, RKEY_PACKED_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
-    memcpy(key.boot_id, p + 8, 16);
+    memcpy(key.boot_id, p + 8, sizeof(key.boot_id));
+    key.sealed_secret = fy_le_get64(p + 16);
     key.pid = fy_le_get32(p + 24);
     key.index = fy_le_get32(p + 28);
     key.generation = fy_le_get32(p + 32);
@@ -71,9 +105,10 @@ ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out
     if (key.generation == 0 || (key.access & ~(unsigned)FERRY_ACCESS_ALL) != 0 ||
         (key.flags & ~(unsigned)RKEY_KNOWN_FLAGS) != 0 ||
         (!(key.flags & MEM_FLAG_ALLOC) && (key.alloc_fd != 0 || key.alloc_inode != 0))) {
-        fy_warn("invalid remote key: corrupted fields (generation %u, access 0x%x, flags "
-                "0x%x)",
-                key.generation, key.access, key.flags);
+        fy_warn_limited(&rkey_decode_log_limit_4,
+                        "invalid remote key: corrupted fields (generation %u, access 0x%x, flags "
+                        "0x%x)",
+                        key.generation, key.access, key.flags);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     *out = key;
@@ -96,6 +131,7 @@ FERRY_EXPORT ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, s
     key.alloc_fd = mem->alloc_fd >= 0 ? (uint32_t)mem->alloc_fd : 0;
     key.length = mem->length;
     key.alloc_inode = mem->alloc_fd >= 0 ? mem->alloc_inode : 0;
+    key.sealed_secret = mem->secret ^ rkey_binding(&key);
     buffer = malloc(RKEY_PACKED_SIZE);
     if (buffer == NULL) {
         fy_error("malloc(%u) for a packed key failed", RKEY_PACKED_SIZE);
@@ -111,6 +147,8 @@ FERRY_EXPORT void ferry_rkey_buffer_release(void *buffer)
 {
     free(buffer);
 }
+
+static fy_log_limit_t ferry_rkey_unpack_log_limit; /* a warning a peer can trigger */
 
 FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer, size_t length,
                                               ferry_rkey_t **rkey_p)
@@ -128,9 +166,11 @@ FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer
         return status;
     if (key.pid != ep->peer.pid ||
         memcmp(key.boot_id, ep->peer.host.boot_id, sizeof(key.boot_id)) != 0) {
-        fy_warn("ferry_rkey_unpack: the key belongs to pid %u, but the endpoint leads to pid "
-                "%u (unpack a key on an endpoint to the process that packed it)",
-                key.pid, ep->peer.pid);
+        fy_warn_limited(
+            &ferry_rkey_unpack_log_limit,
+            "ferry_rkey_unpack: the key belongs to pid %u, but the endpoint leads to pid "
+            "%u (unpack a key on an endpoint to the process that packed it)",
+            key.pid, ep->peer.pid);
         return FERRY_ERR_ACCESS;
     }
     rkey = calloc(1, sizeof(*rkey));
@@ -140,6 +180,7 @@ FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer
     }
     rkey->ep = ep;
     rkey->key = key;
+    rkey->secret = key.sealed_secret ^ rkey_binding(&key);
     *rkey_p = rkey;
     return FERRY_OK;
 }
@@ -167,12 +208,15 @@ FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_o
     if (!rkey->map_tried) {
         ferry_ep_t *ep = rkey->ep;
         rkey->map_tried = 1;
-        if (ep->state == FY_EP_OPEN && ep->tl->rkey_map != NULL &&
-            ep->tl->rkey_map(ep->tl_ep, rkey) == FERRY_ERR_NO_RESOURCE)
+        ferry_status_t mapped = ep->state == FY_EP_OPEN && ep->tl->rkey_map != NULL
+                                    ? ep->tl->rkey_map(ep->tl_ep, rkey)
+                                    : FERRY_ERR_UNSUPPORTED;
+        if (mapped == FERRY_ERR_NO_RESOURCE)
             rkey->map_tried = 0; /* not connected yet: try again next time */
+        rkey->map_refused = mapped == FERRY_ERR_ACCESS;
     }
     if (rkey->mapped == NULL)
-        return FERRY_ERR_UNSUPPORTED;
+        return rkey->map_refused ? FERRY_ERR_ACCESS : FERRY_ERR_UNSUPPORTED;
     if (remote_offset >= rkey->mapped_length)
         return FERRY_ERR_ACCESS;
     *local_ptr_p = (char *)rkey->mapped + remote_offset;

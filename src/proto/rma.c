@@ -369,8 +369,7 @@ static inline void *rma_direct(const ferry_ep_t *ep, const ferry_rkey_t *rkey, u
     if (e == NULL || (rkey->key.flags & FERRY_MEM_SINGLE_USE) || fy_rma_ep_of(ep)->fence_pending ||
         !fy_list_is_empty(&fy_rma_ep_of(ep)->queued))
         return NULL;
-    if (atomic_load_explicit(&e->state, memory_order_acquire) !=
-            (((uint64_t)rkey->key.generation << 1) | 1u) ||
+    if (!mem_entry_matches(e, rkey->key.generation, rkey->secret) ||
         (e->access & access) != access || !mem_range_ok(rkey->mapped_length, offset, length))
         return NULL;
     return (char *)rkey->mapped + offset;

@@ -4,7 +4,7 @@
  * attach is denied, and of atomics on memory a peer cannot map.
  *
  * Wire format: little-endian, fixed size, the version byte first.
- *   request (FY_AM_ID_RMA_REQUEST), 56 bytes:
+ *   request (FY_AM_ID_RMA_REQUEST), 64 bytes:
  *      0 u8 version   1 u8 op (1 put, 2 get, 3 atomic post, 4 atomic fetch)
  *      2 u8 atomic op (ferry_atomic_op_t)   3 u8 atomic size (4 or 8)
  *      4 u32 key slot   8 u32 key generation   12 u32 flags (bit 0: CONTINUES, the request
@@ -14,6 +14,7 @@
  *     48 u64 compare (put/get: the end of the remote range this request is part of, so that
  *        the target refuses every request of a range that ends outside the region and no part
  *        of it is written)
+ *     56 u64 key secret (compared in constant time with the registration's)
  *     payload: put data (length bytes); nothing otherwise
  *   reply (FY_AM_ID_RMA_REPLY), 24 bytes:
  *      0 u8 version   1 u8[3] reserved   4 s32 status   8 u64 request id   16 u64 result
@@ -64,8 +65,8 @@ static const fy_config_var_t rma_am_chunk_var = {
 static const fy_config_var_t *const rma_am_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &rma_am_chunk_var;
 
-#define RMA_AM_VERSION 1u
-#define RMA_AM_REQUEST_SIZE 56u
+#define RMA_AM_VERSION 2u
+#define RMA_AM_REQUEST_SIZE 64u
 #define RMA_AM_REPLY_SIZE 24u
 #define RMA_AM_CHUNK_MIN 4096u
 #define RMA_AM_CHUNK_MAX (1ull << 30)
@@ -93,6 +94,7 @@ typedef struct rma_am_op {
     uint64_t first_id;
     uint32_t key_index;
     uint32_t key_generation;
+    uint64_t key_secret;
     ferry_atomic_op_t atomic_op;
     unsigned atomic_size;
     uint64_t value;
@@ -147,6 +149,7 @@ typedef struct rma_am_request {
     uint64_t id;
     uint64_t value;
     uint64_t compare;
+    uint64_t secret;
 } rma_am_request_t;
 
 /* ------------------------------------------------------------------ encoding */
@@ -165,6 +168,7 @@ static void am_request_encode(const rma_am_request_t *r, uint8_t *p)
     fy_le_put64(p + 32, r->id);
     fy_le_put64(p + 40, r->value);
     fy_le_put64(p + 48, r->compare);
+    fy_le_put64(p + 56, r->secret);
 }
 
 static void am_request_decode(const uint8_t *p, rma_am_request_t *r)
@@ -181,6 +185,7 @@ static void am_request_decode(const uint8_t *p, rma_am_request_t *r)
     r->id = fy_le_get64(p + 32);
     r->value = fy_le_get64(p + 40);
     r->compare = fy_le_get64(p + 48);
+    r->secret = fy_le_get64(p + 56);
 }
 
 static void am_reply_encode(uint8_t *p, uint64_t id, ferry_status_t status, uint64_t result)
@@ -440,6 +445,7 @@ static ferry_status_t am_piece_send(fy_rma_am_worker_t *am, rma_am_op_t *op, uin
     r.atomic_size = op->atomic_size;
     r.index = op->key_index;
     r.generation = op->key_generation;
+    r.secret = op->key_secret;
     r.offset = offset;
     r.length = length;
     r.value = op->value;
@@ -530,6 +536,7 @@ ferry_status_t fy_rma_am_start(ferry_ep_t *ep, const fy_rma_op_t *op)
     aop->unsent = 0;
     aop->key_index = op->rkey->key.index;
     aop->key_generation = op->rkey->key.generation;
+    aop->key_secret = op->rkey->secret;
     aop->atomic_op = op->atomic_op;
     aop->atomic_size = op->atomic_size;
     aop->value = op->value;
@@ -804,10 +811,10 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
                 (unsigned long long)r.length, length);
         return FERRY_OK;
     }
-    ferry_mem_t *mem = mem_lookup(worker->context, r.index, r.generation);
+    ferry_mem_t *mem = mem_lookup(worker->context, r.index, r.generation, r.secret);
     if (mem == NULL) {
-        fy_debug("remote access refused: region %u generation %u is not registered "
-                 "(deregistered?)",
+        fy_debug("remote access refused: region %u generation %u is not registered with the "
+                 "key's secret (deregistered, or a wrong key)",
                  r.index, r.generation);
         status = FERRY_ERR_ACCESS;
         goto reply;

@@ -152,6 +152,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
     return status;
 }
 
+static fy_log_limit_t rseg_handle_reply_log_limit; /* a warning a peer can trigger */
+
 ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_msg_t *m)
 {
     ferry_rsegment_t *rseg = NULL;
@@ -177,10 +179,12 @@ ferry_status_t rseg_handle_reply(ferry_worker_t *worker, ferry_ep_t *ep, const s
     if (status == FERRY_OK) {
         status = ferry_rkey_unpack(ep, m->rkey, RKEY_PACKED_SIZE, &rseg->rkey);
         if (status == FERRY_OK && m->size > rseg->rkey->key.length) {
-            fy_warn("ferry_rsegment_connect: pid %u announced segment %u of %llu bytes with "
-                    "a key of %llu bytes",
-                    ep->peer.pid, rseg->segment_id, (unsigned long long)m->size,
-                    (unsigned long long)rseg->rkey->key.length);
+            fy_warn_limited(
+                &rseg_handle_reply_log_limit,
+                "ferry_rsegment_connect: pid %u announced segment %u of %llu bytes with "
+                "a key of %llu bytes",
+                ep->peer.pid, rseg->segment_id, (unsigned long long)m->size,
+                (unsigned long long)rseg->rkey->key.length);
             status = FERRY_ERR_PROTOCOL;
         }
         if (status != FERRY_OK) {

@@ -25,10 +25,12 @@ typedef struct seg_unsent {
 
 /* ------------------------------------------------------------------ shared helpers */
 
+static fy_log_limit_t seg_drop_log_limit; /* a warning a peer can trigger */
+
 void seg_drop(ferry_worker_t *worker, const char *what, const char *reason)
 {
     if (fy_segment_worker_of(worker)->warned++ < 8)
-        fy_warn("segments: dropped a %s message: %s", what, reason);
+        fy_warn_limited(&seg_drop_log_limit, "segments: dropped a %s message: %s", what, reason);
     else
         fy_debug("segments: dropped a %s message: %s", what, reason);
 }
@@ -461,6 +463,8 @@ static void seg_conn_end(ferry_worker_t *worker, seg_conn_t *conn, ferry_status_
     seg_maybe_free(seg);
 }
 
+static fy_log_limit_t seg_handle_connect_log_limit; /* a warning a peer can trigger */
+
 static void seg_handle_connect(ferry_worker_t *worker, ferry_ep_t *ep, const seg_wire_msg_t *m)
 {
     seg_wire_msg_t reply = {.id = FY_AM_ID_SEG_REPLY, .request_id = m->request_id};
@@ -468,9 +472,10 @@ static void seg_handle_connect(ferry_worker_t *worker, ferry_ep_t *ep, const seg
     seg_conn_t *conn = NULL;
 
     if (m->flags != 0) {
-        fy_warn("segments: a peer (endpoint %p) asks for segment %u with flags 0x%x this "
-                "version does not know: refused",
-                (void *)ep, m->segment_id, m->flags);
+        fy_warn_limited(&seg_handle_connect_log_limit,
+                        "segments: a peer (endpoint %p) asks for segment %u with flags 0x%x this "
+                        "version does not know: refused",
+                        (void *)ep, m->segment_id, m->flags);
         reply.status = FERRY_ERR_CONNECTION_REFUSED;
     } else if (seg == NULL) {
         reply.status = FERRY_ERR_NO_ELEM;

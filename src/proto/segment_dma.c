@@ -128,8 +128,7 @@ static char *dma_mapped(ferry_dma_queue_t *q)
             return NULL;
     }
     const mem_keytable_entry_t *entry = rkey->entry;
-    if (atomic_load_explicit(&entry->state, memory_order_acquire) !=
-            (((uint64_t)rkey->key.generation << 1) | 1u) ||
+    if (!mem_entry_matches(entry, rkey->key.generation, rkey->secret) ||
         (entry->access & access) != access)
         return NULL;
     return base;

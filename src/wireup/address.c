@@ -37,6 +37,17 @@ void fy_address_finish(void *buffer, uint16_t total_length)
     fy_le_put16((uint8_t *)buffer + 6, total_length);
 }
 
+static fy_log_limit_t fy_address_parse_log_limit;    /* a warning a peer can trigger */
+static fy_log_limit_t fy_address_parse_log_limit_2;  /* a warning a peer can trigger */
+static fy_log_limit_t fy_address_parse_log_limit_3;  /* a warning a peer can trigger */
+static fy_log_limit_t fy_address_parse_log_limit_4;  /* a warning a peer can trigger */
+static fy_log_limit_t fy_address_parse_log_limit_5;  /* a warning a peer can trigger */
+static fy_log_limit_t fy_address_parse_log_limit_6;  /* a warning a peer can trigger */
+static fy_log_limit_t fy_address_parse_log_limit_7;  /* a warning a peer can trigger */
+static fy_log_limit_t fy_address_parse_log_limit_8;  /* a warning a peer can trigger */
+static fy_log_limit_t fy_address_parse_log_limit_9;  /* a warning a peer can trigger */
+static fy_log_limit_t fy_address_parse_log_limit_10; /* a warning a peer can trigger */
+
 ferry_status_t fy_address_parse(const void *blob, size_t length, fy_address_t *address)
 {
     const uint8_t *p = blob;
@@ -44,27 +55,32 @@ ferry_status_t fy_address_parse(const void *blob, size_t length, fy_address_t *a
     size_t offset;
 
     if (blob == NULL || length < FERRY_ADDRESS_HEADER_SIZE) {
-        fy_warn("invalid worker address: %zu bytes, shorter than its %u-byte header "
-                "(truncated? pass the whole blob from ferry_worker_address)",
-                length, FERRY_ADDRESS_HEADER_SIZE);
+        fy_warn_limited(&fy_address_parse_log_limit,
+                        "invalid worker address: %zu bytes, shorter than its %u-byte header "
+                        "(truncated? pass the whole blob from ferry_worker_address)",
+                        length, FERRY_ADDRESS_HEADER_SIZE);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     if (fy_le_get32(p) != FERRY_ADDRESS_MAGIC) {
-        fy_warn("invalid worker address: wrong magic 0x%08x (not a ferry address)", fy_le_get32(p));
+        fy_warn_limited(&fy_address_parse_log_limit_2,
+                        "invalid worker address: wrong magic 0x%08x (not a ferry address)",
+                        fy_le_get32(p));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     memset(&parsed, 0, sizeof(parsed));
     parsed.version = fy_le_get16(p + 4);
     if (parsed.version != FERRY_ADDRESS_VERSION) {
-        fy_warn("invalid worker address: version %u, this ferry reads version %u "
-                "(peers must run compatible ferry versions)",
-                parsed.version, FERRY_ADDRESS_VERSION);
+        fy_warn_limited(&fy_address_parse_log_limit_3,
+                        "invalid worker address: version %u, this ferry reads version %u "
+                        "(peers must run compatible ferry versions)",
+                        parsed.version, FERRY_ADDRESS_VERSION);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     if (fy_le_get16(p + 6) != length) {
-        fy_warn("invalid worker address: header says %u bytes, %zu given (truncated or "
-                "padded)",
-                fy_le_get16(p + 6), length);
+        fy_warn_limited(&fy_address_parse_log_limit_4,
+                        "invalid worker address: header says %u bytes, %zu given (truncated or "
+                        "padded)",
+                        fy_le_get16(p + 6), length);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     parsed.worker_uuid = fy_le_get64(p + 8);
@@ -75,39 +91,46 @@ ferry_status_t fy_address_parse(const void *blob, size_t length, fy_address_t *a
     parsed.pid = fy_le_get32(p + 56);
     parsed.record_count = fy_le_get16(p + 60);
     if (parsed.record_count > FERRY_ADDRESS_MAX_RECORDS) {
-        fy_warn("invalid worker address: %u transport records (at most %u)", parsed.record_count,
-                FERRY_ADDRESS_MAX_RECORDS);
+        fy_warn_limited(&fy_address_parse_log_limit_5,
+                        "invalid worker address: %u transport records (at most %u)",
+                        parsed.record_count, FERRY_ADDRESS_MAX_RECORDS);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     if (fy_le_get16(p + 62) != 0) {
-        fy_warn("invalid worker address: reserved header bytes 62-63 are 0x%04x, not 0",
-                fy_le_get16(p + 62));
+        fy_warn_limited(&fy_address_parse_log_limit_6,
+                        "invalid worker address: reserved header bytes 62-63 are 0x%04x, not 0",
+                        fy_le_get16(p + 62));
         return FERRY_ERR_INVALID_ADDRESS;
     }
     offset = FERRY_ADDRESS_HEADER_SIZE;
     for (unsigned i = 0; i < parsed.record_count; i++) {
         if (length - offset < FERRY_ADDRESS_RECORD_HEADER_SIZE) {
-            fy_warn("invalid worker address: record %u header truncated", i);
+            fy_warn_limited(&fy_address_parse_log_limit_7,
+                            "invalid worker address: record %u header truncated", i);
             return FERRY_ERR_INVALID_ADDRESS;
         }
         parsed.records[i].transport_id = p[offset];
         parsed.records[i].length = fy_le_get16(p + offset + 2);
         if (p[offset + 1] != 0) {
-            fy_warn("invalid worker address: record %u reserved byte is 0x%02x, not 0", i,
-                    p[offset + 1]);
+            fy_warn_limited(&fy_address_parse_log_limit_8,
+                            "invalid worker address: record %u reserved byte is 0x%02x, not 0", i,
+                            p[offset + 1]);
             return FERRY_ERR_INVALID_ADDRESS;
         }
         offset += FERRY_ADDRESS_RECORD_HEADER_SIZE;
         if (length - offset < parsed.records[i].length) {
-            fy_warn("invalid worker address: record %u claims %u bytes, %zu left", i,
-                    parsed.records[i].length, length - offset);
+            fy_warn_limited(&fy_address_parse_log_limit_9,
+                            "invalid worker address: record %u claims %u bytes, %zu left", i,
+                            parsed.records[i].length, length - offset);
             return FERRY_ERR_INVALID_ADDRESS;
         }
         parsed.records[i].data = p + offset;
         offset += parsed.records[i].length;
     }
     if (offset != length) {
-        fy_warn("invalid worker address: %zu trailing bytes after the records", length - offset);
+        fy_warn_limited(&fy_address_parse_log_limit_10,
+                        "invalid worker address: %zu trailing bytes after the records",
+                        length - offset);
         return FERRY_ERR_INVALID_ADDRESS;
     }
     *address = parsed;

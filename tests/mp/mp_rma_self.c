@@ -1036,7 +1036,7 @@ static void rs_send_raw(unsigned id, const uint8_t *header, size_t header_length
 static void rs_malformed(rs_region_t *r, const uint8_t *packed_key)
 {
     uint8_t *expected = rs_malloc(r->length);
-    uint8_t req[56], reply[24], payload[16] = {0};
+    uint8_t req[64], reply[24], payload[16] = {0};
     uint8_t buf[64];
 
     ft_pattern_fill(expected, r->length, 0x4d41, 0);
@@ -1044,7 +1044,7 @@ static void rs_malformed(rs_region_t *r, const uint8_t *packed_key)
     /* a well-formed put of 16 bytes at offset 0 to the region (slot and generation from the
      * packed key: bytes 28 and 32), then spoiled one field at a time */
     memset(req, 0, sizeof(req));
-    req[0] = 1; /* version */
+    req[0] = 2; /* version */
     req[1] = 1; /* put */
     memcpy(req + 4, packed_key + 28, 8);
     rs_le64(req + 24, 16);     /* length */
@@ -1052,9 +1052,9 @@ static void rs_malformed(rs_region_t *r, const uint8_t *packed_key)
 
     ft_capture_begin();
     rs_send_raw(FY_AM_ID_RMA_REQUEST, req, 20, payload, 16); /* truncated */
-    req[0] = 2;
+    req[0] = 3;
     rs_send_raw(FY_AM_ID_RMA_REQUEST, req, sizeof(req), payload, 16); /* version */
-    req[0] = 1;
+    req[0] = 2;
     req[1] = 9;
     rs_send_raw(FY_AM_ID_RMA_REQUEST, req, sizeof(req), payload, 16); /* operation */
     req[1] = 1;
@@ -1065,7 +1065,7 @@ static void rs_malformed(rs_region_t *r, const uint8_t *packed_key)
     rs_le64(req + 24, 8);
     rs_send_raw(FY_AM_ID_RMA_REQUEST, req, sizeof(req), NULL, 0);
     memset(reply, 0, sizeof(reply));
-    reply[0] = 1;
+    reply[0] = 2;
     rs_le64(reply + 8, 0x0000000700000003ull); /* an id nobody issued */
     rs_send_raw(FY_AM_ID_RMA_REPLY, reply, sizeof(reply), buf, 8);
     rs_send_raw(FY_AM_ID_RMA_REPLY, reply, 8, NULL, 0); /* truncated */

@@ -18,6 +18,14 @@ ferry_add_test(NAME mp_bad_input SOURCES mp/mp_bad_input.c TIMEOUT 60)
 ferry_add_test(NAME mp_other_uid SOURCES mp/mp_other_uid.c INTERNAL TIMEOUT 60
                ENV FERRY_TRANSPORTS=self,shm)
 ferry_add_test(NAME mp_close SOURCES mp/mp_close.c TIMEOUT 60)
+# a clean shutdown of 3 processes (graceful closes seen by both sides, staggered ends) logs
+# nothing above info, 10 rounds (issue 11); over tcp below
+ferry_add_test(NAME mp_clean_close SOURCES mp/mp_clean_close.c TIMEOUT 120)
+# hostile connections to the listeners (issue 11): silent ones closed after the handshake
+# timeouts, 400 per listener under a lowered open-files limit (no spinning, one warning, the
+# endpoints keep working), 401 bad ones per listener with bounded, accounted log lines
+ferry_add_test(NAME mp_hostile SOURCES mp/mp_hostile.c INTERNAL TIMEOUT 180
+               ENV FERRY_SHM_CONNECT_TIMEOUT_MS=1000 FERRY_TCP_CONNECT_TIMEOUT_MS=1000)
 # one-sided operations of a worker on itself (self transport: the target-executed protocol);
 # INTERNAL: also sends hand-made protocol messages
 ferry_add_test(NAME mp_rma_self SOURCES mp/mp_rma_self.c INTERNAL TIMEOUT 60)
@@ -43,6 +51,12 @@ endforeach()
 # another peer): a clear status, nothing touched, the endpoints still work; on both paths
 ferry_add_test(NAME mp_rma_bad SOURCES mp/mp_rma_bad.c TIMEOUT 60)
 ferry_add_test(NAME mp_rma_bad_nocma SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERRY_SHM_CMA=off)
+# forged keys (issue 11): every single-bit flip of three keys (one handed out, two never) and
+# 10 000 random secrets: every use FERRY_ERR_ACCESS, nothing read or written, the endpoint keeps
+# working; shm with and without cross-memory attach, and tcp (below)
+ferry_add_test(NAME mp_rkey_forge SOURCES mp/mp_rkey_forge.c TIMEOUT 180)
+ferry_add_test(NAME mp_rkey_forge_nocma SOURCES mp/mp_rkey_forge.c TIMEOUT 180
+               ENV FERRY_SHM_CMA=off)
 # Tagged-message suite (mp_tag_*): every test once per forced rendezvous mode (suffix _get, _put,
 # _coop, _null, _split), with a few variants.
 #   sizes       0 B .. 256 MiB both ways, both sides of the eager threshold, posted / unexpected /
@@ -178,6 +192,10 @@ ferry_add_test(NAME mp_rma_putget_tcp SOURCES mp/mp_rma_putget.c TIMEOUT 180
 ferry_add_test(NAME mp_rma_atomic_tcp SOURCES mp/mp_rma_atomic.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
 ferry_add_test(NAME mp_rma_bad_tcp SOURCES mp/mp_rma_bad.c TIMEOUT 60 ENV FERRY_TRANSPORTS=tcp)
+ferry_add_test(NAME mp_rkey_forge_tcp SOURCES mp/mp_rkey_forge.c TIMEOUT 180
+               ENV FERRY_TRANSPORTS=tcp)
+ferry_add_test(NAME mp_clean_close_tcp SOURCES mp/mp_clean_close.c TIMEOUT 120
+               ENV FERRY_TRANSPORTS=tcp)
 ferry_add_test(NAME mp_tag_basic_tcp SOURCES mp/mp_tag_basic.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
 # forced COOP cannot use shared buffers over tcp: it falls back to NULL (info log)

@@ -19,8 +19,9 @@ static rkey_packed_t test_key(void)
 {
     rkey_packed_t k;
     memset(&k, 0, sizeof(k));
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 8; i++)
         k.boot_id[i] = (uint8_t)i;
+    k.sealed_secret = 0x0123456789abcdefull;
     k.pid = 1234;
     k.index = 7;
     k.generation = 3;
@@ -62,8 +63,8 @@ static void test_bad_keys(void **state)
     for (size_t len = 0; len < sizeof(buf); len += 7)
         assert_int_equal(rkey_decode(buf, len, &out), FERRY_ERR_INVALID_ADDRESS); /* truncated */
     test_reject(0, 'X');                                                          /* magic */
-    test_reject(4, 2);                                                            /* version */
-    test_reject(6, 63);                                                           /* size */
+    test_reject(4, 1);     /* version 1 (keys without a secret) */
+    test_reject(6, 63);    /* size */
     test_reject(32, 0);    /* generation 3 -> 0 */
     test_reject(36, 0xff); /* unknown access bits */
     test_reject(41, 0x80); /* unknown flags */

@@ -610,13 +610,16 @@ static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header
 
 /* ------------------------------------------------------------------ receiving */
 
+static fy_log_limit_t shm_ep_protocol_error_log_limit; /* a warning a peer can trigger */
+
 static void shm_ep_protocol_error(fy_tl_ep_t *tlep, shm_cell_verdict_t verdict,
                                   const shm_cell_t *cell)
 {
-    fy_warn("shm: closing the endpoint to pid %u: malformed cell from it (%s: type %u, "
-            "length %u, header %u, buffer %u)",
-            tlep->peer_pid, shm_cell_verdict_string(verdict), cell->type, cell->length,
-            cell->header_length, cell->buf);
+    fy_warn_limited(&shm_ep_protocol_error_log_limit,
+                    "shm: closing the endpoint to pid %u: malformed cell from it (%s: type %u, "
+                    "length %u, header %u, buffer %u)",
+                    tlep->peer_pid, shm_cell_verdict_string(verdict), cell->type, cell->length,
+                    cell->header_length, cell->buf);
     shm_ep_shutdown(tlep, FERRY_ERR_PROTOCOL);
     fy_ep_fail(tlep->ep, FERRY_ERR_PROTOCOL);
 }
@@ -942,6 +945,8 @@ ferry_status_t shm_ep_attach(fy_tl_ep_t *tlep)
     return FERRY_OK;
 }
 
+static fy_log_limit_t shm_ep_hangup_log_limit; /* a warning a peer can trigger */
+
 /* The socket hung up: deliver what the peer sent before, then fail the endpoint. */
 void shm_ep_hangup(fy_tl_ep_t *tlep)
 {
@@ -954,9 +959,10 @@ void shm_ep_hangup(fy_tl_ep_t *tlep)
         return; /* a CLOSE cell or a malformed one already dealt with it */
     shm_reclaim_buffers(tlep);
     shm_ep_shutdown(tlep, FERRY_ERR_CONNECTION_RESET);
-    fy_warn("shm: connection to pid %u lost (the process died or closed its worker without "
-            "closing the endpoint)",
-            tlep->peer_pid);
+    fy_warn_limited(&shm_ep_hangup_log_limit,
+                    "shm: connection to pid %u lost (the process died or closed its worker without "
+                    "closing the endpoint)",
+                    tlep->peer_pid);
     fy_ep_fail(ep, FERRY_ERR_CONNECTION_RESET);
 }
 

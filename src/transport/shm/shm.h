@@ -8,6 +8,7 @@
 
 #include "core/list.h"
 #include "mem/mem.h"
+#include "transport/listen_backoff.h"
 #include "transport/shm/shm_layout.h"
 #include "transport/transport.h"
 
@@ -68,7 +69,8 @@ struct fy_tl_ep {
     fy_tl_worker_t *tlw;
     ferry_ep_t *ep;
     shm_conn_state_t state;
-    fy_worker_fd_t sock; /* the UNIX socket: handshake and hang-up detection */
+    fy_worker_fd_t sock;        /* the UNIX socket: handshake and hang-up detection */
+    uint64_t hello_deadline_ns; /* ACCEPTING: closed if no HELLO came by then */
     uint32_t peer_pid;
     uint64_t peer_uuid;      /* the peer worker's id (from its handshake) */
     ferry_status_t error;    /* why the endpoint was shut down (shm_ep_shutdown) */
@@ -113,7 +115,11 @@ struct fy_tl_worker {
     shm_region_t *region; /* mine */
     int eventfd;
     fy_worker_fd_t event_entry;
-    fy_worker_fd_t listen; /* the listening socket */
+    fy_worker_fd_t listen;              /* the listening socket */
+    fy_listen_backoff_t listen_backoff; /* pauses it while descriptors are exhausted */
+    fy_worker_fd_t handshake_timer;     /* timerfd: accepted connections without HELLO */
+    bool handshake_timer_armed;
+    uint64_t connect_timeout_ns; /* FERRY_SHM_CONNECT_TIMEOUT_MS */
     shm_record_t record;
     uint32_t ring_cells;
     uint64_t am_max; /* largest fragmented message accepted */

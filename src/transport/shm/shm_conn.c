@@ -12,12 +12,18 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/log.h"
+#include "core/time.h"
 #include "mem/memfd.h"
 #include "transport/shm/shm.h"
+
+static fy_log_limit_t shm_memfd_map_peer_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t shm_memfd_map_peer_log_limit_2; /* a warning a peer can trigger */
 
 /* Map a memfd a peer sent: it must be sealed against shrinking (else the peer could make us
  * fault) and at least size bytes. */
@@ -27,13 +33,16 @@ static ferry_status_t shm_memfd_map_peer(int fd, size_t size, uint32_t peer_pid,
     int seals = fcntl(fd, F_GET_SEALS);
     void *map;
     if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
-        fy_warn("shm: memfd from pid %u is not sealed against shrinking (seals %d): refused",
-                peer_pid, seals);
+        fy_warn_limited(
+            &shm_memfd_map_peer_log_limit,
+            "shm: memfd from pid %u is not sealed against shrinking (seals %d): refused", peer_pid,
+            seals);
         return FERRY_ERR_PROTOCOL;
     }
     if (fstat(fd, &st) != 0 || (size_t)st.st_size < size) {
-        fy_warn("shm: memfd from pid %u has %lld bytes, %zu expected: refused", peer_pid,
-                (long long)st.st_size, size);
+        fy_warn_limited(&shm_memfd_map_peer_log_limit_2,
+                        "shm: memfd from pid %u has %lld bytes, %zu expected: refused", peer_pid,
+                        (long long)st.st_size, size);
         return FERRY_ERR_PROTOCOL;
     }
     map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -149,6 +158,9 @@ static ferry_status_t shm_handshake_send(fy_tl_ep_t *tlep, uint16_t type, int ri
     return FERRY_OK;
 }
 
+static fy_log_limit_t shm_handshake_recv_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t shm_handshake_recv_log_limit_2; /* a warning a peer can trigger */
+
 /* Receive the peer's handshake and map its memory. Returns FERRY_OK, FERRY_ERR_NO_RESOURCE
  * (nothing there yet), FERRY_ERR_CONNECTION_RESET, FERRY_ERR_PROTOCOL, FERRY_ERR_SHMEM. */
 static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_type)
@@ -186,10 +198,11 @@ static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_typ
         nfds != SHM_HANDSHAKE_FDS || msg.magic != SHM_HANDSHAKE_MAGIC ||
         msg.version != SHM_LAYOUT_VERSION || msg.type != expected_type || msg.ring_cells < 2 ||
         msg.ring_cells > (1u << 20) || (msg.ring_cells & (msg.ring_cells - 1)) != 0) {
-        fy_warn("shm: malformed handshake from pid %u (%zd bytes, %u descriptors, magic "
-                "0x%x, version %u, type %u): connection refused",
-                tlep->peer_pid, n, nfds, n >= 4 ? msg.magic : 0u, n >= 6 ? msg.version : 0u,
-                n >= 8 ? msg.type : 0u);
+        fy_warn_limited(&shm_handshake_recv_log_limit,
+                        "shm: malformed handshake from pid %u (%zd bytes, %u descriptors, magic "
+                        "0x%x, version %u, type %u): connection refused",
+                        tlep->peer_pid, n, nfds, n >= 4 ? msg.magic : 0u, n >= 6 ? msg.version : 0u,
+                        n >= 8 ? msg.type : 0u);
         goto err_close_fds;
     }
     tlep->peer_pid = msg.pid;
@@ -200,8 +213,9 @@ static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_typ
     const shm_region_t *r = region;
     if (r->magic != SHM_REGION_MAGIC || r->version != SHM_LAYOUT_VERSION ||
         r->buf_count != SHM_BUF_COUNT || r->buf_size != SHM_BUF_SIZE) {
-        fy_warn("shm: region of pid %u has an unknown layout (version %u): refused", msg.pid,
-                r->version);
+        fy_warn_limited(&shm_handshake_recv_log_limit_2,
+                        "shm: region of pid %u has an unknown layout (version %u): refused",
+                        msg.pid, r->version);
         status = FERRY_ERR_PROTOCOL;
         goto err_unmap_region;
     }
@@ -277,6 +291,8 @@ static void shm_conn_socket_cb(void *arg, uint32_t events)
         shm_ep_hangup(tlep);
 }
 
+static fy_log_limit_t shm_conn_check_peer_uid_log_limit; /* a warning a peer can trigger */
+
 static ferry_status_t shm_conn_check_peer_uid(int fd, const char *what, uint32_t *pid_p)
 {
     struct ucred cred;
@@ -287,12 +303,71 @@ static ferry_status_t shm_conn_check_peer_uid(int fd, const char *what, uint32_t
     }
     *pid_p = (uint32_t)cred.pid;
     if (cred.uid != getuid()) {
-        fy_warn("shm: refused %s pid %d of uid %u: ferry's shared memory connects only "
-                "processes of the same user (uid %u)",
-                what, cred.pid, cred.uid, getuid());
+        fy_warn_limited(&shm_conn_check_peer_uid_log_limit,
+                        "shm: refused %s pid %d of uid %u: ferry's shared memory connects only "
+                        "processes of the same user (uid %u)",
+                        what, cred.pid, cred.uid, getuid());
         return FERRY_ERR_CONNECTION_REFUSED;
     }
     return FERRY_OK;
+}
+
+static const fy_config_var_t shm_connect_timeout_var = {
+    .name = "FERRY_SHM_CONNECT_TIMEOUT_MS",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "10000",
+    .description = "time an accepted shm connection has to send its HELLO (then it is closed)"};
+static const fy_config_var_t *const shm_connect_timeout_reg
+    __attribute__((used, section("ferry_config_registry"))) = &shm_connect_timeout_var;
+
+/* Arm the handshake timer for the earliest HELLO deadline of the accepted connections, or
+ * disarm it when none waits. */
+static void shm_conn_handshake_timer_arm(fy_tl_worker_t *tlw, uint64_t now)
+{
+    uint64_t earliest = UINT64_MAX;
+    for (fy_list_link_t *l = fy_list_first(&tlw->all); l != fy_list_end(&tlw->all); l = l->next) {
+        fy_tl_ep_t *tlep = fy_list_entry(l, fy_tl_ep_t, link);
+        if (tlep->state == SHM_CONN_ACCEPTING && tlep->hello_deadline_ns < earliest)
+            earliest = tlep->hello_deadline_ns;
+    }
+    tlw->handshake_timer_armed = earliest != UINT64_MAX;
+    uint64_t in = !tlw->handshake_timer_armed ? 0 : earliest > now ? earliest - now : 1;
+    struct itimerspec its = {
+        .it_value = {.tv_sec = (time_t)(in / 1000000000u), .tv_nsec = (long)(in % 1000000000u)}};
+    if (timerfd_settime(tlw->handshake_timer.fd, 0, &its, NULL) != 0)
+        fy_error("shm: timerfd_settime(fd %d) for handshake deadlines failed: %s",
+                 tlw->handshake_timer.fd, strerror(errno));
+}
+
+/* Close the accepted connections whose HELLO did not come in time. */
+static void shm_conn_handshake_timer_cb(void *arg, uint32_t events)
+{
+    fy_tl_worker_t *tlw = arg;
+    uint64_t expirations, now = fy_time_now_ns();
+    fy_list_link_t *next;
+    (void)events;
+    if (read(tlw->handshake_timer.fd, &expirations, sizeof(expirations)) < 0 && errno == EAGAIN)
+        return;
+    for (fy_list_link_t *l = fy_list_first(&tlw->all); l != fy_list_end(&tlw->all); l = next) {
+        next = l->next;
+        fy_tl_ep_t *tlep = fy_list_entry(l, fy_tl_ep_t, link);
+        if (tlep->state != SHM_CONN_ACCEPTING || tlep->hello_deadline_ns > now)
+            continue;
+        char byte;
+        if (recv(tlep->sock.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+            /* the HELLO came, but this worker did not progress since: its socket callback
+             * (level-triggered) handles it next */
+            tlep->hello_deadline_ns = now + tlw->connect_timeout_ns;
+            continue;
+        }
+        static fy_log_limit_t silent_log_limit; /* a warning a peer can trigger */
+        fy_warn_limited(&silent_log_limit,
+                        "shm: closing the connection from pid %u: no HELLO within %llu ms "
+                        "(FERRY_SHM_CONNECT_TIMEOUT_MS; not a ferry worker, or stopped)",
+                        tlep->peer_pid, (unsigned long long)(tlw->connect_timeout_ns / 1000000u));
+        shm_ep_free(tlep);
+    }
+    shm_conn_handshake_timer_arm(tlw, now);
 }
 
 static void shm_conn_accept_cb(void *arg, uint32_t events)
@@ -303,11 +378,19 @@ static void shm_conn_accept_cb(void *arg, uint32_t events)
         int fd = accept4(tlw->listen.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         uint32_t pid = 0;
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                fy_warn("shm: accept4(listening fd %d) failed: %s", tlw->listen.fd,
-                        strerror(errno));
+            int err = errno;
+            if (err == EINTR || err == ECONNABORTED)
+                continue;
+            if (err == EAGAIN || err == EWOULDBLOCK) {
+                fy_listen_backoff_drained(&tlw->listen_backoff);
+            } else if (!fy_listen_backoff_failed(&tlw->listen_backoff, err)) {
+                static fy_log_limit_t accept_log_limit; /* a warning a peer can trigger */
+                fy_warn_limited(&accept_log_limit, "shm: accept4(listening fd %d) failed: %s",
+                                tlw->listen.fd, strerror(err));
+            }
             return;
         }
+        fy_listen_backoff_accepted(&tlw->listen_backoff);
         if (shm_conn_check_peer_uid(fd, "a connection from", &pid) != FERRY_OK) {
             close(fd);
             continue;
@@ -318,6 +401,7 @@ static void shm_conn_accept_cb(void *arg, uint32_t events)
             continue;
         }
         tlep->state = SHM_CONN_ACCEPTING;
+        tlep->hello_deadline_ns = fy_time_now_ns() + tlw->connect_timeout_ns;
         tlep->peer_pid = pid;
         tlep->sock.fd = fd;
         tlep->sock.cb = shm_conn_socket_cb;
@@ -327,6 +411,8 @@ static void shm_conn_accept_cb(void *arg, uint32_t events)
             shm_ep_free(tlep);
             continue;
         }
+        if (!tlw->handshake_timer_armed)
+            shm_conn_handshake_timer_arm(tlw, fy_time_now_ns());
         /* the HELLO usually arrived with the connection */
         shm_conn_socket_cb(tlep, 0);
     }
@@ -340,6 +426,16 @@ static socklen_t shm_conn_sockaddr(const char *name, struct sockaddr_un *sa)
     sa->sun_path[0] = '\0'; /* abstract namespace: nothing on disk */
     memcpy(sa->sun_path + 1, name, len);
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+static ferry_status_t shm_conn_watch(void *worker, fy_worker_fd_t *entry)
+{
+    return fy_worker_fd_add(worker, entry, EPOLLIN);
+}
+
+static void shm_conn_unwatch(void *worker, fy_worker_fd_t *entry)
+{
+    fy_worker_fd_remove(worker, entry);
 }
 
 ferry_status_t shm_conn_listen(fy_tl_worker_t *tlw)
@@ -367,13 +463,33 @@ ferry_status_t shm_conn_listen(fy_tl_worker_t *tlw)
         fy_error("listen(abstract socket @%s) failed: %s", tlw->record.name, strerror(errno));
         goto err_close;
     }
+    tlw->connect_timeout_ns = ferry_config_size(&shm_connect_timeout_var) * 1000000u;
+    tlw->handshake_timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (tlw->handshake_timer.fd < 0) {
+        fy_error("shm: timerfd_create for handshake deadlines failed: %s", strerror(errno));
+        goto err_close;
+    }
+    tlw->handshake_timer.cb = shm_conn_handshake_timer_cb;
+    tlw->handshake_timer.arg = tlw;
+    if (fy_worker_fd_add(tlw->worker, &tlw->handshake_timer, EPOLLIN) != FERRY_OK)
+        goto err_close_timer;
     tlw->listen.fd = fd;
     tlw->listen.cb = shm_conn_accept_cb;
     tlw->listen.arg = tlw;
+    if (fy_listen_backoff_init(&tlw->listen_backoff, shm_conn_watch, shm_conn_unwatch, tlw->worker,
+                               &tlw->listen, "shm") != FERRY_OK)
+        goto err_unwatch_timer;
     if (fy_worker_fd_add(tlw->worker, &tlw->listen, EPOLLIN) != FERRY_OK)
-        goto err_close;
+        goto err_backoff;
     return FERRY_OK;
 
+err_backoff:
+    fy_listen_backoff_fini(&tlw->listen_backoff);
+err_unwatch_timer:
+    fy_worker_fd_remove(tlw->worker, &tlw->handshake_timer);
+err_close_timer:
+    close(tlw->handshake_timer.fd);
+    tlw->handshake_timer.fd = -1;
 err_close:
     close(fd);
     tlw->listen.fd = -1;
@@ -384,9 +500,13 @@ void shm_conn_unlisten(fy_tl_worker_t *tlw)
 {
     if (tlw->listen.fd < 0)
         return;
+    fy_listen_backoff_fini(&tlw->listen_backoff);
     fy_worker_fd_remove(tlw->worker, &tlw->listen);
     close(tlw->listen.fd);
     tlw->listen.fd = -1;
+    fy_worker_fd_remove(tlw->worker, &tlw->handshake_timer);
+    close(tlw->handshake_timer.fd);
+    tlw->handshake_timer.fd = -1;
 }
 
 ferry_status_t shm_conn_connect(fy_tl_worker_t *tlw, fy_tl_ep_t *tlep, const shm_record_t *record,

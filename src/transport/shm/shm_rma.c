@@ -4,7 +4,8 @@
  *  - other memory is read and written with cross-memory attach (process_vm_readv/writev),
  *    scatter/gather on both sides, in bounded chunks, partial transfers resumed.
  * Both first check the owner's key table (mapped from the handshake): the region must still be
- * registered with the key's generation, and a single-use region is claimed with a CAS.
+ * registered with the key's generation and secret (compared in constant time), and a
+ * single-use region is claimed with a CAS.
  * Where cross-memory attach is denied (another uid, a non-dumpable process, seccomp, Yama), the
  * first use says so once and returns FERRY_ERR_UNSUPPORTED: the protocol layer then uses the
  * target-executed path. FERRY_SHM_CMA=off forces that. */
@@ -74,6 +75,9 @@ void shm_rma_init(fy_tl_worker_t *tlw)
         tlw->cma_chunk = 4096;
 }
 
+static fy_log_limit_t shm_keytable_map_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t shm_keytable_map_log_limit_2; /* a warning a peer can trigger */
+
 ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd)
 {
     struct stat st;
@@ -82,9 +86,10 @@ ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd)
 
     if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || fstat(fd, &st) != 0 ||
         (size_t)st.st_size < MEM_KEYTABLE_HEADER_SIZE) {
-        fy_warn("shm: key table from pid %u is not a sealed memfd of at least %u bytes: "
-                "refused",
-                tlep->peer_pid, MEM_KEYTABLE_HEADER_SIZE);
+        fy_warn_limited(&shm_keytable_map_log_limit,
+                        "shm: key table from pid %u is not a sealed memfd of at least %u bytes: "
+                        "refused",
+                        tlep->peer_pid, MEM_KEYTABLE_HEADER_SIZE);
         return FERRY_ERR_PROTOCOL;
     }
     map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -97,9 +102,10 @@ ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd)
     uint64_t need = MEM_KEYTABLE_HEADER_SIZE + (uint64_t)h->entries * sizeof(mem_keytable_entry_t);
     if (h->magic != MEM_KEYTABLE_MAGIC || h->version != MEM_LAYOUT_VERSION ||
         need > (uint64_t)st.st_size) {
-        fy_warn("shm: key table of pid %u has an unknown layout (version %u, %u entries in "
-                "%lld bytes): refused",
-                tlep->peer_pid, h->version, h->entries, (long long)st.st_size);
+        fy_warn_limited(&shm_keytable_map_log_limit_2,
+                        "shm: key table of pid %u has an unknown layout (version %u, %u entries in "
+                        "%lld bytes): refused",
+                        tlep->peer_pid, h->version, h->entries, (long long)st.st_size);
         munmap(map, (size_t)st.st_size);
         return FERRY_ERR_PROTOCOL;
     }
@@ -120,14 +126,14 @@ void shm_keytable_unmap(fy_tl_ep_t *tlep)
     tlep->peer_entry_count = 0;
 }
 
-/* The key's entry if the region is still registered with the key's generation, else NULL. */
+/* The key's entry if the region is still registered with the key's generation and secret,
+ * else NULL. */
 static mem_keytable_entry_t *shm_key_entry(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey)
 {
     if (tlep->peer_entries == NULL || rkey->key.index >= tlep->peer_entry_count)
         return NULL;
     mem_keytable_entry_t *e = &tlep->peer_entries[rkey->key.index];
-    uint64_t live = ((uint64_t)rkey->key.generation << 1) | 1u;
-    if (atomic_load_explicit(&e->state, memory_order_acquire) != live)
+    if (!mem_entry_matches(e, rkey->key.generation, rkey->secret))
         return NULL;
     return e;
 }
@@ -160,7 +166,13 @@ ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey)
         return FERRY_ERR_NO_RESOURCE; /* try again once connected */
     /* what the owner registered, not what the key claims, decides the mapping */
     const mem_keytable_entry_t *e = shm_key_entry(tlep, rkey);
-    if (e == NULL || !(e->flags & MEM_FLAG_ALLOC))
+    if (e == NULL) {
+        fy_debug("shm: no mapping for region %u of pid %u: not registered with the key's "
+                 "secret (deregistered, or a wrong key)",
+                 rkey->key.index, tlep->peer_pid);
+        return FERRY_ERR_ACCESS;
+    }
+    if (!(e->flags & MEM_FLAG_ALLOC))
         return FERRY_ERR_UNSUPPORTED;
     bool writable = (e->access & (FERRY_ACCESS_REMOTE_WRITE | FERRY_ACCESS_REMOTE_ATOMIC)) != 0;
     uint64_t length = e->length;
@@ -294,6 +306,10 @@ static const char *shm_cma_reason(int err)
            "ptrace_scope)";
 }
 
+static fy_log_limit_t shm_rkey_fetch_pieces_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t shm_rkey_fetch_pieces_log_limit_2; /* a warning a peer can trigger */
+static fy_log_limit_t shm_rkey_fetch_pieces_log_limit_3; /* a warning a peer can trigger */
+
 /* The owner's pieces of the region (fetched once per key with process_vm_readv). */
 static ferry_status_t shm_rkey_fetch_pieces(fy_tl_ep_t *tlep, ferry_rkey_t *rkey,
                                             const mem_keytable_entry_t *e)
@@ -302,8 +318,9 @@ static ferry_status_t shm_rkey_fetch_pieces(fy_tl_ep_t *tlep, ferry_rkey_t *rkey
     if (rkey->iov_fetched)
         return FERRY_OK;
     if (count == 0 || count > FERRY_MEM_IOV_MAX) {
-        fy_warn("shm: key table entry %u of pid %u has %u pieces: refused", rkey->key.index,
-                tlep->peer_pid, count);
+        fy_warn_limited(&shm_rkey_fetch_pieces_log_limit,
+                        "shm: key table entry %u of pid %u has %u pieces: refused", rkey->key.index,
+                        tlep->peer_pid, count);
         return FERRY_ERR_ACCESS;
     }
     ferry_iov_t *pieces = malloc(count * sizeof(*pieces));
@@ -332,8 +349,10 @@ static ferry_status_t shm_rkey_fetch_pieces(fy_tl_ep_t *tlep, ferry_rkey_t *rkey
             }
             if (n < 0 && err == ESRCH)
                 return FERRY_ERR_CONNECTION_RESET; /* the peer is gone */
-            fy_warn("shm: process_vm_readv(pid %u, the pieces of region %u) returned %zd: %s",
-                    tlep->peer_pid, rkey->key.index, n, strerror(err));
+            fy_warn_limited(
+                &shm_rkey_fetch_pieces_log_limit_2,
+                "shm: process_vm_readv(pid %u, the pieces of region %u) returned %zd: %s",
+                tlep->peer_pid, rkey->key.index, n, strerror(err));
             return FERRY_ERR_ACCESS;
         }
     }
@@ -343,9 +362,10 @@ static ferry_status_t shm_rkey_fetch_pieces(fy_tl_ep_t *tlep, ferry_rkey_t *rkey
         ends[i] = total;
     }
     if (total != rkey->key.length) {
-        fy_warn("shm: region %u of pid %u has %llu bytes in its pieces, the key says %llu",
-                rkey->key.index, tlep->peer_pid, (unsigned long long)total,
-                (unsigned long long)rkey->key.length);
+        fy_warn_limited(&shm_rkey_fetch_pieces_log_limit_3,
+                        "shm: region %u of pid %u has %llu bytes in its pieces, the key says %llu",
+                        rkey->key.index, tlep->peer_pid, (unsigned long long)total,
+                        (unsigned long long)rkey->key.length);
         free(pieces);
         free(ends);
         return FERRY_ERR_ACCESS;
@@ -378,6 +398,8 @@ static ferry_iov_t *shm_remote_pieces(const ferry_rkey_t *rkey, const fy_rma_op_
     return out;
 }
 
+static fy_log_limit_t shm_rma_cma_log_limit; /* a warning a peer can trigger */
+
 static ferry_status_t shm_rma_cma(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey, const fy_rma_op_t *op,
                                   const ferry_iov_t *remote_pieces, size_t remote_count)
 {
@@ -409,10 +431,12 @@ static ferry_status_t shm_rma_cma(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey, co
                          tlep->peer_pid);
                 return FERRY_ERR_CONNECTION_RESET;
             }
-            fy_warn("shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
-                    "memory freed before it was deregistered?)",
-                    op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
-                    tlep->peer_pid, rbytes, rkey->key.index, n < 0 ? strerror(err) : "no progress");
+            fy_warn_limited(&shm_rma_cma_log_limit,
+                            "shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
+                            "memory freed before it was deregistered?)",
+                            op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
+                            tlep->peer_pid, rbytes, rkey->key.index,
+                            n < 0 ? strerror(err) : "no progress");
             return FERRY_ERR_ACCESS;
         }
         shm_cursor_advance(&lc, (size_t)n); /* a partial transfer resumes where it stopped */
@@ -433,14 +457,15 @@ ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op)
         return FERRY_ERR_UNSUPPORTED; /* the target-executed path queues until connected */
     if ((rkey->key.flags & MEM_FLAG_ALLOC) && !rkey->map_tried) {
         rkey->map_tried = 1;
-        shm_rkey_map(tlep, rkey);
+        rkey->map_refused = shm_rkey_map(tlep, rkey) == FERRY_ERR_ACCESS;
     }
     if (rkey->mapped == NULL &&
         (atomic || tlep->cma < 0 || op->length < tlep->tlw->cma_min || !tlep->tlw->cma_enabled))
         return FERRY_ERR_UNSUPPORTED;
     e = shm_key_entry(tlep, rkey);
     if (e == NULL) {
-        fy_debug("shm: region %u (generation %u) of pid %u is no longer registered",
+        fy_debug("shm: region %u (generation %u) of pid %u is not registered with the key's "
+                 "secret (deregistered, or a wrong key)",
                  rkey->key.index, rkey->key.generation, tlep->peer_pid);
         return FERRY_ERR_ACCESS;
     }

@@ -430,6 +430,18 @@ static ferry_status_t tcp_epoll_add(fy_tl_worker_t *tlw, fy_worker_fd_t *entry)
     return FERRY_OK;
 }
 
+/* The listener's back-off watches and unwatches through these (tcp's own epoll set). */
+static ferry_status_t tcp_listen_watch(void *tlw, fy_worker_fd_t *entry)
+{
+    return tcp_epoll_add(tlw, entry);
+}
+
+static void tcp_listen_unwatch(void *tlw, fy_worker_fd_t *entry)
+{
+    if (epoll_ctl(((fy_tl_worker_t *)tlw)->epfd, EPOLL_CTL_DEL, entry->fd, NULL) != 0)
+        fy_debug("tcp: epoll_ctl(DEL, fd %d): %s", entry->fd, strerror(errno));
+}
+
 static ferry_status_t tcp_init(ferry_worker_t *worker, const fy_tl_local_t *local,
                                fy_tl_worker_t **tlw_p)
 {
@@ -472,9 +484,13 @@ static ferry_status_t tcp_init(ferry_worker_t *worker, const fy_tl_local_t *loca
     status = tcp_listen(tlw, &have_ipv6);
     if (status != FERRY_OK)
         goto err_close_timer;
-    status = tcp_epoll_add(tlw, &tlw->listen);
+    status = fy_listen_backoff_init(&tlw->listen_backoff, tcp_listen_watch, tcp_listen_unwatch, tlw,
+                                    &tlw->listen, "tcp");
     if (status != FERRY_OK)
         goto err_close_listen;
+    status = tcp_epoll_add(tlw, &tlw->listen);
+    if (status != FERRY_OK)
+        goto err_backoff;
     tcp_choose_addresses(tlw, have_ipv6);
     tlw->record_length = tcp_record_encode(&tlw->record, tlw->record_bytes);
     tlw->epfd_entry.fd = tlw->epfd;
@@ -482,13 +498,15 @@ static ferry_status_t tcp_init(ferry_worker_t *worker, const fy_tl_local_t *loca
     tlw->epfd_entry.arg = tlw;
     status = fy_worker_fd_add(worker, &tlw->epfd_entry, EPOLLIN);
     if (status != FERRY_OK)
-        goto err_close_listen;
+        goto err_backoff;
     tcp_poll_skip_update(tlw);
     fy_debug("tcp: listening on port %u; publishing %u addresses: %s", tlw->record.port,
              tlw->record.count, tlw->iface_desc);
     *tlw_p = tlw;
     return FERRY_OK;
 
+err_backoff:
+    fy_listen_backoff_fini(&tlw->listen_backoff);
 err_close_listen:
     close(tlw->listen.fd);
 err_close_timer:
@@ -515,6 +533,7 @@ static void tcp_finalize(fy_tl_worker_t *tlw)
     }
     fy_pool_destroy(&tlw->reqs, tcp_req_release, tlw); /* completes what waits to be reported */
     fy_worker_fd_remove(tlw->worker, &tlw->epfd_entry);
+    fy_listen_backoff_fini(&tlw->listen_backoff);
     close(tlw->listen.fd);
     close(tlw->timerfd);
     close(tlw->epfd);

@@ -21,6 +21,7 @@
 
 #include "core/list.h"
 #include "core/pool.h"
+#include "transport/listen_backoff.h"
 #include "transport/tcp/tcp_frame.h"
 #include "transport/transport.h"
 
@@ -161,10 +162,11 @@ struct tcp_peer {
 
 struct fy_tl_worker {
     ferry_worker_t *worker;
-    const fy_tl_local_t *local; /* what the worker told us (uuid, host, address) */
-    int epfd;                   /* the transport's own epoll set */
-    fy_worker_fd_t epfd_entry;  /* epfd in the worker's set */
-    fy_worker_fd_t listen;      /* the listening socket */
+    const fy_tl_local_t *local;         /* what the worker told us (uuid, host, address) */
+    int epfd;                           /* the transport's own epoll set */
+    fy_worker_fd_t epfd_entry;          /* epfd in the worker's set */
+    fy_worker_fd_t listen;              /* the listening socket */
+    fy_listen_backoff_t listen_backoff; /* pauses it while descriptors are exhausted */
     int timerfd;
     fy_worker_fd_t timer_entry;
     bool timer_armed;
@@ -201,6 +203,10 @@ void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t
 tcp_peer_t *tcp_peer_get(fy_tl_worker_t *tlw, uint64_t uuid);
 void tcp_peer_maybe_free(tcp_peer_t *peer);
 void tcp_peer_chan_removed(tcp_peer_t *peer);
+
+/* The peer's channels still open (not closing, closed by either side, or failed): those a
+ * broken connection fails, and the only ones worth a warning. */
+unsigned tcp_peer_open_chans(tcp_peer_t *peer);
 fy_tl_ep_t *tcp_chan_find(tcp_peer_t *peer, uint32_t id, bool mine);
 void tcp_timer_update(fy_tl_worker_t *tlw);
 void tcp_poll_skip_update(fy_tl_worker_t *tlw);

@@ -105,6 +105,17 @@ fy_tl_ep_t *tcp_chan_find(tcp_peer_t *peer, uint32_t id, bool mine)
     return NULL;
 }
 
+unsigned tcp_peer_open_chans(tcp_peer_t *peer)
+{
+    unsigned open = 0;
+    for (fy_list_link_t *l = fy_list_first(&peer->chans); l != fy_list_end(&peer->chans);
+         l = l->next) {
+        const fy_tl_ep_t *chan = fy_list_entry(l, fy_tl_ep_t, link);
+        open += chan->state == TCP_CHAN_OPEN;
+    }
+    return open;
+}
+
 /* A channel was destroyed: when it was the last one, say IDLE (we open nothing more on this
  * connection), or drop a connection that never came up. */
 void tcp_peer_chan_removed(tcp_peer_t *peer)
@@ -414,12 +425,18 @@ void tcp_conn_accept(fy_tl_worker_t *tlw)
         socklen_t sl = sizeof(ss);
         int fd = accept4(tlw->listen.fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-                fy_warn("tcp: accept(fd %d) failed: %s (check the open-files limit, ulimit "
-                        "-n)",
-                        tlw->listen.fd, strerror(errno));
+            int err = errno;
+            if (err == EAGAIN || err == EWOULDBLOCK) {
+                fy_listen_backoff_drained(&tlw->listen_backoff);
+            } else if (err != EINTR && err != ECONNABORTED &&
+                       !fy_listen_backoff_failed(&tlw->listen_backoff, err)) {
+                static fy_log_limit_t accept_log_limit; /* a warning a peer can trigger */
+                fy_warn_limited(&accept_log_limit, "tcp: accept(fd %d) failed: %s", tlw->listen.fd,
+                                strerror(err));
+            }
             return;
         }
+        fy_listen_backoff_accepted(&tlw->listen_backoff);
         tcp_conn_t *conn = tcp_conn_new(tlw, fd, false, TCP_CONN_ACCEPTING, EPOLLIN);
         if (conn == NULL) {
             close(fd);
@@ -453,11 +470,14 @@ static void tcp_conn_establish(tcp_conn_t *conn, tcp_peer_t *peer)
     tcp_io_flush(peer);
 }
 
+static fy_log_limit_t tcp_protocol_error_log_limit; /* a warning a peer can trigger */
+
 static void tcp_protocol_error(tcp_conn_t *conn, const char *what)
 {
-    fy_warn("tcp: closing the connection with %s%s: %s (a ferry worker of another version, "
-            "or not a ferry worker)",
-            conn->remote_name, conn->peer != NULL ? "" : " (before its HELLO)", what);
+    fy_warn_limited(&tcp_protocol_error_log_limit,
+                    "tcp: closing the connection with %s%s: %s (a ferry worker of another version, "
+                    "or not a ferry worker)",
+                    conn->remote_name, conn->peer != NULL ? "" : " (before its HELLO)", what);
     tcp_conn_fail(conn, FERRY_ERR_PROTOCOL);
 }
 
@@ -705,6 +725,8 @@ void tcp_worker_note_stall(fy_tl_worker_t *tlw, uint64_t now)
     tlw->last_tick_ns = now;
 }
 
+static fy_log_limit_t tcp_conn_tick_log_limit; /* a warning a peer can trigger */
+
 void tcp_conn_tick(fy_tl_worker_t *tlw, uint64_t now)
 {
     fy_list_link_t *next;
@@ -718,11 +740,12 @@ void tcp_conn_tick(fy_tl_worker_t *tlw, uint64_t now)
             if (tlw->connect_timeout_ns == 0 || now < conn->deadline_ns)
                 continue;
             if (conn->state == TCP_CONN_ACCEPTING)
-                fy_warn("tcp: closing the connection from %s: no HELLO within "
-                        "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms)%s",
-                        conn->remote_name, (unsigned long long)(tlw->connect_timeout_ns / 1000000u),
-                        conn->rx_end > conn->rx_start ? " (it stalled in the middle of a frame)"
-                                                      : "");
+                fy_warn_limited(
+                    &tcp_conn_tick_log_limit,
+                    "tcp: closing the connection from %s: no HELLO within "
+                    "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms)%s",
+                    conn->remote_name, (unsigned long long)(tlw->connect_timeout_ns / 1000000u),
+                    conn->rx_end > conn->rx_start ? " (it stalled in the middle of a frame)" : "");
             else
                 fy_warn("tcp: connecting to %s (pid %u) timed out after "
                         "FERRY_TCP_CONNECT_TIMEOUT_MS (%llu ms): is the host up and the port "

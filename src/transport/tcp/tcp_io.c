@@ -171,6 +171,8 @@ static void tcp_req_written(tcp_peer_t *peer, tcp_req_t *req)
     }
 }
 
+static fy_log_limit_t tcp_queue_write_log_limit; /* a warning a peer can trigger */
+
 /* Write as much of the queue as the socket takes. Returns FERRY_OK (written or would block)
  * or FERRY_ERR_CONNECTION_RESET (the connection failed: already handled). */
 static ferry_status_t tcp_queue_write(tcp_peer_t *peer)
@@ -214,9 +216,11 @@ static ferry_status_t tcp_queue_write(tcp_peer_t *peer)
                 tcp_conn_set_out(conn, false);
                 return FERRY_OK;
             }
-            if (peer->chan_count > 0)
-                fy_warn("tcp: writev to %s (pid %u) failed: %s; its %u endpoints fail",
-                        conn->remote_name, peer->pid, strerror(errno), peer->chan_count);
+            unsigned open = tcp_peer_open_chans(peer);
+            if (open > 0)
+                fy_warn_limited(&tcp_queue_write_log_limit,
+                                "tcp: writev to %s (pid %u) failed: %s; its %u endpoints fail",
+                                conn->remote_name, peer->pid, strerror(errno), open);
             else /* a peer going away while we had nothing left to say */
                 fy_debug("tcp: writev to %s (pid %u) failed: %s", conn->remote_name, peer->pid,
                          strerror(errno));
@@ -570,6 +574,9 @@ bool tcp_io_drop_chan(fy_tl_ep_t *chan, bool keep_sent)
 
 /* ------------------------------------------------------------------ reading */
 
+static fy_log_limit_t tcp_rx_bad_frame_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t tcp_rx_bad_frame_log_limit_2; /* a warning a peer can trigger */
+
 static void tcp_rx_bad_frame(tcp_conn_t *conn, tcp_frame_verdict_t verdict, const uint8_t *raw)
 {
     fy_tl_worker_t *tlw = conn->tlw;
@@ -577,16 +584,19 @@ static void tcp_rx_bad_frame(tcp_conn_t *conn, tcp_frame_verdict_t verdict, cons
         uint64_t length = 0;
         for (int i = 7; i >= 0; i--)
             length = (length << 8) | raw[16 + i];
-        fy_warn("tcp: closing the connection from %s: frame of %llu bytes is longer than "
-                "FERRY_TCP_MAX_FRAME (%llu); raise FERRY_TCP_MAX_FRAME on this side if the "
-                "peer really sends such messages",
-                conn->remote_name, (unsigned long long)length, (unsigned long long)tlw->max_frame);
+        fy_warn_limited(&tcp_rx_bad_frame_log_limit,
+                        "tcp: closing the connection from %s: frame of %llu bytes is longer than "
+                        "FERRY_TCP_MAX_FRAME (%llu); raise FERRY_TCP_MAX_FRAME on this side if the "
+                        "peer really sends such messages",
+                        conn->remote_name, (unsigned long long)length,
+                        (unsigned long long)tlw->max_frame);
     } else {
-        fy_warn("tcp: closing the connection from %s: bad frame header (%s; first bytes "
-                "%02x %02x %02x %02x): the peer is not a ferry worker of this version (is "
-                "another program connecting to this port?)",
-                conn->remote_name, tcp_frame_verdict_string(verdict), raw[0], raw[1], raw[2],
-                raw[3]);
+        fy_warn_limited(&tcp_rx_bad_frame_log_limit_2,
+                        "tcp: closing the connection from %s: bad frame header (%s; first bytes "
+                        "%02x %02x %02x %02x): the peer is not a ferry worker of this version (is "
+                        "another program connecting to this port?)",
+                        conn->remote_name, tcp_frame_verdict_string(verdict), raw[0], raw[1],
+                        raw[2], raw[3]);
     }
     tcp_conn_fail(conn, FERRY_ERR_PROTOCOL);
 }
@@ -729,33 +739,48 @@ static bool tcp_rx_parse(tcp_conn_t *conn)
     return true;
 }
 
+static fy_log_limit_t tcp_rx_eof_log_limit;   /* a warning a peer can trigger */
+static fy_log_limit_t tcp_rx_eof_log_limit_2; /* a warning a peer can trigger */
+static fy_log_limit_t tcp_rx_eof_log_limit_3; /* a warning a peer can trigger */
+
 static void tcp_rx_eof(tcp_conn_t *conn, int err)
 {
     tcp_peer_t *peer = conn->peer;
     bool partial = conn->rx_end > conn->rx_start || conn->rx_state == TCP_RX_PAYLOAD;
     if (conn->state == TCP_CONN_ACCEPTING) {
         if (partial)
-            fy_warn("tcp: closing the connection from %s: it ended in the middle of a frame "
-                    "before its HELLO (%zu bytes) (not a ferry worker, or it died)",
-                    conn->remote_name, conn->rx_end - conn->rx_start);
+            fy_warn_limited(
+                &tcp_rx_eof_log_limit,
+                "tcp: closing the connection from %s: it ended in the middle of a frame "
+                "before its HELLO (%zu bytes) (not a ferry worker, or it died)",
+                conn->remote_name, conn->rx_end - conn->rx_start);
         else
             fy_debug("tcp: connection from %s closed before its HELLO", conn->remote_name);
         tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
         return;
     }
-    if (peer != NULL && peer->conn == conn && peer->chan_count > 0 && !peer->failed) {
+    /* Only endpoints still open fail: when every one was closed (by either side, the CLOSE
+     * frames read before this end of the stream), the peer went away in order. */
+    unsigned open =
+        peer != NULL && peer->conn == conn && !peer->failed ? tcp_peer_open_chans(peer) : 0;
+    if (open > 0) {
         tcp_worker_note_stall(conn->tlw, fy_time_coarse_ns());
         if (err != 0)
-            fy_warn("tcp: connection to %s (pid %u) failed: %s; its %u endpoints fail",
-                    conn->remote_name, peer->pid, strerror(err), peer->chan_count);
+            fy_warn_limited(&tcp_rx_eof_log_limit_2,
+                            "tcp: connection to %s (pid %u) failed: %s; its %u endpoints fail",
+                            conn->remote_name, peer->pid, strerror(err), open);
         else
-            fy_warn("tcp: connection to %s (pid %u) closed by the peer%s; its %u endpoints "
-                    "fail",
-                    conn->remote_name, peer->pid,
-                    partial ? " in the middle of a frame"
-                            : " (the process died or "
-                              "destroyed its worker)",
-                    peer->chan_count);
+            fy_warn_limited(&tcp_rx_eof_log_limit_3,
+                            "tcp: connection to %s (pid %u) closed by the peer%s; its %u endpoints "
+                            "fail",
+                            conn->remote_name, peer->pid,
+                            partial ? " in the middle of a frame"
+                                    : " (the process died or "
+                                      "destroyed its worker)",
+                            open);
+    } else if (peer != NULL && peer->conn == conn) {
+        fy_debug("tcp: connection to %s (pid %u) ended%s after its endpoints were closed",
+                 conn->remote_name, peer->pid, err != 0 ? " with an error" : "");
     }
     tcp_conn_fail(conn, FERRY_ERR_CONNECTION_RESET);
 }
