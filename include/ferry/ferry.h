@@ -17,6 +17,8 @@
  *
  * Threads: a worker and its endpoints are used by one thread at a time. ferry starts no thread
  * (except the copy threads of FERRY_SEGMENT_COPY_THREADS, see @ref ferry_api_dma).
+ *
+ * fork(): see @ref ferry_api_fork.
  */
 #ifndef FERRY_FERRY_H
 #define FERRY_FERRY_H
@@ -127,6 +129,37 @@ struct ferry_completion {
 };
 
 /** @} */
+
+/**
+ * @defgroup ferry_api_fork fork() and exec
+ * @brief What a child process may do with the ferry objects of its parent.
+ *
+ * - Every descriptor ferry opens (sockets, epoll sets, eventfds, timerfds, memfds, files) is
+ *   close-on-exec: after exec a program holds nothing of its parent's ferry.
+ * - After fork(), the child's copies of every ferry object its parent created before the fork
+ *   (contexts, workers, endpoints, registrations, keys, segments, remote segments, DMA queues)
+ *   are dead. Every call on them returns FERRY_ERR_FORKED (calls returning a count or a size
+ *   return 0, ferry_dma_state() FERRY_DMA_FAILED) and touches nothing shared with the parent or
+ *   its peers: no message, no ring, no region, no key table, no epoll set. ferry_*_destroy(),
+ *   _release() and _deregister() on them do nothing: the child's memory of them is leaked
+ *   deliberately (it goes with the child's exit or exec), and so are its copies of the
+ *   descriptors, which keep the parent's connections open until the child exits or execs (a
+ *   peer notices the parent's death only then). Detection costs one load per call (a
+ *   pthread_atfork() handler counts forks); no system call.
+ * - The child may create its own context and workers (ferry_context_create()) and connect to
+ *   its parent, its parent's peers or anyone else: they are new objects.
+ * - Memory: shared memory ferry maps (ferry_mem_alloc() memory, the shm transport's rings and
+ *   regions, the key table, mappings of peers' memory from ferry_rkey_ptr() and
+ *   ferry_rsegment_map()) is marked MADV_DONTFORK: it is absent from the child (a stray store
+ *   there faults instead of reaching a peer). Memory the parent registered with
+ *   ferry_mem_register() is the parent's own (private) memory: after fork() the child writes to
+ *   its copy-on-write copy, and peers keep reading and writing the parent's pages (cross-memory
+ *   attach and tcp address the parent's process, not physical pages), whatever the child does.
+ * - fork() while another thread of the parent is inside a ferry call is safe for the parent;
+ *   the child must not use the inherited objects anyway.
+ * @{
+ * @}
+ */
 
 /**
  * @defgroup ferry_api_context Context

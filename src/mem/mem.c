@@ -220,6 +220,8 @@ FERRY_EXPORT ferry_status_t ferry_mem_register(ferry_context_t *context, const f
                                                size_t iovcnt, unsigned access, unsigned flags,
                                                ferry_mem_t **mem_p)
 {
+    if (context != NULL && fy_context_forked(context))
+        return FERRY_ERR_FORKED;
     mem_context_t *mc;
     ferry_mem_t *mem;
     ferry_status_t status;
@@ -265,6 +267,8 @@ FERRY_EXPORT ferry_status_t ferry_mem_register(ferry_context_t *context, const f
 
 FERRY_EXPORT ferry_status_t ferry_mem_deregister(ferry_mem_t *mem)
 {
+    if (mem != NULL && fy_context_forked(mem->context))
+        return FERRY_ERR_FORKED;
     if (mem == NULL || mem->refcount == 0)
         return FERRY_ERR_INVALID_PARAM;
     if (--mem->refcount == 0)
@@ -275,6 +279,8 @@ FERRY_EXPORT ferry_status_t ferry_mem_deregister(ferry_mem_t *mem)
 FERRY_EXPORT ferry_status_t ferry_mem_alloc(ferry_context_t *context, size_t size, unsigned flags,
                                             ferry_mem_t **mem_p, void **ptr_p)
 {
+    if (context != NULL && fy_context_forked(context))
+        return FERRY_ERR_FORKED;
     long page = sysconf(_SC_PAGESIZE);
     size_t mapped;
     ferry_status_t status;
@@ -322,6 +328,8 @@ err_unmap:
 
 FERRY_EXPORT size_t ferry_mem_length(const ferry_mem_t *mem)
 {
+    if (mem != NULL && fy_context_forked(mem->context))
+        return 0;
     return mem != NULL ? mem->length : 0;
 }
 

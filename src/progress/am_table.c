@@ -21,6 +21,8 @@ typedef struct am_buffer {
 FERRY_EXPORT ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigned id,
                                                  ferry_am_handler_cb_t cb, void *arg)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL || id >= FERRY_AM_ID_MAX)
         return FERRY_ERR_INVALID_PARAM;
     worker->am[id].cb = cb;
@@ -122,6 +124,8 @@ void fy_am_deliver_buffer(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, c
 
 FERRY_EXPORT void ferry_am_data_release(ferry_worker_t *worker, void *data)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (worker == NULL || data == NULL)
         return;
     for (unsigned i = 0; i < worker->tl_active_count; i++) {

@@ -51,6 +51,8 @@ static ferry_status_t counters_check(const ferry_counters_t *counters, const cha
 FERRY_EXPORT ferry_status_t ferry_worker_counters(ferry_worker_t *worker,
                                                   ferry_counters_t *counters)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL)
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = counters_check(counters, "ferry_worker_counters");
@@ -69,6 +71,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_counters(ferry_worker_t *worker,
 
 FERRY_EXPORT ferry_status_t ferry_ep_counters(const ferry_ep_t *ep, ferry_counters_t *counters)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     if (ep == NULL)
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = counters_check(counters, "ferry_ep_counters");

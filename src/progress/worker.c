@@ -124,6 +124,8 @@ FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
 {
     unsigned count = 0;
 
+    if (fy_worker_forked(worker))
+        return 0;
     worker->in_progress++; /* callbacks run below: see ferry_ep_destroy */
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
@@ -152,6 +154,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_get_fd(ferry_worker_t *worker, int *fd_
 {
     if (worker == NULL || fd_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     *fd_p = worker->epoll_fd;
     return FERRY_OK;
 }
@@ -160,6 +164,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_arm(ferry_worker_t *worker)
 {
     if (worker == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (!fy_list_is_empty(&worker->deferred))
         return FERRY_ERR_BUSY;
     /* work that only a module's progress moves on: no peer will signal it */
@@ -185,6 +191,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_wait(ferry_worker_t *worker, int timeou
 
     if (worker == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     uint64_t start = fy_time_now_ns();
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000u;
     uint64_t spin_end = start + worker->wait_spin_ns;
@@ -220,6 +228,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_id(const ferry_worker_t *worker, ferry_
 {
     if (worker == NULL || id_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     *id_p = worker->uuid;
     return FERRY_OK;
 }
@@ -229,6 +239,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_address(ferry_worker_t *worker, const v
 {
     if (worker == NULL || address_p == NULL || length_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     *address_p = worker->address;
     *length_p = worker->address_length;
     return FERRY_OK;
@@ -304,12 +316,15 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
 
     if (context == NULL || worker_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_context_forked(context))
+        return FERRY_ERR_FORKED;
     worker = calloc(1, sizeof(*worker));
     if (worker == NULL) {
         fy_error("calloc(%zu) for a worker failed", sizeof(*worker));
         return FERRY_ERR_NO_MEMORY;
     }
     worker->context = context;
+    worker->fork_gen = context->fork_gen;
     worker->retired.size = sizeof(worker->retired);
     if (params != NULL)
         worker->params = *params;
@@ -365,8 +380,8 @@ err_free_worker:
 
 FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
 {
-    if (worker == NULL)
-        return;
+    if (worker == NULL || fy_worker_forked(worker))
+        return;                          /* a forked child's copy: left alone (ferry.h, "fork()") */
     fy_counters_dump_at_destroy(worker); /* FERRY_STATS */
     worker->destroying = 1; /* callbacks of what is canceled below must not free endpoints */
     fy_ep_destroy_all(worker);

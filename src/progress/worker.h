@@ -32,6 +32,7 @@ typedef struct fy_am_handler {
 
 struct ferry_worker {
     ferry_context_t *context;
+    unsigned fork_gen; /* the context's: another value in fy_fork_generation_now = forked */
     ferry_worker_params_t params;
     int epoll_fd;
     uint64_t uuid;
@@ -56,6 +57,13 @@ struct ferry_worker {
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
 };
+
+/* Whether this worker is a forked child's copy of its parent's: every call on it then returns
+ * FERRY_ERR_FORKED (or does nothing) and touches nothing shared. One load, no system call. */
+static inline bool fy_worker_forked(const ferry_worker_t *worker)
+{
+    return fy_forked(worker->fork_gen);
+}
 
 /* A module's per-worker state (what its init returned). */
 static inline void *fy_worker_module_state(const ferry_worker_t *worker, unsigned module)

@@ -52,6 +52,8 @@ static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const 
         return FERRY_ERR_INVALID_PARAM;
     if (fy_unlikely(ep->state != FY_EP_OPEN))
         return am_count(ep, id, 0, ep->error);
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     if (iovcnt <= 1) {
         const void *payload = iovcnt ? iov[0].buffer : NULL;
         size_t length = iovcnt ? iov[0].length : 0;

@@ -82,6 +82,8 @@ ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out
 
 FERRY_EXPORT ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, size_t *length_p)
 {
+    if (mem != NULL && fy_context_forked(mem->context))
+        return FERRY_ERR_FORKED;
     rkey_packed_t key;
     void *buffer;
 
@@ -115,6 +117,8 @@ FERRY_EXPORT void ferry_rkey_buffer_release(void *buffer)
 FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer, size_t length,
                                               ferry_rkey_t **rkey_p)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     ferry_rkey_t *rkey;
     rkey_packed_t key;
     ferry_status_t status;
@@ -146,6 +150,8 @@ FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer
 
 FERRY_EXPORT void ferry_rkey_release(ferry_rkey_t *rkey)
 {
+    if (rkey != NULL && fy_ep_forked(rkey->ep))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (rkey == NULL)
         return;
     if (rkey->mapped != NULL)
@@ -158,6 +164,8 @@ FERRY_EXPORT void ferry_rkey_release(ferry_rkey_t *rkey)
 FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset,
                                            void **local_ptr_p)
 {
+    if (rkey != NULL && fy_ep_forked(rkey->ep))
+        return FERRY_ERR_FORKED;
     if (rkey == NULL || local_ptr_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (!(rkey->key.flags & MEM_FLAG_ALLOC))

@@ -571,6 +571,8 @@ FERRY_EXPORT ferry_status_t ferry_put(ferry_ep_t *ep, const void *buffer, size_t
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return rma_counted(
         ep, FY_RMA_PUT, length,
         rma_contig("ferry_put", FY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey, comp));
@@ -580,6 +582,8 @@ FERRY_EXPORT ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t lengt
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return rma_counted(
         ep, FY_RMA_GET, length,
         rma_contig("ferry_get", FY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp));
@@ -589,6 +593,8 @@ FERRY_EXPORT ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, s
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return rma_counted(
         ep, FY_RMA_PUT, rma_iov_bytes(iov, iovcnt),
         rma_vector("ferry_putv", FY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey, comp));
@@ -598,6 +604,8 @@ FERRY_EXPORT ferry_status_t ferry_getv(ferry_ep_t *ep, const ferry_iov_t *iov, s
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return rma_counted(
         ep, FY_RMA_GET, rma_iov_bytes(iov, iovcnt),
         rma_vector("ferry_getv", FY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey, comp));
@@ -607,6 +615,8 @@ FERRY_EXPORT ferry_status_t ferry_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t 
                                               size_t size, uint64_t remote_offset,
                                               ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return rma_counted(ep, FY_RMA_ATOMIC_POST, size,
                        rma_atomic("ferry_atomic_post", FY_RMA_ATOMIC_POST, ep, op, value, 0, size,
                                   remote_offset, rkey, NULL, comp));
@@ -617,6 +627,8 @@ FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t
                                                uint64_t remote_offset, ferry_rkey_t *rkey,
                                                uint64_t *result, ferry_completion_t *comp)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return rma_counted(ep, FY_RMA_ATOMIC_FETCH, size,
                        rma_atomic("ferry_atomic_fetch", FY_RMA_ATOMIC_FETCH, ep, op, value, compare,
                                   size, remote_offset, rkey, result, comp));
@@ -624,6 +636,8 @@ FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t
 
 FERRY_EXPORT ferry_status_t ferry_ep_fence(ferry_ep_t *ep)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     if (ep == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (ep->state != FY_EP_OPEN)
@@ -636,6 +650,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_fence(ferry_ep_t *ep)
 
 FERRY_EXPORT ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *comp)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     rma_req_t *rec;
 
     if (ep == NULL || comp == NULL)
@@ -656,6 +672,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *c
 
 FERRY_EXPORT ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_completion_t *comp)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     rma_req_t *rec;
 
     if (worker == NULL || comp == NULL)

@@ -93,6 +93,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
                                                    ferry_rsegment_cb_t callback, void *arg,
                                                    ferry_rsegment_t **rsegment_p)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     ferry_rsegment_t *rseg;
     ferry_worker_t *worker;
     ferry_status_t status;
@@ -272,11 +274,15 @@ void rseg_cleanup(ferry_worker_t *worker)
 
 FERRY_EXPORT size_t ferry_rsegment_size(const ferry_rsegment_t *rsegment)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return 0;
     return rsegment == NULL || rsegment->rkey == NULL ? 0 : rsegment->size;
 }
 
 FERRY_EXPORT ferry_status_t ferry_rsegment_status(const ferry_rsegment_t *rsegment)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     return rseg_check((ferry_rsegment_t *)rsegment) == FERRY_ERR_NOT_AVAILABLE &&
@@ -287,6 +293,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_status(const ferry_rsegment_t *rsegme
 
 FERRY_EXPORT ferry_status_t ferry_rsegment_disconnect(ferry_rsegment_t *rsegment)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (!fy_list_is_empty(&rsegment->maps) || rsegment->dma_queues > 0) {
@@ -307,6 +315,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_disconnect(ferry_rsegment_t *rsegment
 FERRY_EXPORT ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint64_t offset,
                                                size_t size, unsigned flags, void **ptr_p)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     void *ptr;
 
     if (rsegment == NULL || ptr_p == NULL || size == 0 ||
@@ -367,6 +377,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint6
 
 FERRY_EXPORT ferry_status_t ferry_rsegment_unmap(ferry_rsegment_t *rsegment, void *ptr)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL || ptr == NULL)
         return FERRY_ERR_INVALID_PARAM;
     for (fy_list_link_t *l = fy_list_first(&rsegment->maps); l != fy_list_end(&rsegment->maps);
@@ -385,6 +397,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_unmap(ferry_rsegment_t *rsegment, voi
 
 FERRY_EXPORT ferry_status_t ferry_rsegment_store_barrier(ferry_rsegment_t *rsegment)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     atomic_thread_fence(memory_order_seq_cst);
@@ -394,6 +408,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_store_barrier(ferry_rsegment_t *rsegm
 FERRY_EXPORT ferry_status_t ferry_rsegment_notify(ferry_rsegment_t *rsegment, const void *data,
                                                   size_t length)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL || length > FERRY_SEGMENT_NOTIFY_MAX || (data == NULL && length > 0))
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = rseg_check(rsegment);
@@ -406,6 +422,8 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_notify(ferry_rsegment_t *rsegment, co
 FERRY_EXPORT ferry_status_t ferry_rsegment_wait_event(ferry_rsegment_t *rsegment, int timeout_ms,
                                                       ferry_segment_event_t *event_p)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL || event_p == NULL || rsegment->cb != NULL)
         return FERRY_ERR_INVALID_PARAM;
     rseg_check(rsegment);

@@ -316,6 +316,8 @@ FERRY_EXPORT ferry_status_t ferry_segment_create(ferry_worker_t *worker, uint32_
                                                  ferry_segment_cb_t callback, void *arg,
                                                  ferry_segment_t **segment_p)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (size == 0)
         return FERRY_ERR_INVALID_PARAM;
     return seg_create(worker, segment_id, NULL, size, flags, callback, arg, segment_p);
@@ -327,6 +329,8 @@ FERRY_EXPORT ferry_status_t ferry_segment_create_from_mem(ferry_worker_t *worker
                                                           ferry_segment_cb_t callback, void *arg,
                                                           ferry_segment_t **segment_p)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (mem == NULL || mem->refcount == 0 || mem->length == 0 ||
         (mem->flags & FERRY_MEM_SINGLE_USE)) {
         fy_warn("ferry_segment_create_from_mem: the registration %p is %s", (void *)mem,
@@ -340,6 +344,8 @@ FERRY_EXPORT ferry_status_t ferry_segment_create_from_mem(ferry_worker_t *worker
 
 FERRY_EXPORT ferry_status_t ferry_segment_prepare(ferry_segment_t *segment, unsigned flags)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
     void *buffer;
     size_t length;
 
@@ -360,6 +366,8 @@ FERRY_EXPORT ferry_status_t ferry_segment_prepare(ferry_segment_t *segment, unsi
 
 FERRY_EXPORT ferry_status_t ferry_segment_set_available(ferry_segment_t *segment)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
     if (segment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (segment->removed)
@@ -372,6 +380,8 @@ FERRY_EXPORT ferry_status_t ferry_segment_set_available(ferry_segment_t *segment
 
 FERRY_EXPORT ferry_status_t ferry_segment_set_unavailable(ferry_segment_t *segment)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
     if (segment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (segment->removed)
@@ -384,6 +394,8 @@ FERRY_EXPORT ferry_status_t ferry_segment_set_unavailable(ferry_segment_t *segme
 
 FERRY_EXPORT ferry_status_t ferry_segment_remove(ferry_segment_t *segment)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
     if (segment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (segment->removed)
@@ -395,6 +407,8 @@ FERRY_EXPORT ferry_status_t ferry_segment_remove(ferry_segment_t *segment)
 
 FERRY_EXPORT void ferry_segment_release(ferry_segment_t *segment)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (segment == NULL || segment->released)
         return;
     segment->released = 1;
@@ -405,27 +419,37 @@ FERRY_EXPORT void ferry_segment_release(ferry_segment_t *segment)
 
 FERRY_EXPORT void *ferry_segment_ptr(const ferry_segment_t *segment)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return NULL;
     return segment == NULL || segment->removed ? NULL : segment->ptr;
 }
 
 FERRY_EXPORT size_t ferry_segment_size(const ferry_segment_t *segment)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return 0;
     return segment == NULL || segment->removed ? 0 : segment->size;
 }
 
 FERRY_EXPORT uint32_t ferry_segment_id(const ferry_segment_t *segment)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return 0;
     return segment == NULL ? FERRY_SEGMENT_AUTO_ID : segment->id;
 }
 
 FERRY_EXPORT unsigned ferry_segment_connections(const ferry_segment_t *segment)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return 0;
     return segment == NULL ? 0 : segment->connections;
 }
 
 FERRY_EXPORT ferry_status_t ferry_segment_wait_event(ferry_segment_t *segment, int timeout_ms,
                                                      ferry_segment_event_t *event_p)
 {
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
     if (segment == NULL || event_p == NULL || segment->cb != NULL || segment->released)
         return FERRY_ERR_INVALID_PARAM;
     return seg_event_wait(segment->worker, &segment->events, timeout_ms, event_p);

@@ -41,6 +41,8 @@ void seg_dma_worker_init(ferry_worker_t *worker)
 FERRY_EXPORT ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment,
                                              ferry_dma_queue_t **queue_p)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL || queue_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = rseg_check(rsegment);
@@ -64,6 +66,8 @@ FERRY_EXPORT ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment,
 FERRY_EXPORT ferry_status_t ferry_dma_post(ferry_dma_queue_t *queue,
                                            const ferry_dma_entry_t *entries, size_t count)
 {
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL || (entries == NULL && count > 0))
         return FERRY_ERR_INVALID_PARAM;
     if (queue->state == FERRY_DMA_RUNNING)
@@ -137,6 +141,8 @@ static char *dma_mapped(ferry_dma_queue_t *q)
 FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_cb_t callback,
                                             void *arg)
 {
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (queue->state == FERRY_DMA_RUNNING)
@@ -313,6 +319,11 @@ unsigned seg_dma_progress(ferry_worker_t *worker)
 FERRY_EXPORT ferry_dma_state_t ferry_dma_state(const ferry_dma_queue_t *queue,
                                                ferry_status_t *status_p)
 {
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker)) {
+        if (status_p != NULL)
+            *status_p = FERRY_ERR_FORKED;
+        return FERRY_DMA_FAILED;
+    }
     if (queue == NULL) {
         if (status_p != NULL)
             *status_p = FERRY_ERR_INVALID_PARAM;
@@ -330,6 +341,8 @@ static int dma_finished(void *arg)
 
 FERRY_EXPORT ferry_status_t ferry_dma_wait(ferry_dma_queue_t *queue, int timeout_ms)
 {
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL || queue->state == FERRY_DMA_IDLE)
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = seg_wait_until(queue->rseg->worker, timeout_ms, dma_finished, queue);
@@ -340,6 +353,8 @@ FERRY_EXPORT ferry_status_t ferry_dma_wait(ferry_dma_queue_t *queue, int timeout
 
 FERRY_EXPORT ferry_status_t ferry_dma_abort(ferry_dma_queue_t *queue)
 {
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (queue->state != FERRY_DMA_RUNNING)
@@ -352,6 +367,8 @@ FERRY_EXPORT ferry_status_t ferry_dma_abort(ferry_dma_queue_t *queue)
 
 FERRY_EXPORT ferry_status_t ferry_dma_destroy(ferry_dma_queue_t *queue)
 {
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (queue->state == FERRY_DMA_RUNNING)

@@ -959,6 +959,8 @@ static inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, si
 FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                            uint64_t tag, ferry_completion_t *comp)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return tag_send(ep, iov, iovcnt, tag, NULL, comp);
 }
 
@@ -967,6 +969,8 @@ FERRY_EXPORT ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t
                                                const ferry_tag_send_params_t *params,
                                                ferry_completion_t *comp)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     if (params != NULL && ((params->flags & ~(FERRY_TAG_SEND_IMM | FERRY_TAG_SEND_SYNC)) != 0 ||
                            ((params->flags & FERRY_TAG_SEND_SYNC) && comp == NULL)))
         return FERRY_ERR_INVALID_PARAM;
@@ -978,6 +982,8 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv_from(ferry_worker_t *worker, ferry_pe
                                                 uint64_t tag_mask, ferry_tag_info_t *info,
                                                 ferry_completion_t *comp)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     ferry_status_t status;
     uint64_t length;
 
@@ -1012,6 +1018,8 @@ FERRY_EXPORT ferry_status_t ferry_tag_probe_from(ferry_worker_t *worker, ferry_p
                                                  ferry_tag_info_t *info,
                                                  ferry_tag_message_t **message_p)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL || (remove && message_p == NULL))
         return FERRY_ERR_INVALID_PARAM;
     tag_unexp_t *u = tag_match_unexpected(fy_tag_worker_of(worker), source, tag, tag_mask);
@@ -1039,6 +1047,8 @@ FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,
                                                    const ferry_iov_t *iov, size_t iovcnt,
                                                    ferry_tag_info_t *info, ferry_completion_t *comp)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     uint64_t length;
 
     if (worker == NULL || message == NULL || comp == NULL ||
@@ -1055,6 +1065,8 @@ FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,
 
 FERRY_EXPORT ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_completion_t *comp)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL || comp == NULL)
         return FERRY_ERR_INVALID_PARAM;
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);

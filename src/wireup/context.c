@@ -76,6 +76,7 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
         fy_error("calloc(%zu) for a context failed", sizeof(*context));
         return FERRY_ERR_NO_MEMORY;
     }
+    context->fork_gen = fy_fork_watch();
     status = fy_host_id_read(&context->host);
     if (status != FERRY_OK)
         goto err_free_context;
@@ -116,8 +117,8 @@ err_free_context:
 
 FERRY_EXPORT void ferry_context_destroy(ferry_context_t *context)
 {
-    if (context == NULL)
-        return;
+    if (context == NULL || fy_context_forked(context))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (context->worker_count != 0)
         fy_error("ferry_context_destroy: %u workers still exist; destroy them first "
                  "(the context is leaked to keep them safe)",

@@ -111,6 +111,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *
 
     if (worker == NULL || ep_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     status = fy_address_parse(address_blob, length, &address);
     if (status != FERRY_OK)
         return status;
@@ -248,6 +250,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
 
     if (ep == NULL || (flags & ~FERRY_EP_CLOSE_FORCE) != 0)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     if (ep->state == FY_EP_CLOSED || ep->state == FY_EP_FAILED)
         return FERRY_OK;
     if (ep->state == FY_EP_CLOSING && !(flags & FERRY_EP_CLOSE_FORCE))
@@ -297,6 +301,8 @@ FERRY_EXPORT void ferry_ep_destroy(ferry_ep_t *ep)
 {
     if (ep == NULL || ep->worker->destroying) /* the worker frees every endpoint */
         return;
+    if (fy_ep_forked(ep))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (ep->accepted) {
         fy_warn("ferry_ep_destroy(%p): an endpoint the worker accepted is the worker's: close "
                 "it with ferry_ep_close instead",
@@ -326,6 +332,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_peer_id(const ferry_ep_t *ep, ferry_peer_id
 {
     if (ep == NULL || id_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     *id_p = ep->peer.worker_uuid;
     return FERRY_OK;
 }
@@ -334,6 +342,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_query(const ferry_ep_t *ep, ferry_ep_attr_t
 {
     if (ep == NULL || attr == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     ferry_ep_attr_t a = {.peer = ep->peer.worker_uuid,
                          .transport = ep->tl->name,
                          .connected = ep->connected && ep->state == FY_EP_OPEN,
@@ -352,6 +362,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_wait_connected(ferry_ep_t *ep, int timeout_
 {
     if (ep == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     uint64_t deadline =
         timeout_ms < 0 ? UINT64_MAX : fy_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
     for (;;) {

@@ -133,6 +133,8 @@ FERRY_EXPORT ferry_status_t ferry_transport_query(const ferry_context_t *context
 FERRY_EXPORT ferry_status_t ferry_worker_transport_describe(ferry_worker_t *worker, size_t index,
                                                             char *buffer, size_t length)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL || buffer == NULL || length == 0) {
         fy_warn("ferry_worker_transport_describe: %s", worker == NULL   ? "worker is NULL"
                                                        : buffer == NULL ? "buffer is NULL"
@@ -325,6 +327,8 @@ static void introspect_rejections(ferry_worker_t *worker, const fy_address_t *ad
 FERRY_EXPORT ferry_status_t ferry_ep_choose(ferry_worker_t *worker, const void *address,
                                             size_t length, ferry_ep_choice_t *choice)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     const fy_address_record_t *record = NULL;
     ferry_ep_choice_t filled;
     fy_address_t parsed;

@@ -219,3 +219,11 @@ set_tests_properties(mp_bootstrap_progress PROPERTIES TIMEOUT 100
 # counters after a known exchange, checked exactly (include/ferry/counters.h), and FERRY_STATS
 ferry_add_test(NAME mp_counters SOURCES mp/mp_counters.c TIMEOUT 60)
 ferry_add_test(NAME mp_counters_tcp SOURCES mp/mp_counters.c TIMEOUT 60 ENV FERRY_TRANSPORTS=tcp)
+# fork(): descriptors close-on-exec; a child's copies of its parent's objects are dead
+# (FERRY_ERR_FORKED) and touch nothing shared; a child (with or without exec) uses ferry anew
+ferry_add_test(NAME mp_fork_cloexec SOURCES mp/mp_fork.c ARGS cloexec TIMEOUT 90)
+foreach(mode stream exec child)
+    ferry_add_test(NAME mp_fork_${mode} SOURCES mp/mp_fork.c ARGS ${mode} TIMEOUT 90)
+    ferry_add_test(NAME mp_fork_${mode}_tcp SOURCES mp/mp_fork.c ARGS ${mode} TIMEOUT 90
+                   ENV FERRY_TRANSPORTS=tcp)
+endforeach()
