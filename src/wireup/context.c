@@ -77,6 +77,7 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
         return FERRY_ERR_NO_MEMORY;
     }
     context->fork_gen = fy_fork_watch();
+    pthread_mutex_init(&context->lock, NULL);
     status = fy_host_id_read(&context->host);
     if (status != FERRY_OK)
         goto err_free_context;
@@ -111,6 +112,7 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
 err_cleanup_mem:
     mem_context_cleanup(&context->mem);
 err_free_context:
+    pthread_mutex_destroy(&context->lock);
     free(context);
     return status;
 }
@@ -125,6 +127,7 @@ FERRY_EXPORT void ferry_context_destroy(ferry_context_t *context)
                  context->worker_count);
     else {
         mem_context_cleanup(&context->mem);
+        pthread_mutex_destroy(&context->lock);
         free(context);
     }
 }

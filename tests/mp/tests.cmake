@@ -227,3 +227,16 @@ foreach(mode stream exec child)
     ferry_add_test(NAME mp_fork_${mode}_tcp SOURCES mp/mp_fork.c ARGS ${mode} TIMEOUT 90
                    ENV FERRY_TRANSPORTS=tcp)
 endforeach()
+# FERRY_THREAD_MULTI: one worker shared by several threads (label threads: run under TSan)
+foreach(mode msg rma eps)
+    ferry_add_test(NAME mp_threads_${mode} SOURCES mp/mp_threads.c ARGS ${mode} TIMEOUT 180
+                   LABELS threads)
+endforeach()
+ferry_add_test(NAME mp_threads_msg_tcp SOURCES mp/mp_threads.c ARGS msg TIMEOUT 180
+               LABELS threads ENV FERRY_TRANSPORTS=tcp)
+foreach(mode put coop)
+    ferry_add_test(NAME mp_threads_msg_${mode} SOURCES mp/mp_threads.c ARGS msg TIMEOUT 180
+                   LABELS threads ENV FERRY_RNDV_MODE=${mode})
+endforeach()
+ferry_add_test(NAME mp_threads_rma_tcp SOURCES mp/mp_threads.c ARGS rma TIMEOUT 180
+               LABELS threads ENV FERRY_TRANSPORTS=tcp)
