@@ -97,5 +97,5 @@ for c in "${case_list[@]}"; do
     new=$(awk -F, -v t="$test" -v s="$size" '$1 == "new" && $2 == t && $3 == s {print $4}' "$raw" |
         sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
     printf '%-8s %9s %7s %12.4f %12.4f %8.3f\n' "$test" "$size" "$unit" "$old" "$new" \
-        "$(awk -v a="$old" -v b="$new" 'BEGIN {print a > 0 ? b / a : 0}')"
+        "$(awk -v a="$old" -v b="$new" 'BEGIN {print (a > 0 ? b / a : 0)}')"
 done

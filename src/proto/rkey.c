@@ -151,6 +151,7 @@ static inline ferry_status_t locked_rkey_unpack(ferry_ep_t *ep, const void *buff
         return FERRY_ERR_NO_MEMORY;
     }
     rkey->ep = ep;
+    rkey->worker = ep->worker;
     rkey->key = key;
     *rkey_p = rkey;
     return FERRY_OK;
@@ -170,7 +171,7 @@ FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer
 
 static inline void locked_rkey_release(ferry_rkey_t *rkey)
 {
-    if (rkey != NULL && fy_ep_forked(rkey->ep))
+    if (rkey != NULL && fy_worker_forked(rkey->worker))
         return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (rkey == NULL)
         return;
@@ -183,8 +184,7 @@ static inline void locked_rkey_release(ferry_rkey_t *rkey)
 
 FERRY_EXPORT void ferry_rkey_release(ferry_rkey_t *rkey)
 {
-    ferry_worker_t *locked =
-        fy_worker_multi(rkey != NULL && rkey->ep != NULL ? rkey->ep->worker : NULL);
+    ferry_worker_t *locked = fy_worker_multi(rkey != NULL ? rkey->worker : NULL);
     if (fy_likely(locked == NULL)) {
         locked_rkey_release(rkey);
         return;
@@ -197,7 +197,7 @@ FERRY_EXPORT void ferry_rkey_release(ferry_rkey_t *rkey)
 static inline ferry_status_t locked_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset,
                                              void **local_ptr_p)
 {
-    if (rkey != NULL && fy_ep_forked(rkey->ep))
+    if (rkey != NULL && fy_worker_forked(rkey->worker))
         return FERRY_ERR_FORKED;
     if (rkey == NULL || local_ptr_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
@@ -223,8 +223,7 @@ static inline ferry_status_t locked_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote
 FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset,
                                            void **local_ptr_p)
 {
-    ferry_worker_t *locked =
-        fy_worker_multi(rkey != NULL && rkey->ep != NULL ? rkey->ep->worker : NULL);
+    ferry_worker_t *locked = fy_worker_multi(rkey != NULL ? rkey->worker : NULL);
     if (fy_likely(locked == NULL))
         return locked_rkey_ptr(rkey, remote_offset, local_ptr_p);
     fy_worker_lock(locked);
