@@ -4,7 +4,8 @@
  *
  * Objects:
  * - ferry_context_t: configuration and enabled transports (@ref ferry_api_context);
- * - ferry_worker_t: one progress engine, owned by one thread (@ref ferry_api_worker);
+ * - ferry_worker_t: one progress engine, used by one thread at a time or, in
+ *   FERRY_THREAD_MULTI mode, by any (@ref ferry_api_worker);
  * - ferry_ep_t: a connection to one peer worker (@ref ferry_api_ep).
  *
  * Operations: active messages (@ref ferry_api_am), registered memory and remote keys
@@ -15,8 +16,11 @@
  * Introspection — what ferry can use here, its configuration, and which transport an endpoint
  * would use and why: @ref ferry_api_info (ferry/info.h).
  *
- * Threads: a worker and its endpoints are used by one thread at a time. ferry starts no thread
- * (except the copy threads of FERRY_SEGMENT_COPY_THREADS, see @ref ferry_api_dma).
+ * Threads: a worker and its endpoints are used by one thread at a time, unless it was created
+ * with FERRY_THREAD_MULTI (ferry_thread_mode_t: then by any thread at any time). ferry starts
+ * no thread (except the copy threads of FERRY_SEGMENT_COPY_THREADS, see @ref ferry_api_dma).
+ *
+ * fork(): see @ref ferry_api_fork.
  */
 #ifndef FERRY_FERRY_H
 #define FERRY_FERRY_H
@@ -129,6 +133,37 @@ struct ferry_completion {
 /** @} */
 
 /**
+ * @defgroup ferry_api_fork fork() and exec
+ * @brief What a child process may do with the ferry objects of its parent.
+ *
+ * - Every descriptor ferry opens (sockets, epoll sets, eventfds, timerfds, memfds, files) is
+ *   close-on-exec: after exec a program holds nothing of its parent's ferry.
+ * - After fork(), the child's copies of every ferry object its parent created before the fork
+ *   (contexts, workers, endpoints, registrations, keys, segments, remote segments, DMA queues)
+ *   are dead. Every call on them returns FERRY_ERR_FORKED (calls returning a count or a size
+ *   return 0, ferry_dma_state() FERRY_DMA_FAILED) and touches nothing shared with the parent or
+ *   its peers: no message, no ring, no region, no key table, no epoll set. ferry_*_destroy(),
+ *   _release() and _deregister() on them do nothing: the child's memory of them is leaked
+ *   deliberately (it goes with the child's exit or exec), and so are its copies of the
+ *   descriptors, which keep the parent's connections open until the child exits or execs (a
+ *   peer notices the parent's death only then). Detection costs one load per call (a
+ *   pthread_atfork() handler counts forks); no system call.
+ * - The child may create its own context and workers (ferry_context_create()) and connect to
+ *   its parent, its parent's peers or anyone else: they are new objects.
+ * - Memory: shared memory ferry maps (ferry_mem_alloc() memory, the shm transport's rings and
+ *   regions, the key table, mappings of peers' memory from ferry_rkey_ptr() and
+ *   ferry_rsegment_map()) is marked MADV_DONTFORK: it is absent from the child (a stray store
+ *   there faults instead of reaching a peer). Memory the parent registered with
+ *   ferry_mem_register() is the parent's own (private) memory: after fork() the child writes to
+ *   its copy-on-write copy, and peers keep reading and writing the parent's pages (cross-memory
+ *   attach and tcp address the parent's process, not physical pages), whatever the child does.
+ * - fork() while another thread of the parent is inside a ferry call is safe for the parent;
+ *   the child must not use the inherited objects anyway.
+ * @{
+ * @}
+ */
+
+/**
  * @defgroup ferry_api_context Context
  * @brief Configuration (the FERRY_* environment) and the enabled transports.
  * @{
@@ -228,23 +263,61 @@ ferry_status_t ferry_context_config_lookup(const ferry_context_t *context, const
  */
 typedef void (*ferry_ep_error_cb_t)(void *arg, ferry_ep_t *ep, ferry_status_t status);
 
+/**
+ * @brief Which threads may use a worker (ferry_worker_params_t.thread_mode).
+ *
+ * FERRY_THREAD_SINGLE (the default, 0): one thread at a time uses the worker and everything
+ * that belongs to it (its endpoints, remote keys, segments, remote segments, DMA queues); the
+ * program serializes its calls. Nothing is locked.
+ *
+ * FERRY_THREAD_MULTI: any thread may call any function on the worker and on everything that
+ * belongs to it at any time, including ferry_worker_progress() and ferry_worker_wait() from
+ * several threads at once. Each such call takes the worker's lock (one mutex per worker,
+ * recursive for the thread that holds it) for its duration, so calls on one worker are
+ * serialized; ferry_worker_wait() releases it while it sleeps, so that other threads go on.
+ * Callbacks (completions, active-message handlers, error callbacks, segment and DMA events)
+ * run in the thread that progresses, with the worker's lock held: two callbacks of one worker
+ * never run at once, and a callback may call ferry on the same worker (the lock is recursive)
+ * within the rules of @ref ferry_api_completion. What remains the caller's job:
+ * - an object is not destroyed (ferry_ep_destroy(), ferry_rkey_release(),
+ *   ferry_segment_release(), ferry_dma_destroy(), ...) while another thread still uses it or
+ *   may still use the handle; ferry_worker_destroy() is called when no other thread uses the
+ *   worker or anything of it;
+ * - buffers and completions passed to ferry belong to ferry until the operation completed, as
+ *   in single mode; a completion's count is updated under the worker's lock: read it after a
+ *   progress or wait call of the same thread returned, or make it an atomic read of your own;
+ * - context calls (ferry_mem_register(), ferry_mem_alloc(), ferry_mem_deregister(),
+ *   ferry_rkey_pack()) are serialized by the context's own lock once it has a multi-thread
+ *   worker; deregistering memory that an operation still uses is an error in any mode;
+ * - ferry_worker_arm() followed by the program's own sleep on ferry_worker_get_fd() is
+ *   reliable only while no other thread progresses the worker (progress disarms it);
+ *   ferry_worker_wait() is the sleep that works with any number of threads.
+ * The cost in FERRY_THREAD_SINGLE mode is one predicted branch per call.
+ */
+typedef enum ferry_thread_mode {
+    FERRY_THREAD_SINGLE = 0, /**< one thread at a time (the default) */
+    FERRY_THREAD_MULTI = 1,  /**< any thread, any call, at any time (calls serialized) */
+} ferry_thread_mode_t;
+
 /** @brief Parameters of ferry_worker_create(). */
 typedef struct ferry_worker_params {
     /** Error callback for endpoints the worker accepts from peers (see ferry_am_recv_params_t
      *  reply_ep); NULL: errors of accepted endpoints are only logged. */
     ferry_ep_error_cb_t accepted_ep_error_cb;
-    void *accepted_ep_error_arg; /**< the arg of accepted_ep_error_cb */
+    void *accepted_ep_error_arg;     /**< the arg of accepted_ep_error_cb */
+    ferry_thread_mode_t thread_mode; /**< FERRY_THREAD_SINGLE (0, default) or _MULTI */
 } ferry_worker_params_t;
 
 /**
  * @brief Create a worker: a progress engine with its own receive queues and one file
  *        descriptor to wait on.
  * @param context the context the worker belongs to
- * @param[in] params callbacks; may be NULL
+ * @param[in] params callbacks and the thread mode; may be NULL (FERRY_THREAD_SINGLE)
  * @param[out] worker_p on success, a worker the caller owns: destroy it with
  *                      ferry_worker_destroy()
  * @retval FERRY_OK created
- * @retval FERRY_ERR_INVALID_PARAM context or worker_p is NULL
+ * @retval FERRY_ERR_INVALID_PARAM context or worker_p is NULL, or an unknown thread_mode
+ * @retval FERRY_ERR_FORKED the context was created by the parent of this (forked) process
  * @retval FERRY_ERR_NO_MEMORY out of memory
  * @retval FERRY_ERR_IO epoll, eventfd or socket creation failed (the log names the call)
  * @retval FERRY_ERR_SHMEM memfd or mmap failed

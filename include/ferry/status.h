@@ -64,6 +64,7 @@ typedef enum ferry_status {
     FERRY_ERR_NO_DEVICE = -61, // no usable transport on this host
     FERRY_ERR_SHMEM = -62, // shared memory could not be created or mapped
     FERRY_ERR_LIMIT = -63, // a configured or system limit was reached
+    FERRY_ERR_FORKED = -64, // object inherited across fork(): unusable in the child process; create new ones there
 } ferry_status_t;
 // clang-format on
 

@@ -221,10 +221,12 @@ static ferry_mem_t *mem_cache_find(mem_context_t *mc, const ferry_iov_t *iov, si
     return NULL;
 }
 
-FERRY_EXPORT ferry_status_t ferry_mem_register(ferry_context_t *context, const ferry_iov_t *iov,
-                                               size_t iovcnt, unsigned access, unsigned flags,
-                                               ferry_mem_t **mem_p)
+static inline ferry_status_t locked_mem_register(ferry_context_t *context, const ferry_iov_t *iov,
+                                                 size_t iovcnt, unsigned access, unsigned flags,
+                                                 ferry_mem_t **mem_p)
 {
+    if (context != NULL && fy_context_forked(context))
+        return FERRY_ERR_FORKED;
     mem_context_t *mc;
     ferry_mem_t *mem;
     ferry_status_t status;
@@ -268,8 +270,21 @@ FERRY_EXPORT ferry_status_t ferry_mem_register(ferry_context_t *context, const f
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_mem_deregister(ferry_mem_t *mem)
+FERRY_EXPORT ferry_status_t ferry_mem_register(ferry_context_t *context, const ferry_iov_t *iov,
+                                               size_t iovcnt, unsigned access, unsigned flags,
+                                               ferry_mem_t **mem_p)
 {
+    ferry_context_t *locked = fy_context_lock(context);
+    ferry_status_t status_or_value =
+        locked_mem_register(context, iov, iovcnt, access, flags, mem_p);
+    fy_context_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_mem_deregister(ferry_mem_t *mem)
+{
+    if (mem != NULL && fy_context_forked(mem->context))
+        return FERRY_ERR_FORKED;
     if (mem == NULL || mem->refcount == 0)
         return FERRY_ERR_INVALID_PARAM;
     if (--mem->refcount == 0)
@@ -277,9 +292,19 @@ FERRY_EXPORT ferry_status_t ferry_mem_deregister(ferry_mem_t *mem)
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_mem_alloc(ferry_context_t *context, size_t size, unsigned flags,
-                                            ferry_mem_t **mem_p, void **ptr_p)
+FERRY_EXPORT ferry_status_t ferry_mem_deregister(ferry_mem_t *mem)
 {
+    ferry_context_t *locked = fy_context_lock(mem != NULL ? mem->context : NULL);
+    ferry_status_t status_or_value = locked_mem_deregister(mem);
+    fy_context_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_mem_alloc(ferry_context_t *context, size_t size, unsigned flags,
+                                              ferry_mem_t **mem_p, void **ptr_p)
+{
+    if (context != NULL && fy_context_forked(context))
+        return FERRY_ERR_FORKED;
     long page = sysconf(_SC_PAGESIZE);
     size_t mapped;
     ferry_status_t status;
@@ -325,8 +350,19 @@ err_unmap:
     return status;
 }
 
+FERRY_EXPORT ferry_status_t ferry_mem_alloc(ferry_context_t *context, size_t size, unsigned flags,
+                                            ferry_mem_t **mem_p, void **ptr_p)
+{
+    ferry_context_t *locked = fy_context_lock(context);
+    ferry_status_t status_or_value = locked_mem_alloc(context, size, flags, mem_p, ptr_p);
+    fy_context_unlock(locked);
+    return status_or_value;
+}
+
 FERRY_EXPORT size_t ferry_mem_length(const ferry_mem_t *mem)
 {
+    if (mem != NULL && fy_context_forked(mem->context))
+        return 0;
     return mem != NULL ? mem->length : 0;
 }
 

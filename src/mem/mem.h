@@ -189,6 +189,9 @@ void rkey_encode(const rkey_packed_t *in, void *buffer);
 
 struct ferry_rkey {
     ferry_ep_t *ep;
+    /* ep's worker: what ferry_rkey_release locks and checks for fork, since the worker's
+     * destruction releases keys whose endpoint it already freed */
+    ferry_worker_t *worker;
     rkey_packed_t key;
     uint64_t secret; /* the registration secret the key claims (sealed secret ^ binding) */
     /* shm, filled by the transport on first use */

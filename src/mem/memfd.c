@@ -33,6 +33,7 @@ ferry_status_t fy_memfd_create(const char *name, size_t size, int *fd_p, void **
         fy_error("mmap(memfd %s, %zu bytes) failed: %s", name, size, strerror(errno));
         goto err_close;
     }
+    fy_map_dontfork(map, size, name);
     *fd_p = fd;
     *map_p = map;
     return FERRY_OK;
@@ -40,4 +41,12 @@ ferry_status_t fy_memfd_create(const char *name, size_t size, int *fd_p, void **
 err_close:
     close(fd);
     return FERRY_ERR_SHMEM;
+}
+
+void fy_map_dontfork(void *map, size_t size, const char *what)
+{
+    if (madvise(map, size, MADV_DONTFORK) != 0)
+        fy_warn("madvise(%p, %zu bytes of %s, MADV_DONTFORK) failed: %s; a fork() child would "
+                "share this memory with its parent's peers",
+                map, size, what, strerror(errno));
 }

@@ -13,4 +13,9 @@
  * strerror). */
 ferry_status_t fy_memfd_create(const char *name, size_t size, int *fd_p, void **map_p);
 
+/* Keep a mapping shared with peers out of fork() children (MADV_DONTFORK): a child's stray
+ * store can then never reach a peer's memory, a ring or a key table (ferry.h, "fork()").
+ * what names the mapping in the warning logged if the kernel refuses. */
+void fy_map_dontfork(void *map, size_t size, const char *what);
+
 #endif

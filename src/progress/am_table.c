@@ -18,9 +18,11 @@ typedef struct am_buffer {
 
 #define AM_BUFFER_MAGIC 0x66657272795f616dull /* "ferry_am" */
 
-FERRY_EXPORT ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigned id,
-                                                 ferry_am_handler_cb_t cb, void *arg)
+static inline ferry_status_t locked_am_set_handler(ferry_worker_t *worker, unsigned id,
+                                                   ferry_am_handler_cb_t cb, void *arg)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL || id >= FERRY_AM_ID_MAX)
         return FERRY_ERR_INVALID_PARAM;
     worker->am[id].cb = cb;
@@ -28,6 +30,18 @@ FERRY_EXPORT ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigne
     worker->am[id].arg = arg;
     worker->am[id].warned = 0;
     return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_am_set_handler(ferry_worker_t *worker, unsigned id,
+                                                 ferry_am_handler_cb_t cb, void *arg)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_am_set_handler(worker, id, cb, arg);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_am_set_handler(worker, id, cb, arg);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 ferry_status_t fy_am_set_internal_place(ferry_worker_t *worker, unsigned id, fy_am_place_cb_t place)
@@ -124,8 +138,10 @@ void fy_am_deliver_buffer(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, c
         fy_am_buffer_free(data);
 }
 
-FERRY_EXPORT void ferry_am_data_release(ferry_worker_t *worker, void *data)
+static inline void locked_am_data_release(ferry_worker_t *worker, void *data)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (worker == NULL || data == NULL)
         return;
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
@@ -142,4 +158,16 @@ FERRY_EXPORT void ferry_am_data_release(ferry_worker_t *worker, void *data)
         return;
     }
     fy_am_buffer_free(data);
+}
+
+FERRY_EXPORT void ferry_am_data_release(ferry_worker_t *worker, void *data)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL)) {
+        locked_am_data_release(worker, data);
+        return;
+    }
+    fy_worker_lock(locked);
+    locked_am_data_release(worker, data);
+    fy_worker_unlock(locked);
 }

@@ -48,9 +48,11 @@ static ferry_status_t counters_check(const ferry_counters_t *counters, const cha
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_worker_counters(ferry_worker_t *worker,
-                                                  ferry_counters_t *counters)
+static inline ferry_status_t locked_worker_counters(ferry_worker_t *worker,
+                                                    ferry_counters_t *counters)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL)
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = counters_check(counters, "ferry_worker_counters");
@@ -67,8 +69,22 @@ FERRY_EXPORT ferry_status_t ferry_worker_counters(ferry_worker_t *worker,
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_counters(const ferry_ep_t *ep, ferry_counters_t *counters)
+FERRY_EXPORT ferry_status_t ferry_worker_counters(ferry_worker_t *worker,
+                                                  ferry_counters_t *counters)
 {
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_worker_counters(worker, counters);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_worker_counters(worker, counters);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_ep_counters(const ferry_ep_t *ep, ferry_counters_t *counters)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     if (ep == NULL)
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = counters_check(counters, "ferry_ep_counters");
@@ -79,6 +95,17 @@ FERRY_EXPORT ferry_status_t ferry_ep_counters(const ferry_ep_t *ep, ferry_counte
     memcpy(counters, &ep->counters, sizeof(ep->counters));
     counters->size = size;
     return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_ep_counters(const ferry_ep_t *ep, ferry_counters_t *counters)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_ep_counters(ep, counters);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_ep_counters(ep, counters);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 FERRY_EXPORT unsigned ferry_counters_size_class(uint64_t length)

@@ -3,6 +3,7 @@
 #include "progress/worker.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -102,6 +103,8 @@ static unsigned worker_poll_fds(ferry_worker_t *worker, int timeout_ms, ferry_st
 
 static void worker_disarm(ferry_worker_t *worker)
 {
+    if (worker->sleepers > 0)
+        return; /* multi-thread mode: a thread sleeps in ferry_worker_wait, peers must wake it */
     worker->armed = 0;
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
@@ -120,10 +123,12 @@ static unsigned worker_progress_modules(ferry_worker_t *worker)
     return count;
 }
 
-FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
+static inline unsigned worker_progress(ferry_worker_t *worker)
 {
     unsigned count = 0;
 
+    if (fy_worker_forked(worker))
+        return 0;
     worker->in_progress++; /* callbacks run below: see ferry_ep_destroy */
     for (unsigned i = 0; i < worker->tl_active_count; i++) {
         unsigned t = worker->tl_active[i];
@@ -148,18 +153,44 @@ FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
     return count;
 }
 
-FERRY_EXPORT ferry_status_t ferry_worker_get_fd(ferry_worker_t *worker, int *fd_p)
+FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return worker_progress(worker);
+    fy_worker_lock(locked);
+    unsigned count = worker_progress(worker);
+    fy_worker_unlock(locked);
+    return count;
+}
+
+static inline ferry_status_t locked_worker_get_fd(ferry_worker_t *worker, int *fd_p)
 {
     if (worker == NULL || fd_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     *fd_p = worker->epoll_fd;
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_worker_arm(ferry_worker_t *worker)
+FERRY_EXPORT ferry_status_t ferry_worker_get_fd(ferry_worker_t *worker, int *fd_p)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_worker_get_fd(worker, fd_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_worker_get_fd(worker, fd_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_worker_arm(ferry_worker_t *worker)
 {
     if (worker == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (!fy_list_is_empty(&worker->deferred))
         return FERRY_ERR_BUSY;
     /* work that only a module's progress moves on: no peer will signal it */
@@ -179,17 +210,97 @@ FERRY_EXPORT ferry_status_t ferry_worker_arm(ferry_worker_t *worker)
     return FERRY_OK;
 }
 
+FERRY_EXPORT ferry_status_t ferry_worker_arm(ferry_worker_t *worker)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_worker_arm(worker);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_worker_arm(worker);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+/* Multi-thread mode: the worker's lock is held only to progress and to arm, never while
+ * asleep; the sleeper counts itself in worker->sleepers so that another thread's progress
+ * leaves the worker armed (peers keep waking the sleepers) until the last sleeper woke. A
+ * caller that holds the lock (a ferry call that waits, e.g. ferry_ep_wait_connected) gives it
+ * up entirely meanwhile. */
+static ferry_status_t worker_wait_multi(ferry_worker_t *worker, int timeout_ms)
+{
+    ferry_status_t status = FERRY_OK;
+    unsigned held = 0;
+
+    if (atomic_load_explicit(&worker->lock_owner, memory_order_relaxed) ==
+        (uintptr_t)pthread_self()) {
+        held = worker->lock_depth;
+        worker->lock_depth = 1;
+        fy_worker_unlock(worker);
+    }
+    uint64_t start = fy_time_now_ns();
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000u;
+    uint64_t spin_end = start + worker->wait_spin_ns;
+    for (;;) {
+        fy_worker_lock(worker);
+        if (worker_progress(worker) > 0)
+            break;
+        uint64_t now = fy_time_now_ns();
+        if (now >= deadline) {
+            status = FERRY_ERR_TIMED_OUT;
+            break;
+        }
+        if (now < spin_end || ferry_worker_arm(worker) == FERRY_ERR_BUSY) {
+            fy_worker_unlock(worker);
+            fy_cpu_relax();
+            continue;
+        }
+        int ms = -1;
+        if (deadline != UINT64_MAX)
+            ms = (int)((deadline - now + 999999u) / 1000000u);
+        struct pollfd pfd = {.fd = worker->epoll_fd, .events = POLLIN};
+        worker->sleepers++;
+        fy_worker_unlock(worker);
+        int n = poll(&pfd, 1, ms);
+        int err = errno;
+        fy_worker_lock(worker);
+        worker->sleepers--;
+        worker_disarm(worker); /* unless another thread still sleeps */
+        if (n < 0 && err != EINTR) {
+            fy_error("poll(epoll fd %d) failed: %s", worker->epoll_fd, strerror(err));
+            status = FERRY_ERR_IO;
+            break;
+        }
+        worker->in_progress++; /* fd callbacks run here too */
+        unsigned count = worker_poll_fds(worker, 0, &status);
+        worker->in_progress--;
+        count += worker_progress(worker);
+        if (status != FERRY_OK || count > 0)
+            break;
+        fy_worker_unlock(worker); /* another thread took the events: sleep again */
+    }
+    fy_worker_unlock(worker);
+    if (held > 0) {
+        fy_worker_lock(worker);
+        worker->lock_depth = held;
+    }
+    return status;
+}
+
 FERRY_EXPORT ferry_status_t ferry_worker_wait(ferry_worker_t *worker, int timeout_ms)
 {
     ferry_status_t status = FERRY_OK;
 
     if (worker == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
+    if (fy_unlikely(worker->multi))
+        return worker_wait_multi(worker, timeout_ms);
     uint64_t start = fy_time_now_ns();
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000u;
     uint64_t spin_end = start + worker->wait_spin_ns;
     for (;;) {
-        if (ferry_worker_progress(worker) > 0)
+        if (worker_progress(worker) > 0)
             return FERRY_OK;
         uint64_t now = fy_time_now_ns();
         if (now >= deadline)
@@ -210,28 +321,55 @@ FERRY_EXPORT ferry_status_t ferry_worker_wait(ferry_worker_t *worker, int timeou
         if (status != FERRY_OK)
             return status;
         if (n > 0) {
-            ferry_worker_progress(worker);
+            worker_progress(worker);
             return FERRY_OK;
         }
     }
 }
 
-FERRY_EXPORT ferry_status_t ferry_worker_id(const ferry_worker_t *worker, ferry_peer_id_t *id_p)
+static inline ferry_status_t locked_worker_id(const ferry_worker_t *worker, ferry_peer_id_t *id_p)
 {
     if (worker == NULL || id_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     *id_p = worker->uuid;
+    return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_worker_id(const ferry_worker_t *worker, ferry_peer_id_t *id_p)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_worker_id(worker, id_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_worker_id(worker, id_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_worker_address(ferry_worker_t *worker, const void **address_p,
+                                                   size_t *length_p)
+{
+    if (worker == NULL || address_p == NULL || length_p == NULL)
+        return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
+    *address_p = worker->address;
+    *length_p = worker->address_length;
     return FERRY_OK;
 }
 
 FERRY_EXPORT ferry_status_t ferry_worker_address(ferry_worker_t *worker, const void **address_p,
                                                  size_t *length_p)
 {
-    if (worker == NULL || address_p == NULL || length_p == NULL)
-        return FERRY_ERR_INVALID_PARAM;
-    *address_p = worker->address;
-    *length_p = worker->address_length;
-    return FERRY_OK;
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_worker_address(worker, address_p, length_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_worker_address(worker, address_p, length_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 FERRY_EXPORT ferry_status_t
@@ -324,15 +462,25 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
 
     if (context == NULL || worker_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_context_forked(context))
+        return FERRY_ERR_FORKED;
     worker = calloc(1, sizeof(*worker));
     if (worker == NULL) {
         fy_error("calloc(%zu) for a worker failed", sizeof(*worker));
         return FERRY_ERR_NO_MEMORY;
     }
     worker->context = context;
+    worker->fork_gen = context->fork_gen;
     worker->retired.size = sizeof(worker->retired);
     if (params != NULL)
         worker->params = *params;
+    if (worker->params.thread_mode != FERRY_THREAD_SINGLE &&
+        worker->params.thread_mode != FERRY_THREAD_MULTI) {
+        free(worker);
+        return FERRY_ERR_INVALID_PARAM;
+    }
+    worker->multi = worker->params.thread_mode == FERRY_THREAD_MULTI;
+    pthread_mutex_init(&worker->lock, NULL);
     fy_list_init(&worker->eps);
     fy_list_init(&worker->deferred);
     worker->wait_spin_ns = fy_config_size_in(&context->config, &worker_spin_var) * 1000u;
@@ -373,6 +521,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
     if (status != FERRY_OK)
         goto err_finalize_transports;
     context->worker_count++;
+    if (worker->multi)
+        context->multi_workers++;
     *worker_p = worker;
     return FERRY_OK;
 
@@ -380,14 +530,15 @@ err_finalize_transports:
     worker_finalize_transports(worker);
     close(worker->epoll_fd);
 err_free_worker:
+    pthread_mutex_destroy(&worker->lock);
     free(worker);
     return status;
 }
 
 FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
 {
-    if (worker == NULL)
-        return;
+    if (worker == NULL || fy_worker_forked(worker))
+        return;                          /* a forked child's copy: left alone (ferry.h, "fork()") */
     fy_counters_dump_at_destroy(worker); /* FERRY_STATS */
     worker->destroying = 1; /* callbacks of what is canceled below must not free endpoints */
     fy_ep_destroy_all(worker);
@@ -397,5 +548,8 @@ FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
     worker_cleanup_modules(worker, fy_modules_count);
     close(worker->epoll_fd);
     worker->context->worker_count--;
+    if (worker->multi)
+        worker->context->multi_workers--;
+    pthread_mutex_destroy(&worker->lock);
     free(worker);
 }

@@ -6,6 +6,8 @@
 #ifndef FY_PROGRESS_WORKER_H
 #define FY_PROGRESS_WORKER_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <ferry/ferry.h>
@@ -32,6 +34,13 @@ typedef struct fy_am_handler {
 
 struct ferry_worker {
     ferry_context_t *context;
+    unsigned fork_gen; /* the context's: another value in fy_fork_generation_now = forked */
+    /* FERRY_THREAD_MULTI: every public call holds lock (fy_worker_lock); single mode: 0 */
+    int multi;
+    pthread_mutex_t lock;
+    atomic_uintptr_t lock_owner; /* pthread_self() of the holder, 0: none */
+    unsigned lock_depth;         /* the holder's nested calls (callbacks calling ferry) */
+    unsigned sleepers;           /* threads asleep in ferry_worker_wait: keep the worker armed */
     ferry_worker_params_t params;
     int epoll_fd;
     uint64_t uuid;
@@ -57,6 +66,45 @@ struct ferry_worker {
     size_t address_length;
     uint8_t address_compact[FERRY_ADDRESS_COMPACT_SIZE]; /* the compact form (address.h) */
 };
+
+/* Whether this worker is a forked child's copy of its parent's: every call on it then returns
+ * FERRY_ERR_FORKED (or does nothing) and touches nothing shared. One load, no system call. */
+static inline bool fy_worker_forked(const ferry_worker_t *worker)
+{
+    return fy_forked(worker->fork_gen);
+}
+
+/* The worker to lock for a public call on it, or NULL when none is needed: single-thread mode
+ * (one predicted branch) or a forked child's copy (whose lock may have been held at fork;
+ * the call then only returns FERRY_ERR_FORKED). */
+static inline ferry_worker_t *fy_worker_multi(const ferry_worker_t *worker)
+{
+    if (__builtin_expect(worker == NULL || !worker->multi, 1) || fy_worker_forked(worker))
+        return NULL;
+    return (ferry_worker_t *)worker; /* the lock is mutable even behind a const handle */
+}
+
+/* Take / release the worker's lock (multi-thread mode): recursive for the holder, so that a
+ * callback may call ferry on its worker. */
+static inline void fy_worker_lock(ferry_worker_t *worker)
+{
+    uintptr_t self = (uintptr_t)pthread_self();
+    if (atomic_load_explicit(&worker->lock_owner, memory_order_relaxed) == self) {
+        worker->lock_depth++;
+        return;
+    }
+    pthread_mutex_lock(&worker->lock);
+    atomic_store_explicit(&worker->lock_owner, self, memory_order_relaxed);
+    worker->lock_depth = 1;
+}
+
+static inline void fy_worker_unlock(ferry_worker_t *worker)
+{
+    if (--worker->lock_depth > 0)
+        return;
+    atomic_store_explicit(&worker->lock_owner, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&worker->lock);
+}
 
 /* A module's per-worker state (what its init returned). */
 static inline void *fy_worker_module_state(const ferry_worker_t *worker, unsigned module)

@@ -25,13 +25,27 @@ static inline ferry_status_t am_count(ferry_ep_t *ep, unsigned id, uint64_t leng
     return status;
 }
 
-FERRY_EXPORT ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const void *header,
-                                          size_t header_length, const ferry_iov_t *iov,
-                                          size_t iovcnt, ferry_completion_t *comp)
+static inline ferry_status_t locked_am_send(ferry_ep_t *ep, unsigned id, const void *header,
+                                            size_t header_length, const ferry_iov_t *iov,
+                                            size_t iovcnt, ferry_completion_t *comp)
 {
     if (fy_unlikely(id >= FERRY_AM_ID_MAX))
         return FERRY_ERR_INVALID_PARAM;
     return am_send_checked(ep, id, header, header_length, iov, iovcnt, comp);
+}
+
+FERRY_EXPORT ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const void *header,
+                                          size_t header_length, const ferry_iov_t *iov,
+                                          size_t iovcnt, ferry_completion_t *comp)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_am_send(ep, id, header, header_length, iov, iovcnt, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_am_send(ep, id, header, header_length, iov, iovcnt, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 ferry_status_t fy_am_send_internal(ferry_ep_t *ep, unsigned id, const void *header,
@@ -52,6 +66,8 @@ static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const 
         return FERRY_ERR_INVALID_PARAM;
     if (fy_unlikely(ep->state != FY_EP_OPEN))
         return am_count(ep, id, 0, ep->error);
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     if (iovcnt <= 1) {
         const void *payload = iovcnt ? iov[0].buffer : NULL;
         size_t length = iovcnt ? iov[0].length : 0;

@@ -115,8 +115,10 @@ ferry_status_t rkey_decode(const void *buffer, size_t length, rkey_packed_t *out
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, size_t *length_p)
+static inline ferry_status_t locked_rkey_pack(ferry_mem_t *mem, void **buffer_p, size_t *length_p)
 {
+    if (mem != NULL && fy_context_forked(mem->context))
+        return FERRY_ERR_FORKED;
     rkey_packed_t key;
     void *buffer;
 
@@ -143,6 +145,14 @@ FERRY_EXPORT ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, s
     return FERRY_OK;
 }
 
+FERRY_EXPORT ferry_status_t ferry_rkey_pack(ferry_mem_t *mem, void **buffer_p, size_t *length_p)
+{
+    ferry_context_t *locked = fy_context_lock(mem != NULL ? mem->context : NULL);
+    ferry_status_t status_or_value = locked_rkey_pack(mem, buffer_p, length_p);
+    fy_context_unlock(locked);
+    return status_or_value;
+}
+
 FERRY_EXPORT void ferry_rkey_buffer_release(void *buffer)
 {
     free(buffer);
@@ -150,9 +160,11 @@ FERRY_EXPORT void ferry_rkey_buffer_release(void *buffer)
 
 static fy_log_limit_t ferry_rkey_unpack_log_limit; /* a warning a peer can trigger */
 
-FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer, size_t length,
-                                              ferry_rkey_t **rkey_p)
+static inline ferry_status_t locked_rkey_unpack(ferry_ep_t *ep, const void *buffer, size_t length,
+                                                ferry_rkey_t **rkey_p)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     ferry_rkey_t *rkey;
     rkey_packed_t key;
     ferry_status_t status;
@@ -179,14 +191,29 @@ FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer
         return FERRY_ERR_NO_MEMORY;
     }
     rkey->ep = ep;
+    rkey->worker = ep->worker;
     rkey->key = key;
     rkey->secret = key.sealed_secret ^ rkey_binding(&key);
     *rkey_p = rkey;
     return FERRY_OK;
 }
 
-FERRY_EXPORT void ferry_rkey_release(ferry_rkey_t *rkey)
+FERRY_EXPORT ferry_status_t ferry_rkey_unpack(ferry_ep_t *ep, const void *buffer, size_t length,
+                                              ferry_rkey_t **rkey_p)
 {
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rkey_unpack(ep, buffer, length, rkey_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_rkey_unpack(ep, buffer, length, rkey_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline void locked_rkey_release(ferry_rkey_t *rkey)
+{
+    if (rkey != NULL && fy_worker_forked(rkey->worker))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (rkey == NULL)
         return;
     if (rkey->mapped != NULL)
@@ -196,9 +223,23 @@ FERRY_EXPORT void ferry_rkey_release(ferry_rkey_t *rkey)
     free(rkey);
 }
 
-FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset,
-                                           void **local_ptr_p)
+FERRY_EXPORT void ferry_rkey_release(ferry_rkey_t *rkey)
 {
+    ferry_worker_t *locked = fy_worker_multi(rkey != NULL ? rkey->worker : NULL);
+    if (fy_likely(locked == NULL)) {
+        locked_rkey_release(rkey);
+        return;
+    }
+    fy_worker_lock(locked);
+    locked_rkey_release(rkey);
+    fy_worker_unlock(locked);
+}
+
+static inline ferry_status_t locked_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset,
+                                             void **local_ptr_p)
+{
+    if (rkey != NULL && fy_worker_forked(rkey->worker))
+        return FERRY_ERR_FORKED;
     if (rkey == NULL || local_ptr_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (!(rkey->key.flags & MEM_FLAG_ALLOC))
@@ -221,4 +262,16 @@ FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_o
         return FERRY_ERR_ACCESS;
     *local_ptr_p = (char *)rkey->mapped + remote_offset;
     return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset,
+                                           void **local_ptr_p)
+{
+    ferry_worker_t *locked = fy_worker_multi(rkey != NULL ? rkey->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rkey_ptr(rkey, remote_offset, local_ptr_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_rkey_ptr(rkey, remote_offset, local_ptr_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }

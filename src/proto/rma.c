@@ -566,49 +566,137 @@ static uint64_t rma_iov_bytes(const ferry_iov_t *iov, size_t iovcnt)
     return total;
 }
 
+static inline ferry_status_t locked_put(ferry_ep_t *ep, const void *buffer, size_t length,
+                                        uint64_t remote_offset, ferry_rkey_t *rkey,
+                                        ferry_completion_t *comp)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
+    return rma_counted(
+        ep, FY_RMA_PUT, length,
+        rma_contig("ferry_put", FY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey, comp));
+}
+
 FERRY_EXPORT ferry_status_t ferry_put(ferry_ep_t *ep, const void *buffer, size_t length,
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_put(ep, buffer, length, remote_offset, rkey, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_put(ep, buffer, length, remote_offset, rkey, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_get(ferry_ep_t *ep, void *buffer, size_t length,
+                                        uint64_t remote_offset, ferry_rkey_t *rkey,
+                                        ferry_completion_t *comp)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return rma_counted(
-        ep, FY_RMA_PUT, length,
-        rma_contig("ferry_put", FY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey, comp));
+        ep, FY_RMA_GET, length,
+        rma_contig("ferry_get", FY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t length,
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_get(ep, buffer, length, remote_offset, rkey, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_get(ep, buffer, length, remote_offset, rkey, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                         const ferry_remote_iov_t *remote, size_t remote_count,
+                                         ferry_rkey_t *rkey, ferry_completion_t *comp)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return rma_counted(
-        ep, FY_RMA_GET, length,
-        rma_contig("ferry_get", FY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp));
+        ep, FY_RMA_PUT, rma_iov_bytes(iov, iovcnt),
+        rma_vector("ferry_putv", FY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_putv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_putv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                         const ferry_remote_iov_t *remote, size_t remote_count,
+                                         ferry_rkey_t *rkey, ferry_completion_t *comp)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     return rma_counted(
-        ep, FY_RMA_PUT, rma_iov_bytes(iov, iovcnt),
-        rma_vector("ferry_putv", FY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey, comp));
+        ep, FY_RMA_GET, rma_iov_bytes(iov, iovcnt),
+        rma_vector("ferry_getv", FY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_counted(
-        ep, FY_RMA_GET, rma_iov_bytes(iov, iovcnt),
-        rma_vector("ferry_getv", FY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey, comp));
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_getv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_getv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op,
+                                                uint64_t value, size_t size, uint64_t remote_offset,
+                                                ferry_rkey_t *rkey, ferry_completion_t *comp)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
+    return rma_counted(ep, FY_RMA_ATOMIC_POST, size,
+                       rma_atomic("ferry_atomic_post", FY_RMA_ATOMIC_POST, ep, op, value, 0, size,
+                                  remote_offset, rkey, NULL, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
                                               size_t size, uint64_t remote_offset,
                                               ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    return rma_counted(ep, FY_RMA_ATOMIC_POST, size,
-                       rma_atomic("ferry_atomic_post", FY_RMA_ATOMIC_POST, ep, op, value, 0, size,
-                                  remote_offset, rkey, NULL, comp));
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_atomic_post(ep, op, value, size, remote_offset, rkey, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_atomic_post(ep, op, value, size, remote_offset, rkey, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t op,
+                                                 uint64_t value, uint64_t compare, size_t size,
+                                                 uint64_t remote_offset, ferry_rkey_t *rkey,
+                                                 uint64_t *result, ferry_completion_t *comp)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
+    return rma_counted(ep, FY_RMA_ATOMIC_FETCH, size,
+                       rma_atomic("ferry_atomic_fetch", FY_RMA_ATOMIC_FETCH, ep, op, value, compare,
+                                  size, remote_offset, rkey, result, comp));
 }
 
 FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
@@ -616,13 +704,20 @@ FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t
                                                uint64_t remote_offset, ferry_rkey_t *rkey,
                                                uint64_t *result, ferry_completion_t *comp)
 {
-    return rma_counted(ep, FY_RMA_ATOMIC_FETCH, size,
-                       rma_atomic("ferry_atomic_fetch", FY_RMA_ATOMIC_FETCH, ep, op, value, compare,
-                                  size, remote_offset, rkey, result, comp));
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_atomic_fetch(ep, op, value, compare, size, remote_offset, rkey, result, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_atomic_fetch(ep, op, value, compare, size, remote_offset, rkey, result, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_fence(ferry_ep_t *ep)
+static inline ferry_status_t locked_ep_fence(ferry_ep_t *ep)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     if (ep == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (ep->state != FY_EP_OPEN)
@@ -633,8 +728,21 @@ FERRY_EXPORT ferry_status_t ferry_ep_fence(ferry_ep_t *ep)
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *comp)
+FERRY_EXPORT ferry_status_t ferry_ep_fence(ferry_ep_t *ep)
 {
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_ep_fence(ep);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_ep_fence(ep);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_ep_flush(ferry_ep_t *ep, ferry_completion_t *comp)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     rma_req_t *rec;
 
     if (ep == NULL || comp == NULL)
@@ -653,8 +761,21 @@ FERRY_EXPORT ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *c
     return FERRY_INPROGRESS;
 }
 
-FERRY_EXPORT ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_completion_t *comp)
+FERRY_EXPORT ferry_status_t ferry_ep_flush(ferry_ep_t *ep, ferry_completion_t *comp)
 {
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_ep_flush(ep, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_ep_flush(ep, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_worker_flush(ferry_worker_t *worker, ferry_completion_t *comp)
+{
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     rma_req_t *rec;
 
     if (worker == NULL || comp == NULL)
@@ -668,6 +789,17 @@ FERRY_EXPORT ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_com
     rec->seq = fy_rma_worker_of(worker)->next_seq;
     fy_list_push_tail(&fy_rma_worker_of(worker)->flushes, &rec->ep_link);
     return FERRY_INPROGRESS;
+}
+
+FERRY_EXPORT ferry_status_t ferry_worker_flush(ferry_worker_t *worker, ferry_completion_t *comp)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_worker_flush(worker, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_worker_flush(worker, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 /* ------------------------------------------------------------------ life cycle */

@@ -88,11 +88,13 @@ static int rseg_not_connecting(void *arg)
     return ((ferry_rsegment_t *)arg)->state != RSEG_CONNECTING;
 }
 
-FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segment_id,
-                                                   int timeout_ms, unsigned flags,
-                                                   ferry_rsegment_cb_t callback, void *arg,
-                                                   ferry_rsegment_t **rsegment_p)
+static inline ferry_status_t locked_rsegment_connect(ferry_ep_t *ep, uint32_t segment_id,
+                                                     int timeout_ms, unsigned flags,
+                                                     ferry_rsegment_cb_t callback, void *arg,
+                                                     ferry_rsegment_t **rsegment_p)
 {
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     ferry_rsegment_t *rseg;
     ferry_worker_t *worker;
     ferry_status_t status;
@@ -150,6 +152,22 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segm
                  segment_id, ep->peer.pid, timeout_ms);
     rseg_free(rseg); /* a late reply finds no request and is answered with DISCONNECT */
     return status;
+}
+
+FERRY_EXPORT ferry_status_t ferry_rsegment_connect(ferry_ep_t *ep, uint32_t segment_id,
+                                                   int timeout_ms, unsigned flags,
+                                                   ferry_rsegment_cb_t callback, void *arg,
+                                                   ferry_rsegment_t **rsegment_p)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rsegment_connect(ep, segment_id, timeout_ms, flags, callback, arg,
+                                       rsegment_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_rsegment_connect(ep, segment_id, timeout_ms, flags, callback, arg, rsegment_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 static fy_log_limit_t rseg_handle_reply_log_limit; /* a warning a peer can trigger */
@@ -274,13 +292,28 @@ void rseg_cleanup(ferry_worker_t *worker)
         rseg_free(fy_list_entry(l, ferry_rsegment_t, link));
 }
 
-FERRY_EXPORT size_t ferry_rsegment_size(const ferry_rsegment_t *rsegment)
+static inline size_t locked_rsegment_size(const ferry_rsegment_t *rsegment)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return 0;
     return rsegment == NULL || rsegment->rkey == NULL ? 0 : rsegment->size;
 }
 
-FERRY_EXPORT ferry_status_t ferry_rsegment_status(const ferry_rsegment_t *rsegment)
+FERRY_EXPORT size_t ferry_rsegment_size(const ferry_rsegment_t *rsegment)
 {
+    ferry_worker_t *locked = fy_worker_multi(rsegment != NULL ? rsegment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rsegment_size(rsegment);
+    fy_worker_lock(locked);
+    size_t status_or_value = locked_rsegment_size(rsegment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_rsegment_status(const ferry_rsegment_t *rsegment)
+{
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     return rseg_check((ferry_rsegment_t *)rsegment) == FERRY_ERR_NOT_AVAILABLE &&
@@ -289,8 +322,21 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_status(const ferry_rsegment_t *rsegme
                : rsegment->status;
 }
 
-FERRY_EXPORT ferry_status_t ferry_rsegment_disconnect(ferry_rsegment_t *rsegment)
+FERRY_EXPORT ferry_status_t ferry_rsegment_status(const ferry_rsegment_t *rsegment)
 {
+    ferry_worker_t *locked = fy_worker_multi(rsegment != NULL ? rsegment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rsegment_status(rsegment);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_rsegment_status(rsegment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_rsegment_disconnect(ferry_rsegment_t *rsegment)
+{
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (!fy_list_is_empty(&rsegment->maps) || rsegment->dma_queues > 0) {
@@ -308,9 +354,22 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_disconnect(ferry_rsegment_t *rsegment
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint64_t offset,
-                                               size_t size, unsigned flags, void **ptr_p)
+FERRY_EXPORT ferry_status_t ferry_rsegment_disconnect(ferry_rsegment_t *rsegment)
 {
+    ferry_worker_t *locked = fy_worker_multi(rsegment != NULL ? rsegment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rsegment_disconnect(rsegment);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_rsegment_disconnect(rsegment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_rsegment_map(ferry_rsegment_t *rsegment, uint64_t offset,
+                                                 size_t size, unsigned flags, void **ptr_p)
+{
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     void *ptr;
 
     if (rsegment == NULL || ptr_p == NULL || size == 0 ||
@@ -369,8 +428,22 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint6
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_rsegment_unmap(ferry_rsegment_t *rsegment, void *ptr)
+FERRY_EXPORT ferry_status_t ferry_rsegment_map(ferry_rsegment_t *rsegment, uint64_t offset,
+                                               size_t size, unsigned flags, void **ptr_p)
 {
+    ferry_worker_t *locked = fy_worker_multi(rsegment != NULL ? rsegment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rsegment_map(rsegment, offset, size, flags, ptr_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_rsegment_map(rsegment, offset, size, flags, ptr_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_rsegment_unmap(ferry_rsegment_t *rsegment, void *ptr)
+{
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL || ptr == NULL)
         return FERRY_ERR_INVALID_PARAM;
     for (fy_list_link_t *l = fy_list_first(&rsegment->maps); l != fy_list_end(&rsegment->maps);
@@ -387,17 +460,43 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_unmap(ferry_rsegment_t *rsegment, voi
     return FERRY_ERR_NO_ELEM;
 }
 
-FERRY_EXPORT ferry_status_t ferry_rsegment_store_barrier(ferry_rsegment_t *rsegment)
+FERRY_EXPORT ferry_status_t ferry_rsegment_unmap(ferry_rsegment_t *rsegment, void *ptr)
 {
+    ferry_worker_t *locked = fy_worker_multi(rsegment != NULL ? rsegment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rsegment_unmap(rsegment, ptr);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_rsegment_unmap(rsegment, ptr);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_rsegment_store_barrier(ferry_rsegment_t *rsegment)
+{
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     atomic_thread_fence(memory_order_seq_cst);
     return rseg_check(rsegment);
 }
 
-FERRY_EXPORT ferry_status_t ferry_rsegment_notify(ferry_rsegment_t *rsegment, const void *data,
-                                                  size_t length)
+FERRY_EXPORT ferry_status_t ferry_rsegment_store_barrier(ferry_rsegment_t *rsegment)
 {
+    ferry_worker_t *locked = fy_worker_multi(rsegment != NULL ? rsegment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rsegment_store_barrier(rsegment);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_rsegment_store_barrier(rsegment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_rsegment_notify(ferry_rsegment_t *rsegment, const void *data,
+                                                    size_t length)
+{
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL || length > FERRY_SEGMENT_NOTIFY_MAX || (data == NULL && length > 0))
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = rseg_check(rsegment);
@@ -407,11 +506,37 @@ FERRY_EXPORT ferry_status_t ferry_rsegment_notify(ferry_rsegment_t *rsegment, co
     return seg_send(rsegment->worker, rsegment->ep, &m, data, length, 0);
 }
 
-FERRY_EXPORT ferry_status_t ferry_rsegment_wait_event(ferry_rsegment_t *rsegment, int timeout_ms,
-                                                      ferry_segment_event_t *event_p)
+FERRY_EXPORT ferry_status_t ferry_rsegment_notify(ferry_rsegment_t *rsegment, const void *data,
+                                                  size_t length)
 {
+    ferry_worker_t *locked = fy_worker_multi(rsegment != NULL ? rsegment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rsegment_notify(rsegment, data, length);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_rsegment_notify(rsegment, data, length);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_rsegment_wait_event(ferry_rsegment_t *rsegment, int timeout_ms,
+                                                        ferry_segment_event_t *event_p)
+{
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL || event_p == NULL || rsegment->cb != NULL)
         return FERRY_ERR_INVALID_PARAM;
     rseg_check(rsegment);
     return seg_event_wait(rsegment->worker, &rsegment->events, timeout_ms, event_p);
+}
+
+FERRY_EXPORT ferry_status_t ferry_rsegment_wait_event(ferry_rsegment_t *rsegment, int timeout_ms,
+                                                      ferry_segment_event_t *event_p)
+{
+    ferry_worker_t *locked = fy_worker_multi(rsegment != NULL ? rsegment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rsegment_wait_event(rsegment, timeout_ms, event_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_rsegment_wait_event(rsegment, timeout_ms, event_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }

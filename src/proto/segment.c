@@ -313,22 +313,41 @@ err_free_seg:
     return status;
 }
 
-FERRY_EXPORT ferry_status_t ferry_segment_create(ferry_worker_t *worker, uint32_t segment_id,
-                                                 size_t size, unsigned flags,
-                                                 ferry_segment_cb_t callback, void *arg,
-                                                 ferry_segment_t **segment_p)
+static inline ferry_status_t locked_segment_create(ferry_worker_t *worker, uint32_t segment_id,
+                                                   size_t size, unsigned flags,
+                                                   ferry_segment_cb_t callback, void *arg,
+                                                   ferry_segment_t **segment_p)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (size == 0)
         return FERRY_ERR_INVALID_PARAM;
     return seg_create(worker, segment_id, NULL, size, flags, callback, arg, segment_p);
 }
 
-FERRY_EXPORT ferry_status_t ferry_segment_create_from_mem(ferry_worker_t *worker,
-                                                          uint32_t segment_id, ferry_mem_t *mem,
-                                                          unsigned flags,
-                                                          ferry_segment_cb_t callback, void *arg,
-                                                          ferry_segment_t **segment_p)
+FERRY_EXPORT ferry_status_t ferry_segment_create(ferry_worker_t *worker, uint32_t segment_id,
+                                                 size_t size, unsigned flags,
+                                                 ferry_segment_cb_t callback, void *arg,
+                                                 ferry_segment_t **segment_p)
 {
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_segment_create(worker, segment_id, size, flags, callback, arg, segment_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_segment_create(worker, segment_id, size, flags, callback, arg, segment_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_segment_create_from_mem(ferry_worker_t *worker,
+                                                            uint32_t segment_id, ferry_mem_t *mem,
+                                                            unsigned flags,
+                                                            ferry_segment_cb_t callback, void *arg,
+                                                            ferry_segment_t **segment_p)
+{
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (mem == NULL || mem->refcount == 0 || mem->length == 0 ||
         (mem->flags & FERRY_MEM_SINGLE_USE)) {
         fy_warn("ferry_segment_create_from_mem: the registration %p is %s", (void *)mem,
@@ -340,8 +359,27 @@ FERRY_EXPORT ferry_status_t ferry_segment_create_from_mem(ferry_worker_t *worker
     return seg_create(worker, segment_id, mem, 0, flags, callback, arg, segment_p);
 }
 
-FERRY_EXPORT ferry_status_t ferry_segment_prepare(ferry_segment_t *segment, unsigned flags)
+FERRY_EXPORT ferry_status_t ferry_segment_create_from_mem(ferry_worker_t *worker,
+                                                          uint32_t segment_id, ferry_mem_t *mem,
+                                                          unsigned flags,
+                                                          ferry_segment_cb_t callback, void *arg,
+                                                          ferry_segment_t **segment_p)
 {
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_segment_create_from_mem(worker, segment_id, mem, flags, callback, arg,
+                                              segment_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_segment_create_from_mem(worker, segment_id, mem, flags, callback, arg, segment_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_segment_prepare(ferry_segment_t *segment, unsigned flags)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
     void *buffer;
     size_t length;
 
@@ -360,8 +398,21 @@ FERRY_EXPORT ferry_status_t ferry_segment_prepare(ferry_segment_t *segment, unsi
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_segment_set_available(ferry_segment_t *segment)
+FERRY_EXPORT ferry_status_t ferry_segment_prepare(ferry_segment_t *segment, unsigned flags)
 {
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_prepare(segment, flags);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_segment_prepare(segment, flags);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_segment_set_available(ferry_segment_t *segment)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
     if (segment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (segment->removed)
@@ -372,8 +423,21 @@ FERRY_EXPORT ferry_status_t ferry_segment_set_available(ferry_segment_t *segment
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_segment_set_unavailable(ferry_segment_t *segment)
+FERRY_EXPORT ferry_status_t ferry_segment_set_available(ferry_segment_t *segment)
 {
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_set_available(segment);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_segment_set_available(segment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_segment_set_unavailable(ferry_segment_t *segment)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
     if (segment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (segment->removed)
@@ -384,8 +448,21 @@ FERRY_EXPORT ferry_status_t ferry_segment_set_unavailable(ferry_segment_t *segme
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_segment_remove(ferry_segment_t *segment)
+FERRY_EXPORT ferry_status_t ferry_segment_set_unavailable(ferry_segment_t *segment)
 {
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_set_unavailable(segment);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_segment_set_unavailable(segment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_segment_remove(ferry_segment_t *segment)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
     if (segment == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (segment->removed)
@@ -395,8 +472,21 @@ FERRY_EXPORT ferry_status_t ferry_segment_remove(ferry_segment_t *segment)
     return FERRY_OK;
 }
 
-FERRY_EXPORT void ferry_segment_release(ferry_segment_t *segment)
+FERRY_EXPORT ferry_status_t ferry_segment_remove(ferry_segment_t *segment)
 {
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_remove(segment);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_segment_remove(segment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline void locked_segment_release(ferry_segment_t *segment)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (segment == NULL || segment->released)
         return;
     segment->released = 1;
@@ -405,32 +495,110 @@ FERRY_EXPORT void ferry_segment_release(ferry_segment_t *segment)
     seg_maybe_free(segment);
 }
 
+FERRY_EXPORT void ferry_segment_release(ferry_segment_t *segment)
+{
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL)) {
+        locked_segment_release(segment);
+        return;
+    }
+    fy_worker_lock(locked);
+    locked_segment_release(segment);
+    fy_worker_unlock(locked);
+}
+
+static inline void *locked_segment_ptr(const ferry_segment_t *segment)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return NULL;
+    return segment == NULL || segment->removed ? NULL : segment->ptr;
+}
+
 FERRY_EXPORT void *ferry_segment_ptr(const ferry_segment_t *segment)
 {
-    return segment == NULL || segment->removed ? NULL : segment->ptr;
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_ptr(segment);
+    fy_worker_lock(locked);
+    void *status_or_value = locked_segment_ptr(segment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline size_t locked_segment_size(const ferry_segment_t *segment)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return 0;
+    return segment == NULL || segment->removed ? 0 : segment->size;
 }
 
 FERRY_EXPORT size_t ferry_segment_size(const ferry_segment_t *segment)
 {
-    return segment == NULL || segment->removed ? 0 : segment->size;
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_size(segment);
+    fy_worker_lock(locked);
+    size_t status_or_value = locked_segment_size(segment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline uint32_t locked_segment_id(const ferry_segment_t *segment)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return 0;
+    return segment == NULL ? FERRY_SEGMENT_AUTO_ID : segment->id;
 }
 
 FERRY_EXPORT uint32_t ferry_segment_id(const ferry_segment_t *segment)
 {
-    return segment == NULL ? FERRY_SEGMENT_AUTO_ID : segment->id;
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_id(segment);
+    fy_worker_lock(locked);
+    uint32_t status_or_value = locked_segment_id(segment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline unsigned locked_segment_connections(const ferry_segment_t *segment)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return 0;
+    return segment == NULL ? 0 : segment->connections;
 }
 
 FERRY_EXPORT unsigned ferry_segment_connections(const ferry_segment_t *segment)
 {
-    return segment == NULL ? 0 : segment->connections;
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_connections(segment);
+    fy_worker_lock(locked);
+    unsigned status_or_value = locked_segment_connections(segment);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_segment_wait_event(ferry_segment_t *segment, int timeout_ms,
+                                                       ferry_segment_event_t *event_p)
+{
+    if (segment != NULL && fy_worker_forked(segment->worker))
+        return FERRY_ERR_FORKED;
+    if (segment == NULL || event_p == NULL || segment->cb != NULL || segment->released)
+        return FERRY_ERR_INVALID_PARAM;
+    return seg_event_wait(segment->worker, &segment->events, timeout_ms, event_p);
 }
 
 FERRY_EXPORT ferry_status_t ferry_segment_wait_event(ferry_segment_t *segment, int timeout_ms,
                                                      ferry_segment_event_t *event_p)
 {
-    if (segment == NULL || event_p == NULL || segment->cb != NULL || segment->released)
-        return FERRY_ERR_INVALID_PARAM;
-    return seg_event_wait(segment->worker, &segment->events, timeout_ms, event_p);
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_wait_event(segment, timeout_ms, event_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_segment_wait_event(segment, timeout_ms, event_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 /* ------------------------------------------------------------------ owner-side handlers */

@@ -39,9 +39,11 @@ void seg_dma_worker_init(ferry_worker_t *worker)
     seg_copy_worker_init(worker); /* FERRY_SEGMENT_COPY_THREADS: no thread started yet */
 }
 
-FERRY_EXPORT ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment,
-                                             ferry_dma_queue_t **queue_p)
+static inline ferry_status_t locked_dma_create(ferry_rsegment_t *rsegment,
+                                               ferry_dma_queue_t **queue_p)
 {
+    if (rsegment != NULL && fy_worker_forked(rsegment->worker))
+        return FERRY_ERR_FORKED;
     if (rsegment == NULL || queue_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = rseg_check(rsegment);
@@ -62,9 +64,23 @@ FERRY_EXPORT ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment,
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_dma_post(ferry_dma_queue_t *queue,
-                                           const ferry_dma_entry_t *entries, size_t count)
+FERRY_EXPORT ferry_status_t ferry_dma_create(ferry_rsegment_t *rsegment,
+                                             ferry_dma_queue_t **queue_p)
 {
+    ferry_worker_t *locked = fy_worker_multi(rsegment != NULL ? rsegment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_dma_create(rsegment, queue_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_dma_create(rsegment, queue_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_dma_post(ferry_dma_queue_t *queue,
+                                             const ferry_dma_entry_t *entries, size_t count)
+{
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL || (entries == NULL && count > 0))
         return FERRY_ERR_INVALID_PARAM;
     if (queue->state == FERRY_DMA_RUNNING)
@@ -107,6 +123,19 @@ FERRY_EXPORT ferry_status_t ferry_dma_post(ferry_dma_queue_t *queue,
     return FERRY_OK;
 }
 
+FERRY_EXPORT ferry_status_t ferry_dma_post(ferry_dma_queue_t *queue,
+                                           const ferry_dma_entry_t *entries, size_t count)
+{
+    ferry_worker_t *locked =
+        fy_worker_multi(queue != NULL && queue->rseg != NULL ? queue->rseg->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_dma_post(queue, entries, count);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_dma_post(queue, entries, count);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
 /* The mapping of the remote segment when every entry of q can be copied through it (the checks
  * of ferry_put/ferry_get's direct path: memory of a peer on this host mapped here, still
  * registered as the key says, not single use, granting the access each direction needs, each
@@ -134,9 +163,11 @@ static char *dma_mapped(ferry_dma_queue_t *q)
     return base;
 }
 
-FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_cb_t callback,
-                                            void *arg)
+static inline ferry_status_t locked_dma_start(ferry_dma_queue_t *queue, ferry_dma_cb_t callback,
+                                              void *arg)
 {
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (queue->state == FERRY_DMA_RUNNING)
@@ -171,6 +202,19 @@ FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_
     fy_list_push_tail(&fy_segment_worker_of(worker)->dma_active, &queue->link);
     seg_update_need(worker);
     return FERRY_INPROGRESS;
+}
+
+FERRY_EXPORT ferry_status_t ferry_dma_start(ferry_dma_queue_t *queue, ferry_dma_cb_t callback,
+                                            void *arg)
+{
+    ferry_worker_t *locked =
+        fy_worker_multi(queue != NULL && queue->rseg != NULL ? queue->rseg->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_dma_start(queue, callback, arg);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_dma_start(queue, callback, arg);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 static void dma_fail(ferry_dma_queue_t *q, ferry_status_t status)
@@ -310,9 +354,14 @@ unsigned seg_dma_progress(ferry_worker_t *worker)
     return count;
 }
 
-FERRY_EXPORT ferry_dma_state_t ferry_dma_state(const ferry_dma_queue_t *queue,
-                                               ferry_status_t *status_p)
+static inline ferry_dma_state_t locked_dma_state(const ferry_dma_queue_t *queue,
+                                                 ferry_status_t *status_p)
 {
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker)) {
+        if (status_p != NULL)
+            *status_p = FERRY_ERR_FORKED;
+        return FERRY_DMA_FAILED;
+    }
     if (queue == NULL) {
         if (status_p != NULL)
             *status_p = FERRY_ERR_INVALID_PARAM;
@@ -323,13 +372,28 @@ FERRY_EXPORT ferry_dma_state_t ferry_dma_state(const ferry_dma_queue_t *queue,
     return queue->state;
 }
 
+FERRY_EXPORT ferry_dma_state_t ferry_dma_state(const ferry_dma_queue_t *queue,
+                                               ferry_status_t *status_p)
+{
+    ferry_worker_t *locked =
+        fy_worker_multi(queue != NULL && queue->rseg != NULL ? queue->rseg->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_dma_state(queue, status_p);
+    fy_worker_lock(locked);
+    ferry_dma_state_t status_or_value = locked_dma_state(queue, status_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
 static int dma_finished(void *arg)
 {
     return ((ferry_dma_queue_t *)arg)->state != FERRY_DMA_RUNNING;
 }
 
-FERRY_EXPORT ferry_status_t ferry_dma_wait(ferry_dma_queue_t *queue, int timeout_ms)
+static inline ferry_status_t locked_dma_wait(ferry_dma_queue_t *queue, int timeout_ms)
 {
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL || queue->state == FERRY_DMA_IDLE)
         return FERRY_ERR_INVALID_PARAM;
     ferry_status_t status = seg_wait_until(queue->rseg->worker, timeout_ms, dma_finished, queue);
@@ -338,8 +402,22 @@ FERRY_EXPORT ferry_status_t ferry_dma_wait(ferry_dma_queue_t *queue, int timeout
     return queue->status;
 }
 
-FERRY_EXPORT ferry_status_t ferry_dma_abort(ferry_dma_queue_t *queue)
+FERRY_EXPORT ferry_status_t ferry_dma_wait(ferry_dma_queue_t *queue, int timeout_ms)
 {
+    ferry_worker_t *locked =
+        fy_worker_multi(queue != NULL && queue->rseg != NULL ? queue->rseg->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_dma_wait(queue, timeout_ms);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_dma_wait(queue, timeout_ms);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_dma_abort(ferry_dma_queue_t *queue)
+{
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (queue->state != FERRY_DMA_RUNNING)
@@ -350,8 +428,22 @@ FERRY_EXPORT ferry_status_t ferry_dma_abort(ferry_dma_queue_t *queue)
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_dma_destroy(ferry_dma_queue_t *queue)
+FERRY_EXPORT ferry_status_t ferry_dma_abort(ferry_dma_queue_t *queue)
 {
+    ferry_worker_t *locked =
+        fy_worker_multi(queue != NULL && queue->rseg != NULL ? queue->rseg->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_dma_abort(queue);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_dma_abort(queue);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_dma_destroy(ferry_dma_queue_t *queue)
+{
+    if (queue != NULL && fy_worker_forked(queue->rseg->worker))
+        return FERRY_ERR_FORKED;
     if (queue == NULL)
         return FERRY_ERR_INVALID_PARAM;
     if (queue->state == FERRY_DMA_RUNNING)
@@ -361,6 +453,18 @@ FERRY_EXPORT ferry_status_t ferry_dma_destroy(ferry_dma_queue_t *queue)
     free(queue->entries);
     free(queue);
     return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_dma_destroy(ferry_dma_queue_t *queue)
+{
+    ferry_worker_t *locked =
+        fy_worker_multi(queue != NULL && queue->rseg != NULL ? queue->rseg->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_dma_destroy(queue);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_dma_destroy(queue);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 void seg_dma_cleanup(ferry_worker_t *worker)

@@ -959,10 +959,37 @@ static inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, si
     return tag_rndv_send(ep->worker, ep, iov, iovcnt, length, tag, params, inject, comp);
 }
 
+static inline ferry_status_t locked_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                             uint64_t tag, ferry_completion_t *comp)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
+    return tag_send(ep, iov, iovcnt, tag, NULL, comp);
+}
+
 FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                            uint64_t tag, ferry_completion_t *comp)
 {
-    return tag_send(ep, iov, iovcnt, tag, NULL, comp);
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_tag_send(ep, iov, iovcnt, tag, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_tag_send(ep, iov, iovcnt, tag, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov,
+                                                 size_t iovcnt, uint64_t tag,
+                                                 const ferry_tag_send_params_t *params,
+                                                 ferry_completion_t *comp)
+{
+    if (ep != NULL && fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
+    if (params != NULL && ((params->flags & ~(FERRY_TAG_SEND_IMM | FERRY_TAG_SEND_SYNC)) != 0 ||
+                           ((params->flags & FERRY_TAG_SEND_SYNC) && comp == NULL)))
+        return FERRY_ERR_INVALID_PARAM;
+    return tag_send(ep, iov, iovcnt, tag, params, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov,
@@ -970,17 +997,22 @@ FERRY_EXPORT ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t
                                                const ferry_tag_send_params_t *params,
                                                ferry_completion_t *comp)
 {
-    if (params != NULL && ((params->flags & ~(FERRY_TAG_SEND_IMM | FERRY_TAG_SEND_SYNC)) != 0 ||
-                           ((params->flags & FERRY_TAG_SEND_SYNC) && comp == NULL)))
-        return FERRY_ERR_INVALID_PARAM;
-    return tag_send(ep, iov, iovcnt, tag, params, comp);
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_tag_send_ext(ep, iov, iovcnt, tag, params, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_tag_send_ext(ep, iov, iovcnt, tag, params, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_recv_from(ferry_worker_t *worker, ferry_peer_id_t source,
-                                                const ferry_iov_t *iov, size_t iovcnt, uint64_t tag,
-                                                uint64_t tag_mask, ferry_tag_info_t *info,
-                                                ferry_completion_t *comp)
+static inline ferry_status_t locked_tag_recv_from(ferry_worker_t *worker, ferry_peer_id_t source,
+                                                  const ferry_iov_t *iov, size_t iovcnt,
+                                                  uint64_t tag, uint64_t tag_mask,
+                                                  ferry_tag_info_t *info, ferry_completion_t *comp)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     ferry_status_t status;
     uint64_t length;
 
@@ -1003,18 +1035,49 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv_from(ferry_worker_t *worker, ferry_pe
     return FERRY_INPROGRESS;
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov,
-                                           size_t iovcnt, uint64_t tag, uint64_t tag_mask,
-                                           ferry_tag_info_t *info, ferry_completion_t *comp)
+FERRY_EXPORT ferry_status_t ferry_tag_recv_from(ferry_worker_t *worker, ferry_peer_id_t source,
+                                                const ferry_iov_t *iov, size_t iovcnt, uint64_t tag,
+                                                uint64_t tag_mask, ferry_tag_info_t *info,
+                                                ferry_completion_t *comp)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_tag_recv_from(worker, source, iov, iovcnt, tag, tag_mask, info, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_tag_recv_from(worker, source, iov, iovcnt, tag, tag_mask, info, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov,
+                                             size_t iovcnt, uint64_t tag, uint64_t tag_mask,
+                                             ferry_tag_info_t *info, ferry_completion_t *comp)
 {
     return ferry_tag_recv_from(worker, FERRY_PEER_ANY, iov, iovcnt, tag, tag_mask, info, comp);
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_probe_from(ferry_worker_t *worker, ferry_peer_id_t source,
-                                                 uint64_t tag, uint64_t tag_mask, int remove,
-                                                 ferry_tag_info_t *info,
-                                                 ferry_tag_message_t **message_p)
+FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov,
+                                           size_t iovcnt, uint64_t tag, uint64_t tag_mask,
+                                           ferry_tag_info_t *info, ferry_completion_t *comp)
 {
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_tag_recv(worker, iov, iovcnt, tag, tag_mask, info, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_tag_recv(worker, iov, iovcnt, tag, tag_mask, info, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_tag_probe_from(ferry_worker_t *worker, ferry_peer_id_t source,
+                                                   uint64_t tag, uint64_t tag_mask, int remove,
+                                                   ferry_tag_info_t *info,
+                                                   ferry_tag_message_t **message_p)
+{
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL || (remove && message_p == NULL))
         return FERRY_ERR_INVALID_PARAM;
     tag_unexp_t *u = tag_match_unexpected(fy_tag_worker_of(worker), source, tag, tag_mask);
@@ -1030,18 +1093,50 @@ FERRY_EXPORT ferry_status_t ferry_tag_probe_from(ferry_worker_t *worker, ferry_p
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag, uint64_t tag_mask,
-                                            int remove, ferry_tag_info_t *info,
-                                            ferry_tag_message_t **message_p)
+FERRY_EXPORT ferry_status_t ferry_tag_probe_from(ferry_worker_t *worker, ferry_peer_id_t source,
+                                                 uint64_t tag, uint64_t tag_mask, int remove,
+                                                 ferry_tag_info_t *info,
+                                                 ferry_tag_message_t **message_p)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_tag_probe_from(worker, source, tag, tag_mask, remove, info, message_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_tag_probe_from(worker, source, tag, tag_mask, remove, info, message_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_tag_probe(ferry_worker_t *worker, uint64_t tag,
+                                              uint64_t tag_mask, int remove, ferry_tag_info_t *info,
+                                              ferry_tag_message_t **message_p)
 {
     return ferry_tag_probe_from(worker, FERRY_PEER_ANY, tag, tag_mask, remove, info, message_p);
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,
-                                                   ferry_tag_message_t *message,
-                                                   const ferry_iov_t *iov, size_t iovcnt,
-                                                   ferry_tag_info_t *info, ferry_completion_t *comp)
+FERRY_EXPORT ferry_status_t ferry_tag_probe(ferry_worker_t *worker, uint64_t tag, uint64_t tag_mask,
+                                            int remove, ferry_tag_info_t *info,
+                                            ferry_tag_message_t **message_p)
 {
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_tag_probe(worker, tag, tag_mask, remove, info, message_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_tag_probe(worker, tag, tag_mask, remove, info, message_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_tag_message_recv(ferry_worker_t *worker,
+                                                     ferry_tag_message_t *message,
+                                                     const ferry_iov_t *iov, size_t iovcnt,
+                                                     ferry_tag_info_t *info,
+                                                     ferry_completion_t *comp)
+{
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     uint64_t length;
 
     if (worker == NULL || message == NULL || comp == NULL ||
@@ -1056,8 +1151,26 @@ FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,
     return tag_recv_message(worker, message, iov, iovcnt, info, comp);
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_completion_t *comp)
+FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,
+                                                   ferry_tag_message_t *message,
+                                                   const ferry_iov_t *iov, size_t iovcnt,
+                                                   ferry_tag_info_t *info, ferry_completion_t *comp)
 {
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_tag_message_recv(worker, message, iov, iovcnt, info, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_tag_message_recv(worker, message, iov, iovcnt, info, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_tag_recv_cancel(ferry_worker_t *worker,
+                                                    ferry_completion_t *comp)
+{
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL || comp == NULL)
         return FERRY_ERR_INVALID_PARAM;
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
@@ -1070,6 +1183,17 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_
         }
     }
     return FERRY_ERR_NO_ELEM;
+}
+
+FERRY_EXPORT ferry_status_t ferry_tag_recv_cancel(ferry_worker_t *worker, ferry_completion_t *comp)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_tag_recv_cancel(worker, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_tag_recv_cancel(worker, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 /* ------------------------------------------------------------------ life cycle */

@@ -76,6 +76,8 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
         fy_error("calloc(%zu) for a context failed", sizeof(*context));
         return FERRY_ERR_NO_MEMORY;
     }
+    context->fork_gen = fy_fork_watch();
+    pthread_mutex_init(&context->lock, NULL);
     status = fy_config_set_init(&context->config, params != NULL ? params->config : NULL);
     if (status != FERRY_OK)
         goto err_free_context;
@@ -116,20 +118,22 @@ err_cleanup_mem:
 err_cleanup_config:
     fy_config_set_cleanup(&context->config);
 err_free_context:
+    pthread_mutex_destroy(&context->lock);
     free(context);
     return status;
 }
 
 FERRY_EXPORT void ferry_context_destroy(ferry_context_t *context)
 {
-    if (context == NULL)
-        return;
+    if (context == NULL || fy_context_forked(context))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (context->worker_count != 0)
         fy_error("ferry_context_destroy: %u workers still exist; destroy them first "
                  "(the context is leaked to keep them safe)",
                  context->worker_count);
     else {
         mem_context_cleanup(&context->mem);
+        pthread_mutex_destroy(&context->lock);
         fy_config_set_cleanup(&context->config);
         free(context);
     }

@@ -98,9 +98,9 @@ int fy_ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
     return -1;
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address_blob,
-                                            size_t length, const ferry_ep_params_t *params,
-                                            ferry_ep_t **ep_p)
+static inline ferry_status_t locked_ep_create(ferry_worker_t *worker, const void *address_blob,
+                                              size_t length, const ferry_ep_params_t *params,
+                                              ferry_ep_t **ep_p)
 {
     const fy_address_record_t *record = NULL;
     fy_address_t address;
@@ -111,6 +111,8 @@ FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *
 
     if (worker == NULL || ep_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     status = fy_address_parse_any(address_blob, length, &worker->context->host, &address);
     if (status != FERRY_OK)
         return status;
@@ -145,6 +147,19 @@ err_free_ep:
     ep->tl_ep = NULL;
     ep_free(ep);
     return status;
+}
+
+FERRY_EXPORT ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address_blob,
+                                            size_t length, const ferry_ep_params_t *params,
+                                            ferry_ep_t **ep_p)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_ep_create(worker, address_blob, length, params, ep_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_ep_create(worker, address_blob, length, params, ep_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 ferry_status_t fy_ep_create_accepted(ferry_worker_t *worker, const fy_tl_ops_t *tl,
@@ -242,12 +257,15 @@ void fy_ep_terminated(ferry_ep_t *ep)
     fy_worker_defer(ep->worker, &ep->close_deferred);
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry_completion_t *comp)
+static inline ferry_status_t locked_ep_close(ferry_ep_t *ep, unsigned flags,
+                                             ferry_completion_t *comp)
 {
     ferry_status_t status;
 
     if (ep == NULL || (flags & ~FERRY_EP_CLOSE_FORCE) != 0)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     if (ep->state == FY_EP_CLOSED || ep->state == FY_EP_FAILED)
         return FERRY_OK;
     if (ep->state == FY_EP_CLOSING && !(flags & FERRY_EP_CLOSE_FORCE))
@@ -280,6 +298,17 @@ FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry
     return FERRY_OK;
 }
 
+FERRY_EXPORT ferry_status_t ferry_ep_close(ferry_ep_t *ep, unsigned flags, ferry_completion_t *comp)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_ep_close(ep, flags, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_ep_close(ep, flags, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
 static void ep_free_deferred_cb(fy_deferred_t *self)
 {
     ep_free(fy_container_of(self, ferry_ep_t, free_deferred));
@@ -293,10 +322,12 @@ static void ep_tl_destroy_deferred_cb(fy_deferred_t *self)
     ep->tl_ep = NULL;
 }
 
-FERRY_EXPORT void ferry_ep_destroy(ferry_ep_t *ep)
+static inline void locked_ep_destroy(ferry_ep_t *ep)
 {
     if (ep == NULL || ep->worker->destroying) /* the worker frees every endpoint */
         return;
+    if (fy_ep_forked(ep))
+        return; /* a forked child's copy: left alone (ferry.h, "fork()") */
     if (ep->accepted) {
         fy_warn("ferry_ep_destroy(%p): an endpoint the worker accepted is the worker's: close "
                 "it with ferry_ep_close instead",
@@ -315,6 +346,18 @@ FERRY_EXPORT void ferry_ep_destroy(ferry_ep_t *ep)
     ep_free(ep);
 }
 
+FERRY_EXPORT void ferry_ep_destroy(ferry_ep_t *ep)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL)) {
+        locked_ep_destroy(ep);
+        return;
+    }
+    fy_worker_lock(locked);
+    locked_ep_destroy(ep);
+    fy_worker_unlock(locked);
+}
+
 void fy_ep_connected(ferry_ep_t *ep)
 {
     if (!ep->connected)
@@ -322,18 +365,33 @@ void fy_ep_connected(ferry_ep_t *ep)
     ep->connected = 1;
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_peer_id(const ferry_ep_t *ep, ferry_peer_id_t *id_p)
+static inline ferry_status_t locked_ep_peer_id(const ferry_ep_t *ep, ferry_peer_id_t *id_p)
 {
     if (ep == NULL || id_p == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     *id_p = ep->peer.worker_uuid;
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_query(const ferry_ep_t *ep, ferry_ep_attr_t *attr)
+FERRY_EXPORT ferry_status_t ferry_ep_peer_id(const ferry_ep_t *ep, ferry_peer_id_t *id_p)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_ep_peer_id(ep, id_p);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_ep_peer_id(ep, id_p);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_ep_query(const ferry_ep_t *ep, ferry_ep_attr_t *attr)
 {
     if (ep == NULL || attr == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     ferry_ep_attr_t a = {.peer = ep->peer.worker_uuid,
                          .transport = ep->tl->name,
                          .connected = ep->connected && ep->state == FY_EP_OPEN,
@@ -348,10 +406,23 @@ FERRY_EXPORT ferry_status_t ferry_ep_query(const ferry_ep_t *ep, ferry_ep_attr_t
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_wait_connected(ferry_ep_t *ep, int timeout_ms)
+FERRY_EXPORT ferry_status_t ferry_ep_query(const ferry_ep_t *ep, ferry_ep_attr_t *attr)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_ep_query(ep, attr);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_ep_query(ep, attr);
+    fy_worker_unlock(locked);
+    return status_or_value;
+}
+
+static inline ferry_status_t locked_ep_wait_connected(ferry_ep_t *ep, int timeout_ms)
 {
     if (ep == NULL)
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_ep_forked(ep))
+        return FERRY_ERR_FORKED;
     uint64_t deadline =
         timeout_ms < 0 ? UINT64_MAX : fy_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
     for (;;) {
@@ -367,6 +438,17 @@ FERRY_EXPORT ferry_status_t ferry_ep_wait_connected(ferry_ep_t *ep, int timeout_
         if (status != FERRY_OK && status != FERRY_ERR_TIMED_OUT)
             return status;
     }
+}
+
+FERRY_EXPORT ferry_status_t ferry_ep_wait_connected(ferry_ep_t *ep, int timeout_ms)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_ep_wait_connected(ep, timeout_ms);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_ep_wait_connected(ep, timeout_ms);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 FERRY_EXPORT const char *ferry_ep_transport_name(const ferry_ep_t *ep)

@@ -61,6 +61,12 @@ static inline void *fy_ep_module_state(const ferry_ep_t *ep, unsigned module)
 int fy_ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
                            const fy_tl_peer_t *peer, const fy_address_record_t **record_p);
 
+/* Whether ep is a forked child's copy of its parent's endpoint (fy_worker_forked). */
+static inline bool fy_ep_forked(const ferry_ep_t *ep)
+{
+    return fy_worker_forked(ep->worker);
+}
+
 /* Nothing more may be delivered for ep: it is being destroyed from a callback. */
 static inline int fy_ep_going_away(const ferry_ep_t *ep)
 {

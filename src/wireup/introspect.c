@@ -131,9 +131,11 @@ FERRY_EXPORT ferry_status_t ferry_transport_query(const ferry_context_t *context
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_worker_transport_describe(ferry_worker_t *worker, size_t index,
-                                                            char *buffer, size_t length)
+static inline ferry_status_t locked_worker_transport_describe(ferry_worker_t *worker, size_t index,
+                                                              char *buffer, size_t length)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     if (worker == NULL || buffer == NULL || length == 0) {
         fy_warn("ferry_worker_transport_describe: %s", worker == NULL   ? "worker is NULL"
                                                        : buffer == NULL ? "buffer is NULL"
@@ -148,6 +150,19 @@ FERRY_EXPORT ferry_status_t ferry_worker_transport_describe(ferry_worker_t *work
     if (fy_transports[index]->describe != NULL)
         fy_transports[index]->describe(worker->tl[index], buffer, length);
     return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_worker_transport_describe(ferry_worker_t *worker, size_t index,
+                                                            char *buffer, size_t length)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_worker_transport_describe(worker, index, buffer, length);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_worker_transport_describe(worker, index, buffer, length);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 /* ------------------------------------------------------------------ addresses */
@@ -334,9 +349,11 @@ static void introspect_rejections(ferry_worker_t *worker, const fy_address_t *ad
     }
 }
 
-FERRY_EXPORT ferry_status_t ferry_ep_choose(ferry_worker_t *worker, const void *address,
-                                            size_t length, ferry_ep_choice_t *choice)
+static inline ferry_status_t locked_ep_choose(ferry_worker_t *worker, const void *address,
+                                              size_t length, ferry_ep_choice_t *choice)
 {
+    if (worker != NULL && fy_worker_forked(worker))
+        return FERRY_ERR_FORKED;
     const fy_address_record_t *record = NULL;
     ferry_ep_choice_t filled;
     fy_address_t parsed;
@@ -388,4 +405,16 @@ FERRY_EXPORT ferry_status_t ferry_ep_choose(ferry_worker_t *worker, const void *
     }
     fy_info_copy_out(choice, &filled, sizeof(filled));
     return FERRY_OK;
+}
+
+FERRY_EXPORT ferry_status_t ferry_ep_choose(ferry_worker_t *worker, const void *address,
+                                            size_t length, ferry_ep_choice_t *choice)
+{
+    ferry_worker_t *locked = fy_worker_multi(worker);
+    if (fy_likely(locked == NULL))
+        return locked_ep_choose(worker, address, length, choice);
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value = locked_ep_choose(worker, address, length, choice);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }

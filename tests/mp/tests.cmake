@@ -262,3 +262,24 @@ ferry_add_test(NAME mp_context_config_rndv SOURCES mp/mp_context_config.c ARGS r
                ENV FERRY_RNDV_THRESH=1M)
 ferry_add_test(NAME mp_context_config_tcp SOURCES mp/mp_context_config.c ARGS tcp TIMEOUT 120
                ENV FERRY_TCP_TIMEOUT_MS=120000 FERRY_TRANSPORTS=tcp)
+# fork(): descriptors close-on-exec; a child's copies of its parent's objects are dead
+# (FERRY_ERR_FORKED) and touch nothing shared; a child (with or without exec) uses ferry anew
+ferry_add_test(NAME mp_fork_cloexec SOURCES mp/mp_fork.c ARGS cloexec TIMEOUT 90)
+foreach(mode stream exec child)
+    ferry_add_test(NAME mp_fork_${mode} SOURCES mp/mp_fork.c ARGS ${mode} TIMEOUT 90)
+    ferry_add_test(NAME mp_fork_${mode}_tcp SOURCES mp/mp_fork.c ARGS ${mode} TIMEOUT 90
+                   ENV FERRY_TRANSPORTS=tcp)
+endforeach()
+# FERRY_THREAD_MULTI: one worker shared by several threads (label threads: run under TSan)
+foreach(mode msg rma eps)
+    ferry_add_test(NAME mp_threads_${mode} SOURCES mp/mp_threads.c ARGS ${mode} TIMEOUT 180
+                   LABELS threads)
+endforeach()
+ferry_add_test(NAME mp_threads_msg_tcp SOURCES mp/mp_threads.c ARGS msg TIMEOUT 180
+               LABELS threads ENV FERRY_TRANSPORTS=tcp)
+foreach(mode put coop)
+    ferry_add_test(NAME mp_threads_msg_${mode} SOURCES mp/mp_threads.c ARGS msg TIMEOUT 180
+                   LABELS threads ENV FERRY_RNDV_MODE=${mode})
+endforeach()
+ferry_add_test(NAME mp_threads_rma_tcp SOURCES mp/mp_threads.c ARGS rma TIMEOUT 180
+               LABELS threads ENV FERRY_TRANSPORTS=tcp)

@@ -67,6 +67,7 @@ static const struct {
     {FERRY_ERR_NO_DEVICE, "FERRY_ERR_NO_DEVICE", GROUP_WORKER},
     {FERRY_ERR_SHMEM, "FERRY_ERR_SHMEM", GROUP_WORKER},
     {FERRY_ERR_LIMIT, "FERRY_ERR_LIMIT", GROUP_WORKER},
+    {FERRY_ERR_FORKED, "FERRY_ERR_FORKED", GROUP_WORKER},
 };
 
 /* Values scanned for statuses: wider than every documented range. */

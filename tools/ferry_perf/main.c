@@ -195,6 +195,8 @@ static void usage(FILE *out)
             "               register  malloc + ferry_mem_register: cross-memory attach, or with\n"
             "                         FERRY_SHM_CMA=off (in both processes' environment) the\n"
             "                         copy through shared buffers driven by the target's progress\n"
+            "  --thread-multi  this process's worker is FERRY_THREAD_MULTI (its cost for one\n"
+            "               thread; the other side chooses its own)\n"
             "  --no-thp     one-sided and tag tests: leave malloc'ed memory (the local buffers,\n"
             "               --mem register regions, the tag tests' message buffers) on 4 KiB\n"
             "               pages; by default buffers of 2 MiB and more are 2 MiB-aligned with\n"
@@ -297,13 +299,10 @@ static uint64_t default_iters(uint64_t size)
 static int parse_options(int argc, char **argv, perf_options_t *opt)
 {
     static const struct option long_options[] = {
-        {"wait", no_argument, NULL, 'W'},
-        {"tag-from", no_argument, NULL, 'F'},
-        {"tag-sync", no_argument, NULL, 'S'},
-        {"mem", required_argument, NULL, 'M'},
-        {"no-thp", no_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"wait", no_argument, NULL, 'W'},     {"tag-from", no_argument, NULL, 'F'},
+        {"tag-sync", no_argument, NULL, 'S'}, {"mem", required_argument, NULL, 'M'},
+        {"no-thp", no_argument, NULL, 'H'},   {"thread-multi", no_argument, NULL, 'X'},
+        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0},
     };
     bool client_option = false;
     uint64_t value;
@@ -394,6 +393,9 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
         case 'S':
             client_option = true;
             opt->params.tag_sync = true;
+            break;
+        case 'X':
+            perf_thread_multi = true; /* this process's worker; either side may set it */
             break;
         case 'H':
             client_option = true;

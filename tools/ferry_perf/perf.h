@@ -117,6 +117,9 @@ typedef struct perf_samples {
 /* ---------------------------------------------------------------- main.c */
 const char *perf_test_name(perf_test_t test);
 const char *perf_mem_name(perf_mem_t mem);
+/* --thread-multi: the worker of this process is created FERRY_THREAD_MULTI. */
+extern bool perf_thread_multi;
+
 bool perf_test_is_rma(perf_test_t test);
 bool perf_test_is_tag(perf_test_t test);
 bool perf_test_is_seg(perf_test_t test);

@@ -40,6 +40,8 @@ void perf_fail(perf_ctx_t *ctx, ferry_status_t status, const char *what)
 /* ---------------------------------------------------------------- handlers */
 
 /* Checks length and, for warm-up messages, every byte. */
+bool perf_thread_multi;
+
 static void check_message(perf_ctx_t *ctx, const void *data, size_t length, bool full)
 {
     bool ok = length <= ctx->pattern_size;
@@ -339,7 +341,9 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
         goto err_free;
     }
     ferry_worker_params_t worker_params = {.accepted_ep_error_cb = on_ep_error,
-                                           .accepted_ep_error_arg = ctx};
+                                           .accepted_ep_error_arg = ctx,
+                                           .thread_mode = perf_thread_multi ? FERRY_THREAD_MULTI
+                                                                            : FERRY_THREAD_SINGLE};
     status = ferry_worker_create(ctx->context, &worker_params, &ctx->worker);
     if (status != FERRY_OK) {
         fprintf(stderr, "ferry_perf: ferry_worker_create: %s\n", ferry_status_string(status));

@@ -50,6 +50,7 @@ static ferry_status_t shm_memfd_map_peer(int fd, size_t size, uint32_t peer_pid,
         fy_error("mmap(memfd of pid %u, %zu bytes) failed: %s", peer_pid, size, strerror(errno));
         return FERRY_ERR_SHMEM;
     }
+    fy_map_dontfork(map, size, "a peer's memfd");
     *map_p = map;
     return FERRY_OK;
 }

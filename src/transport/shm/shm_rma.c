@@ -26,6 +26,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "mem/atomic.h"
+#include "mem/memfd.h"
 #include "transport/shm/shm.h"
 
 static const fy_config_var_t shm_cma_var = {
@@ -98,6 +99,7 @@ ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd)
                  (long long)st.st_size, strerror(errno));
         return FERRY_ERR_SHMEM;
     }
+    fy_map_dontfork(map, (size_t)st.st_size, "a peer's key table");
     const mem_keytable_header_t *h = map;
     uint64_t need = MEM_KEYTABLE_HEADER_SIZE + (uint64_t)h->entries * sizeof(mem_keytable_entry_t);
     if (h->magic != MEM_KEYTABLE_MAGIC || h->version != MEM_LAYOUT_VERSION ||
@@ -201,6 +203,7 @@ ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey)
                 strerror(errno));
         return FERRY_ERR_UNSUPPORTED;
     }
+    fy_map_dontfork(map, (size_t)st.st_size, path);
     rkey->mapped = map;
     rkey->mapped_size = (size_t)st.st_size;
     rkey->entry = &tlep->peer_entries[rkey->key.index]; /* for the direct path's checks */
@@ -556,8 +559,8 @@ bool shm_cma_check(const fy_config_set_t *config, char *why, size_t why_len)
         snprintf(why, why_len, "disabled by FERRY_SHM_CMA=off");
         return false;
     }
-    if (pipe(pipefd) != 0) {
-        snprintf(why, why_len, "pipe failed: %s", strerror(errno));
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        snprintf(why, why_len, "pipe2 failed: %s", strerror(errno));
         return false;
     }
     pid_t child = fork();

@@ -230,7 +230,7 @@ static bool tcp_cidr_match(const char *cidr, const struct sockaddr *addr)
 static void tcp_default_route_iface(char *name, size_t length)
 {
     name[0] = '\0';
-    FILE *f = fopen("/proc/net/route", "r");
+    FILE *f = fopen("/proc/net/route", "re");
     if (f == NULL)
         return;
     char line[256];
