@@ -61,8 +61,11 @@ static inline ferry_status_t locked_worker_counters(ferry_worker_t *worker,
     size_t size = counters->size;
     ferry_counters_t sum = worker->retired;
     for (fy_list_link_t *l = fy_list_first(&worker->eps); l != fy_list_end(&worker->eps);
-         l = l->next)
-        fy_counters_add(&sum, &fy_list_entry(l, ferry_ep_t, link)->counters);
+         l = l->next) {
+        ferry_counters_t one;
+        fy_ep_counters_read(fy_list_entry(l, ferry_ep_t, link), &one);
+        fy_counters_add(&sum, &one);
+    }
     memset(counters, 0, size);
     sum.size = size;
     memcpy(counters, &sum, sizeof(sum));
@@ -92,7 +95,9 @@ static inline ferry_status_t locked_ep_counters(const ferry_ep_t *ep, ferry_coun
         return status;
     size_t size = counters->size;
     memset(counters, 0, size);
-    memcpy(counters, &ep->counters, sizeof(ep->counters));
+    ferry_counters_t one;
+    fy_ep_counters_read(ep, &one);
+    memcpy(counters, &one, sizeof(one));
     counters->size = size;
     return FERRY_OK;
 }

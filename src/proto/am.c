@@ -6,32 +6,49 @@
 #include "core/compiler.h"
 #include "wireup/ep.h"
 
-static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const void *header,
-                                             size_t header_length, const ferry_iov_t *iov,
-                                             size_t iovcnt, ferry_completion_t *comp);
+static fy_always_inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id,
+                                                       const void *header, size_t header_length,
+                                                       const ferry_iov_t *iov, size_t iovcnt,
+                                                       ferry_completion_t *comp);
 
 /* Count a send on its endpoint (include/ferry/counters.h): every message on its transport's
- * row, the application's also as active messages; a refusal or an error by its status. */
+ * row, ferry's own also as internal (the application's active messages are the difference:
+ * fy_ep_counters_read), so the application's send updates one row; a refusal or an error by
+ * its status. */
 static inline ferry_status_t am_count(ferry_ep_t *ep, unsigned id, uint64_t length,
                                       ferry_status_t status)
 {
     if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS)) {
         fy_count_sent(&ep->counters.transport[ep->tl_index], length);
-        if (id < FERRY_AM_ID_MAX)
-            fy_count_sent(&ep->counters.am, length);
+        if (id >= FERRY_AM_ID_MAX)
+            fy_count_sent(&ep->internal_sent, length);
     } else {
         fy_count_status(&ep->counters, status);
     }
     return status;
 }
 
-static inline ferry_status_t locked_am_send(ferry_ep_t *ep, unsigned id, const void *header,
-                                            size_t header_length, const ferry_iov_t *iov,
-                                            size_t iovcnt, ferry_completion_t *comp)
+static fy_always_inline ferry_status_t locked_am_send(ferry_ep_t *ep, unsigned id,
+                                                      const void *header, size_t header_length,
+                                                      const ferry_iov_t *iov, size_t iovcnt,
+                                                      ferry_completion_t *comp)
 {
     if (fy_unlikely(id >= FERRY_AM_ID_MAX))
         return FERRY_ERR_INVALID_PARAM;
     return am_send_checked(ep, id, header, header_length, iov, iovcnt, comp);
+}
+
+/* ferry_am_send on a multi-thread worker: under its lock, out of the single-thread path. */
+static fy_noinline ferry_status_t am_send_multi(ferry_worker_t *locked, ferry_ep_t *ep, unsigned id,
+                                                const void *header, size_t header_length,
+                                                const ferry_iov_t *iov, size_t iovcnt,
+                                                ferry_completion_t *comp)
+{
+    fy_worker_lock(locked);
+    ferry_status_t status_or_value =
+        locked_am_send(ep, id, header, header_length, iov, iovcnt, comp);
+    fy_worker_unlock(locked);
+    return status_or_value;
 }
 
 FERRY_EXPORT ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const void *header,
@@ -41,11 +58,7 @@ FERRY_EXPORT ferry_status_t ferry_am_send(ferry_ep_t *ep, unsigned id, const voi
     ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
     if (fy_likely(locked == NULL))
         return locked_am_send(ep, id, header, header_length, iov, iovcnt, comp);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value =
-        locked_am_send(ep, id, header, header_length, iov, iovcnt, comp);
-    fy_worker_unlock(locked);
-    return status_or_value;
+    return am_send_multi(locked, ep, id, header, header_length, iov, iovcnt, comp);
 }
 
 ferry_status_t fy_am_send_internal(ferry_ep_t *ep, unsigned id, const void *header,
@@ -57,9 +70,10 @@ ferry_status_t fy_am_send_internal(ferry_ep_t *ep, unsigned id, const void *head
     return am_send_checked(ep, id, header, header_length, iov, iovcnt, comp);
 }
 
-static inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id, const void *header,
-                                             size_t header_length, const ferry_iov_t *iov,
-                                             size_t iovcnt, ferry_completion_t *comp)
+static fy_always_inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned id,
+                                                       const void *header, size_t header_length,
+                                                       const ferry_iov_t *iov, size_t iovcnt,
+                                                       ferry_completion_t *comp)
 {
     if (fy_unlikely(ep == NULL || header_length > FERRY_AM_HEADER_MAX ||
                     (header == NULL && header_length > 0) || (iov == NULL && iovcnt > 0)))

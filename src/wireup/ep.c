@@ -62,7 +62,9 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
 
 static void ep_free(ferry_ep_t *ep)
 {
-    fy_counters_add(&ep->worker->retired, &ep->counters);
+    ferry_counters_t counters;
+    fy_ep_counters_read(ep, &counters);
+    fy_counters_add(&ep->worker->retired, &counters);
     fy_worker_undefer(ep->worker, &ep->error_deferred);
     fy_worker_undefer(ep->worker, &ep->free_deferred);
     fy_worker_undefer(ep->worker, &ep->tl_destroy_deferred);

@@ -45,7 +45,11 @@ struct ferry_ep {
     fy_deferred_t tl_destroy_deferred;
     int free_pending;
     int tl_destroy_pending;
-    ferry_counters_t counters;         /* what went through it (progress/counters.h) */
+    ferry_counters_t counters;         /* what went through it (progress/counters.h); its
+                                        * am.sent and am.sent_bytes are not kept there but
+                                        * derived (fy_ep_counters_read) */
+    ferry_traffic_t internal_sent;     /* ferry's own active messages sent (ids from
+                                        * FERRY_AM_ID_MAX): transport row minus these = am */
     void *module_state[FY_MODULE_MAX]; /* each module's state, in the same allocation */
 };
 
@@ -60,6 +64,17 @@ static inline void *fy_ep_module_state(const ferry_ep_t *ep, unsigned module)
  * fy_transports[] with *record_p set to that record, or -1 (unreachable). Pure. */
 int fy_ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
                            const fy_tl_peer_t *peer, const fy_address_record_t **record_p);
+
+/* ep's counters as ferry_ep_counters reports them, into *out (size member included). A send
+ * counts once, on its transport's row (am.c: one row on the 8 B path); the application's
+ * active messages are that row less ferry's own. */
+static inline void fy_ep_counters_read(const ferry_ep_t *ep, ferry_counters_t *out)
+{
+    const ferry_traffic_t *row = &ep->counters.transport[ep->tl_index];
+    *out = ep->counters;
+    out->am.sent = row->sent - ep->internal_sent.sent;
+    out->am.sent_bytes = row->sent_bytes - ep->internal_sent.sent_bytes;
+}
 
 /* Whether ep is a forked child's copy of its parent's endpoint (fy_worker_forked). */
 static inline bool fy_ep_forked(const ferry_ep_t *ep)
