@@ -142,7 +142,8 @@ static ferry_status_t th_peer_am_cb(void *arg, const void *header, size_t header
         e->h.sender = h.sender * TH_PEERS + p->index;
         e->data = malloc(length ? length : 1);
         FT_CHECK(e->data != NULL, "malloc");
-        memcpy(e->data, data, length);
+        if (length > 0) /* a 0-byte AM may come with data NULL */
+            memcpy(e->data, data, length);
     }
     (void)params;
     return FERRY_OK;
