@@ -16,7 +16,8 @@ set(FERRY_FUZZ_DIR ${CMAKE_BINARY_DIR}/fuzz)
 foreach(source IN LISTS FERRY_FUZZ_SOURCES)
     get_filename_component(name ${source} NAME_WE)
     set(target fuzz_${name})
-    add_executable(${target} ${source})
+    add_executable(${target} ${source} ${PROJECT_SOURCE_DIR}/tests/fuzz/common/fuzz_common.c)
+    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz/common)
     set_target_properties(${target} PROPERTIES
         OUTPUT_NAME ${name}
         RUNTIME_OUTPUT_DIRECTORY ${FERRY_FUZZ_DIR})

@@ -16,49 +16,11 @@
 
 #include "core/log.h"
 #include "wireup/address.h"
-
-static void fuzz_fail(const char *what)
-{
-    fprintf(stderr, "fuzz_address: %s\n", what);
-    abort();
-}
-
-static uint16_t fuzz_get16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint32_t fuzz_get32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint64_t fuzz_get64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
+#include "fuzz_common.h"
 
 /* Where the record bytes go, so that the compiler keeps the reads. */
 static volatile unsigned fuzz_sink;
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    /* Every rejected input logs a warning: keep the fuzzer's output readable. */
-    setenv("FERRY_LOG_LEVEL", "error", 1);
-    ferry_log_init();
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -19,38 +19,8 @@
 #include "core/log.h"
 #include "transport/transport.h"
 #include "wireup/address.h"
+#include "fuzz_common.h"
 
-static void fuzz_fail(const char *what)
-{
-    fprintf(stderr, "fuzz_address_compact: %s\n", what);
-    abort();
-}
-
-static uint64_t fuzz_get64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint32_t fuzz_get32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    setenv("FERRY_LOG_LEVEL", "error", 1); /* every rejected input logs a warning */
-    ferry_log_init();
-    return 0;
-}
 
 /* Rebuild the records as ferry_ep_create does, with local as this host. */
 static void fuzz_rebuild(const uint8_t *data, size_t size, const fy_host_id_t *local)

@@ -20,23 +20,16 @@
 #include <ferry/ferry.h>
 #include <ferry/info.h>
 
+#include "fuzz_common.h"
+
 static ferry_context_t *fuzz_context;
 static ferry_worker_t *fuzz_worker;
-
-static void fuzz_fail(const char *what)
-{
-    fprintf(stderr, "fuzz_address_describe: %s\n", what);
-    abort();
-}
 
 static void fuzz_text(const char *text, size_t size, const char *what)
 {
     if (memchr(text, '\0', size) == NULL)
         fuzz_fail(what);
 }
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

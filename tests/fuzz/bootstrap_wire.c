@@ -17,14 +17,8 @@
 #include <string.h>
 
 #include "bootstrap/bootstrap_wire.h"
+#include "fuzz_common.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_fail(const char *what)
-{
-    fprintf(stderr, "fuzz_bootstrap_wire: %s\n", what);
-    abort();
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

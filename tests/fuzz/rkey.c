@@ -13,24 +13,8 @@
 
 #include "core/log.h"
 #include "mem/mem.h"
+#include "fuzz_common.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_fail(const char *what)
-{
-    fprintf(stderr, "fuzz_rkey: %s\n", what);
-    abort();
-}
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    setenv("FERRY_LOG_LEVEL", "error", 1); /* decode warnings would flood the output */
-    ferry_log_init();
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

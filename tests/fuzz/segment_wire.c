@@ -19,24 +19,8 @@
 
 #include "core/log.h"
 #include "proto/segment.h"
+#include "fuzz_common.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_fail(const char *what)
-{
-    fprintf(stderr, "fuzz_segment_wire: %s\n", what);
-    abort();
-}
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    setenv("FERRY_LOG_LEVEL", "error", 1);
-    ferry_log_init();
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

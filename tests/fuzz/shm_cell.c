@@ -27,6 +27,7 @@
 
 #include "core/log.h"
 #include "transport/shm/shm.h"
+#include "fuzz_common.h"
 
 #define FUZZ_STATE_SIZE 27u
 #define FUZZ_RECORD_SIZE (8u + SHM_CELL_SIZE)
@@ -38,7 +39,7 @@ typedef struct fuzz_rx {
     uint64_t am_max;
 } fuzz_rx_t;
 
-static void fuzz_fail(const shm_cell_t *cell, const fuzz_rx_t *rx, const char *what)
+static void fuzz_fail_cell(const shm_cell_t *cell, const fuzz_rx_t *rx, const char *what)
 {
     fprintf(stderr,
             "fuzz_shm_cell: accepted cell used out of bounds: %s\n"
@@ -55,15 +56,8 @@ static void fuzz_fail(const shm_cell_t *cell, const fuzz_rx_t *rx, const char *w
 #define FUZZ_REQUIRE(cond)                                                                         \
     do {                                                                                           \
         if (!(cond))                                                                               \
-            fuzz_fail(cell, rx, #cond);                                                            \
+            fuzz_fail_cell(cell, rx, #cond);                                                            \
     } while (0)
-
-static uint64_t fuzz_get64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
 
 /* Where the bytes read go, so that the compiler keeps the reads. */
 static volatile uint8_t fuzz_sink;
@@ -169,7 +163,7 @@ static bool fuzz_use_cell(fuzz_rx_t *rx, const shm_cell_t *cell, uint64_t free_b
     case SHM_CELL_CLOSE:
         return false;
     default:
-        fuzz_fail(cell, rx, "a cell of unknown type was accepted");
+        fuzz_fail_cell(cell, rx, "a cell of unknown type was accepted");
         return false;
     }
 }
@@ -204,17 +198,6 @@ static void fuzz_make_state(fuzz_rx_t *rx, const uint8_t state[FUZZ_STATE_SIZE])
     }
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    setenv("FERRY_LOG_LEVEL", "error", 1);
-    ferry_log_init();
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -261,9 +244,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         shm_cell_verdict_t verdict =
             shm_cell_check(cell, free_bits, free_bits, &rx.frag, rx.am_max);
         if (verdict < SHM_CELL_OK || verdict > SHM_CELL_TOO_LARGE)
-            fuzz_fail(cell, &rx, "verdict out of range");
+            fuzz_fail_cell(cell, &rx, "verdict out of range");
         if (shm_cell_verdict_string(verdict) == NULL)
-            fuzz_fail(cell, &rx, "verdict without a string");
+            fuzz_fail_cell(cell, &rx, "verdict without a string");
         if (verdict != SHM_CELL_OK)
             break; /* the receiver closes the endpoint */
         if (!fuzz_use_cell(&rx, cell, free_bits, (cell->flags & SHM_CELL_BULK) ? bulk : buffer,

@@ -21,15 +21,8 @@
 
 #include "core/log.h"
 #include "proto/tag.h"
+#include "fuzz_common.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_fail(const char *what)
-{
-    fprintf(stderr, "fuzz_tag_wire: %s\n", what);
-    abort();
-}
 
 static int fuzz_zero(const uint8_t *bytes, size_t length)
 {
@@ -38,15 +31,6 @@ static int fuzz_zero(const uint8_t *bytes, size_t length)
             return 0;
     }
     return 1;
-}
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    setenv("FERRY_LOG_LEVEL", "error", 1);
-    ferry_log_init();
-    return 0;
 }
 
 static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t payload)

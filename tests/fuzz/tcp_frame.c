@@ -16,13 +16,12 @@
 #include <ferry/ferry.h>
 
 #include "transport/tcp/tcp_frame.h"
+#include "fuzz_common.h"
 
 static void fuzz_require(int cond, const char *what)
 {
-    if (!cond) {
-        fprintf(stderr, "fuzz_tcp_frame: accepted input breaks a rule: %s\n", what);
-        abort();
-    }
+    if (!cond)
+        fuzz_fail(what); /* an accepted input breaks this rule */
 }
 
 static void fuzz_hello(const uint8_t *data, size_t size)
