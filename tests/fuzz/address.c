@@ -15,12 +15,11 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "wireup/address.h"
 #include "fuzz_common.h"
+#include "wireup/address.h"
 
 /* Where the record bytes go, so that the compiler keeps the reads. */
 static volatile unsigned fuzz_sink;
-
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -17,10 +17,9 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "fuzz_common.h"
 #include "transport/transport.h"
 #include "wireup/address.h"
-#include "fuzz_common.h"
-
 
 /* Rebuild the records as ferry_ep_create does, with local as this host. */
 static void fuzz_rebuild(const uint8_t *data, size_t size, const fy_host_id_t *local)

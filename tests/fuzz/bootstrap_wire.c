@@ -19,7 +19,6 @@
 #include "bootstrap/bootstrap_wire.h"
 #include "fuzz_common.h"
 
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const uint64_t limits[] = {0, 8, 4096, 1u << 20};

@@ -12,9 +12,8 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "mem/mem.h"
 #include "fuzz_common.h"
-
+#include "mem/mem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -18,9 +18,8 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "proto/segment.h"
 #include "fuzz_common.h"
-
+#include "proto/segment.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -26,8 +26,8 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "transport/shm/shm.h"
 #include "fuzz_common.h"
+#include "transport/shm/shm.h"
 
 #define FUZZ_STATE_SIZE 27u
 #define FUZZ_RECORD_SIZE (8u + SHM_CELL_SIZE)
@@ -56,7 +56,7 @@ static void fuzz_fail_cell(const shm_cell_t *cell, const fuzz_rx_t *rx, const ch
 #define FUZZ_REQUIRE(cond)                                                                         \
     do {                                                                                           \
         if (!(cond))                                                                               \
-            fuzz_fail_cell(cell, rx, #cond);                                                            \
+            fuzz_fail_cell(cell, rx, #cond);                                                       \
     } while (0)
 
 /* Where the bytes read go, so that the compiler keeps the reads. */
@@ -197,7 +197,6 @@ static void fuzz_make_state(fuzz_rx_t *rx, const uint8_t state[FUZZ_STATE_SIZE])
             abort();
     }
 }
-
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

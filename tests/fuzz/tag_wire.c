@@ -20,9 +20,8 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "proto/tag.h"
 #include "fuzz_common.h"
-
+#include "proto/tag.h"
 
 static int fuzz_zero(const uint8_t *bytes, size_t length)
 {

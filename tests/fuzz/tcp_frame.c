@@ -15,8 +15,8 @@
 
 #include <ferry/ferry.h>
 
-#include "transport/tcp/tcp_frame.h"
 #include "fuzz_common.h"
+#include "transport/tcp/tcp_frame.h"
 
 static void fuzz_require(int cond, const char *what)
 {
