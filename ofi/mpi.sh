@@ -7,8 +7,8 @@
 #   ofi/mpi.sh [BUILD_DIR] [NP] [shm|tcp] [TAG_MODE] [TEST...]
 #                                          (default: build 2 shm ofi_tag_full, all tests)
 #
-# The MTL needs names of at most 64 bytes: FI_FERRY_NAME=compact (shim G1, one host only) until
-# ferry has compact addresses; the script sets it unless the caller did.
+# The MTL needs names of at most 64 bytes, the same size in every process: the provider's are
+# ferry's compact worker addresses (64 bytes). ofi/mpi_netns.sh runs the same across hosts.
 #
 # Checks that the MTL selected the provider "ferry" (mtl_ofi_verbose) and that the program
 # passed. Exits 77 with the reason without mpicc/mpirun (apt-get install openmpi-bin
@@ -20,7 +20,6 @@ NP=${2:-2}
 TRANSPORT=${3:-shm}
 TAG_MODE=${4:-ofi_tag_full}
 shift $(($# < 4 ? $# : 4))
-export FI_FERRY_NAME=${FI_FERRY_NAME:-compact}
 MPICC=$(command -v mpicc.openmpi || command -v mpicc) || {
     echo "mpi.sh: skipped: no mpicc (apt-get install libopenmpi-dev)"
     exit 77
@@ -49,7 +48,7 @@ trap 'rm -f "$log"' EXIT
 ROOTARG=()
 [ "$(id -u)" -eq 0 ] && ROOTARG=(--allow-run-as-root)
 timeout 180 "$MPIRUN" "${ROOTARG[@]}" --oversubscribe -np "$NP" -x FI_PROVIDER_PATH \
-    -x FI_FERRY_NAME ${FERRY_TRANSPORTS:+-x FERRY_TRANSPORTS} --mca pml cm --mca mtl ofi \
+    ${FERRY_TRANSPORTS:+-x FERRY_TRANSPORTS} --mca pml cm --mca mtl ofi \
     --mca mtl_ofi_provider_include ferry --mca mtl_ofi_tag_mode "$TAG_MODE" \
     --mca mtl_base_verbose 10 --mca mtl_ofi_verbose 10 "$prog" "$@" >"$log" 2>&1
 rc=$?
@@ -64,4 +63,4 @@ if [ "$rc" -ne 0 ] || ! grep -q "mpi_semantics: $NP ranks passed" "$log"; then
     tail -30 "$log"
     exit 1
 fi
-echo "mpi.sh: Open MPI over ferry ($TRANSPORT, $NP ranks, $TAG_MODE, FI_FERRY_NAME=$FI_FERRY_NAME): passed"
+echo "mpi.sh: Open MPI over ferry ($TRANSPORT, $NP ranks, $TAG_MODE): passed"
