@@ -1018,8 +1018,13 @@ static bool shm_ep_try_post_close(fy_tl_ep_t *tlep);
 
 static void shm_ep_post_close(fy_tl_ep_t *tlep)
 {
-    if (!shm_ep_try_post_close(tlep))
-        return; /* retried by progress: closing stays set and waiting is armed */
+    if (!shm_ep_try_post_close(tlep)) {
+        /* retried by progress: closing stays set and waiting is armed (an orphan's here: it
+         * has no shm_ep_terminate that armed it) */
+        if (tlep->orphan && tlep->state == SHM_CONN_CONNECTED)
+            shm_ep_set_waiting(tlep, true);
+        return;
+    }
     if (tlep->orphan) {
         shm_ep_free(tlep); /* its sends and the CLOSE are in the ring: done */
         return;
@@ -1128,6 +1133,7 @@ static bool shm_ep_orphan_keep_sent(fy_tl_ep_t *tlep)
     tlep->orphan = true;
     tlep->closing = true;
     tlep->blocked = false;
+    tlep->blocked_pool = SHM_POOL_NONE;
     tlep->tlw->orphan_count++;
     if (tlep->state == SHM_CONN_CONNECTED)
         shm_ep_progress_pending(tlep); /* may free tlep */
