@@ -16,8 +16,8 @@
 # Usage: bench/compare_fi.sh [REPEAT]     (default 3: the fewest runs with a median)
 # Environment: BUILD (default build), BENCH_PORT (first TCP port, default 28000),
 # BENCH_RESULTS (a folder: the tables go to BENCH_RESULTS/compare_fi.txt and the raw CSV to
-# compare_fi.csv; default /tmp/ferry-bench). The path is printed at the end. About 3 minutes
-# on an idle 2-core machine at REPEAT 3.
+# compare_fi.csv; default /tmp/ferry-bench). The path is printed at the end. About 2 minutes
+# on an idle 2-core machine at REPEAT 3 (8 minutes under a load average of 20).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,9 +50,9 @@ raw=$work/raw.csv # config,size,usec_per_xfer,MBps
 
 iters_of() {
     case $1 in
-    8 | 4096) echo 5000 ;;
-    65536) echo 1000 ;;
-    1048576) echo 100 ;;
+    8 | 4096) echo 2000 ;;
+    65536) echo 500 ;;
+    1048576) echo 50 ;;
     *) echo 10 ;;
     esac
 }
@@ -82,8 +82,15 @@ run_fi() {
         return 0
     fi
     finish_server || true
-    echo "$out" | awk -v c="$config" -v s="$size" 'NR > 1 && NF == 8 && $1 == s { l = $0 }
-        END { if (l != "") { split(l, f, " "); printf "%s,%s,%s,%s\n", c, s, f[7], f[6] } }' >>"$raw"
+    # (its bytes column says 4k, 64k, 1m, 16m: the one line after the header is this size's)
+    local line
+    line=$(echo "$out" | awk '$1 == "bytes" { getline; if (NF == 8) print; exit }')
+    if [[ -z $line ]]; then
+        echo "compare_fi.sh: $config $size: no result line from fi_pingpong:" >&2
+        echo "$out" >&2
+        return 0
+    fi
+    echo "$line" | awk -v c="$config" -v s="$size" '{ printf "%s,%s,%s,%s\n", c, s, $7, $6 }' >>"$raw"
 }
 
 nsizes=$(wc -w <<<"$sizes")
