@@ -1,10 +1,10 @@
 /*
  * libferry-fi — address vectors. An AV is a table of names (fi_addr_t = index, never reused,
- * for FI_AV_MAP and FI_AV_TABLE alike); insertion is synchronous. A name is checked when it is
- * inserted (shim.c), and each endpoint already bound to the AV creates its ferry endpoint to
- * the new peer at once, so a dead peer or an address ferry rejects fails the insert (the entry
- * is FI_ADDR_NOTAVAIL and the error is reported per entry with FI_SYNC_ERR). Endpoints bound
- * later connect on first use.
+ * for FI_AV_MAP and FI_AV_TABLE alike); insertion is synchronous. A name (a compact ferry worker
+ * address, name.h) is checked when it is inserted, and each endpoint already bound to the AV
+ * creates its ferry endpoint to the new peer at once, so a dead peer or an address ferry rejects
+ * fails the insert (the entry is FI_ADDR_NOTAVAIL and the error is reported per entry with
+ * FI_SYNC_ERR). Endpoints bound later connect on first use.
  *
  * Shim G2: the table src_id -> index lets a completion name its source (FI_SOURCE) and checks
  * that the senders of one AV have distinct source ids.
@@ -143,15 +143,14 @@ static int av_insert_one(fy_ofi_av_t *av, const uint8_t *name, fi_addr_t *addr_p
     size_t index = av->count;
     fy_ofi_av_slot_t *slot = &av->slots[index];
     memset(slot, 0, sizeof(*slot));
-    if (!fy_ofi_name_resolve(name, slot->name)) {
+    if (!fy_ofi_name_check(name)) {
         FY_OFI_WARN(FI_LOG_AV,
                     "fi_av_insert: not a ferry provider name (%zu bytes from fi_getname of a "
-                    "ferry endpoint expected): bad magic, version, length or padding\n",
-                    fy_ofi_name_size());
+                    "ferry endpoint expected; ferry's warning says what is wrong)\n",
+                    FY_OFI_NAME_LEN);
         return -FI_EADDRNOTAVAIL;
     }
-    if (fy_ofi_name_size() == FY_OFI_COMPACT_LEN)
-        memcpy(slot->wire, name, FY_OFI_COMPACT_LEN);
+    memcpy(slot->name, name, FY_OFI_NAME_LEN);
     slot->src_id = fy_ofi_name_src_id(slot->name);
     slot->live = true;
     av->count++;
@@ -175,7 +174,7 @@ static int av_insert_one(fy_ofi_av_t *av, const uint8_t *name, fi_addr_t *addr_p
     return 0;
 }
 
-/* insert: count names of fy_ofi_name_size() bytes each. Returns the number inserted; a failed
+/* insert: count names of FY_OFI_NAME_LEN bytes each. Returns the number inserted; a failed
  * entry gets FI_ADDR_NOTAVAIL in fi_addr (when given) and, with FI_SYNC_ERR, its error in the
  * int array context. Flags: FI_MORE (ignored), FI_SYNC_ERR. */
 static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr_t *fi_addr,
@@ -197,7 +196,7 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
     int inserted = 0;
     for (size_t i = 0; i < count; i++) {
         fi_addr_t a;
-        rc = av_insert_one(av, (const uint8_t *)addr + i * fy_ofi_name_size(), &a);
+        rc = av_insert_one(av, (const uint8_t *)addr + i * FY_OFI_NAME_LEN, &a);
         if (fi_addr != NULL)
             fi_addr[i] = a;
         if (flags & FI_SYNC_ERR)
@@ -260,9 +259,8 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *
     fy_ofi_av_slot_t *slot = fy_ofi_av_slot(av, fi_addr);
     int rc = -FI_EINVAL;
     if (slot != NULL) {
-        size_t size = fy_ofi_name_size();
-        const uint8_t *name = size == FY_OFI_COMPACT_LEN ? slot->wire : slot->name;
-        memcpy(addr, name, *addrlen < size ? *addrlen : size);
+        size_t size = FY_OFI_NAME_LEN;
+        memcpy(addr, slot->name, *addrlen < size ? *addrlen : size);
         *addrlen = size;
         rc = 0;
     }

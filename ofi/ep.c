@@ -1,6 +1,6 @@
 /*
  * libferry-fi — RDM endpoints. An endpoint is one ferry worker (its shm region, its tcp
- * listener, its fd); its name wraps the worker's address (shim G1). For each AV entry it uses,
+ * listener, its fd); its name is the worker's compact address (name.h). For each AV entry it uses,
  * it creates one ferry endpoint (at fi_av_insert when already bound, else on first use); an
  * fi_av_remove closes it gracefully in the background. Progress runs ferry, then the work the
  * callbacks deferred (control messages, one-sided operations whose key arrived), then reaps
@@ -64,12 +64,9 @@ static bool peers_reserve(fy_ofi_ep_t *ep, size_t count)
 
 static ferry_status_t peer_create(fy_ofi_ep_t *ep, fy_ofi_av_slot_t *slot, fy_ofi_peer_t *peer)
 {
-    const void *address;
-    size_t length;
-    if (!fy_ofi_name_unwrap(slot->name, &address, &length))
-        return FERRY_ERR_INVALID_ADDRESS; /* checked at insertion already */
     ferry_ep_params_t params = {.error_cb = peer_failed_cb, .error_arg = ep};
-    ferry_status_t st = ferry_ep_create(ep->worker, address, length, &params, &peer->fep);
+    ferry_status_t st =
+        ferry_ep_create(ep->worker, slot->name, FY_OFI_NAME_LEN, &params, &peer->fep);
     if (st != FERRY_OK && st != FERRY_ERR_NO_RESOURCE)
         FY_OFI_WARN(FI_LOG_AV, "ferry_ep_create to fi_addr %zu failed: %s\n",
                     (size_t)(slot - ep->av->slots), ferry_status_string(st));
@@ -390,7 +387,6 @@ static int ep_close(struct fid *fid)
     }
     domain->refs--;
     fy_ofi_domain_unlock(domain);
-    fy_ofi_name_withdraw(ep->published);
     free(ep);
     return 0;
 }
@@ -465,17 +461,17 @@ static struct fi_ops_ep ep_ops = {
 
 /* ---------------------------------------------------------------- fi_ops_cm */
 
-/* getname: the endpoint's name, fy_ofi_name_size() bytes (256, or 64 with
- * FI_FERRY_NAME=compact), the same size in every process. A shorter buffer gets the first
- * bytes and -FI_ETOOSMALL; *addrlen becomes the full size. */
+/* getname: the endpoint's name, FY_OFI_NAME_LEN (64) bytes in every process: the worker's
+ * compact address. A shorter buffer gets the first bytes and -FI_ETOOSMALL; *addrlen becomes
+ * the full size. */
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
     fy_ofi_ep_t *ep = FY_OFI_CONTAINER(fid, fy_ofi_ep_t, ep_fid.fid);
     if (addrlen == NULL || (*addrlen > 0 && addr == NULL))
         return -FI_EINVAL;
-    size_t size = fy_ofi_name_size();
+    size_t size = FY_OFI_NAME_LEN;
     size_t n = *addrlen < size ? *addrlen : size;
-    memcpy(addr, ep->app_name, n);
+    memcpy(addr, ep->name, n);
     int rc = *addrlen < size ? -FI_ETOOSMALL : 0;
     *addrlen = size;
     return rc;
@@ -530,21 +526,14 @@ int fy_ofi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct f
         rc = fy_ofi_errno(st);
         goto err_unlock;
     }
-    const void *address;
-    size_t length;
-    if (ferry_worker_address(ep->worker, &address, &length) != FERRY_OK ||
-        !fy_ofi_name_wrap(address, length, ep->name)) {
-        FY_OFI_WARN(FI_LOG_EP_CTRL,
-                    "the ferry worker address (%zu bytes) does not fit the provider's %u-byte "
-                    "name: restrict FERRY_TCP_IFACE to fewer addresses\n",
-                    length, FY_OFI_NAME_ADDRESS_MAX);
-        rc = -FI_ETOOSMALL;
+    st = ferry_worker_address_compact(ep->worker, ep->name);
+    if (st != FERRY_OK) {
+        FY_OFI_WARN(FI_LOG_EP_CTRL, "ferry_worker_address_compact failed: %s\n",
+                    ferry_status_string(st));
+        rc = fy_ofi_errno(st);
         goto err_destroy;
     }
     ep->src_id = fy_ofi_name_src_id(ep->name);
-    rc = fy_ofi_name_publish(ep->name, ep->app_name, ep->published);
-    if (rc != 0)
-        goto err_destroy;
     if (ferry_worker_get_fd(ep->worker, &ep->worker_fd) != FERRY_OK) {
         rc = -FI_EIO;
         goto err_destroy;
@@ -571,7 +560,6 @@ int fy_ofi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct f
     return 0;
 
 err_destroy:
-    fy_ofi_name_withdraw(ep->published);
     ferry_worker_destroy(ep->worker);
 err_unlock:
     fy_ofi_domain_unlock(domain);

@@ -179,9 +179,9 @@ static bool check_addresses(const struct fi_info *hints)
 {
     if (hints->addr_format != FI_FORMAT_UNSPEC)
         return unmet("an address format other than FI_FORMAT_UNSPEC");
-    if (hints->src_addr != NULL && hints->src_addrlen != fy_ofi_name_size())
+    if (hints->src_addr != NULL && hints->src_addrlen != FY_OFI_NAME_LEN)
         return unmet("a source address of another size");
-    if (hints->dest_addr != NULL && hints->dest_addrlen != fy_ofi_name_size())
+    if (hints->dest_addr != NULL && hints->dest_addrlen != FY_OFI_NAME_LEN)
         return unmet("a destination address of another size");
     return true;
 }
@@ -229,7 +229,7 @@ static struct fi_info *info_build(uint32_t version, const struct fi_info *hints)
     info->addr_format = FI_FORMAT_UNSPEC;
     /* a source address of the right size is always there; the real name comes from
      * fi_getname (fi_getinfo_test checks that one is set) */
-    size_t name_size = fy_ofi_name_size();
+    size_t name_size = FY_OFI_NAME_LEN;
     info->src_addr = calloc(1, name_size);
     if (info->src_addr == NULL)
         goto err_free;

@@ -4,15 +4,24 @@
 # named, restricted to the provider "ferry" and to its full tag mode (source rank in remote CQ
 # data, directed receives), so that a missing feature fails instead of falling back.
 #
-#   ofi/mpi.sh [BUILD_DIR] [NP] [shm|tcp] [TAG_MODE] [TEST...]
+#   ofi/mpi.sh [BUILD_DIR] [NP] [shm|tcp|hosts] [TAG_MODE] [TEST...]
 #                                          (default: build 2 shm ofi_tag_full, all tests)
 #
-# The MTL needs names of at most 64 bytes: FI_FERRY_NAME=compact (shim G1, one host only) until
-# ferry has compact addresses; the script sets it unless the caller did.
+#   shm    every rank on this host, ferry's shm between them
+#   tcp    every rank on this host, FERRY_TRANSPORTS=tcp (loopback)
+#   hosts  two "hosts" of network namespaces (tests/netns/lib.sh: hosts h1 and h2 on a private
+#          switch, 10.77.0.1 and 10.77.0.2, their own hostname, IPC and /dev/shm, created here
+#          and removed on exit): mpirun runs on h1 and starts h2's daemon through
+#          tests/netns/rsh_agent.sh (nsenter instead of ssh); NP/2 ranks on h2, the rest on h1:
+#          shm between the ranks of a host, tcp across. Needs root, ip, nft, unshare, nsenter:
+#          exits 77 with the reason without them.
 #
-# Checks that the MTL selected the provider "ferry" (mtl_ofi_verbose) and that the program
-# passed. Exits 77 with the reason without mpicc/mpirun (apt-get install openmpi-bin
-# libopenmpi-dev).
+# The MTL needs names of at most 64 bytes, the same size in every process: the provider's are
+# ferry's compact worker addresses (64 bytes), which reach other hosts too.
+#
+# Checks that the MTL selected the provider "ferry" (mtl_ofi_verbose) in every rank (with
+# hosts: on both hosts) and that the program passed. Exits 77 with the reason without
+# mpicc/mpirun (apt-get install openmpi-bin libopenmpi-dev).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd) || exit 1
@@ -20,7 +29,6 @@ NP=${2:-2}
 TRANSPORT=${3:-shm}
 TAG_MODE=${4:-ofi_tag_full}
 shift $(($# < 4 ? $# : 4))
-export FI_FERRY_NAME=${FI_FERRY_NAME:-compact}
 MPICC=$(command -v mpicc.openmpi || command -v mpicc) || {
     echo "mpi.sh: skipped: no mpicc (apt-get install libopenmpi-dev)"
     exit 77
@@ -34,34 +42,84 @@ MPIRUN=$(command -v mpirun.openmpi || command -v mpirun) || {
     exit 77
 }
 case $TRANSPORT in
-shm) unset FERRY_TRANSPORTS ;;
+shm | hosts) unset FERRY_TRANSPORTS ;;
 tcp) export FERRY_TRANSPORTS=tcp ;;
 *)
-    echo "mpi.sh: transport must be shm or tcp"
+    echo "mpi.sh: transport must be shm, tcp or hosts"
     exit 1
     ;;
 esac
-prog=$BUILD/ofi/mpi_semantics
+if [ "$TRANSPORT" = hosts ]; then
+    # shellcheck source=tests/netns/lib.sh
+    source "$ROOT/tests/netns/lib.sh"
+    netns_require || {
+        rc=$?
+        echo "mpi.sh: skipped: the network namespaces of two hosts cannot be made here (above)"
+        exit "$rc"
+    }
+    command -v mpirun.openmpi >/dev/null || {
+        echo "mpi.sh: skipped: no mpirun.openmpi (apt-get install openmpi-bin)"
+        exit 77
+    }
+fi
+# a directory of this run's own (runs may go in parallel), under /tmp, which the hosts share
+work=$(mktemp -d "${TMPDIR:-/tmp}/ferry-mpi.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+prog=$work/mpi_semantics
+log=$work/log
 "$MPICC" -O2 -Wall -Wextra -o "$prog" "$ROOT/ofi/tests/mpi_semantics.c" || exit 1
 export FI_PROVIDER_PATH=$BUILD/ofi
-log=$(mktemp "${TMPDIR:-/tmp}/ferry-mpi.XXXXXX")
-trap 'rm -f "$log"' EXIT
-ROOTARG=()
-[ "$(id -u)" -eq 0 ] && ROOTARG=(--allow-run-as-root)
-timeout 180 "$MPIRUN" "${ROOTARG[@]}" --oversubscribe -np "$NP" -x FI_PROVIDER_PATH \
-    -x FI_FERRY_NAME ${FERRY_TRANSPORTS:+-x FERRY_TRANSPORTS} --mca pml cm --mca mtl ofi \
-    --mca mtl_ofi_provider_include ferry --mca mtl_ofi_tag_mode "$TAG_MODE" \
-    --mca mtl_base_verbose 10 --mca mtl_ofi_verbose 10 "$prog" "$@" >"$log" 2>&1
-rc=$?
-grep -E "mtl:ofi|mpi_semantics|^ok |FAIL|rror" "$log" | sort | uniq -c | sed 's/^ *//' | head -40
-if ! grep -qE "mtl:ofi:prov(ider)?: ferry" "$log"; then
-    echo "mpi.sh: the OFI MTL did not select the provider ferry (exit $rc); the log's end:"
+MCA=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include ferry
+    --mca mtl_ofi_tag_mode "$TAG_MODE" --mca mtl_base_verbose 10 --mca mtl_ofi_verbose 10)
+if [ "$TRANSPORT" = hosts ]; then
+    netns_setup 2 || exit 1
+    # netns_setup's trap removes the namespaces on exit; the log goes too
+    trap 'rc=$?; rm -rf "$work"; (exit $rc); netns_trap' EXIT INT TERM HUP
+    on_h2=$((NP / 2))
+    # --timeout: mpirun ends the job (every daemon and rank) after that long
+    # ferry's debug log says which transport each connection took
+    netns_mpirun h1 "h1:$((NP - on_h2)),h2:$on_h2" --timeout 180 -np "$NP" -x FI_PROVIDER_PATH \
+        -x FERRY_LOG_LEVEL=debug "${MCA[@]}" "$prog" "$@" >"$log" 2>&1
+    rc=$?
+else
+    ROOTARG=()
+    [ "$(id -u)" -eq 0 ] && ROOTARG=(--allow-run-as-root)
+    timeout 180 "$MPIRUN" "${ROOTARG[@]}" --oversubscribe -np "$NP" -x FI_PROVIDER_PATH \
+        ${FERRY_TRANSPORTS:+-x FERRY_TRANSPORTS} "${MCA[@]}" "$prog" "$@" >"$log" 2>&1
+    rc=$?
+fi
+grep -E "mtl:ofi|mpi_semantics|^ok |FAIL|rror" "$log" | sed -E 's/^\[[^]]*\] //' | sort |
+    uniq -c | sed 's/^ *//' | head -40
+selected=$(grep -cE "mtl:ofi:provider: ferry" "$log")
+if [ "$selected" -ne "$NP" ]; then
+    echo "mpi.sh: the OFI MTL selected the provider ferry in $selected of $NP ranks (exit $rc);" \
+        "the log's end:"
     tail -30 "$log"
     exit 1
+fi
+if [ "$TRANSPORT" = hosts ]; then
+    for h in h1 h2; do
+        if ! grep -E "mtl:ofi:provider: ferry" "$log" | grep -q "^\[$(netns_hostname $h):"; then
+            echo "mpi.sh: no rank on host $h ($(netns_hostname $h)) selected ferry; the log's end:"
+            tail -30 "$log"
+            exit 1
+        fi
+    done
+    # across the hosts tcp on the test network; inside a host (2 ranks or more there) shm
+    tcp=$(grep -cE "tcp: connection with ${NETNS_NET//./\\.}\.[0-9]+:[0-9]+ .*established" "$log")
+    shm=$(grep -c "shm: connected to pid" "$log")
+    echo "mpi.sh: ferry connections: $tcp tcp (established, counted on both sides), $shm shm"
+    if [ "$tcp" -eq 0 ] || { [ "$((NP / 2))" -ge 2 ] && [ "$shm" -eq 0 ]; }; then
+        echo "mpi.sh: expected tcp across the hosts and shm inside each; ferry's log:"
+        grep -E "tcp: |shm: " "$log" | head -20
+        exit 1
+    fi
 fi
 if [ "$rc" -ne 0 ] || ! grep -q "mpi_semantics: $NP ranks passed" "$log"; then
     echo "mpi.sh: mpi_semantics failed over ferry ($TRANSPORT, $NP ranks, exit $rc); the log's end:"
     tail -30 "$log"
     exit 1
 fi
-echo "mpi.sh: Open MPI over ferry ($TRANSPORT, $NP ranks, $TAG_MODE, FI_FERRY_NAME=$FI_FERRY_NAME): passed"
+where=$TRANSPORT
+[ "$TRANSPORT" = hosts ] && where="2 hosts: $((NP - NP / 2)) on h1, $((NP / 2)) on h2"
+echo "mpi.sh: Open MPI over ferry ($where, $NP ranks, $TAG_MODE${1:+, tests: $*}): passed"

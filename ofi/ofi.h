@@ -197,8 +197,7 @@ int fy_ofi_eq_trywait(struct fid *fid);
 typedef struct fy_ofi_ep fy_ofi_ep_t;
 
 typedef struct fy_ofi_av_slot {
-    uint8_t name[FY_OFI_NAME_LEN];    /* the full name (shim G1) */
-    uint8_t wire[FY_OFI_COMPACT_LEN]; /* the compact name inserted, with FI_FERRY_NAME=compact */
+    uint8_t name[FY_OFI_NAME_LEN]; /* the name inserted: a compact ferry worker address */
     uint32_t src_id;
     bool live;      /* inserted and not removed */
     bool ambiguous; /* another live slot has the same src_id (shim G2) */
@@ -453,10 +452,8 @@ struct fy_ofi_ep {
     bool destroying; /* fi_close runs: completions write no entries */
     ferry_worker_t *worker;
     int worker_fd;
-    uint8_t name[FY_OFI_NAME_LEN];     /* the full name (shim G1) */
-    uint8_t app_name[FY_OFI_NAME_LEN]; /* what fi_getname gives: fy_ofi_name_size() bytes */
-    char published[64];                /* a compact name's file, or empty */
-    uint32_t src_id;                   /* shim G2 */
+    uint8_t name[FY_OFI_NAME_LEN]; /* fi_getname: the worker's compact address (name.h) */
+    uint32_t src_id;               /* shim G2 */
     fy_ofi_av_t *av;
     fy_ofi_cq_t *tx_cq;
     fy_ofi_cq_t *rx_cq;

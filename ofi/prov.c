@@ -23,7 +23,6 @@ __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void);
 
 struct fi_provider *fi_prov_ini(void)
 {
-    fy_ofi_name_init();
     fy_ofi_ep_params_init();
     return &fy_ofi_prov;
 }

@@ -504,10 +504,13 @@ ferry_status_t ferry_ep_create(ferry_worker_t *worker, const void *address, size
  *
  * On a stream transport (tcp) a message already partly written cannot be cut: it is finished
  * from a private copy and reaches the peer if the connection lives on, though its send
- * completes with FERRY_ERR_CANCELED too (the caller's buffers are free either way). A send
- * that completed already (returned FERRY_OK) is not pending: over tcp it still reaches the
- * peer if the connection comes up and lives on; over shm, one made before the peer answered
- * the endpoint's handshake is lost (a known bug).
+ * completes with FERRY_ERR_CANCELED too (the caller's buffers are free either way); over shm
+ * a message whose first fragments are posted is finished the same way. A send that completed
+ * already (returned FERRY_OK: one queued from a copy while the endpoint was connecting) is not
+ * pending: it still reaches the peer, then the close, if the connection comes up and lives on
+ * (tcp and shm: over shm the closed endpoint finishes the handshake, posts them and the close
+ * from later progress of the worker); it is lost only when the peer dies or the worker is
+ * destroyed first.
  */
 #define FERRY_EP_CLOSE_FORCE 1u
 

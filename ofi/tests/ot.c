@@ -92,9 +92,8 @@ void ot_ep_open_hints(ot_ep_t *t, struct fi_info *hints, enum fi_cq_format forma
     OT_EXPECT(fi_enable(t->ep), 0);
     t->namelen = sizeof(t->name);
     OT_EXPECT(fi_getname(&t->ep->fid, t->name, &t->namelen), 0);
-    /* 256 bytes, or 64 with FI_FERRY_NAME=compact; the buffers here hold either */
-    const char *names = getenv("FI_FERRY_NAME");
-    OT_CHECK(t->namelen == (names != NULL && strcmp(names, "compact") == 0 ? 64 : OT_NAME_MAX));
+    /* a compact ferry worker address: 64 bytes in every process */
+    OT_CHECK(t->namelen == OT_NAME_MAX);
     OT_EXPECT(fi_control(&t->cq->fid, FI_GETWAIT, &t->wait_fd), 0);
     ot_progress_ep = t;
 }

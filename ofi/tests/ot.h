@@ -21,7 +21,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
-#define OT_NAME_MAX 256u
+#define OT_NAME_MAX 64u
 #define OT_TIMEOUT_MS 20000
 
 /* Fail the process when cond is false, naming the condition and where. */

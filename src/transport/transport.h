@@ -222,8 +222,11 @@ typedef struct fy_tl_ops {
     ferry_status_t (*ep_terminate)(fy_tl_ep_t *tlep);
 
     /* Immediate teardown and free: pending sends complete with FERRY_ERR_CANCELED (their
-     * completions run from the worker's deferred queue). After it returns the transport calls
-     * nothing for this endpoint. Never blocks, never fails. Not NULL. */
+     * completions run from the worker's deferred queue). Sends that completed already (queued
+     * from a copy, FERRY_OK returned) are not pending: the transport still delivers them, and
+     * then tells the peer, if the connection comes up (it keeps what it needs for that past
+     * this call, without the ferry_ep_t). After it returns the transport calls nothing for
+     * this endpoint. Never blocks, never fails. Not NULL. */
     void (*ep_destroy)(fy_tl_ep_t *tlep);
 
     /* Fast path: one active message whose header + payload (contiguous) fit in max_short.

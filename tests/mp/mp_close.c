@@ -17,17 +17,19 @@
  *                       both complete with FERRY_ERR_CANCELED; the peer's endpoint fails;
  *   self                a graceful close of an endpoint to the worker itself delivers the
  *                       messages queued before it;
- *   forced, connecting  small sends without a completion (done when the call returns) on an
- *                       endpoint still connecting, then a forced close and destroy at once:
- *                       the peer receives every one of them, then sees the close (over tcp
- *                       they wait in the connection's queue, from a copy, when the close
- *                       comes: issue 13, a message was lost). Run over tcp only
- *                       (mp_close_tcp), where it is the only case: the others stall a peer
- *                       behind sends, which tcp's socket buffers swallow. Over shm the same
- *                       sequence still loses the messages (a known bug, not fixed: the close
- *                       comes before the peer answered the handshake, whose answer then fails
- *                       with "shm: sendmsg(handshake ...) failed: Broken pipe", and the
- *                       peer never delivers them). */
+ *   forced, connecting  sends without a completion (done when the call returns: queued from
+ *                       a copy) on an endpoint still connecting, then a forced close and
+ *                       destroy at once: the peer receives every one of them, byte-exact, then
+ *                       sees the close (issue 13, such messages were lost). Over tcp they wait
+ *                       in the connection's queue; over shm the endpoint lets go of the ferry
+ *                       endpoint and finishes the handshake, posts them and CLOSE on its own.
+ *                       Over shm also with two large copied messages (64 KiB and 256 KiB,
+ *                       fragments: more than the peer's buffers take at once, so the rest goes
+ *                       out as the peer frees them) and, on a second connection, a send with a
+ *                       completion queued among them, which completes with
+ *                       FERRY_ERR_CANCELED and never arrives. mp_close_tcp runs only this
+ *                       case: the others stall a peer behind sends, which tcp's socket
+ *                       buffers swallow. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,7 +40,7 @@
 #include "ft.h"
 
 #define CL_MAGIC 0x45534f4cu /* "LOSE" */
-#define CL_CONNS 8
+#define CL_CONNS 10
 
 enum { CL_ID_DATA = 30 };
 enum {
@@ -412,21 +414,59 @@ static void cl_forced(ferry_worker_t *worker, ft_peer_t *receiver, const void *a
     ferry_ep_destroy(ep);
 }
 
-static void cl_forced_connecting(ferry_worker_t *worker, ft_peer_t *receiver, const void *address,
-                                 size_t length)
+/* A message without a completion from a heap buffer freed at once: the send must have copied
+ * it (FERRY_OK) or refused it. */
+static void cl_send_copied(ferry_ep_t *ep, uint32_t conn, uint32_t seq, size_t size)
 {
-    const char *what = "forced close while connecting";
+    cl_hdr_t h = {.magic = CL_MAGIC, .conn = conn, .seq = seq, .size = (uint32_t)size};
+    uint8_t *buf = malloc(size);
+    FT_CHECK(buf != NULL, "out of memory");
+    ft_pattern_fill(buf, size, ft_pattern_seed(conn, seq, size), 0);
+    ferry_iov_t iov = {.buffer = buf, .length = size};
+    ferry_status_t status = ferry_am_send(ep, CL_ID_DATA, &h, sizeof(h), &iov, 1, NULL);
+    memset(buf, 0xee, size); /* the caller's buffer is reusable on FERRY_OK */
+    free(buf);
+    FT_CHECK(status == FERRY_OK,
+             "conn %u seq %u (%zu bytes, connecting, no completion): "
+             "ferry_am_send returned %s, expected FERRY_OK (queued from a copy)",
+             conn, seq, size, ferry_status_name(status));
+}
+
+/* conn: the receiver's conn; big: also two large copied messages and, around them, a send with
+ * a completion that the forced close cancels (seq numbers skip it: it goes to conn + 1, which
+ * must never see it). */
+static void cl_forced_connecting(ferry_worker_t *worker, ft_peer_t *receiver, const void *address,
+                                 size_t length, uint32_t conn, bool big)
+{
+    const char *what = big ? "forced close while connecting, large copies and a canceled send"
+                           : "forced close while connecting";
+    static cl_send_t tracked;
     ferry_ep_t *ep = ft_ep_create(worker, address, length, NULL);
+    memset(&cl_events, 0, sizeof(cl_events));
     uint32_t seq = 0;
     for (; seq < 5; seq++)
-        cl_send_small(worker, ep, 7, seq, (size_t)seq * 300);
+        cl_send_small(worker, ep, conn, seq, (size_t)seq * 300);
+    if (big) {
+        cl_send_copied(ep, conn, seq++, 64u << 10);
+        FT_CHECK(cl_send_tracked(worker, ep, conn + 1, 0, 1000, &tracked, 0) == FERRY_INPROGRESS,
+                 "%s: a send with a completion while connecting did not wait", what);
+        cl_send_copied(ep, conn, seq++, 256u << 10);
+        cl_send_small(worker, ep, conn, seq++, 17);
+    }
     cl_in_close = true;
     ferry_status_t status = ferry_ep_close(ep, FERRY_EP_CLOSE_FORCE, NULL);
     cl_in_close = false;
     FT_CHECK(status == FERRY_OK, "%s: ferry_ep_close returned %s, expected FERRY_OK", what,
              ferry_status_name(status));
     ferry_ep_destroy(ep);
-    cl_check_peer_saw_close(worker, receiver, 7, seq, what);
+    cl_check_peer_saw_close(worker, receiver, conn, seq, what);
+    if (big) {
+        FT_CHECK(cl_events.count == 1 && cl_events.status[0] == FERRY_ERR_CANCELED,
+                 "%s: the send with a completion: %u events, status %s (expected canceled)", what,
+                 cl_events.count, ferry_status_name(cl_events.status[0]));
+        ft_token_t t = cl_ask(worker, receiver, CL_TOKEN_WAIT_COUNT, conn + 1, 0);
+        FT_CHECK(t.v[1] == 0, "%s: the canceled send arrived", what);
+    }
     ft_note("%s: the %u messages sent before it were delivered, then the peer saw the close", what,
             seq);
 }
@@ -533,9 +573,9 @@ int main(void)
         cl_forced(f.worker, &receiver, address, length);
         cl_worker_destroyed(f.context, &receiver, address, length);
         cl_self_close(f.worker);
-    } else {
-        cl_forced_connecting(f.worker, &receiver, address, length);
+        cl_forced_connecting(f.worker, &receiver, address, length, 8, true);
     }
+    cl_forced_connecting(f.worker, &receiver, address, length, 7, false);
 
     ft_chan_send_token(receiver.chan, CL_TOKEN_EXIT, 0, 0, 0, 0);
     ft_peer_expect_exit(&receiver, 30000, 0);

@@ -1,17 +1,20 @@
-/* Fuzz the checkers of the provider's temporary shims (ofi/shim.c) on arbitrary bytes: the
- * 256-byte endpoint name a peer hands the application (fy_ofi_name_unwrap, shim G1) and the
- * 16-byte header in front of every message (fy_ofi_hdr_decode, shims G3/G4).
+/* Fuzz the provider's checkers of peer bytes on arbitrary input: the 64-byte endpoint name a
+ * peer hands the application (fy_ofi_name_check, name.c: a compact ferry worker address) and
+ * the 16-byte header in front of every message (fy_ofi_hdr_decode, temporary shims G3/G4).
  *
  * Input: byte 0 chooses (even: name, odd: header); the rest, cut or zero-padded to the size,
- * is the name or the header. When a name is accepted, the address it points at lies inside it
- * and wrapping that address gives the name back; when a header is accepted, its flags are
- * known ones, data is 0 without FY_OFI_HDR_DATA, and encoding it gives the input back. A
+ * is the name or the header. When a name is accepted, ferry decodes it as a compact address of
+ * a worker with a nonzero id and its source id is in range; when a header is accepted, its flags
+ * are known ones, data is 0 without FY_OFI_HDR_DATA, and encoding it gives the input back. A
  * violation aborts.
  *
- * Seeds (ofi/tests/fuzz/corpus/shim/): a name around a made-up address, two headers. */
+ * Seeds (ofi/tests/fuzz/corpus/shim/): a compact address (shm and tcp 127.0.0.1), two
+ * headers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <ferry/info.h>
 
 #include "shim.h"
 
@@ -31,16 +34,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size - 1 < sizeof(buf) ? size - 1 : sizeof(buf);
     memcpy(buf, data + 1, n);
     if ((data[0] & 1u) == 0) {
-        const void *address;
-        size_t length;
-        if (!fy_ofi_name_unwrap(buf, &address, &length))
+        if (!fy_ofi_name_check(buf))
             return 0;
-        const uint8_t *a = address;
-        if (a < buf || length == 0 || a + length > buf + sizeof(buf))
-            fuzz_fail("accepted an address outside the name");
-        uint8_t again[FY_OFI_NAME_LEN];
-        if (!fy_ofi_name_wrap(address, length, again) || memcmp(again, buf, sizeof(buf)) != 0)
-            fuzz_fail("wrapping the address does not give the name back");
+        ferry_address_info_t info = {.size = sizeof(info)};
+        if (ferry_address_decode(buf, sizeof(buf), &info) != FERRY_OK || !info.compact ||
+            info.worker_id == 0)
+            fuzz_fail("accepted a name that is not a compact worker address");
+        if ((fy_ofi_name_src_id(buf) >> FY_OFI_TAG_SRC_BITS) != 0)
+            fuzz_fail("a source id wider than FY_OFI_TAG_SRC_BITS");
         return 0;
     }
     fy_ofi_hdr_t hdr;

@@ -774,6 +774,21 @@ static void shm_wake_waiters(fy_tl_worker_t *tlw)
     }
 }
 
+/* Post what the orphans that wait for room still hold (they are not in rx[]); an orphan that
+ * posted everything and its CLOSE frees itself. */
+static unsigned shm_orphans_progress(fy_tl_worker_t *tlw)
+{
+    unsigned count = 0;
+    fy_list_link_t *next;
+    for (fy_list_link_t *l = fy_list_first(&tlw->all); l != fy_list_end(&tlw->all); l = next) {
+        next = l->next;
+        fy_tl_ep_t *tlep = fy_list_entry(l, fy_tl_ep_t, link);
+        if (tlep->orphan && tlep->waiting)
+            count += shm_ep_progress_pending(tlep); /* may free tlep */
+    }
+    return count;
+}
+
 static unsigned shm_poll(fy_tl_worker_t *tlw)
 {
     unsigned count = 0;
@@ -794,6 +809,8 @@ static unsigned shm_poll(fy_tl_worker_t *tlw)
             if (i < tlw->rx_count && tlw->rx[i] == tlep)
                 i++;
         }
+        if (tlw->orphan_count > 0)
+            count += shm_orphans_progress(tlw);
     }
     return count;
 }
@@ -812,6 +829,15 @@ static bool shm_has_work(fy_tl_worker_t *tlw)
         if (tlep->waiting) {
             /* ask the peer (again) to wake us when it frees space, then look once more (the
              * peer frees with seq_cst stores and then reads sender_waiting seq_cst) */
+            atomic_store(&tlep->tx_ring->sender_waiting, 1u);
+            if (shm_ep_has_room(tlep))
+                return true;
+        }
+    }
+    for (fy_list_link_t *l = fy_list_first(&tlw->all);
+         tlw->orphan_count > 0 && l != fy_list_end(&tlw->all); l = l->next) {
+        fy_tl_ep_t *tlep = fy_list_entry(l, fy_tl_ep_t, link);
+        if (tlep->orphan && tlep->waiting) {
             atomic_store(&tlep->tx_ring->sender_waiting, 1u);
             if (shm_ep_has_room(tlep))
                 return true;
@@ -905,14 +931,32 @@ void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status)
 void shm_ep_free(fy_tl_ep_t *tlep)
 {
     shm_ep_shutdown(tlep, FERRY_ERR_CANCELED);
+    if (tlep->orphan)
+        tlep->tlw->orphan_count--;
     fy_list_remove(&tlep->link);
     free(tlep);
+}
+
+void shm_ep_orphan_failed(fy_tl_ep_t *tlep)
+{
+    static fy_log_limit_t orphan_log_limit; /* a warning a peer can trigger */
+    fy_warn_limited(&orphan_log_limit,
+                    "shm: the connection to pid %u failed before the messages sent on a "
+                    "force-closed endpoint reached it: they are lost with the peer",
+                    tlep->peer_pid);
+    shm_ep_free(tlep);
 }
 
 /* The handshake finished: start polling, create the accepted endpoint, post queued sends. */
 ferry_status_t shm_ep_attach(fy_tl_ep_t *tlep)
 {
     fy_tl_worker_t *tlw = tlep->tlw;
+    if (tlep->orphan) {
+        /* force-closed while connecting: post what completed already, then CLOSE (frees it) */
+        tlep->state = SHM_CONN_CONNECTED;
+        shm_ep_progress_pending(tlep);
+        return FERRY_OK;
+    }
     if (tlw->rx_count == tlw->rx_capacity) {
         unsigned capacity = tlw->rx_capacity ? tlw->rx_capacity * 2 : 16;
         fy_tl_ep_t **rx = realloc(tlw->rx, capacity * sizeof(*rx));
@@ -951,6 +995,10 @@ static fy_log_limit_t shm_ep_hangup_log_limit; /* a warning a peer can trigger *
 void shm_ep_hangup(fy_tl_ep_t *tlep)
 {
     ferry_ep_t *ep = tlep->ep;
+    if (tlep->orphan) {
+        shm_ep_orphan_failed(tlep);
+        return;
+    }
     if (tlep->state == SHM_CONN_CONNECTED) {
         while (tlep->state == SHM_CONN_CONNECTED && shm_ep_poll_rx(tlep, UINT32_MAX) > 0) {
         }
@@ -970,8 +1018,17 @@ static bool shm_ep_try_post_close(fy_tl_ep_t *tlep);
 
 static void shm_ep_post_close(fy_tl_ep_t *tlep)
 {
-    if (!shm_ep_try_post_close(tlep))
-        return; /* retried by progress: closing stays set and waiting is armed */
+    if (!shm_ep_try_post_close(tlep)) {
+        /* retried by progress: closing stays set and waiting is armed (an orphan's here: it
+         * has no shm_ep_terminate that armed it) */
+        if (tlep->orphan && tlep->state == SHM_CONN_CONNECTED)
+            shm_ep_set_waiting(tlep, true);
+        return;
+    }
+    if (tlep->orphan) {
+        shm_ep_free(tlep); /* its sends and the CLOSE are in the ring: done */
+        return;
+    }
     shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);
     fy_ep_terminated(tlep->ep); /* may free tlep (accepted endpoints) */
 }
@@ -1008,8 +1065,85 @@ static bool shm_ep_try_post_close(fy_tl_ep_t *tlep)
     return true;
 }
 
+/* Whether req is a send that completed already: queued from a private copy with no completion
+ * (shm_sendv returned FERRY_OK while connecting). Its sender was told it is sent. */
+static bool shm_req_sent_already(const shm_req_t *req)
+{
+    return req->comp == NULL && req->copy != NULL;
+}
+
+/* A request whose first cells are in the ring but not the rest, and which the forced close
+ * cancels: its remaining payload is copied into a request of its own, so that the message ends
+ * whole for the peer (as tcp finishes a frame partly on the wire) and sends behind it can
+ * follow. Returns the copy or NULL (out of memory). */
+static shm_req_t *shm_req_copy_rest(shm_req_t *req)
+{
+    size_t rest = req->length - req->sent;
+    shm_req_t *copy = shm_req_create(req->id, NULL, 0, NULL, 0, NULL);
+    if (copy == NULL)
+        return NULL;
+    copy->copy = malloc(rest ? rest : 1);
+    if (copy->copy == NULL) {
+        fy_error("malloc(%zu) for the rest of a message being sent failed", rest);
+        shm_req_free(copy);
+        return NULL;
+    }
+    shm_req_gather(req, copy->copy, rest);
+    copy->iov[0].buffer = copy->copy;
+    copy->iov[0].length = rest;
+    copy->iovcnt = 1;
+    copy->length = req->length;
+    copy->sent = req->sent;
+    copy->first_posted = true;
+    return copy;
+}
+
+/* Forced close: sends that completed already must still reach the peer (issue 13: they were
+ * lost when the close came before the peer answered the handshake). When some are queued and
+ * the connection is being set up or up, the endpoint becomes an orphan: the other queued
+ * sends complete with FERRY_ERR_CANCELED now, it lets go of the ferry endpoint, and it posts
+ * the rest and CLOSE once it can (then frees itself); it goes with the worker at the latest.
+ * Returns whether it did. */
+static bool shm_ep_orphan_keep_sent(fy_tl_ep_t *tlep)
+{
+    fy_list_link_t *l, *next;
+    bool keep = false;
+    if (tlep->state != SHM_CONN_CONNECTING && tlep->state != SHM_CONN_CONNECTED)
+        return false;
+    for (l = fy_list_first(&tlep->pending); l != fy_list_end(&tlep->pending); l = l->next)
+        keep = keep || shm_req_sent_already(fy_list_entry(l, shm_req_t, link));
+    if (!keep)
+        return false;
+    l = fy_list_first(&tlep->pending);
+    shm_req_t *head = fy_list_entry(l, shm_req_t, link);
+    if (head->first_posted && !shm_req_sent_already(head)) {
+        shm_req_t *rest = shm_req_copy_rest(head);
+        if (rest == NULL)
+            return false;
+        fy_list_insert_between(&rest->link, l, l->next);
+    }
+    for (l = fy_list_first(&tlep->pending); l != fy_list_end(&tlep->pending); l = next) {
+        next = l->next;
+        shm_req_t *req = fy_list_entry(l, shm_req_t, link);
+        if (!shm_req_sent_already(req))
+            shm_req_complete(tlep, req, FERRY_ERR_CANCELED);
+    }
+    shm_rx_remove(tlep); /* what the peer sends from now on is not read */
+    tlep->ep = NULL;
+    tlep->orphan = true;
+    tlep->closing = true;
+    tlep->blocked = false;
+    tlep->blocked_pool = SHM_POOL_NONE;
+    tlep->tlw->orphan_count++;
+    if (tlep->state == SHM_CONN_CONNECTED)
+        shm_ep_progress_pending(tlep); /* may free tlep */
+    return true;
+}
+
 static void shm_ep_destroy(fy_tl_ep_t *tlep)
 {
+    if (shm_ep_orphan_keep_sent(tlep))
+        return;
     /* forced: queued sends are dropped, but the peer is still told (when there is room) */
     shm_ep_try_post_close(tlep);
     shm_ep_free(tlep);

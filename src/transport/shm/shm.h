@@ -99,6 +99,10 @@ struct fy_tl_ep {
     int rx_index; /* position in tlw->rx, or -1 */
     shm_rx_frag_t frag;
     bool peer_closed; /* a CLOSE cell arrived */
+    /* force-closed with sends that completed already queued (copies made while connecting):
+     * no ferry_ep_t any more; it finishes the handshake, posts them and CLOSE, then frees
+     * itself (shm_ep_orphan). Never in rx[]: what the peer sends is not read. */
+    bool orphan;
     /* one-sided access (shm_rma.c) */
     mem_keytable_header_t *peer_keytable; /* the peer's key table, mapped */
     mem_keytable_entry_t *peer_entries;
@@ -128,6 +132,7 @@ struct fy_tl_worker {
     unsigned rx_count;
     unsigned rx_capacity;
     unsigned waiting_count; /* endpoints with waiting set */
+    unsigned orphan_count;  /* orphaned endpoints (in all, not in rx) */
     fy_list_t all;          /* every fy_tl_ep_t, including those still accepting */
     bool cma_enabled;       /* FERRY_SHM_CMA (shm_rma.c reads its settings once) */
     uint64_t cma_min;       /* FERRY_SHM_CMA_MIN */
@@ -148,6 +153,9 @@ void shm_region_destroy(fy_tl_worker_t *tlw);
 /* shm.c: called by shm_conn.c */
 ferry_status_t shm_ep_attach(fy_tl_ep_t *tlep);
 void shm_ep_hangup(fy_tl_ep_t *tlep);
+/* An orphan's connection failed (its handshake, or the peer hung up): its sends are lost with
+ * the peer; free it. */
+void shm_ep_orphan_failed(fy_tl_ep_t *tlep);
 fy_tl_ep_t *shm_ep_alloc(fy_tl_worker_t *tlw, ferry_ep_t *ep);
 void shm_ep_free(fy_tl_ep_t *tlep);
 void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status);

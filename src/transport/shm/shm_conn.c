@@ -276,7 +276,9 @@ static void shm_conn_socket_cb(void *arg, uint32_t events)
         if (status == FERRY_OK)
             status = shm_ep_attach(tlep);
         if (status != FERRY_OK) {
-            if (accepting && tlep->ep == NULL) {
+            if (tlep->orphan) {
+                shm_ep_orphan_failed(tlep);
+            } else if (accepting && tlep->ep == NULL) {
                 /* nobody holds an endpoint yet: just drop the connection */
                 shm_ep_free(tlep);
             } else {

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# compare_fi.sh: libfabric's fi_pingpong over the ferry provider beside libfabric's own shm and
+# tcp providers (issue 13).
+#
+# In one session, alternating run by run (A B C D, A B C D, ...), REPEAT times, at 8 B, 4 KiB,
+# 64 KiB, 1 MiB, 16 MiB, fi_pingpong -e rdm -m tagged (a ping-pong; server on core 0, client on
+# core 1, control socket on 127.0.0.1):
+#   ferry-shm  -p ferry (build/ofi/libferry-fi.so through FI_PROVIDER_PATH): ferry's shm
+#   ferry-tcp  -p ferry with FERRY_TRANSPORTS=tcp (loopback)
+#   fi-shm     -p shm (libfabric's shared-memory provider)
+#   fi-tcp     -p tcp (libfabric's tcp provider, ofi_rxm over it for RDM)
+# Prints tables of medians over the REPEAT runs: one-way latency (fi_pingpong's usec/xfer) and
+# its MB/sec (10^6 B/s over both directions of the ping-pong: not a streaming figure), with the
+# ratios ferry-shm / fi-shm and ferry-tcp / fi-tcp.
+#
+# Usage: bench/compare_fi.sh [REPEAT]     (default 3: the fewest runs with a median)
+# Environment: BUILD (default build), BENCH_PORT (first TCP port, default 28000),
+# BENCH_RESULTS (a folder: the tables go to BENCH_RESULTS/compare_fi.txt and the raw CSV to
+# compare_fi.csv; default /tmp/ferry-bench). The path is printed at the end. About 2 minutes
+# on an idle 2-core machine at REPEAT 3 (8 minutes under a load average of 20).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+root=$(cd "$here/.." && pwd)
+repeat=${1:-3}
+build=$(cd "${BUILD:-$root/build}" && pwd)
+ferry_perf=$build/tools/ferry_perf # check_args wants it: the same build
+port=$((${BENCH_PORT:-28000} - 1))
+run_timeout=60
+sizes="8 4096 65536 1048576 16777216"
+configs="ferry-shm ferry-tcp fi-shm fi-tcp"
+out_dir=${BENCH_RESULTS:-/tmp/ferry-bench}
+check_args "runs per configuration, default 3"
+
+command -v fi_pingpong >/dev/null || apt_install libfabric-bin
+for tool in fi_pingpong taskset ss awk timeout; do
+    command -v "$tool" >/dev/null || { echo "compare_fi.sh: $tool is missing" >&2; exit 1; }
+done
+[ -f "$build/ofi/libferry-fi.so" ] || {
+    echo "compare_fi.sh: $build/ofi/libferry-fi.so is not built" >&2
+    exit 1
+}
+mkdir -p "$out_dir"
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_fi.XXXXXX")
+trap 'cleanup; rm -rf "$work"' EXIT
+raw=$work/raw.csv # config,size,usec_per_xfer,MBps
+: >"$raw"
+
+iters_of() {
+    case $1 in
+    8 | 4096) echo 2000 ;;
+    65536) echo 500 ;;
+    1048576) echo 50 ;;
+    *) echo 10 ;;
+    esac
+}
+
+# run_fi CONFIG SIZE: one fi_pingpong pair; its result line "bytes #sent #ack total time MB/sec
+# usec/xfer Mxfers/sec" becomes a line of raw.
+run_fi() {
+    local config=$1 size=$2 iters prov env=()
+    iters=$(iters_of "$size")
+    case $config in
+    ferry-shm) prov=ferry env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn) ;;
+    ferry-tcp) prov=ferry env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn FERRY_TRANSPORTS=tcp) ;;
+    fi-shm) prov=shm ;;
+    fi-tcp) prov=tcp ;;
+    esac
+    next_port
+    bench_progress "$config" "$size B"
+    start_server "$work/server.log" env "${env[@]}" taskset -c 0 fi_pingpong -p "$prov" -e rdm \
+        -m tagged -B "$port" -I "$iters" -S "$size"
+    local out
+    if ! out=$(timeout $run_timeout env "${env[@]}" taskset -c 1 fi_pingpong -p "$prov" -e rdm \
+        -m tagged -P "$port" -I "$iters" -S "$size" 127.0.0.1 2>&1); then
+        echo "compare_fi.sh: $config $size: the fi_pingpong client failed:" >&2
+        echo "$out" >&2
+        cat "$work/server.log" >&2
+        finish_server || true
+        return 0
+    fi
+    finish_server || true
+    # (its bytes column says 4k, 64k, 1m, 16m: the one line after the header is this size's)
+    local line
+    line=$(echo "$out" | awk '$1 == "bytes" { getline; if (NF == 8) print; exit }')
+    if [[ -z $line ]]; then
+        echo "compare_fi.sh: $config $size: no result line from fi_pingpong:" >&2
+        echo "$out" >&2
+        return 0
+    fi
+    echo "$line" | awk -v c="$config" -v s="$size" '{ printf "%s,%s,%s,%s\n", c, s, $7, $6 }' >>"$raw"
+}
+
+nsizes=$(wc -w <<<"$sizes")
+nconfigs=$(wc -w <<<"$configs")
+total_runs=$((nsizes * nconfigs * repeat))
+count=0
+busy_before=$(cpu_busy_percent)
+load=$(uptime)
+start_time=$SECONDS
+echo "compare_fi.sh: $repeat rounds of $configs; $load; CPUs ${busy_before} % busy" >&2
+for ((r = 1; r <= repeat; r++)); do
+    for size in $sizes; do
+        for config in $configs; do
+            run_fi "$config" "$size"
+        done
+    done
+done
+
+tables=$out_dir/compare_fi.txt
+{
+    echo "fi_pingpong -e rdm -m tagged, medians of $repeat alternating runs ($(date -u '+%Y-%m-%d %H:%M UTC'))"
+    echo "load at start: $load; CPUs ${busy_before} % busy; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "libfabric $(bench_version libfabric); ferry provider $build/ofi/libferry-fi.so ($(git -C "$root" describe --always --dirty 2>/dev/null || true))"
+    awk -F, -v configs="$configs" -v sizes="$sizes" '
+    function median(list,   n, a, i, j, t) {
+        n = split(list, a, " ")
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
+    }
+    function ratio(x, y) { return (x == "" || y == "" || y + 0 == 0) ? "-" : sprintf("%.2f", x / y) }
+    { lat[$2 "," $1] = lat[$2 "," $1] " " $3; bw[$2 "," $1] = bw[$2 "," $1] " " $4 }
+    END {
+        nc = split(configs, c, " "); ns = split(sizes, s, " ")
+        for (k = 1; k <= 2; k++) {
+            printf "\n%s\n", k == 1 ? "one-way latency, usec/xfer (lower is better)" : "ping-pong MB/sec (higher is better)"
+            printf "%9s", "size"; for (i = 1; i <= nc; i++) printf " %10s", c[i]
+            printf " %14s %14s\n", "ferry/fi shm", "ferry/fi tcp"
+            for (j = 1; j <= ns; j++) {
+                printf "%9s", s[j]
+                for (i = 1; i <= nc; i++) {
+                    m[i] = median(k == 1 ? lat[s[j] "," c[i]] : bw[s[j] "," c[i]])
+                    printf " %10s", m[i] == "" ? "-" : m[i]
+                }
+                printf " %14s %14s\n", ratio(m[1], m[3]), ratio(m[2], m[4])
+            }
+        }
+    }' "$raw"
+} >"$tables"
+cp "$raw" "$out_dir/compare_fi.csv"
+cat "$tables"
+echo "compare_fi.sh: tables in $tables, raw runs in $out_dir/compare_fi.csv ($(bench_duration $((SECONDS - start_time))))" >&2
