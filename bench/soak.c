@@ -18,7 +18,9 @@
  *   segment connect to the peer's segment (asynchronously), map the member's slice and create a
  *           DMA queue on it; alternately write 64 KiB by DMA and check it through the map, or
  *           store it through the map (then a store barrier) and read it back by DMA; then a
- *           64-byte notify that the owner checks; every 16th round disconnect and reconnect
+ *           64-byte notify that the owner checks; every 16th round disconnect and reconnect.
+ *           Where the segment cannot be mapped (FERRY_TRANSPORTS=tcp), a DMA write and a DMA
+ *           read back, checked
  * Each member's FERRY_RNDV_MODE (unless set outside) follows its incarnation through auto,
  * get, put, coop, null and split. Ranks 0 .. SOAK_SURVIVORS-1 live throughout; every
  * kill_every seconds the conductor SIGKILLs one of the others at random and starts it again:
@@ -154,7 +156,8 @@ typedef struct soak_link {
     uint8_t *map;
     ferry_dma_queue_t *dma;
     unsigned seg_round;
-    bool seg_read; /* the DMA in flight reads (checks buf), else writes (checks the map) */
+    bool seg_read;        /* the DMA in flight reads (checks buf), else writes (checks the map) */
+    uint64_t seg_written; /* no map (another host, or tcp): the seed the last write used */
 } soak_link_t;
 
 /* One tagged receive posted per sending rank. */
@@ -399,24 +402,31 @@ static ferry_status_t soak_seg_issue(soak_link_t *l)
     if (status != FERRY_OK)
         return status;
     uint64_t offset = (uint64_t)my_rank * SOAK_SEG_SLICE;
-    if (l->map == NULL) {
+    if (l->dma == NULL) {
         st.seg_connects++;
         void *map;
-        if ((status = ferry_rsegment_map(l->rseg, offset, SOAK_SEG_XFER, 0, &map)) != FERRY_OK)
+        status = ferry_rsegment_map(l->rseg, offset, SOAK_SEG_XFER, 0, &map);
+        if (status == FERRY_OK)
+            l->map = map;
+        else if (status != FERRY_ERR_UNSUPPORTED) /* no map: DMA only */
             return status;
-        l->map = map;
         if ((status = ferry_dma_create(l->rseg, &l->dma)) != FERRY_OK)
             return status;
+        l->seg_round += l->seg_round & 1; /* a new connection starts with a write */
     }
     l->seg_read = (l->seg_round & 1) != 0;
+    if (l->map == NULL && !l->seg_read)
+        l->seg_written = l->seed;
     ferry_dma_entry_t entry = {.local = l->buf,
                                .remote_offset = offset,
                                .length = SOAK_SEG_XFER,
                                .direction = l->seg_read ? FERRY_DMA_READ : FERRY_DMA_WRITE};
     if (l->seg_read) {
-        ft_pattern_fill(l->map, SOAK_SEG_XFER, l->seed, 0);
-        if ((status = ferry_rsegment_store_barrier(l->rseg)) != FERRY_OK)
-            return status;
+        if (l->map != NULL) {
+            ft_pattern_fill(l->map, SOAK_SEG_XFER, l->seed, 0);
+            if ((status = ferry_rsegment_store_barrier(l->rseg)) != FERRY_OK)
+                return status;
+        }
         memset(l->buf, 0, SOAK_SEG_XFER);
     } else {
         ft_pattern_fill(l->buf, SOAK_SEG_XFER, l->seed, 0);
@@ -430,7 +440,11 @@ static ferry_status_t soak_seg_issue(soak_link_t *l)
 static void soak_seg_done(soak_link_t *l, unsigned peer, ferry_worker_t *worker)
 {
     st.moved[KIND_SEG]++;
-    soak_verify(KIND_SEG, l->seg_read ? l->buf : l->map, SOAK_SEG_XFER, l->seed, peer);
+    if (l->seg_read) /* what the map stored, or without a map what the last DMA wrote */
+        soak_verify(KIND_SEG, l->buf, SOAK_SEG_XFER, l->map != NULL ? l->seed : l->seg_written,
+                    peer);
+    else if (l->map != NULL)
+        soak_verify(KIND_SEG, l->map, SOAK_SEG_XFER, l->seed, peer);
     uint8_t note[FERRY_SEGMENT_NOTIFY_MAX];
     uint64_t seed = l->seed ^ 0x6e6f74696679ull;
     memcpy(note, &seed, sizeof(seed));
