@@ -89,12 +89,23 @@ static const char *const soak_kind_names[KIND_COUNT] = {
     "active message", "tagged message",      "put",           "get",
     "atomic",         "segment (DMA + map)", "segment notify"};
 
+/* Where an error is seen, besides the operations of each kind. */
+enum {
+    SOAK_WHERE_EP = KIND_COUNT, /* an endpoint's error callback */
+    SOAK_WHERE_CONNECT,         /* ferry_ep_create, ferry_rkey_unpack */
+    SOAK_WHERE_TAG_RECV,        /* a tagged receive */
+    SOAK_WHERE_COUNT
+};
+static const char *const soak_where_names[SOAK_WHERE_COUNT - KIND_COUNT] = {
+    "endpoint error callback", "endpoint create / key unpack", "tagged receive"};
+
 typedef struct soak_stats {
     uint64_t moved[KIND_COUNT];    /* completed by the initiator */
     uint64_t verified[KIND_COUNT]; /* checked to the byte (receiver, reader or owner) */
     uint64_t bad[KIND_COUNT];      /* failed a check */
     uint64_t bytes_verified;
-    uint64_t errors[SOAK_STATUS_SLOTS]; /* operations and endpoints that failed, by -status */
+    /* operations and endpoints that failed: by where (a kind, or SOAK_WHERE_*) and -status */
+    uint64_t errors[SOAK_WHERE_COUNT][SOAK_STATUS_SLOTS];
     uint64_t seg_connects, seg_lost, ep_failures;
     uint64_t fds, rss_kb;
 } soak_stats_t;
@@ -130,6 +141,19 @@ typedef enum {
     OP_SEG,
     OP_COUNT
 } soak_op_t;
+
+static const soak_kind_t soak_op_kind[OP_COUNT] = {[OP_AM] = KIND_AM,
+                                                   [OP_TAG] = KIND_TAG,
+                                                   [OP_PUT] = KIND_PUT,
+                                                   [OP_PUT_FLUSH] = KIND_PUT,
+                                                   [OP_GET] = KIND_GET,
+                                                   [OP_SWAP] = KIND_ATOMIC,
+                                                   [OP_POST_ADD] = KIND_ATOMIC,
+                                                   [OP_POST_XOR] = KIND_ATOMIC,
+                                                   [OP_ATOMIC_FLUSH] = KIND_ATOMIC,
+                                                   [OP_FETCH_ADD] = KIND_ATOMIC,
+                                                   [OP_CSWAP] = KIND_ATOMIC,
+                                                   [OP_SEG] = KIND_SEG};
 
 /* A remote atomic word: the value it must hold, once known (after the first swap). */
 typedef struct soak_word {
@@ -200,11 +224,11 @@ static const size_t soak_tag_sizes[] = {0,
 
 static const char *const soak_rndv_modes[] = {"auto", "get", "put", "coop", "null", "split"};
 
-static void soak_error(ferry_status_t status)
+static void soak_error(unsigned where, ferry_status_t status)
 {
     unsigned slot =
         status < 0 && -status < SOAK_STATUS_SLOTS - 1 ? (unsigned)-status : SOAK_STATUS_SLOTS - 1;
-    st.errors[slot]++;
+    st.errors[where][slot]++;
 }
 
 /* Check a received or read-back buffer; true when every byte is right. */
@@ -259,7 +283,7 @@ static void soak_on_error(void *arg, ferry_ep_t *ep, ferry_status_t status)
 {
     (void)ep;
     st.ep_failures++;
-    soak_error(status);
+    soak_error(SOAK_WHERE_EP, status);
     if (arg != NULL)
         ((soak_link_t *)arg)->failed = true;
 }
@@ -350,7 +374,7 @@ static void soak_seg_drop(soak_link_t *l, ferry_worker_t *worker)
             status = ferry_rsegment_disconnect(l->rseg);
         }
         if (status != FERRY_OK)
-            soak_error(status);
+            soak_error(KIND_SEG, status);
         l->rseg = NULL;
     }
     if (l->busy && l->op == OP_SEG)
@@ -453,7 +477,7 @@ static void soak_seg_done(soak_link_t *l, unsigned peer, ferry_worker_t *worker)
     if (status == FERRY_OK)
         st.moved[KIND_NOTIFY]++;
     else if (status != FERRY_ERR_NO_RESOURCE)
-        soak_error(status);
+        soak_error(KIND_NOTIFY, status);
     if (++l->seg_round % SOAK_SEG_ROUNDS == 0)
         soak_seg_drop(l, worker);
 }
@@ -606,7 +630,7 @@ static void soak_link_step(soak_link_t *l, unsigned peer, ferry_worker_t *worker
     if (status == FERRY_OK) {
         soak_finish(l, peer, worker, issued_now);
     } else {
-        soak_error(status);
+        soak_error(soak_op_kind[l->op], status);
         l->words[0].known = l->words[1].known = false;
         if (l->op == OP_SEG)
             soak_seg_drop(l, worker);
@@ -638,7 +662,7 @@ static void soak_tag_recv_step(ferry_worker_t *worker, unsigned src)
             status = r->comp.status;
         }
         if (status != FERRY_OK) {
-            soak_error(status);
+            soak_error(SOAK_WHERE_TAG_RECV, status);
             if (status == FERRY_ERR_MESSAGE_TRUNCATED)
                 st.bad[KIND_TAG]++;
             continue;
@@ -723,12 +747,12 @@ static void soak_member(int ctl, unsigned rank, uint32_t incarnation)
             ferry_status_t status = ferry_ep_create(worker, m.data, m.addr_len, &params, &l->ep);
             if (status != FERRY_OK) {
                 l->ep = NULL;
-                soak_error(status);
+                soak_error(SOAK_WHERE_CONNECT, status);
                 continue;
             }
             status = ferry_rkey_unpack(l->ep, m.data + m.addr_len, m.key_len, &l->rkey);
             if (status != FERRY_OK) {
-                soak_error(status);
+                soak_error(SOAK_WHERE_CONNECT, status);
                 ferry_ep_destroy(l->ep);
                 l->ep = NULL;
             }
@@ -808,8 +832,9 @@ static void soak_add(soak_stats_t *a, const soak_stats_t *b)
         a->verified[k] += b->verified[k];
         a->bad[k] += b->bad[k];
     }
-    for (unsigned s = 0; s < SOAK_STATUS_SLOTS; s++)
-        a->errors[s] += b->errors[s];
+    for (unsigned w = 0; w < SOAK_WHERE_COUNT; w++)
+        for (unsigned s = 0; s < SOAK_STATUS_SLOTS; s++)
+            a->errors[w][s] += b->errors[w][s];
     a->bytes_verified += b->bytes_verified;
     a->seg_connects += b->seg_connects;
     a->seg_lost += b->seg_lost;
@@ -836,8 +861,9 @@ static void soak_report(double elapsed, uint64_t kills)
 {
     soak_stats_t total = soak_total();
     uint64_t errors = 0;
-    for (unsigned s = 0; s < SOAK_STATUS_SLOTS; s++)
-        errors += total.errors[s];
+    for (unsigned w = 0; w < SOAK_WHERE_COUNT; w++)
+        for (unsigned s = 0; s < SOAK_STATUS_SLOTS; s++)
+            errors += total.errors[w][s];
     printf("%6.0f s kills %4llu  am %llu/%llu tag %llu/%llu put %llu get %llu/%llu atomic "
            "%llu/%llu seg %llu/%llu notify %llu/%llu  %.1f GB checked  errors %llu  BAD %llu |",
            elapsed, (unsigned long long)kills, (unsigned long long)total.moved[KIND_AM],
@@ -876,13 +902,15 @@ static void soak_summary(double elapsed, uint64_t kills)
            "%llu\n",
            (double)total.bytes_verified / 1e9, (unsigned long long)total.seg_connects,
            (unsigned long long)total.seg_lost, (unsigned long long)total.ep_failures);
-    printf("errors by status:\n");
+    printf("errors by status and where they were seen:\n");
     for (unsigned s = 0; s < SOAK_STATUS_SLOTS; s++)
-        if (total.errors[s] > 0)
-            printf("  %-30s %10llu\n",
-                   s == SOAK_STATUS_SLOTS - 1 ? "(other)"
-                                              : ferry_status_name((ferry_status_t) - (int)s),
-                   (unsigned long long)total.errors[s]);
+        for (unsigned w = 0; w < SOAK_WHERE_COUNT; w++)
+            if (total.errors[w][s] > 0)
+                printf("  %-30s %10llu  %s\n",
+                       s == SOAK_STATUS_SLOTS - 1 ? "(other)"
+                                                  : ferry_status_name((ferry_status_t) - (int)s),
+                       (unsigned long long)total.errors[w][s],
+                       w < KIND_COUNT ? soak_kind_names[w] : soak_where_names[w - KIND_COUNT]);
     printf("survivors (descriptors, RSS KiB) at the first, middle and last report:\n");
     for (unsigned r = 0; r < SOAK_SURVIVORS; r++) {
         unsigned n = slots[r].nsamples;
