@@ -877,8 +877,11 @@ static void soak_report(double elapsed, uint64_t kills)
            (unsigned long long)total.verified[KIND_NOTIFY], (double)total.bytes_verified / 1e9,
            (unsigned long long)errors, (unsigned long long)soak_bad_total(&total));
     for (unsigned r = 0; r < SOAK_PROCS; r++) {
-        printf(" r%u: %4.0fs fds %3llu rss %6llu KiB;", r,
-               (double)(soak_now_ns() - slots[r].start_ns) / 1e9,
+        uint64_t ops = 0; /* a member whose count stops is stuck */
+        for (unsigned k = 0; k < KIND_COUNT; k++)
+            ops += slots[r].last.moved[k];
+        printf(" r%u: %4.0fs ops %7llu fds %3llu rss %6llu KiB;", r,
+               (double)(soak_now_ns() - slots[r].start_ns) / 1e9, (unsigned long long)ops,
                (unsigned long long)slots[r].last.fds, (unsigned long long)slots[r].last.rss_kb);
         if (r < SOAK_SURVIVORS && slots[r].nsamples < SOAK_SAMPLES)
             slots[r].samples[slots[r].nsamples++] =
