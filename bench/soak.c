@@ -106,7 +106,7 @@ typedef struct soak_stats {
     uint64_t bytes_verified;
     /* operations and endpoints that failed: by where (a kind, or SOAK_WHERE_*) and -status */
     uint64_t errors[SOAK_WHERE_COUNT][SOAK_STATUS_SLOTS];
-    uint64_t seg_connects, seg_lost, ep_failures;
+    uint64_t seg_connects, seg_unmapped, seg_lost, ep_failures;
     uint64_t fds, rss_kb;
 } soak_stats_t;
 
@@ -432,7 +432,9 @@ static ferry_status_t soak_seg_issue(soak_link_t *l)
         status = ferry_rsegment_map(l->rseg, offset, SOAK_SEG_XFER, 0, &map);
         if (status == FERRY_OK)
             l->map = map;
-        else if (status != FERRY_ERR_UNSUPPORTED) /* no map: DMA only */
+        else if (status == FERRY_ERR_UNSUPPORTED) /* no map (tcp; never on shm): DMA only */
+            st.seg_unmapped++;
+        else
             return status;
         if ((status = ferry_dma_create(l->rseg, &l->dma)) != FERRY_OK)
             return status;
@@ -837,6 +839,7 @@ static void soak_add(soak_stats_t *a, const soak_stats_t *b)
             a->errors[w][s] += b->errors[w][s];
     a->bytes_verified += b->bytes_verified;
     a->seg_connects += b->seg_connects;
+    a->seg_unmapped += b->seg_unmapped;
     a->seg_lost += b->seg_lost;
     a->ep_failures += b->ep_failures;
 }
@@ -901,10 +904,11 @@ static void soak_summary(double elapsed, uint64_t kills)
         printf("%-22s %14llu %14llu %8llu\n", soak_kind_names[k],
                (unsigned long long)total.moved[k], (unsigned long long)total.verified[k],
                (unsigned long long)total.bad[k]);
-    printf("bytes checked: %.2f GB; segment connections %llu, lost %llu; endpoint failures "
-           "%llu\n",
+    printf("bytes checked: %.2f GB; segment connections %llu (%llu without a map: "
+           "FERRY_ERR_UNSUPPORTED), lost %llu; endpoint failures %llu\n",
            (double)total.bytes_verified / 1e9, (unsigned long long)total.seg_connects,
-           (unsigned long long)total.seg_lost, (unsigned long long)total.ep_failures);
+           (unsigned long long)total.seg_unmapped, (unsigned long long)total.seg_lost,
+           (unsigned long long)total.ep_failures);
     printf("errors by status and where they were seen:\n");
     for (unsigned s = 0; s < SOAK_STATUS_SLOTS; s++)
         for (unsigned w = 0; w < SOAK_WHERE_COUNT; w++)
