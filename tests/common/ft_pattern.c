@@ -1,11 +1,10 @@
-/* Byte patterns: splitmix64 of (seed + word index), 8 bytes per word, little-endian. */
+/* Byte patterns: splitmix64 of (seed + word index), 8 bytes per word, little-endian.
+ * Self-contained (libc only): bench/soak compiles it too. ft_pattern_check, which fails the
+ * test, is in ft_pattern_check.c. */
 #define _GNU_SOURCE
 #include "ft_pattern.h"
 
-#include <stdio.h>
 #include <string.h>
-
-#include "ft_check.h"
 
 static inline uint64_t ft_splitmix64(uint64_t x)
 {
@@ -68,25 +67,4 @@ int64_t ft_pattern_mismatch(const void *buf, size_t len, uint64_t seed, uint64_t
             return (int64_t)i;
     }
     return -1;
-}
-
-void ft_pattern_check(const void *buf, size_t len, uint64_t seed, uint64_t offset, const char *what)
-{
-    int64_t bad = ft_pattern_mismatch(buf, len, seed, offset);
-    if (bad < 0)
-        return;
-    const uint8_t *p = buf;
-    size_t differ = 0;
-    for (size_t i = (size_t)bad; i < len; i++)
-        differ += p[i] != ft_pattern_byte(seed, offset + i);
-    char got[3 * 8 + 1] = "", want[3 * 8 + 1] = "";
-    for (size_t i = (size_t)bad, k = 0; i < len && k < 8; i++, k++) {
-        snprintf(got + 3 * k, 4, " %02x", p[i]);
-        snprintf(want + 3 * k, 4, " %02x", ft_pattern_byte(seed, offset + i));
-    }
-    ft_fail_at(__FILE__, __LINE__,
-               "%s: %zu bytes: first wrong byte at offset %llu (bytes there:%s; expected:%s); "
-               "%zu of the %zu bytes from there on differ",
-               what, len, (unsigned long long)(offset + (uint64_t)bad), got, want, differ,
-               len - (size_t)bad);
 }

@@ -18,7 +18,12 @@
  *               later, one more of each: each kind logs at most FY_LOG_LIMIT_BURST + 2 lines,
  *               and the lines plus the suppressed counts they report add up to the 401
  *               connections exactly; the established endpoint still works.
- * INTERNAL: reads the shm record of the address. */
+ * INTERNAL: reads the shm record of the address.
+ *
+ * Across hosts: mp_hostile NETNS IP, run inside one network namespace with FERRY_TRANSPORTS=tcp
+ * (tests/netns/run.sh, test hostile): the echo peer and the attacker enter the network namespace
+ * NETNS (a path such as /run/netns/NAME) before they start, and reach the worker at IP; the
+ * same three parts run on the tcp listener only. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -26,11 +31,13 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -48,6 +55,11 @@ enum { HS_ID_HELLO = 51 };
 #define HS_SPARE_FDS 24
 #define HS_TIMEOUT_MS 60000
 
+/* Across hosts (see the top): the peers' network namespace and the worker's address there;
+ * NULL: one host, shm and tcp. */
+static const char *hs_netns;
+static const char *hs_ip;
+
 /* ------------------------------------------------------------------ the attacker */
 
 typedef struct hs_target {
@@ -62,15 +74,19 @@ static void hs_target_parse(hs_target_t *t)
 {
     fy_address_t parsed;
     FT_CHECK_OK(fy_address_parse(t->address, t->length, &parsed));
-    const fy_address_record_t *rec = fy_address_find(&parsed, fy_tl_shm_ops.id);
-    FT_CHECK(rec != NULL && rec->length == sizeof(shm_record_t), "the address has no shm record");
-    shm_record_t record;
-    memcpy(&record, rec->data, sizeof(record));
-    size_t name_length = strnlen(record.name, sizeof(record.name));
-    memset(&t->shm, 0, sizeof(t->shm));
-    t->shm.sun_family = AF_UNIX;
-    memcpy(t->shm.sun_path + 1, record.name, name_length);
-    t->shm_length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + name_length);
+    const fy_address_record_t *rec;
+    if (hs_netns == NULL) {
+        rec = fy_address_find(&parsed, fy_tl_shm_ops.id);
+        FT_CHECK(rec != NULL && rec->length == sizeof(shm_record_t),
+                 "the address has no shm record");
+        shm_record_t record;
+        memcpy(&record, rec->data, sizeof(record));
+        size_t name_length = strnlen(record.name, sizeof(record.name));
+        memset(&t->shm, 0, sizeof(t->shm));
+        t->shm.sun_family = AF_UNIX;
+        memcpy(t->shm.sun_path + 1, record.name, name_length);
+        t->shm_length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + name_length);
+    }
     /* the tcp record: u8 version, u8 count, u16 port, ... (record id 3) */
     rec = fy_address_find(&parsed, 3);
     FT_CHECK(rec != NULL && rec->length >= 4, "the address has no tcp record");
@@ -79,6 +95,30 @@ static void hs_target_parse(hs_target_t *t)
     t->tcp.sin_family = AF_INET;
     t->tcp.sin_port = htons(port);
     t->tcp.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (hs_ip != NULL)
+        FT_CHECK(inet_pton(AF_INET, hs_ip, &t->tcp.sin_addr) == 1, "bad address %s", hs_ip);
+}
+
+/* Across hosts: a peer moves to the other network namespace before anything else. */
+static void hs_enter_netns(void)
+{
+    if (hs_netns == NULL)
+        return;
+    int fd = open(hs_netns, O_RDONLY | O_CLOEXEC);
+    FT_CHECK(fd >= 0, "open(%s): %s", hs_netns, strerror(errno));
+    FT_CHECK(setns(fd, CLONE_NEWNET) == 0, "setns(%s, CLONE_NEWNET): %s", hs_netns,
+             strerror(errno));
+    close(fd);
+    struct stat want, have;
+    FT_CHECK(stat(hs_netns, &want) == 0 && stat("/proc/self/ns/net", &have) == 0 &&
+                 want.st_ino == have.st_ino,
+             "not in the network namespace %s after setns", hs_netns);
+}
+
+static int hs_echo_role(int chan, void *arg)
+{
+    hs_enter_netns();
+    return ft_echo_role(chan, arg);
 }
 
 /* A connection by hand (non-blocking: a tcp connect beyond the backlog completes later). */
@@ -213,6 +253,7 @@ static int hs_attacker_role(int chan, void *arg)
     int *flood = NULL;
     (void)arg;
 
+    hs_enter_netns();
     struct rlimit rl;
     FT_CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0, "getrlimit: %s", strerror(errno));
     rl.rlim_cur = rl.rlim_max;
@@ -224,8 +265,9 @@ static int hs_attacker_role(int chan, void *arg)
         uint64_t r0 = 0, r1 = 0;
         switch (c.v[0]) {
         case HS_CMD_SILENT: {
-            int fds[2] = {hs_connect(&t, true), hs_connect(&t, false)};
-            uint64_t start = ft_now_ns(), took[2] = {0, 0};
+            /* across hosts: no shm connection (took[0] stays 1) */
+            int fds[2] = {hs_netns == NULL ? hs_connect(&t, true) : -1, hs_connect(&t, false)};
+            uint64_t start = ft_now_ns(), took[2] = {hs_netns == NULL ? 0 : 1, 0};
             while (took[0] == 0 || took[1] == 0) {
                 FT_CHECK(ft_now_ns() - start < 10000000000ull,
                          "silent connections still open after 10 s (shm %s, tcp %s)",
@@ -237,7 +279,8 @@ static int hs_attacker_role(int chan, void *arg)
             }
             r0 = took[0];
             r1 = took[1];
-            close(fds[0]);
+            if (fds[0] >= 0)
+                close(fds[0]);
             close(fds[1]);
             break;
         }
@@ -245,18 +288,21 @@ static int hs_attacker_role(int chan, void *arg)
             flood = calloc(2 * HS_FLOOD, sizeof(*flood));
             FT_CHECK(flood != NULL, "out of memory");
             for (unsigned i = 0; i < 2 * HS_FLOOD; i++)
-                flood[i] = hs_connect(&t, i % 2 == 0);
+                flood[i] = hs_netns == NULL || i % 2 == 1 ? hs_connect(&t, i % 2 == 0) : -1;
             break;
         case HS_CMD_RELEASE:
             for (unsigned i = 0; i < 2 * HS_FLOOD; i++)
-                close(flood[i]);
+                if (flood[i] >= 0)
+                    close(flood[i]);
             free(flood);
             flood = NULL;
-            hs_new_endpoint(&t, "self,shm");
+            if (hs_netns == NULL)
+                hs_new_endpoint(&t, "self,shm");
             hs_new_endpoint(&t, "tcp");
             break;
         case HS_CMD_GARBAGE:
-            hs_garbage(&t, true, (unsigned)c.v[1]);
+            if (hs_netns == NULL)
+                hs_garbage(&t, true, (unsigned)c.v[1]);
             hs_garbage(&t, false, (unsigned)c.v[1]);
             break;
         case HS_CMD_EXIT:
@@ -339,7 +385,7 @@ static void hs_count(const char *text, const char *needle, uint64_t *lines_p, ui
     *total_p = total;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     static ft_peer_t echo, x;
     ft_echo_client_t ec;
@@ -347,9 +393,16 @@ int main(void)
     ft_files_t before;
 
     ft_set_role("worker");
+    FT_CHECK(argc == 1 || argc == 3, "usage: mp_hostile [NETNS IP]");
+    if (argc == 3) {
+        hs_netns = argv[1];
+        hs_ip = argv[2];
+        FT_CHECK(setenv("FERRY_TRANSPORTS", "tcp", 1) == 0, "setenv: %s", strerror(errno));
+        ft_note("across hosts: peers in %s, the worker at %s, tcp only", hs_netns, hs_ip);
+    }
     ft_watchdog(175);
     ft_files_snapshot(&before);
-    ft_peer_spawn(&echo, "echo", ft_echo_role, NULL);
+    ft_peer_spawn(&echo, "echo", hs_echo_role, NULL);
     ft_peer_spawn(&x, "attacker", hs_attacker_role, NULL);
     ft_capture_begin();
     ft_ferry_init(&f, NULL, NULL);
@@ -360,11 +413,16 @@ int main(void)
 
     /* silent connections: closed after the handshake timeouts (1 s) */
     ft_token_t t = hs_command(f.worker, &x, HS_CMD_SILENT, 0);
-    FT_CHECK(t.v[1] >= 900 && t.v[1] <= 6000 && t.v[2] >= 900 && t.v[2] <= 6000,
+    FT_CHECK((hs_netns != NULL || (t.v[1] >= 900 && t.v[1] <= 6000)) && t.v[2] >= 900 &&
+                 t.v[2] <= 6000,
              "silent connections closed after %llu ms (shm) and %llu ms (tcp), expected 1-6 s",
              (unsigned long long)t.v[1], (unsigned long long)t.v[2]);
-    ft_note("silent connections: closed after %llu ms (shm) and %llu ms (tcp)",
-            (unsigned long long)t.v[1], (unsigned long long)t.v[2]);
+    if (hs_netns == NULL)
+        ft_note("silent connections: closed after %llu ms (shm) and %llu ms (tcp)",
+                (unsigned long long)t.v[1], (unsigned long long)t.v[2]);
+    else
+        ft_note("silent tcp connection from the other namespace: closed after %llu ms",
+                (unsigned long long)t.v[2]);
 
     /* descriptor exhaustion */
     struct rlimit saved, low;
@@ -385,7 +443,8 @@ int main(void)
     uint64_t cpu = hs_cpu_ns() - cpu0, wall = ft_now_ns() - wall0;
     ft_echo_pingpong(&ec, 10, 64);
     hs_command(f.worker, &x, HS_CMD_RELEASE, 0);
-    ft_progress_until_count(f.worker, 30000, &hs_hellos, 2, "hellos from new endpoints");
+    ft_progress_until_count(f.worker, 30000, &hs_hellos, hs_netns == NULL ? 2 : 1,
+                            "hellos from new endpoints");
     FT_CHECK(setrlimit(RLIMIT_NOFILE, &saved) == 0, "setrlimit: %s", strerror(errno));
     text = ft_capture_text();
     size_t exhausted = ft_count(text, "open-files limit");
@@ -399,9 +458,9 @@ int main(void)
     FT_CHECK(lines <= 60, "the flood made %zu log lines", lines);
     ft_note("descriptor flood (limit %llu, %d silent connections per listener): %.1f %% of a "
             "core while waiting, %zu log lines (%zu about the exhaustion); the established "
-            "endpoint and 2 new ones (shm, tcp) work",
+            "endpoint and the new ones (%s) work",
             (unsigned long long)low.rlim_cur, HS_FLOOD, 100.0 * (double)cpu / (double)wall, lines,
-            exhausted);
+            exhausted, hs_netns == NULL ? "shm, tcp" : "tcp");
 
     /* bounded logs: 400 + 1 bad connections per listener */
     hs_command(f.worker, &x, HS_CMD_GARBAGE, HS_GARBAGE);
@@ -416,15 +475,21 @@ int main(void)
     uint64_t shm_lines, shm_total, tcp_lines, tcp_total;
     hs_count(text, "shm: malformed handshake", &shm_lines, &shm_total);
     hs_count(text, "bad frame header (bad magic", &tcp_lines, &tcp_total);
-    FT_CHECK(shm_total == HS_GARBAGE + 1 && shm_lines <= FY_LOG_LIMIT_BURST + 2,
+    FT_CHECK(hs_netns != NULL ||
+                 (shm_total == HS_GARBAGE + 1 && shm_lines <= FY_LOG_LIMIT_BURST + 2),
              "%d malformed handshakes: %llu lines, accounting for %llu connections", HS_GARBAGE + 1,
              (unsigned long long)shm_lines, (unsigned long long)shm_total);
     FT_CHECK(tcp_total == HS_GARBAGE + 1 && tcp_lines <= FY_LOG_LIMIT_BURST + 2,
              "%d garbage frame headers: %llu lines, accounting for %llu connections",
              HS_GARBAGE + 1, (unsigned long long)tcp_lines, (unsigned long long)tcp_total);
-    ft_note("%d bad connections per listener: %llu lines (shm), %llu lines (tcp), the "
-            "suppressed counts account for every connection",
-            HS_GARBAGE + 1, (unsigned long long)shm_lines, (unsigned long long)tcp_lines);
+    if (hs_netns == NULL)
+        ft_note("%d bad connections per listener: %llu lines (shm), %llu lines (tcp), the "
+                "suppressed counts account for every connection",
+                HS_GARBAGE + 1, (unsigned long long)shm_lines, (unsigned long long)tcp_lines);
+    else
+        ft_note("%d garbage frame headers from the other namespace: %llu lines, the suppressed "
+                "counts account for every connection",
+                HS_GARBAGE + 1, (unsigned long long)tcp_lines);
     free(text);
     ft_files_check_new(&before);
     ft_files_free(&before);

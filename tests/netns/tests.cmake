@@ -47,6 +47,13 @@ endif()
 add_test(NAME netns_bed COMMAND bash ${FERRY_NETNS_RUN} ${FERRY_NETNS_ARGS} bed)
 add_test(NAME netns_suite COMMAND bash ${FERRY_NETNS_RUN} ${FERRY_NETNS_ARGS} suite)
 set_tests_properties(netns_bed PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77 LABELS netns)
+# issue 11, items 2-4 across hosts: mp_hostile's worker on h1, its attacker and echo peer on h2,
+# over tcp (silent connections, descriptor exhaustion, bounded logs); its own subnet
+if(TARGET mp_hostile)
+    add_test(NAME netns_hostile COMMAND bash ${FERRY_NETNS_RUN} ${FERRY_NETNS_ARGS} hostile)
+    set_tests_properties(netns_hostile PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77 LABELS netns
+                         ENVIRONMENT "NETNS_NET=10.78.0" RUN_SERIAL TRUE)
+endif()
 # The fault tests measure detection times: they run alone, not beside the rest of the suite.
 set_tests_properties(netns_suite PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 LABELS netns
                      RUN_SERIAL TRUE)
