@@ -879,6 +879,8 @@ void ferry_rkey_release(ferry_rkey_t *rkey);
  * @retval FERRY_ERR_UNSUPPORTED not mapped memory, or another host
  * @retval FERRY_ERR_ACCESS offset beyond the region, or the owner has no such registration
  *                          (deregistered, or a key whose secret does not match)
+ * @retval FERRY_ERR_CONNECTION_RESET the owner has exited (its endpoint fails on the next
+ *                                    progress)
  */
 ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset, void **local_ptr_p);
 

@@ -252,9 +252,11 @@ static inline ferry_status_t locked_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote
         ferry_status_t mapped = ep->state == FY_EP_OPEN && ep->tl->rkey_map != NULL
                                     ? ep->tl->rkey_map(ep->tl_ep, rkey)
                                     : FERRY_ERR_UNSUPPORTED;
-        if (mapped == FERRY_ERR_NO_RESOURCE)
-            rkey->map_tried = 0; /* not connected yet: try again next time */
+        if (mapped == FERRY_ERR_NO_RESOURCE || mapped == FERRY_ERR_CONNECTION_RESET)
+            rkey->map_tried = 0; /* not connected yet, or the endpoint is about to fail */
         rkey->map_refused = mapped == FERRY_ERR_ACCESS;
+        if (mapped == FERRY_ERR_CONNECTION_RESET)
+            return mapped; /* the owner died: not a lack of support */
     }
     if (rkey->mapped == NULL)
         return rkey->map_refused ? FERRY_ERR_ACCESS : FERRY_ERR_UNSUPPORTED;

@@ -263,10 +263,11 @@ typedef struct fy_tl_ops {
     /* Map memory of the peer's ferry_mem_alloc (the key has MEM_FLAG_ALLOC) for direct
      * load/store: sets rkey->mapped and rkey->mapped_size (ferry_rkey_release unmaps). May make
      * system calls. Returns FERRY_OK, FERRY_ERR_ACCESS (the owner has no such registration
-     * with the key's secret), FERRY_ERR_NO_RESOURCE (not connected yet) or
+     * with the key's secret), FERRY_ERR_NO_RESOURCE (not connected yet),
+     * FERRY_ERR_CONNECTION_RESET (the owner has exited; tried again on the next call) or
      * FERRY_ERR_UNSUPPORTED (another host, or the memory cannot be opened here: the reason is
-     * logged at info level). May be NULL (nothing can be
-     * mapped: ferry_rkey_ptr answers FERRY_ERR_UNSUPPORTED). */
+     * logged at info level). May be NULL (nothing can be mapped: ferry_rkey_ptr answers
+     * FERRY_ERR_UNSUPPORTED). */
     ferry_status_t (*rkey_map)(fy_tl_ep_t *tlep, ferry_rkey_t *rkey);
 
     /* Receive and deliver (fy_am_deliver), retry pending sends. Never blocks; returns the

@@ -8,7 +8,9 @@
  * asynchronous connect with a callback succeeds (CONNECTED, FERRY_OK). The owner is SIGKILLed:
  * the importer's callback sees LOST within 1 s; afterwards map, notify, DMA and store barrier on
  * that remote segment fail with the endpoint's error, its memory stays readable through a map
- * made before, and disconnect frees it. */
+ * made before, and disconnect frees it. A second remote segment, never mapped, is mapped right
+ * after the owner is reaped and before any progress: FERRY_ERR_CONNECTION_RESET (the owner's
+ * death), then the LOST status once progress has seen it. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,7 +128,14 @@ int main(void)
     void *ro;
     FT_CHECK_OK(ferry_rsegment_map(rseg, 0, SX_SIZE, FERRY_RSEGMENT_MAP_READONLY, &ro));
 
+    ferry_rsegment_t *unmapped; /* connected, never mapped before the owner dies */
+    FT_CHECK_OK(ferry_rsegment_connect(ep, SX_ID, SX_TIMEOUT_MS, 0, NULL, NULL, &unmapped));
+
     uint64_t killed = ft_peer_kill(&owner);
+    /* The owner is reaped and this worker has not progressed since: the endpoint is still open,
+     * and the first map finds the owner's memory gone. That is its death, not a lack of
+     * support (bench/soak saw FERRY_ERR_UNSUPPORTED here). */
+    FT_CHECK_STATUS(ferry_rsegment_map(unmapped, 0, 1, 0, &p), FERRY_ERR_CONNECTION_RESET);
     dl = ft_deadline_in_ms(SX_TIMEOUT_MS);
     while (e.lost == 0) {
         FT_CHECK(!ft_deadline_passed(dl), "no LOST event");
@@ -137,6 +146,8 @@ int main(void)
     FT_CHECK(e.lost_status < 0, "LOST status");
     FT_CHECK_STATUS(ferry_rsegment_status(rseg), e.lost_status);
     FT_CHECK_STATUS(ferry_rsegment_map(rseg, 0, 1, 0, &p), e.lost_status);
+    FT_CHECK_STATUS(ferry_rsegment_map(unmapped, 0, 1, 0, &p), e.lost_status);
+    FT_CHECK_OK(ferry_rsegment_disconnect(unmapped));
     FT_CHECK_STATUS(ferry_rsegment_notify(rseg, "x", 1), e.lost_status);
     FT_CHECK_STATUS(ferry_rsegment_store_barrier(rseg), e.lost_status);
     ferry_dma_queue_t *q;

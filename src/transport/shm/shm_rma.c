@@ -155,6 +155,16 @@ static ferry_status_t shm_claim_single_use(mem_keytable_entry_t *e, const ferry_
 
 /* ------------------------------------------------------------------ mapped memory */
 
+/* Whether process pid has exited (its /proc directory is gone): a key's memory cannot be
+ * opened then, and that is the peer's death, not a lack of support. */
+static bool shm_peer_gone(uint32_t pid)
+{
+    char path[32];
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%u", pid);
+    return stat(path, &st) != 0 && errno == ENOENT;
+}
+
 ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey)
 {
     char path[64];
@@ -180,6 +190,11 @@ ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey)
     uint64_t length = e->length;
     snprintf(path, sizeof(path), "/proc/%u/fd/%u", rkey->key.pid, rkey->key.alloc_fd);
     fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && shm_peer_gone(rkey->key.pid)) {
+        fy_debug("shm: cannot map region %u of pid %u: the process has exited", rkey->key.index,
+                 rkey->key.pid);
+        return FERRY_ERR_CONNECTION_RESET; /* its endpoint fails as soon as progress sees it */
+    }
     if (fd < 0) {
         fy_info("shm: cannot map the peer's memory: open(%s) failed: %s (loads and stores "
                 "through ferry_rkey_ptr are unavailable; put/get still work)",
