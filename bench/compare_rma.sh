@@ -2,13 +2,13 @@
 # compare_rma.sh: ferry_perf against UCX's ucx_perftest (UCT), one-sided operations over shared
 # memory.
 #
-# In one session, alternating ferry and UCX run by run (A B A B ...), REPEAT times, at 8 B,
-# 4 KiB, 64 KiB, 1 MiB, 16 MiB, 64 MiB:
-#   put_lat  ferry (--mem alloc: stores into the peer's mapping)
-#            vs UCX put_lat -x posix -d memory -D short (8 B) / -D bcopy (larger)
-#   put_bw   ferry --mem alloc, ferry --mem register (cross-memory attach)
-#            vs UCX put_bw -x cma -d memory -D zcopy
-#   get_bw   the same, vs UCX get -x cma -d memory -D zcopy
+# In one session, alternating ferry and UCX run by run (A B A B ...), REPEAT times:
+#   put_lat  at 8 B, 4 KiB, 64 KiB, 1 MiB, 16 MiB, 64 MiB: ferry (--mem alloc: stores into the
+#            peer's mapping) vs UCX put_lat -x posix -d memory -D short (8 B) / -D bcopy (larger)
+#   put_bw   at 8 B, every power of two from 4 KiB to 1 MiB (issue 14), 16 MiB, 64 MiB:
+#            ferry --mem alloc, ferry --mem register (cross-memory attach)
+#            vs UCX put_bw -x cma -d memory -D zcopy and -x posix -d memory -D bcopy
+#   get_bw   the same, vs UCX get -x cma -D zcopy and -x posix -D bcopy
 # and at 8 B: ferry atomic_lat (fetch-add on the mapping) vs UCX fadd -x posix -d memory;
 # then ferry alone: the fallback path (--mem register, FERRY_SHM_CMA=off in both processes),
 # put_bw and get_bw at 64 KiB, 1 MiB, 16 MiB.
@@ -35,6 +35,7 @@ port=${BENCH_PORT:-24000}
 scale=${BENCH_ITERS_SCALE:-1}
 run_timeout=120 # seconds any one client or server may take
 sizes="8 4096 65536 1048576 16777216 67108864"
+bw_sizes="8 4096 8192 16384 32768 65536 131072 262144 524288 1048576 16777216 67108864"
 fallback_sizes="65536 1048576 16777216"
 
 check_args "runs per configuration, default 5"
@@ -68,9 +69,11 @@ lat_iters() {
 bw_iters() {
     case $1 in
     8) echo 200000 ;;
-    4096) echo 100000 ;;
+    4096 | 8192) echo 100000 ;;
+    16384 | 32768) echo 40000 ;;
     65536) echo 20000 ;;
-    1048576) echo 2000 ;;
+    131072 | 262144) echo 8000 ;;
+    524288 | 1048576) echo 2000 ;;
     16777216) echo 100 ;;
     67108864) echo 30 ;;
     esac
@@ -85,9 +88,10 @@ fallback_iters() {
 atomic_iters=200000
 
 nsizes=$(wc -w <<<"$sizes")
+nbw=$(wc -w <<<"$bw_sizes")
 nfallback=$(wc -w <<<"$fallback_sizes")
 count=0
-total_runs=$(((nsizes * 8 + 2 + nfallback * 2) * repeat))
+total_runs=$(((nsizes * 2 + nbw * 8 + 2 + nfallback * 2) * repeat))
 
 # run_ferry TEST SIZE ITERS MODE   (MODE: alloc, register, fallback)
 run_ferry() {
@@ -161,14 +165,16 @@ for ((r = 1; r <= repeat; r++)); do
         run_ferry put_lat "$size" "$n" alloc
         run_ucx put_lat "$size" "$n" posix "$layout"
     done
-    for size in $sizes; do
+    for size in $bw_sizes; do
         n=$(bw_iters "$size")
         run_ferry put_bw "$size" "$n" alloc
         run_ucx put_bw "$size" "$n" cma zcopy
         run_ferry put_bw "$size" "$n" register
+        run_ucx put_bw "$size" "$n" posix bcopy
         run_ferry get_bw "$size" "$n" alloc
         run_ucx get "$size" "$n" cma zcopy
         run_ferry get_bw "$size" "$n" register
+        run_ucx get "$size" "$n" posix bcopy
     done
     run_ferry atomic_lat 8 $atomic_iters alloc
     run_ucx fadd 8 $atomic_iters posix ""
@@ -189,7 +195,7 @@ echo "ferry ($ferry_perf) vs UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {pri
 echo "one-sided operations over shared memory, server on core 0, client on core 1, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "host: $cpu, $(nproc) CPUs, $(uname -r); ferry: ${cma_line:-ferry_info -d says nothing about cross-memory attach}"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"
-awk -F, -v sizes="$sizes" -v fsizes="$fallback_sizes" -f "$here/lib.awk" -f <(printf '%s\n' '
+awk -F, -v sizes="$sizes" -v bw_sizes="$bw_sizes" -v fsizes="$fallback_sizes" -f "$here/lib.awk" -f <(printf '%s\n' '
 NR > 1 {
     k = $1 "," $2 "," $3 "," $4
     add(k ",p50", $5); add(k ",avg", $6); add(k ",bw", $7); add(k ",rate", $8)
@@ -206,21 +212,29 @@ END {
         printf "%9s %11s %11s %8s %11s %11s %8s\n", human(s), fmt(fp, "%.3f"), fmt(up, "%.3f"), ratio(fp, up), fmt(fa, "%.3f"), fmt(ua, "%.3f"), ratio(fa, ua)
         if (s == 8) { lat8_f = fp; lat8_u = up }
     }
+    nb = split(bw_sizes, B, " ")
     split("put_bw get_bw", T, " ")
     for (t = 1; t <= 2; t++) {
         test = T[t]
         printf "\n%s: GB/s (10^9 B/s); ferry alloc = loads/stores on the mapping, ferry register = cross-memory attach;\n", test
-        printf "UCX = %s -x cma -d memory -D zcopy; ratio = ferry / UCX: above 1, ferry is faster\n", test == "put_bw" ? "put_bw" : "get"
-        printf "%9s %12s %12s %12s %10s %10s\n", "size", "ferry_alloc", "ferry_reg", "ucx_cma", "alloc/ucx", "reg/ucx"
-        for (i = 1; i <= ns; i++) {
-            s = S[i]
+        printf "UCX = %s -d memory, -x cma -D zcopy and -x posix -D bcopy; best = the faster UCX;\n", test == "put_bw" ? "put_bw" : "get"
+        printf "ratio = ferry / UCX: above 1, ferry is faster\n"
+        printf "%9s %12s %12s %12s %12s %10s %10s %9s\n", "size", "ferry_alloc", "ferry_reg", "ucx_cma", "ucx_posix", "alloc/best", "reg/cma", "reg/best"
+        for (i = 1; i <= nb; i++) {
+            s = B[i]
             fa = median("ferry," test "," s ",alloc,bw"); fr = median("ferry," test "," s ",register,bw")
-            u = median("ucx," test "," s ",cma-zcopy,bw")
-            printf "%9s %12s %12s %12s %10s %10s\n", human(s), fmt(fa, "%.3f"), fmt(fr, "%.3f"), fmt(u, "%.3f"), ratio(fa, u), ratio(fr, u)
+            u = median("ucx," test "," s ",cma-zcopy,bw"); up = median("ucx," test "," s ",posix-bcopy,bw")
+            best = (up != "" && (u == "" || up > u)) ? up : u
+            printf "%9s %12s %12s %12s %12s %10s %10s %9s\n", human(s), fmt(fa, "%.3f"), fmt(fr, "%.3f"), fmt(u, "%.3f"), fmt(up, "%.3f"), ratio(fa, best), ratio(fr, u), ratio(fr, best)
             if (s >= 65536) {
                 big++
                 if (fa == "" || u == "" || fa < u) miss_alloc = miss_alloc sprintf(" %s %s (%s)", test, human(s), ratio(fa, u))
                 if (fr == "" || u == "" || fr < u) miss_reg = miss_reg sprintf(" %s %s (%s)", test, human(s), ratio(fr, u))
+            }
+            if (s >= 4096 && s <= 1048576) {
+                mid++
+                if (fa == "" || best == "" || fa < best) miss_mid_alloc = miss_mid_alloc sprintf(" %s %s (%s)", test, human(s), ratio(fa, best))
+                if (fr == "" || u == "" || fr < u) miss_mid_reg = miss_mid_reg sprintf(" %s %s (%s)", test, human(s), ratio(fr, u))
             }
         }
     }
@@ -241,6 +255,9 @@ END {
     printf "  large put/get bandwidth >= UCX cma at every size >= 64 KiB (%d cases):\n", big
     printf "    ferry --mem alloc:    %s\n", miss_alloc == "" ? "met" : "NOT met at" miss_alloc
     printf "    ferry --mem register: %s\n", miss_reg == "" ? "met" : "NOT met at" miss_reg
+    printf "  issue 14: put/get bandwidth 4 KiB .. 1 MiB >= UCX (%d cases):\n", mid
+    printf "    ferry --mem alloc >= best of UCX cma and posix: %s\n", miss_mid_alloc == "" ? "met" : "NOT met at" miss_mid_alloc
+    printf "    ferry --mem register >= UCX cma:                %s\n", miss_mid_reg == "" ? "met" : "NOT met at" miss_mid_reg
     printf "  8 B put latency <= UCX (p50 %s vs %s us): %s\n", fmt(lat8_f, "%.3f"), fmt(lat8_u, "%.3f"), (lat8_f != "" && lat8_u != "" && lat8_f <= lat8_u) ? "met" : "NOT met"
     printf "  fetch-add latency <= UCX (p50 %s vs %s us): %s\n", fmt(af, "%.3f"), fmt(au, "%.3f"), (af != "" && au != "" && af <= au) ? "met" : "NOT met"
 }') "$raw"

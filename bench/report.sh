@@ -110,10 +110,12 @@ put|ferry put, mapped (--mem alloc)|ferry|put_bw|alloc|bw
 put|ferry put, CMA (--mem register)|ferry|put_bw|register|bw
 put|ferry put, no CMA (fallback)|ferry|put_bw|fallback|bw
 put|UCX put cma zcopy|ucx|put_bw|cma-zcopy|bw
+put|UCX put posix bcopy|ucx|put_bw|posix-bcopy|bw
 get|ferry get, mapped (--mem alloc)|ferry|get_bw|alloc|bw
 get|ferry get, CMA (--mem register)|ferry|get_bw|register|bw
 get|ferry get, no CMA (fallback)|ferry|get_bw|fallback|bw
-get|UCX get cma zcopy|ucx|get_bw|cma-zcopy|bw'
+get|UCX get cma zcopy|ucx|get_bw|cma-zcopy|bw
+get|UCX get posix bcopy|ucx|get_bw|posix-bcopy|bw'
 series[tcp]='lat|ferry|ferry|tag_lat|tcp|p50
 lat|UCX tcp|ucx|tag_lat|tcp|p50
 lat|libfabric tcp (fi_pingpong, mean)|fi|tag_lat|tcp|p50

@@ -24,8 +24,10 @@
 #define TAG_IOV_INLINE 4
 /* unexpected eager payloads up to this travel inside the descriptor */
 #define TAG_UNEXP_INLINE 256
-/* larger ones up to this use a recycled buffer; larger still, malloc (or the transport's) */
-#define TAG_UNEXP_BUF 4096
+/* larger ones up to this use a recycled buffer; larger still, malloc (or the transport's):
+ * the largest automatic eager payload on shm (8 KiB, tag_rndv.c), so no eager message of the
+ * streaming path mallocs */
+#define TAG_UNEXP_BUF 8192
 /* accounted per unexpected eager message on top of its bytes (the descriptor) */
 #define TAG_UNEXP_OVERHEAD 64
 /* local pieces described on the stack for one-sided operations and DATA */

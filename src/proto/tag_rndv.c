@@ -40,8 +40,9 @@ static const fy_config_var_t rndv_thresh_var = {
     .type = FERRY_CONFIG_STRING,
     .default_value = "auto",
     .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
-                   "optional k/m/g suffix); auto: the transport's max_bcopy minus the 16-byte "
-                   "header (shm: 32 KiB - 16 B), at most 8 KiB - 16",
+                   "optional k/m/g suffix); auto: what one transport buffer holds besides the "
+                   "16-byte header (shm: 32 KiB, the header travels in the ring cell), at most "
+                   "8 KiB (a power of two: 8192-byte payloads go eager); 1 MiB on tcp",
     .check = rndv_thresh_check};
 static const fy_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
@@ -96,8 +97,10 @@ static const fy_config_var_t rndv_null_chunk_var = {
 static const fy_config_var_t *const rndv_null_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_null_chunk_var;
 
-/* The eager threshold where the transport copies any size through one buffer (self). */
-#define TAG_EAGER_CAP 8192u
+/* The largest eager payload where one transport buffer would take more (shm, self): 8 KiB, a
+ * power of two that applications send often, so that an exact 8 KiB message does not pay the
+ * rendezvous round trip (issue 14: tag_lat 8 KiB 1.73x UCX's with 8 KiB - 16 B). */
+#define TAG_EAGER_PAYLOAD_CAP 8192u
 /* The eager threshold on a stream transport (tcp), header included: 1 MiB payloads go eager.
  * Measured with tag_bw over loopback, same runs, against the NULL rendezvous and UCX tcp:
  * 64 KiB 2.9-4.1 GB/s (NULL 2.1-3.0, UCX 1.8-2.5), 1 MiB 5.4-6.4 (NULL 4.8-5.9, UCX 5.0-6.1). */
@@ -191,24 +194,27 @@ void tag_rndv_config(fy_tag_worker_t *tw, const fy_config_set_t *config)
 
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
 {
-    size_t max_bcopy = ep->caps.max_bcopy != 0 ? ep->caps.max_bcopy : TAG_EAGER_CAP;
-    size_t eager = max_bcopy < TAG_EAGER_CAP ? max_bcopy : TAG_EAGER_CAP;
-    size_t coop = max_bcopy < TAG_COOP_CHUNK_CAP ? max_bcopy : TAG_COOP_CHUNK_CAP;
     const fy_tl_caps_t *caps = &ep->caps;
+    size_t max_bcopy = caps->max_bcopy != 0 ? caps->max_bcopy : TAG_EAGER_PAYLOAD_CAP;
+    size_t coop = max_bcopy < TAG_COOP_CHUNK_CAP ? max_bcopy : TAG_COOP_CHUNK_CAP;
+    /* eager payload that fits one buffer: all of it when the header travels beside it (shm) */
+    size_t eager_header = caps->header_apart >= TAG_WIRE_EAGER_SHORT ? 0 : TAG_WIRE_EAGER_SHORT;
+    size_t eager = max_bcopy > eager_header ? max_bcopy - eager_header : 0;
+    if (eager > TAG_EAGER_PAYLOAD_CAP)
+        eager = TAG_EAGER_PAYLOAD_CAP;
     /* a stream (tcp): up to 1 MiB eager, without the RTS/CTS round trip, which the data queued
      * ahead of each RTS delays (the stream carries any size in one frame; an unexpected one is
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
     if (caps->flags & FY_TL_CAP_STREAM)
-        eager = TAG_EAGER_STREAM_CAP;
+        eager = TAG_EAGER_STREAM_CAP - TAG_WIRE_EAGER_SHORT;
     /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
      * chunks on shm, 4 KiB-aligned in the user's buffers */
     size_t data_header =
         caps->header_apart >= sizeof(tag_wire_data_t) ? 0 : sizeof(tag_wire_data_t);
 
-    fy_tag_ep_of(ep)->eager_max =
-        fy_tag_worker_of(worker)->thresh_forced != SIZE_MAX
-            ? fy_tag_worker_of(worker)->thresh_forced
-            : (eager > TAG_WIRE_EAGER_SHORT ? eager - TAG_WIRE_EAGER_SHORT : 0);
+    fy_tag_ep_of(ep)->eager_max = fy_tag_worker_of(worker)->thresh_forced != SIZE_MAX
+                                      ? fy_tag_worker_of(worker)->thresh_forced
+                                      : eager;
     fy_tag_ep_of(ep)->chunk = coop > data_header + 1024 ? coop - data_header : 1024;
     fy_tag_ep_of(ep)->ready = 1;
 }

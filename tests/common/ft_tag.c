@@ -406,7 +406,7 @@ size_t ft_tag_eager_max(void)
             v <<= 20;
         return (size_t)v;
     }
-    return 8176; /* automatic: min(the transport's max_bcopy, 8 KiB) - 16; shm's is 32 KiB */
+    return 8192; /* automatic on shm: 8 KiB of payload (the header travels in the ring cell) */
 }
 
 const char *ft_tag_mode(void)

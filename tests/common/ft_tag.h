@@ -129,7 +129,7 @@ ferry_tag_info_t ft_tag_probe_until(ferry_worker_t *w, uint64_t tag, uint64_t ma
 bool ft_tag_is_endpoint_error(ferry_status_t status);
 
 /* The largest eager message: FERRY_RNDV_THRESH if set to a number, else shm's automatic one
- * (8176: 8 KiB minus the 16-byte header). */
+ * (8192: 8 KiB of payload, the header beside it in the ring cell). */
 size_t ft_tag_eager_max(void);
 
 /* FERRY_RNDV_MODE, or "auto". */

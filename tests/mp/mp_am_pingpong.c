@@ -5,7 +5,8 @@
  *   mp_am_pingpong self   one process whose worker pings itself over an endpoint to its own
  *                         address (registered as am_self, with FERRY_TRANSPORTS=self)
  *
- * Sizes: 0, 1, 7, 8, 63, 64, 65, 4095, 4096, 4097, 64 KiB, 1 MiB, 64 MiB, in four shapes:
+ * Sizes: 0, 1, 7, 8, 63, 64, 65, 4095, 4096, 4097, 8191, 8192, 8193 (shm's medium buffer),
+ * 64 KiB, 1 MiB, 64 MiB, in four shapes:
  * a 16-byte header + contiguous payload, a 16-byte header + a 3-piece iov of uneven sizes,
  * no header + contiguous payload, and a 256-byte (FERRY_AM_HEADER_MAX) header + 3-piece iov.
  * The server replies to the no-header pings from inside its handler (the others after it
@@ -38,8 +39,8 @@ static const char *const pp_shape_names[PP_SHAPES] = {
     "16-byte header, contiguous", "16-byte header, 3-piece iov", "no header, contiguous",
     "256-byte header, 3-piece iov"};
 
-static const size_t pp_sizes[] = {0,    1,    7,    8,     63,       64,       65,
-                                  4095, 4096, 4097, 65536, 1u << 20, 64u << 20};
+static const size_t pp_sizes[] = {0,    1,    7,    8,    63,   64,    65,       4095,
+                                  4096, 4097, 8191, 8192, 8193, 65536, 1u << 20, 64u << 20};
 #define PP_NSIZES (sizeof(pp_sizes) / sizeof(pp_sizes[0]))
 
 typedef struct pp_hdr {

@@ -3,15 +3,15 @@
  *
  * Process "a" (this one) streams tagged messages to "b" (forked) in bursts of 64 with 16 sends
  * in flight while b keeps 16 receives posted (each for one tag, re-posted in order), as tag_bw
- * does, in three size classes: 8 KiB .. 16 KiB - 1, 64 KiB .. 128 KiB - 1 and 512 KiB ..
- * 1 MiB - 1 (sizes vary inside the class, iov shapes differ on the two sides). b checks status,
- * tag, length and every byte of every message. After each burst a reads its endpoint's counters
- * (ferry_ep_counters: how each message moved) and goes on until the class is calibrated
- * (src/proto/tag_calib.c: six blocks, C S S C C S, of max(16, 2 MiB / size) messages, and the
- * sends between blocks, whose number depends on the timing): with cross-memory attach (the
- * default), both COOP and SPLIT moved messages, then one mode alone for longer than any
- * stretch of the calibration, then two more bursts of it; with FERRY_SHM_CMA=off
- * (mp_tag_calib_nocma) COOP alone. */
+ * does, in three size classes: 8 KiB + 1 .. 16 KiB - 1 (8 KiB itself goes eager),
+ * 64 KiB .. 128 KiB - 1 and 512 KiB .. 1 MiB - 1 (sizes vary inside the class, iov shapes
+ * differ on the two sides). b checks status, tag, length and every byte of every message.
+ * After each burst a reads its endpoint's counters (ferry_ep_counters: how each message moved)
+ * and goes on until the class is calibrated (src/proto/tag_calib.c: six blocks, C S S C C S,
+ * of max(16, 2 MiB / size) messages, and the sends between blocks, whose number depends on the
+ * timing): with cross-memory attach (the default), both COOP and SPLIT moved messages, then
+ * one mode alone for longer than any stretch of the calibration, then two more bursts of it;
+ * with FERRY_SHM_CMA=off (mp_tag_calib_nocma) COOP alone. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -55,10 +55,11 @@ static uint64_t tk_tag(unsigned cls, unsigned burst, unsigned i)
     return 0x6b00000000000000ull | ((uint64_t)cls << 40) | ((uint64_t)burst << 32) | i;
 }
 
+/* base + 1 .. 2 * base - 1: an 8 KiB message (the first class's base) goes eager */
 static size_t tk_size(unsigned cls, unsigned i)
 {
     size_t base = tk_bases[cls];
-    return base + ((size_t)i * 7919u) % base;
+    return base + 1 + ((size_t)i * 7919u) % (base - 1);
 }
 
 static ft_shape_t tk_shape(unsigned i)

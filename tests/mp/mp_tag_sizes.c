@@ -5,9 +5,9 @@
  * follow one schedule of steps; in each step one of them sends one message and the other
  * receives it:
  *   - sizes 0, 1, 7, 255..257 (unexpected messages kept inline up to 256), 1000, 4079..4081,
- *     4095..4097, 8175..8177, 8192, 32767..32769 (shm's bulk buffer), 65535..65537, on both
- *     sides of the eager threshold (T-1, T, T+1 with T = FERRY_RNDV_THRESH or shm's automatic
- *     8176), 1 MiB, 1 MiB + 13, each four times: posted before sent
+ *     4095..4097, 8175..8177, 8191..8193, 32767..32769 (shm's bulk buffer), 65535..65537, on
+ *     both sides of the eager threshold (T-1, T, T+1 with T = FERRY_RNDV_THRESH or shm's
+ *     automatic 8192), 1 MiB, 1 MiB + 13, each four times: posted before sent
  *     (contiguous on both sides), unexpected (sender 3 uneven pieces, receiver 7 pieces), probed
  *     with remove and received with ferry_tag_message_recv (7 pieces to 3, sometimes into a
  *     larger buffer), posted again (pieces with empty ones to 7 pieces);
@@ -73,9 +73,9 @@ static void ts_schedule(bool quick)
 {
     size_t t = ft_tag_eager_max();
     size_t sizes[40], n = 0;
-    const size_t fixed[] = {0,     1,     7,     255,   256,   257,    1000,       4079, 4080,
-                            4081,  4095,  4096,  4097,  8175,  8176,   8177,       8192, 32767,
-                            32768, 32769, 65535, 65536, 65537, TS_MIB, TS_MIB + 13};
+    const size_t fixed[] = {0,    1,     7,     255,   256,   257,   1000,  4079,   4080,
+                            4081, 4095,  4096,  4097,  8175,  8176,  8177,  8191,   8192,
+                            8193, 32767, 32768, 32769, 65535, 65536, 65537, TS_MIB, TS_MIB + 13};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         sizes[n++] = fixed[i];
     if (t > 0)

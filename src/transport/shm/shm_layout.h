@@ -22,12 +22,14 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define SHM_LAYOUT_VERSION 4u
+#define SHM_LAYOUT_VERSION 5u
 #define SHM_REGION_MAGIC 0x4e4f494745524d53ull /* "SMREGION" */
 #define SHM_RING_MAGIC 0x474e4952444d4853ull   /* "SHMDRING" */
 
 #define SHM_BUF_COUNT 64u /* one bit each in a 64-bit word */
-#define SHM_BUF_SIZE 4096u
+/* 8 KiB: an 8 KiB eager tagged message (its header in the cell) takes one medium buffer, of
+ * which 64 can be in flight, not one of the 16 bulk buffers */
+#define SHM_BUF_SIZE 8192u
 #define SHM_BULK_COUNT 16u
 #define SHM_BULK_SIZE 32768u
 #define SHM_REGION_HEADER_SIZE 4096u
