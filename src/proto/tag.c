@@ -343,11 +343,13 @@ void tag_recv_finish(tag_recv_t *recv, ferry_status_t status)
 {
     if (recv->state == TAG_RECV_FINISHED)
         return;
-    if (recv->state == TAG_RECV_POSTED)
+    bool posted = recv->state == TAG_RECV_POSTED;
+    if (posted)
         fy_list_remove(&recv->obj.link);
     recv->state = TAG_RECV_FINISHED;
     recv->status = status;
-    tag_rndv_recv_release(recv);
+    if (!posted) /* a receive still posted holds nothing of a rendezvous */
+        tag_rndv_recv_release(recv);
     recv->ep = NULL;
     if (recv->inner_busy) {
         /* a get or DATA copy still writes into the user's buffers: the user hears of it only
@@ -779,31 +781,49 @@ static bool tag_decode(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, cons
     return false;
 }
 
-static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_length, void *data,
-                                   size_t length, const ferry_am_recv_params_t *params)
+/* An EAGER message with its decoded header arrived: the first posted receive that takes it gets
+ * it, else it waits in the unexpected queue. Inlined into both cases of tag_on_eager: in the
+ * plain one (flags 0, no immediate data) the compiler drops the flag branches. */
+static fy_always_inline ferry_status_t tag_eager_arrived(ferry_worker_t *worker,
+                                                         const tag_wire_eager_t *eager,
+                                                         size_t header_length, void *data,
+                                                         size_t length,
+                                                         const ferry_am_recv_params_t *params)
 {
-    ferry_worker_t *worker = arg;
-    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     ferry_ep_t *ep = params->reply_ep;
-    tag_wire_msg_t msg;
-
-    if (fy_unlikely(
-            !tag_decode(worker, ep, FY_AM_ID_TAG_EAGER, header, header_length, length, &msg)))
-        return FERRY_OK;
-    uint64_t tag = msg.u.eager.tag;
-    tag_recv_t *recv = tag_match_posted(tw, tag, params->peer);
+    tag_recv_t *recv = tag_match_posted(fy_tag_worker_of(worker), eager->tag, params->peer);
     if (fy_likely(recv != NULL)) {
         ferry_status_t status = tag_scatter_message(recv->buf.iov, recv->buf.iovcnt, data, length);
         tag_count_received(worker, ep, length);
-        tag_info_fill(recv->info, ep, params->peer, tag, length, msg.u.eager.imm,
-                      msg.u.eager.flags);
+        tag_info_fill(recv->info, ep, params->peer, eager->tag, length, eager->imm, eager->flags);
         tag_recv_finish(recv, status);
-        if (fy_unlikely(msg.u.eager.flags & TAG_FLAG_SYNC))
-            tag_rndv_sync_ack(worker, ep, msg.u.eager.send_id); /* matched: its sender completes */
+        if (fy_unlikely(eager->flags & TAG_FLAG_SYNC))
+            tag_rndv_sync_ack(worker, ep, eager->send_id); /* matched: its sender completes */
         return FERRY_OK;
     }
-    return tag_unexpected_eager(worker, ep, &msg.u.eager, header_length, data, length,
-                                params->flags);
+    return tag_unexpected_eager(worker, ep, eager, header_length, data, length, params->flags);
+}
+
+/* An EAGER header the fast case did not take (flags, or not a valid header): decoded in full. */
+static fy_noinline ferry_status_t tag_on_eager_decoded(ferry_worker_t *worker, const void *header,
+                                                       size_t header_length, void *data,
+                                                       size_t length,
+                                                       const ferry_am_recv_params_t *params)
+{
+    tag_wire_msg_t msg;
+    if (!tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_EAGER, header, header_length, length,
+                    &msg))
+        return FERRY_OK;
+    return tag_eager_arrived(worker, &msg.u.eager, header_length, data, length, params);
+}
+
+static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_length, void *data,
+                                   size_t length, const ferry_am_recv_params_t *params)
+{
+    tag_wire_eager_t eager = {.version = TAG_WIRE_VERSION};
+    if (fy_unlikely(!tag_wire_eager_plain(header, header_length, &eager.tag)))
+        return tag_on_eager_decoded(arg, header, header_length, data, length, params);
+    return tag_eager_arrived(arg, &eager, header_length, data, length, params);
 }
 
 static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_length, void *data,
