@@ -713,11 +713,12 @@ static int th_reg_peer(int chan, void *arg)
         for (n = 0; n < TH_REG_STALE_MAX && st == FERRY_OK; n++) {
             uint64_t word = UINT64_MAX;
             if (n % 2 == 0) {
-                memset(buf, 0, 64);
-                ft_rma_op_t g = ft_rma_get(buf, 64, 0);
+                size_t length = half < 64 ? half : 64; /* of the parent's own pattern */
+                memset(buf, 0, length);
+                ft_rma_op_t g = ft_rma_get(buf, length, 0);
                 st = ft_rma_run(f.worker, ep, rkey, &g, 30000, NULL);
                 if (st == FERRY_OK)
-                    ft_pattern_check(buf, 64, ft_pattern_seed(0, k, size), 0, "a stale get");
+                    ft_pattern_check(buf, length, ft_pattern_seed(0, k, size), 0, "a stale get");
             } else {
                 ft_rma_op_t a = ft_rma_fetch(FERRY_ATOMIC_ADD, 0, 0, 8, counter, &word);
                 st = ft_rma_run(f.worker, ep, rkey, &a, 30000, NULL);
@@ -819,8 +820,8 @@ static int th_reg(void)
         ft_pattern_check(buf, half, ft_pattern_seed(0, k, size), 0, "the first half");
         ft_pattern_check(buf + half, size - 8 - half, ft_pattern_seed(1, k, size), half,
                          "the half the peer put");
-        uint64_t counter;
-        memcpy(&counter, buf + size - 8, 8);
+        /* atomic: the peer's stale fetch-adds (of 0) may write it again once it is released */
+        uint64_t counter = __atomic_load_n((uint64_t *)(buf + size - 8), __ATOMIC_RELAXED);
         FT_CHECK(counter == TH_REG_ADDS, "round %u: counter %llu, expected %u", k,
                  (unsigned long long)counter, TH_REG_ADDS);
         ft_chan_send_token(chan, TH_TOKEN_RELEASE, k, 0, 0, 0);
