@@ -12,7 +12,7 @@
 # the machine's 2 cores). Prints the table of medians and writes it to
 # docs/perf/compare_threads.txt (BENCH_THREADS_OUT: elsewhere; empty: nowhere).
 #
-# Usage: bench/compare_threads.sh [REPEAT]     (default 3; about 2 minutes on a quiet machine)
+# Usage: bench/compare_threads.sh [REPEAT]     (default 3; a few minutes: 48 runs)
 # Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
 # default 25000), BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_RESULTS (keep
 # the raw CSV: lib,test,size,threads,lat_us,msgrate_Mps).
@@ -45,7 +45,7 @@ total_runs=$((2 * 2 * 4 * repeat))
 
 iters_of() { # short enough that 4 busy threads on 2 cores finish in seconds
     case $1 in
-    *_lat) echo $((20000 * scale)) ;;
+    *_lat) echo $((10000 * scale)) ;;
     *) echo $((200000 * scale)) ;;
     esac
 }
