@@ -10,7 +10,9 @@
 #   REPEAT: runs per configuration and build (default 9).
 # Environment: BENCH_CASES (default: the fast-path set below, "test:size:iterations" words),
 # BENCH_TRANSPORTS (exported FERRY_TRANSPORTS for both, e.g. tcp), BENCH_PORT (first TCP port,
-# default 24000), BENCH_ITERS_SCALE (multiplies every iteration count).
+# default 24000), BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_OLD_ARGS and
+# BENCH_NEW_ARGS (more ferry_perf options for each build's server and client, e.g.
+# BENCH_NEW_ARGS=--thread-multi with the same binary twice: a mode against the other).
 # Servers run on core 0, clients on core 1. Progress goes to stderr, the table to stdout: per
 # case the median latency (us) or bandwidth (GB/s) or message rate (M/s) of each build, and
 # new/old. This machine's two vCPUs move between host placements, which swings figures 2-4x:
@@ -49,14 +51,19 @@ total_runs=$((2 * repeat * ${#case_list[@]}))
 count=0
 start_time=$SECONDS
 
+read -r -a old_args <<<"${BENCH_OLD_ARGS:-}"
+read -r -a new_args <<<"${BENCH_NEW_ARGS:-}"
+
 # run BUILD PERF TEST SIZE ITERS
 run() {
     local build=$1 perf=$2 test=$3 size=$4 iters=$(($5 * scale)) out
+    local -a args=("${old_args[@]}")
+    [[ $build == new ]] && args=("${new_args[@]}")
     next_port
     bench_progress "$(printf '%s %-7s %9s B' "$build" "$test" "$size")"
-    start_server "$work/server.log" "$perf" -p "$port" -c 0
+    start_server "$work/server.log" "$perf" -p "$port" -c 0 "${args[@]}"
     if ! out=$(timeout $run_timeout "$perf" localhost -p "$port" -c 1 -t "$test" -s "$size" \
-        -n "$iters" -w $((iters / 10)) -f csv 2>"$work/client.log"); then
+        -n "$iters" -w $((iters / 10)) -f csv "${args[@]}" 2>"$work/client.log"); then
         echo "$bench_name: $perf client failed:" >&2
         cat "$work/client.log" "$work/server.log" >&2
         exit 1
@@ -83,8 +90,8 @@ for ((r = 1; r <= repeat; r++)); do
     done
 done
 
-echo "old: $old_perf"
-echo "new: $new_perf"
+echo "old: $old_perf ${BENCH_OLD_ARGS:-}"
+echo "new: $new_perf ${BENCH_NEW_ARGS:-}"
 echo "$repeat runs each, alternating; ${FERRY_TRANSPORTS:+FERRY_TRANSPORTS=$FERRY_TRANSPORTS; }load at start $bench_load_start, at end $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
 printf '%-8s %9s %7s %12s %12s %8s\n' test size unit old new new/old
 for c in "${case_list[@]}"; do

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,9 @@ ferry_status_t mem_context_init(mem_context_t *mc, const fy_config_set_t *config
     mc->keytable->entries = mc->capacity;
     mc->keytable->owner_pid = (uint32_t)getpid();
     mc->keytable->context_uuid = mc->uuid;
+    atomic_init(&mc->read_phase, 0);
+    atomic_init(&mc->readers[0], 0);
+    atomic_init(&mc->readers[1], 0);
     mc->slots = calloc(capacity, sizeof(*mc->slots));
     mc->generations = calloc(capacity, sizeof(*mc->generations));
     if (mc->slots == NULL || mc->generations == NULL) {
@@ -89,9 +93,10 @@ void mem_context_cleanup(mem_context_t *mc)
 {
     unsigned leaked = 0;
     for (uint32_t i = 0; i < mc->capacity; i++) {
-        if (mc->slots[i] != NULL) {
+        ferry_mem_t *mem = atomic_load_explicit(&mc->slots[i], memory_order_relaxed);
+        if (mem != NULL) {
             leaked++;
-            mem_free(mc->slots[i]);
+            mem_free(mem);
         }
     }
     if (leaked > 0)
@@ -108,7 +113,7 @@ static ferry_status_t mem_publish(mem_context_t *mc, ferry_mem_t *mem)
 {
     for (uint32_t n = 0; n < mc->capacity; n++) {
         uint32_t i = (mc->free_hint + n) % mc->capacity;
-        if (mc->slots[i] != NULL)
+        if (atomic_load_explicit(&mc->slots[i], memory_order_relaxed) != NULL)
             continue;
         ferry_status_t status = fy_secret_draw(&mc->secrets, &mem->secret);
         if (status != FERRY_OK)
@@ -128,7 +133,7 @@ static ferry_status_t mem_publish(mem_context_t *mc, ferry_mem_t *mem)
         atomic_store_explicit(&e->uses, 0, memory_order_relaxed);
         atomic_store_explicit(&e->state, ((uint64_t)mem->generation << 1) | 1u,
                               memory_order_release);
-        mc->slots[i] = mem;
+        atomic_store_explicit(&mc->slots[i], mem, memory_order_release);
         mc->free_hint = i + 1;
         return FERRY_OK;
     }
@@ -142,12 +147,23 @@ static void mem_unpublish(mem_context_t *mc, ferry_mem_t *mem)
 {
     atomic_store_explicit(&mc->entries[mem->index].state, (uint64_t)mem->generation << 1,
                           memory_order_release);
-    mc->slots[mem->index] = NULL;
+    atomic_store(&mc->slots[mem->index], NULL);
+}
+
+/* After a slot was emptied: wait until no lookup that may have found its registration is
+ * still using it (mem_context_t.read_phase). Lookups never wait for anything, so this ends. */
+static void mem_grace_period(mem_context_t *mc)
+{
+    unsigned old = atomic_fetch_add(&mc->read_phase, 1) & 1u;
+    while (atomic_load(&mc->readers[old]) != 0)
+        sched_yield();
 }
 
 static void mem_free(ferry_mem_t *mem)
 {
     mem_unpublish(&mem->context->mem, mem);
+    if (atomic_load_explicit(&mem->context->multi_workers, memory_order_relaxed) > 0)
+        mem_grace_period(&mem->context->mem);
     if (fy_list_is_linked(&mem->cache_link))
         fy_list_remove(&mem->cache_link);
     if (mem->alloc_fd >= 0) {
@@ -366,16 +382,29 @@ FERRY_EXPORT size_t ferry_mem_length(const ferry_mem_t *mem)
     return mem != NULL ? mem->length : 0;
 }
 
-ferry_mem_t *mem_lookup(ferry_context_t *context, uint32_t index, uint32_t generation,
-                        uint64_t secret)
+ferry_mem_t *mem_lookup_begin(ferry_context_t *context, uint32_t index, uint32_t generation,
+                              uint64_t secret, int *reader_p)
 {
     mem_context_t *mc = &context->mem;
-    if (index >= mc->capacity || mc->slots[index] == NULL)
+    *reader_p = -1;
+    if (atomic_load_explicit(&context->multi_workers, memory_order_relaxed) > 0) {
+        *reader_p = (int)(atomic_load(&mc->read_phase) & 1u);
+        atomic_fetch_add(&mc->readers[*reader_p], 1);
+    }
+    if (index >= mc->capacity)
         return NULL;
-    ferry_mem_t *mem = mc->slots[index];
+    ferry_mem_t *mem = atomic_load_explicit(&mc->slots[index], memory_order_acquire);
+    if (mem == NULL)
+        return NULL;
     if (!fy_secret_equal(((uint64_t)mem->generation ^ generation) | (mem->secret ^ secret), 0))
         return NULL;
     return mem;
+}
+
+void mem_lookup_end(ferry_context_t *context, int reader)
+{
+    if (reader >= 0)
+        atomic_fetch_sub_explicit(&context->mem.readers[reader], 1, memory_order_release);
 }
 
 ferry_status_t mem_check_access(ferry_mem_t *mem, uint64_t offset, uint64_t length, unsigned access,

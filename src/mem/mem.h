@@ -10,7 +10,7 @@
  * whoever uses it checks the entry first, the secret compared in constant time.
  *
  * Target-executed operations (the AM path) look the registration up in the owner's private
- * slot array (mem_lookup, which compares the secret) and check it there.
+ * slot array (mem_lookup_begin, which compares the secret) and check it there.
  *
  * The secret (64 bits from getrandom, drawn per registration) is what makes a key
  * unforgeable: slot, generation and pid are predictable, so without it any peer that reaches
@@ -93,13 +93,22 @@ typedef struct mem_context {
     size_t keytable_size;
     mem_keytable_header_t *keytable; /* header, then entries */
     mem_keytable_entry_t *entries;
-    ferry_mem_t **slots;   /* slots[index]: the live registration, or NULL */
+    /* slots[index]: the live registration, or NULL. Written under the context's lock (in
+     * multi-thread mode), read without it by progress (mem_lookup_begin): see mem_reader_t. */
+    _Atomic(ferry_mem_t *) *slots;
     uint32_t *generations; /* next generation of each slot */
     uint32_t capacity;     /* FERRY_MEM_MAX_REGIONS */
     uint32_t free_hint;
     fy_list_t cache; /* registrations, for reuse */
     uint64_t uuid;
     fy_secret_pool_t secrets; /* of new registrations */
+    /* Multi-thread mode: progress looks registrations up while another thread deregisters.
+     * A lookup counts itself in readers[phase & 1] until it is done with the registration; a
+     * deregistration unpublishes the slot, advances phase and waits until the old phase's
+     * readers are gone before it frees (a grace period; lookups that start later count in the
+     * new phase, so they never hold it up, and they find the slot empty). */
+    atomic_uint read_phase;
+    atomic_uint readers[2];
 } mem_context_t;
 
 /* Context life cycle (called by ferry_context_create/destroy). Returns FERRY_OK,
@@ -108,9 +117,13 @@ ferry_status_t mem_context_init(mem_context_t *mc, const fy_config_set_t *config
 void mem_context_cleanup(mem_context_t *mc);
 
 /* Target side: the live registration of (index, generation) if its secret is secret (compared
- * in constant time), or NULL. */
-ferry_mem_t *mem_lookup(ferry_context_t *context, uint32_t index, uint32_t generation,
-                        uint64_t secret);
+ * in constant time), or NULL. Valid until mem_lookup_end, which must follow every call with
+ * the *reader_p it set: with a multi-thread worker in the context, a deregistration in another
+ * thread frees the registration only after that (no lock either way; single-thread mode: no
+ * atomic read-modify-write either). */
+ferry_mem_t *mem_lookup_begin(ferry_context_t *context, uint32_t index, uint32_t generation,
+                              uint64_t secret, int *reader_p);
+void mem_lookup_end(ferry_context_t *context, int reader);
 
 /* Whoever checks a key against a key-table entry: still live with the key's generation and
  * the key's secret. One expression without early exit, so that the time does not tell how

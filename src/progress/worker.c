@@ -480,7 +480,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
         return FERRY_ERR_INVALID_PARAM;
     }
     worker->multi = worker->params.thread_mode == FERRY_THREAD_MULTI;
-    pthread_mutex_init(&worker->lock, NULL);
+    fy_spinlock_init(&worker->lock);
     fy_list_init(&worker->eps);
     fy_list_init(&worker->deferred);
     worker->wait_spin_ns = fy_config_size_in(&context->config, &worker_spin_var) * 1000u;
@@ -530,7 +530,6 @@ err_finalize_transports:
     worker_finalize_transports(worker);
     close(worker->epoll_fd);
 err_free_worker:
-    pthread_mutex_destroy(&worker->lock);
     free(worker);
     return status;
 }
@@ -550,6 +549,5 @@ FERRY_EXPORT void ferry_worker_destroy(ferry_worker_t *worker)
     worker->context->worker_count--;
     if (worker->multi)
         worker->context->multi_workers--;
-    pthread_mutex_destroy(&worker->lock);
     free(worker);
 }

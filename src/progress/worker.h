@@ -14,6 +14,7 @@
 
 #include "core/completion.h"
 #include "core/list.h"
+#include "core/spinlock.h"
 #include "progress/counters.h"
 #include "progress/module.h"
 #include "transport/transport.h"
@@ -37,7 +38,7 @@ struct ferry_worker {
     unsigned fork_gen; /* the context's: another value in fy_fork_generation_now = forked */
     /* FERRY_THREAD_MULTI: every public call holds lock (fy_worker_lock); single mode: 0 */
     int multi;
-    pthread_mutex_t lock;
+    fy_spinlock_t lock;          /* held for a call's duration: a spinlock (spinlock.h) */
     atomic_uintptr_t lock_owner; /* pthread_self() of the holder, 0: none */
     unsigned lock_depth;         /* the holder's nested calls (callbacks calling ferry) */
     unsigned sleepers;           /* threads asleep in ferry_worker_wait: keep the worker armed */
@@ -93,7 +94,7 @@ static inline void fy_worker_lock(ferry_worker_t *worker)
         worker->lock_depth++;
         return;
     }
-    pthread_mutex_lock(&worker->lock);
+    fy_spinlock_lock(&worker->lock);
     atomic_store_explicit(&worker->lock_owner, self, memory_order_relaxed);
     worker->lock_depth = 1;
 }
@@ -103,7 +104,7 @@ static inline void fy_worker_unlock(ferry_worker_t *worker)
     if (--worker->lock_depth > 0)
         return;
     atomic_store_explicit(&worker->lock_owner, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&worker->lock);
+    fy_spinlock_unlock(&worker->lock);
 }
 
 /* A module's per-worker state (what its init returned). */

@@ -21,7 +21,7 @@
 void fy_rma_am_init(ferry_worker_t *worker);
 
 /* Start op through the target-executed protocol: the target's progress checks the key
- * (mem_lookup, mem_check_access) and performs it; the reply completes op->comp (remote
+ * (mem_lookup_begin, mem_check_access) and performs it; the reply completes op->comp (remote
  * completion). Returns FERRY_INPROGRESS, FERRY_ERR_NO_RESOURCE, FERRY_ERR_NO_MEMORY, or the
  * endpoint's error. */
 ferry_status_t fy_rma_am_start(ferry_ep_t *ep, const fy_rma_op_t *op);

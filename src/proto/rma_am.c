@@ -811,7 +811,8 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
                 (unsigned long long)r.length, length);
         return FERRY_OK;
     }
-    ferry_mem_t *mem = mem_lookup(worker->context, r.index, r.generation, r.secret);
+    int reader;
+    ferry_mem_t *mem = mem_lookup_begin(worker->context, r.index, r.generation, r.secret, &reader);
     if (mem == NULL) {
         fy_debug("remote access refused: region %u generation %u is not registered with the "
                  "key's secret (deregistered, or a wrong key)",
@@ -863,6 +864,7 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
         am_reply(worker, ep, r.id, FERRY_OK, 0, pieces, npieces, r.length);
         if (pieces != stack)
             free(pieces);
+        mem_lookup_end(worker->context, reader);
         return FERRY_OK;
     default:
         result = mem_atomic_apply(word.buffer, r.atomic_size, (ferry_atomic_op_t)r.atomic_op,
@@ -870,6 +872,7 @@ static ferry_status_t am_request_handler(void *arg, const void *header, size_t h
         break;
     }
 reply:
+    mem_lookup_end(worker->context, reader);
     am_reply(worker, ep, r.id, status, result, NULL, 0, 0);
     return FERRY_OK;
 }

@@ -11,6 +11,12 @@
  *   mp_threads eps   one thread creates an endpoint, sends on it and closes it, again and
  *                    again, while two others send on their own endpoints and a fourth waits;
  *                    the peer checks every byte and each sender's order
+ *   mp_threads reg   the multi-thread process is the target: one thread registers memory,
+ *                    hands its key to a peer process that gets, puts and fetch-adds on it, then
+ *                    deregisters it while the peer is still accessing it with the key (each
+ *                    access either succeeds with the right bytes or is refused); two threads
+ *                    register, pack keys, allocate and deregister all the while, one
+ *                    progresses and one waits. Every byte and the counter checked
  *
  * Every thread's completions are callbacks that set atomics (callbacks run in the progressing
  * thread with the worker's lock held). Run under TSan in CI (label threads). */
@@ -24,6 +30,7 @@
 #include <string.h>
 
 #include "ft.h"
+#include "ft_rma.h"
 
 #define TH_SENDERS 4
 #define TH_PEERS 2
@@ -642,6 +649,203 @@ static int th_rma(void)
     return 0;
 }
 
+/* ------------------------------------------------------------------ mp_threads reg */
+
+#define TH_REG_ROUNDS 24
+#define TH_REG_ADDS 16
+#define TH_REG_CHURNERS 2
+#define TH_REG_STALE_MAX 200000 /* accesses with a deregistered key before the peer gives up */
+static const size_t th_reg_sizes[] = {64, 4096, 100000, 600000};
+#define TH_REG_NSIZES (sizeof(th_reg_sizes) / sizeof(th_reg_sizes[0]))
+enum {
+    TH_TOKEN_CHECKED = 0x43484b44, /* the peer accessed round v[0]'s region */
+    TH_TOKEN_RELEASE = 0x52454c53, /* round v[0]'s region is being deregistered */
+    TH_TOKEN_STALE = 0x5354414c,   /* the peer saw its key refused: v[1] accesses succeeded */
+};
+
+/* Round k's region: [0, size - 8) the parent's pattern, of which the peer overwrites the second
+ * half [half, size - 8) with its own; the last 8 bytes a counter the peer adds to. */
+static size_t th_reg_half(size_t size)
+{
+    return (size - 8) / 2 & ~(size_t)7;
+}
+
+static int th_reg_peer(int chan, void *arg)
+{
+    (void)arg;
+    ft_ferry_t f;
+    ft_ferry_init(&f, NULL, NULL);
+    ft_send_address(chan, f.worker);
+    uint8_t addr[FT_CHAN_MSG_MAX];
+    size_t alen = ft_recv_address(chan, addr, sizeof(addr), 20000);
+    ferry_ep_t *ep = ft_ep_create(f.worker, addr, alen, NULL);
+    FT_CHECK_OK(ferry_ep_wait_connected(ep, 20000));
+    uint8_t *buf = malloc(th_reg_sizes[TH_REG_NSIZES - 1]);
+    FT_CHECK(buf != NULL, "malloc");
+    for (uint32_t k = 0; k < TH_REG_ROUNDS; k++) {
+        size_t size = th_reg_sizes[k % TH_REG_NSIZES], half = th_reg_half(size);
+        uint64_t counter = size - 8;
+        ferry_rkey_t *rkey = ft_rkey_recv_unpack(chan, ep, 30000);
+        memset(buf, 0, size);
+        ft_rma_op_t get = ft_rma_get(buf, size - 8, 0);
+        ft_rma_expect(f.worker, ep, rkey, &get, FERRY_OK, "get the region");
+        ft_pattern_check(buf, size - 8, ft_pattern_seed(0, k, size), 0, "the region");
+        ft_pattern_fill(buf + half, size - 8 - half, ft_pattern_seed(1, k, size), half);
+        ft_rma_op_t put = ft_rma_put(buf + half, size - 8 - half, half);
+        ft_rma_expect(f.worker, ep, rkey, &put, FERRY_OK, "put the second half");
+        for (uint64_t i = 0; i < TH_REG_ADDS; i++) {
+            uint64_t old = UINT64_MAX;
+            ft_rma_op_t add = ft_rma_fetch(FERRY_ATOMIC_ADD, 1, 0, 8, counter, &old);
+            ft_rma_expect(f.worker, ep, rkey, &add, FERRY_OK, "fetch-add the counter");
+            FT_CHECK(old == i, "round %u: fetch-add %llu fetched %llu", k, (unsigned long long)i,
+                     (unsigned long long)old);
+        }
+        ft_rma_flush_ep(f.worker, ep, 30000);
+        ft_chan_send_token(chan, TH_TOKEN_CHECKED, k, 0, 0, 0);
+        ft_token_t tok;
+        ft_progress_until_token(f.worker, chan, TH_TOKEN_RELEASE, 30000, &tok);
+        FT_CHECK(tok.v[0] == k, "release of round %llu in round %u", (unsigned long long)tok.v[0],
+                 k);
+        /* the parent deregisters now: every access either succeeds, with the bytes it had,
+         * or is refused; none may crash the parent or return other bytes */
+        uint64_t ok = 0, n;
+        ferry_status_t st = FERRY_OK;
+        for (n = 0; n < TH_REG_STALE_MAX && st == FERRY_OK; n++) {
+            uint64_t word = UINT64_MAX;
+            if (n % 2 == 0) {
+                size_t length = half < 64 ? half : 64; /* of the parent's own pattern */
+                memset(buf, 0, length);
+                ft_rma_op_t g = ft_rma_get(buf, length, 0);
+                st = ft_rma_run(f.worker, ep, rkey, &g, 30000, NULL);
+                if (st == FERRY_OK)
+                    ft_pattern_check(buf, length, ft_pattern_seed(0, k, size), 0, "a stale get");
+            } else {
+                ft_rma_op_t a = ft_rma_fetch(FERRY_ATOMIC_ADD, 0, 0, 8, counter, &word);
+                st = ft_rma_run(f.worker, ep, rkey, &a, 30000, NULL);
+                FT_CHECK(st != FERRY_OK || word == TH_REG_ADDS, "a stale fetch read %llu",
+                         (unsigned long long)word);
+            }
+            ok += st == FERRY_OK;
+        }
+        FT_CHECK(st == FERRY_ERR_ACCESS,
+                 "round %u: after %llu accesses: %s (expected the key "
+                 "refused)",
+                 k, (unsigned long long)n, ferry_status_name(st));
+        ferry_rkey_release(rkey);
+        ft_chan_send_token(chan, TH_TOKEN_STALE, k, ok, 0, 0);
+    }
+    ft_progress_until_token(f.worker, chan, TH_TOKEN_EXIT, 30000, NULL);
+    free(buf);
+    ferry_ep_destroy(ep);
+    ft_ferry_fini(&f);
+    return 0;
+}
+
+static void *th_progresser(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&th.stop))
+        ferry_worker_progress(th.f.worker);
+    return NULL;
+}
+
+/* Register, pack keys, allocate and deregister, again and again, while the peer's accesses are
+ * looked up: slots are emptied and reused beside them. */
+static void *th_reg_churner(void *arg)
+{
+    unsigned t = (unsigned)(uintptr_t)arg, cycles = 0;
+    ferry_context_t *context = th.f.context;
+    while (!atomic_load(&th.stop)) {
+        size_t size = 4096u * (1 + (t + cycles) % 4);
+        uint8_t *buf = malloc(size);
+        FT_CHECK(buf != NULL, "malloc");
+        ferry_mem_t *mem, *again, *alloc;
+        void *ptr, *packed;
+        size_t plen;
+        unsigned flags = cycles % 3 == 0 ? FERRY_MEM_SINGLE_USE : 0;
+        FT_CHECK_OK(ferry_mem_register(context, &(ferry_iov_t){.buffer = buf, .length = size}, 1,
+                                       FERRY_ACCESS_ALL, flags, &mem));
+        FT_CHECK_OK(ferry_mem_register(context, &(ferry_iov_t){.buffer = buf, .length = size}, 1,
+                                       FERRY_ACCESS_ALL, flags, &again));
+        FT_CHECK_OK(ferry_rkey_pack(mem, &packed, &plen));
+        ferry_rkey_buffer_release(packed);
+        FT_CHECK_OK(ferry_mem_alloc(context, size, FERRY_ACCESS_ALL, &alloc, &ptr));
+        memset(ptr, (int)t, size);
+        FT_CHECK_OK(ferry_mem_deregister(again));
+        FT_CHECK_OK(ferry_mem_deregister(mem));
+        FT_CHECK_OK(ferry_mem_deregister(alloc));
+        free(buf);
+        cycles++;
+        sched_yield();
+    }
+    ft_note("churner %u: %u cycles of register, pack, allocate, deregister", t, cycles);
+    return NULL;
+}
+
+static int th_reg(void)
+{
+    ft_peer_spawn(&th.peers[0], "peer", th_reg_peer, NULL);
+    ferry_worker_params_t wp = {.thread_mode = FERRY_THREAD_MULTI};
+    ft_ferry_init(&th.f, NULL, &wp);
+    uint8_t addr[FT_CHAN_MSG_MAX];
+    size_t alen = ft_recv_address(th.peers[0].chan, addr, sizeof(addr), 20000);
+    th.eps[0] = ft_ep_create(th.f.worker, addr, alen, NULL);
+    ft_send_address(th.peers[0].chan, th.f.worker);
+    FT_CHECK_OK(ferry_ep_wait_connected(th.eps[0], 20000));
+    pthread_t waiter, progresser, churners[TH_REG_CHURNERS];
+    FT_CHECK(pthread_create(&waiter, NULL, th_waiter, NULL) == 0, "pthread_create");
+    FT_CHECK(pthread_create(&progresser, NULL, th_progresser, NULL) == 0, "pthread_create");
+    for (unsigned t = 0; t < TH_REG_CHURNERS; t++)
+        FT_CHECK(pthread_create(&churners[t], NULL, th_reg_churner, (void *)(uintptr_t)t) == 0,
+                 "pthread_create");
+    int chan = th.peers[0].chan;
+    uint64_t stale_ok = 0;
+    for (uint32_t k = 0; k < TH_REG_ROUNDS; k++) {
+        size_t size = th_reg_sizes[k % TH_REG_NSIZES], half = th_reg_half(size);
+        uint8_t *buf = NULL;
+        FT_CHECK(posix_memalign((void **)&buf, 64, size) == 0, "posix_memalign(%zu)", size);
+        ft_pattern_fill(buf, size - 8, ft_pattern_seed(0, k, size), 0);
+        memset(buf + size - 8, 0, 8);
+        ferry_mem_t *mem;
+        FT_CHECK_OK(ferry_mem_register(th.f.context, &(ferry_iov_t){.buffer = buf, .length = size},
+                                       1, FERRY_ACCESS_ALL, 0, &mem));
+        ft_rkey_send(chan, mem);
+        ft_token_t tok = ft_chan_expect_token(chan, TH_TOKEN_CHECKED, 60000);
+        FT_CHECK(tok.v[0] == k, "peer checked round %llu in round %u", (unsigned long long)tok.v[0],
+                 k);
+        /* the peer's writes may have been made by another thread's progress (the target side
+         * of the tcp transport): one progress call takes the worker's lock after it, so that
+         * they happen before what this thread reads (ThreadSanitizer cannot see the peer) */
+        ferry_worker_progress(th.f.worker);
+        ft_pattern_check(buf, half, ft_pattern_seed(0, k, size), 0, "the first half");
+        ft_pattern_check(buf + half, size - 8 - half, ft_pattern_seed(1, k, size), half,
+                         "the half the peer put");
+        /* atomic: the peer's stale fetch-adds (of 0) may write it again once it is released */
+        uint64_t counter = __atomic_load_n((uint64_t *)(buf + size - 8), __ATOMIC_RELAXED);
+        FT_CHECK(counter == TH_REG_ADDS, "round %u: counter %llu, expected %u", k,
+                 (unsigned long long)counter, TH_REG_ADDS);
+        ft_chan_send_token(chan, TH_TOKEN_RELEASE, k, 0, 0, 0);
+        FT_CHECK_OK(ferry_mem_deregister(mem)); /* while the peer keeps using the key */
+        tok = ft_chan_expect_token(chan, TH_TOKEN_STALE, 60000);
+        FT_CHECK(tok.v[0] == k, "stale round %llu in round %u", (unsigned long long)tok.v[0], k);
+        stale_ok += tok.v[1];
+        free(buf); /* the peer saw the key refused: nothing reads it any more */
+    }
+    atomic_store(&th.stop, 1);
+    for (unsigned t = 0; t < TH_REG_CHURNERS; t++)
+        FT_CHECK(pthread_join(churners[t], NULL) == 0, "join");
+    FT_CHECK(pthread_join(progresser, NULL) == 0, "join");
+    FT_CHECK(pthread_join(waiter, NULL) == 0, "join");
+    ft_chan_send_token(chan, TH_TOKEN_EXIT, 0, 0, 0, 0);
+    ft_peer_expect_exit(&th.peers[0], 30000, 0);
+    ferry_ep_destroy(th.eps[0]);
+    ft_ferry_fini(&th.f);
+    ft_note("%u regions accessed by the peer and deregistered under its accesses (%llu of them "
+            "still succeeded, the next refused)",
+            TH_REG_ROUNDS, (unsigned long long)stale_ok);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     ft_set_role("parent");
@@ -653,6 +857,8 @@ int main(int argc, char **argv)
         return th_rma();
     if (strcmp(mode, "eps") == 0)
         return th_eps();
-    fprintf(stderr, "usage: mp_threads msg|rma|eps\n");
+    if (strcmp(mode, "reg") == 0)
+        return th_reg();
+    fprintf(stderr, "usage: mp_threads msg|rma|eps|reg\n");
     return 2;
 }

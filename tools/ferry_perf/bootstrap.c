@@ -286,9 +286,9 @@ int perf_tcp_recv_blob(int fd, void **data_p, size_t *length_p, size_t max, unsi
     return 0;
 }
 
-/* Encoding: magic, version, test, modes (1 wait, 2 tag_from, 4 tag_sync), repeat, size_count,
- * mem, no_thp (u32 each), then per
- * size: size, iters, warmup (u64 each); little-endian. */
+/* Encoding: magic, version, test, modes (1 wait, 2 tag_from, 4 tag_sync, bits 8..15 threads),
+ * repeat, size_count, mem, no_thp (u32 each), then per size: size, iters, warmup (u64 each);
+ * little-endian. */
 #define PARAMS_FIXED 32u
 #define PARAMS_PER_SIZE 24u
 
@@ -298,8 +298,8 @@ int perf_tcp_send_params(int fd, const perf_params_t *params, unsigned timeout_s
     put_u32(buffer + 0, PERF_PARAMS_MAGIC);
     put_u32(buffer + 4, PERF_PARAMS_VERSION);
     put_u32(buffer + 8, (uint32_t)params->test);
-    put_u32(buffer + 12,
-            (params->wait ? 1u : 0u) | (params->tag_from ? 2u : 0u) | (params->tag_sync ? 4u : 0u));
+    put_u32(buffer + 12, (params->wait ? 1u : 0u) | (params->tag_from ? 2u : 0u) |
+                             (params->tag_sync ? 4u : 0u) | (params->threads << 8));
     put_u32(buffer + 16, params->repeat);
     put_u32(buffer + 20, params->size_count);
     put_u32(buffer + 24, (uint32_t)params->mem);
@@ -334,13 +334,15 @@ int perf_tcp_recv_params(int fd, perf_params_t *params, unsigned timeout_s)
     params->wait = (modes & 1u) != 0;
     params->tag_from = (modes & 2u) != 0;
     params->tag_sync = (modes & 4u) != 0;
+    params->threads = (modes >> 8) & 0xffu;
     params->repeat = get_u32(p + 16);
     params->size_count = get_u32(p + 20);
     uint32_t mem = get_u32(p + 24);
     params->mem = mem == PERF_MEM_REGISTER ? PERF_MEM_REGISTER : PERF_MEM_ALLOC;
     params->no_thp = get_u32(p + 28) != 0;
     if (test == PERF_TEST_NONE || test > PERF_TEST_LAST || mem > PERF_MEM_REGISTER ||
-        params->repeat == 0 || params->size_count == 0 || params->size_count > PERF_MAX_SIZES ||
+        params->threads > PERF_MAX_THREADS || params->repeat == 0 || params->size_count == 0 ||
+        params->size_count > PERF_MAX_SIZES ||
         length != PARAMS_FIXED + PARAMS_PER_SIZE * params->size_count) {
         fprintf(stderr, "ferry_perf: malformed test parameters from the client\n");
         goto out;

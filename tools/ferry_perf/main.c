@@ -197,6 +197,13 @@ static void usage(FILE *out)
             "                         copy through shared buffers driven by the target's progress\n"
             "  --thread-multi  this process's worker is FERRY_THREAD_MULTI (its cost for one\n"
             "               thread; the other side chooses its own)\n"
+            "  --threads N  N threads (1..%u) on one FERRY_THREAD_MULTI worker in each process\n"
+            "               (implies --thread-multi on both sides; as ucx_perftest -T N -M\n"
+            "               multi), each its own stream: its own endpoint, active-message ids,\n"
+            "               tags, send window and buffers, all of them progressing the worker;\n"
+            "               the streams run at once; reported: the mean of their latencies,\n"
+            "               the sum of their bandwidths and message rates (am_lat, am_bw,\n"
+            "               tag_lat, tag_bw; -c pins every thread of a process to one core)\n"
             "  --no-thp     one-sided and tag tests: leave malloc'ed memory (the local buffers,\n"
             "               --mem register regions, the tag tests' message buffers) on 4 KiB\n"
             "               pages; by default buffers of 2 MiB and more are 2 MiB-aligned with\n"
@@ -212,7 +219,7 @@ static void usage(FILE *out)
             "\n"
             "Exit status: 0 success, 1 the run failed, 2 bad options.\n",
             PERF_RMA_WINDOW, PERF_RMA_WINDOW, PERF_TAG_WINDOW, PERF_TAG_WINDOW, PERF_MAX_SIZES,
-            PERF_DEFAULT_PORT, PERF_DEFAULT_TIMEOUT_S, PERF_ACCEPT_TIMEOUT_MIN_S);
+            PERF_MAX_THREADS, PERF_DEFAULT_PORT, PERF_DEFAULT_TIMEOUT_S, PERF_ACCEPT_TIMEOUT_MIN_S);
 }
 
 static int usage_error(const char *format, const char *arg)
@@ -299,10 +306,15 @@ static uint64_t default_iters(uint64_t size)
 static int parse_options(int argc, char **argv, perf_options_t *opt)
 {
     static const struct option long_options[] = {
-        {"wait", no_argument, NULL, 'W'},     {"tag-from", no_argument, NULL, 'F'},
-        {"tag-sync", no_argument, NULL, 'S'}, {"mem", required_argument, NULL, 'M'},
-        {"no-thp", no_argument, NULL, 'H'},   {"thread-multi", no_argument, NULL, 'X'},
-        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0},
+        {"wait", no_argument, NULL, 'W'},
+        {"tag-from", no_argument, NULL, 'F'},
+        {"tag-sync", no_argument, NULL, 'S'},
+        {"mem", required_argument, NULL, 'M'},
+        {"no-thp", no_argument, NULL, 'H'},
+        {"thread-multi", no_argument, NULL, 'X'},
+        {"threads", required_argument, NULL, 'N'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     bool client_option = false;
     uint64_t value;
@@ -397,6 +409,13 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
         case 'X':
             perf_thread_multi = true; /* this process's worker; either side may set it */
             break;
+        case 'N':
+            client_option = true;
+            if (parse_u64(optarg, false, PERF_MAX_THREADS, &value) != 0 || value == 0)
+                return usage_error("bad thread count '%s' (1..8)", optarg);
+            opt->params.threads = (unsigned)value;
+            perf_thread_multi = true; /* both sides (the server: from the parameters) */
+            break;
         case 'H':
             client_option = true;
             opt->params.no_thp = true;
@@ -428,12 +447,16 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (opt->host == NULL && client_option && opt->params.test == PERF_TEST_NONE)
-        return usage_error("%s", "-s, -n, -w, -r, -f, --wait, --mem and --no-thp are client "
-                                 "options: give the server's HOST and -t TEST (the server takes "
-                                 "only -p, -c, -T; under a launcher give -t TEST without HOST)");
+        return usage_error(
+            "%s", "-s, -n, -w, -r, -f, --wait, --mem, --no-thp and --threads "
+                  "are client options: give the server's HOST and -t TEST (the server takes "
+                  "only -p, -c, -T; under a launcher give -t TEST without HOST)");
     opt->launched = opt->host == NULL && client_option;
     if (opt->host != NULL && opt->params.test == PERF_TEST_NONE)
         return usage_error("%s", "missing -t TEST (" PERF_TEST_LIST ")");
+    if (opt->params.threads > 1 && opt->params.test != PERF_TEST_AM_LAT &&
+        opt->params.test != PERF_TEST_AM_BW && !perf_test_is_tag(opt->params.test))
+        return usage_error("%s", "--threads: am_lat, am_bw, tag_lat and tag_bw only");
     for (unsigned i = 0; i < opt->params.size_count; i++) {
         char text[32];
         uint64_t size = opt->params.sizes[i];
@@ -477,7 +500,8 @@ static int pin_to_core(int core)
 static int serve(const perf_options_t *opt, int listen_fd)
 {
     perf_params_t params;
-    perf_ctx_t *ctx = NULL;
+    perf_ctx_t *ctxs[PERF_MAX_THREADS] = {NULL};
+    unsigned streams = 1;
     unsigned accept_timeout =
         opt->timeout_s > PERF_ACCEPT_TIMEOUT_MIN_S ? opt->timeout_s : PERF_ACCEPT_TIMEOUT_MIN_S;
     int result = 1;
@@ -491,14 +515,23 @@ static int serve(const perf_options_t *opt, int listen_fd)
         return 1;
     if (perf_tcp_recv_params(fd, &params, opt->timeout_s) != 0)
         goto out_close;
-    if (perf_ctx_create(&params, fd, opt->timeout_s, true, &ctx) != 0)
+    streams = params.threads > 1 ? params.threads : 1;
+    if (params.threads > 0) /* the client gave --threads: its peer is multi-thread too */
+        perf_thread_multi = true;
+    if (perf_ctx_create(&params, fd, opt->timeout_s, true, &ctxs[0]) != 0)
         goto out_close;
-    if (perf_ctx_connect(ctx) != 0 || perf_serve(ctx) != 0 || perf_ctx_finish(ctx, true) != 0)
+    if (perf_streams_create(ctxs, streams) != 0 || perf_ctx_connect(ctxs[0]) != 0 ||
+        perf_streams_connect(ctxs, streams) != 0)
+        goto out_destroy;
+    if (streams > 1 ? perf_streams_serve(ctxs, streams) != 0 : perf_serve(ctxs[0]) != 0)
+        goto out_destroy;
+    if (perf_streams_finish(ctxs, streams, true) != 0 || perf_ctx_finish(ctxs[0], true) != 0)
         goto out_destroy;
     result = 0;
 
 out_destroy:
-    perf_ctx_destroy(ctx);
+    perf_streams_destroy(ctxs, streams);
+    perf_ctx_destroy(ctxs[0]);
     /* tell the client how it went (unless it is gone; do not wait long) */
     verdict = (uint8_t)result;
     if (!perf_tcp_peer_gone(fd))
@@ -518,8 +551,10 @@ static int run_server(const perf_options_t *opt)
 
 /* ---------------------------------------------------------------- client */
 
-static int run_size(perf_ctx_t *ctx, const perf_options_t *opt, unsigned index)
+static int run_size(perf_ctx_t **ctxs, const perf_options_t *opt, unsigned index)
 {
+    perf_ctx_t *ctx = ctxs[0];
+    unsigned threads = opt->params.threads > 1 ? opt->params.threads : 1;
     unsigned repeat = opt->params.repeat;
     double *v = malloc(5 * repeat * sizeof(*v));
     double *p50 = v, *avg = v + repeat, *p99 = v + 2 * repeat, *bw = v + 3 * repeat,
@@ -540,7 +575,17 @@ static int run_size(perf_ctx_t *ctx, const perf_options_t *opt, unsigned index)
     }
     for (unsigned r = 0; r < repeat; r++) {
         p50[r] = avg[r] = p99[r] = bw[r] = rate[r] = NAN;
-        if (perf_test_is_lat(opt->params.test)) {
+        if (threads > 1) {
+            perf_result_t streams = {.lat_p50_us = NAN,
+                                     .lat_avg_us = NAN,
+                                     .lat_p99_us = NAN,
+                                     .bw_GBps = NAN,
+                                     .msgrate_Mps = NAN};
+            if (perf_streams_run(ctxs, threads, index, &streams) != 0)
+                goto err;
+            p50[r] = streams.lat_p50_us, avg[r] = streams.lat_avg_us, p99[r] = streams.lat_p99_us;
+            bw[r] = streams.bw_GBps, rate[r] = streams.msgrate_Mps;
+        } else if (perf_test_is_lat(opt->params.test)) {
             perf_samples_t samples;
             if (perf_run_lat(ctx, index, &samples) != 0)
                 goto err;
@@ -569,7 +614,8 @@ static void perf_print_counters(perf_ctx_t *ctx);
 
 static int run_client(const perf_options_t *opt)
 {
-    perf_ctx_t *ctx = NULL;
+    perf_ctx_t *ctxs[PERF_MAX_THREADS] = {NULL}, *ctx;
+    unsigned threads = opt->params.threads > 1 ? opt->params.threads : 1;
     int result = 1;
 
     int fd = perf_tcp_connect(opt->host, opt->port, opt->timeout_s);
@@ -578,30 +624,34 @@ static int run_client(const perf_options_t *opt)
     perf_ticks_init();
     if (perf_tcp_send_params(fd, &opt->params, opt->timeout_s) != 0)
         goto out_close;
-    if (perf_ctx_create(&opt->params, fd, opt->timeout_s, false, &ctx) != 0)
+    if (perf_ctx_create(&opt->params, fd, opt->timeout_s, false, &ctxs[0]) != 0)
         goto out_close;
-    if (perf_ctx_connect(ctx) != 0)
+    ctx = ctxs[0];
+    if (perf_streams_create(ctxs, threads) != 0 || perf_ctx_connect(ctx) != 0 ||
+        perf_streams_connect(ctxs, threads) != 0)
         goto out_destroy;
     if (opt->format == PERF_FORMAT_TABLE)
-        fprintf(stderr, "ferry_perf %s: %s to %s over %s, %s%s%s, %u run(s) per size\n",
+        fprintf(stderr, "ferry_perf %s: %s to %s over %s, %s%s%s, %u run(s) per size, %u %s\n",
                 ferry_version_string(), perf_test_name(opt->params.test), opt->host,
                 perf_ctx_transport(ctx), opt->params.wait ? "ferry_worker_wait" : "busy polling",
                 perf_test_is_rma(opt->params.test) ? ", memory: " : "",
                 perf_test_is_rma(opt->params.test) ? perf_mem_name(opt->params.mem) : "",
-                opt->params.repeat);
+                opt->params.repeat, threads,
+                perf_thread_multi ? "thread(s) on a multi-thread worker" : "thread");
     perf_print_header(opt->format);
     for (unsigned i = 0; i < opt->params.size_count; i++) {
-        if (run_size(ctx, opt, i) != 0)
+        if (run_size(ctxs, opt, i) != 0)
             goto out_destroy;
     }
-    if (perf_ctx_finish(ctx, false) != 0)
+    if (perf_streams_finish(ctxs, threads, false) != 0 || perf_ctx_finish(ctx, false) != 0)
         goto out_destroy;
     if (opt->verbose)
         perf_print_counters(ctx);
     result = 0;
 
 out_destroy:
-    perf_ctx_destroy(ctx);
+    perf_streams_destroy(ctxs, threads);
+    perf_ctx_destroy(ctxs[0]);
     if (result == 0) {
         void *verdict;
         size_t length;

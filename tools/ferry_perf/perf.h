@@ -8,6 +8,7 @@
  *   seg.c        named segments: seg_map_lat, seg_dma_bw, seg_dma_read_bw
  *   report.c     statistics, table / CSV / JSON output, the progress line
  *   launch.c     under a launcher (mpirun): rank 0 serves, rank 1 is the client
+ *   streams.c    --threads N: N threads on one FERRY_THREAD_MULTI worker, a stream each
  * Only the public API (ferry/ferry.h) is used. */
 #ifndef FERRY_PERF_H
 #define FERRY_PERF_H
@@ -29,6 +30,8 @@
 #define PERF_MAX_RKEY 65536           /* largest packed remote key accepted from a peer */
 #define PERF_RMA_WINDOW 32            /* one-sided operations in flight in put_bw, get_bw... */
 #define PERF_TAG_WINDOW 16            /* tagged sends and receives in flight in tag_bw */
+/* --threads: streams on one worker; each takes AM_COUNT active-message ids */
+#define PERF_MAX_THREADS 8
 #define PERF_TEST_LIST                                                                             \
     "am_lat, am_bw, put_lat, get_lat, put_bw, get_bw, atomic_lat, atomic_rate, tag_lat, tag_bw, "  \
     "seg_map_lat, seg_dma_bw, seg_dma_read_bw"
@@ -66,12 +69,13 @@ typedef enum perf_format {
 /* What the client decides and sends to the server (bootstrap.c encodes it). */
 typedef struct perf_params {
     perf_test_t test;
-    bool wait;       /* ferry_worker_wait instead of busy polling */
-    bool tag_from;   /* tag tests: receives name their source (ferry_tag_recv_from) */
-    bool tag_sync;   /* tag tests: synchronous sends (FERRY_TAG_SEND_SYNC) */
-    perf_mem_t mem;  /* one-sided tests: the target memory */
-    bool no_thp;     /* one-sided and tag tests: no madvise(MADV_HUGEPAGE) on malloc'ed buffers */
-    unsigned repeat; /* runs per size */
+    bool wait;        /* ferry_worker_wait instead of busy polling */
+    bool tag_from;    /* tag tests: receives name their source (ferry_tag_recv_from) */
+    bool tag_sync;    /* tag tests: synchronous sends (FERRY_TAG_SEND_SYNC) */
+    perf_mem_t mem;   /* one-sided tests: the target memory */
+    bool no_thp;      /* one-sided and tag tests: no madvise(MADV_HUGEPAGE) on malloc'ed buffers */
+    unsigned threads; /* --threads: streams, each in its own thread, on one worker (0: none) */
+    unsigned repeat;  /* runs per size */
     unsigned size_count;
     uint64_t sizes[PERF_MAX_SIZES];
     uint64_t iters[PERF_MAX_SIZES];  /* measured iterations per run */
@@ -238,6 +242,16 @@ uint64_t perf_pattern_check(perf_pattern_t *pattern, const uint8_t *p, size_t le
 
 typedef struct perf_ctx {
     perf_params_t params;
+    /* --threads: stream 0 owns the context and the worker; stream s > 0 (streams.c) shares
+     * them, uses the active-message ids am_base + id (am_base = s * AM_COUNT) and tags that
+     * carry s. Its handlers may run in any stream's thread (the one that progresses), with the
+     * worker's lock held: what they count, the stream's thread reads in its polling loops. */
+    unsigned stream;
+    unsigned am_base;
+    unsigned streams;     /* stream 0: how many there are (the peer closes that many) */
+    unsigned peer_closes; /* stream 0: the peer's endpoints closed gracefully so far */
+    void *peer_address;   /* stream 0: the peer worker's address, for the other streams */
+    size_t peer_address_length;
     int tcp_fd;
     uint64_t timeout_ns;
     bool is_server;
@@ -247,8 +261,10 @@ typedef struct perf_ctx {
     ferry_ep_t *ep;
     uint8_t *pattern;
     size_t pattern_size;
-    /* the completion of every send that returned FERRY_INPROGRESS: count = sends in flight */
+    /* the completion of every send that returned FERRY_INPROGRESS (sends_pending of them):
+     * counted down from PERF_COMP_BIAS (perf_in_flight) */
     ferry_completion_t comp;
+    uint64_t sends_pending;
     ferry_completion_t close_comp; /* of ferry_ep_close (here: it may outlive a failed wait) */
     /* what the handlers saw */
     uint64_t expect_length; /* client: the size of the current test */
@@ -298,9 +314,13 @@ typedef struct perf_ctx {
 } perf_ctx_t;
 
 /* Create context, worker, handlers, the send buffer (max_size bytes of the pattern; for the
- * one-sided tests the registered memory and the local buffer instead). */
+ * one-sided tests the registered memory and the local buffer instead). With shared (stream
+ * stream > 0 of --threads), use its context and worker instead of creating them. */
 int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s, bool is_server,
                     perf_ctx_t **ctx_p);
+int perf_ctx_create_stream(const perf_ctx_t *shared, unsigned stream, perf_ctx_t **ctx_p);
+/* Stream > 0: the endpoint to the peer's worker (whose address stream 0 received). */
+int perf_ctx_connect_stream(perf_ctx_t *ctx);
 /* Swap worker addresses (and, for the one-sided tests, packed keys) over the TCP connection
  * and create the endpoint to the peer. */
 int perf_ctx_connect(perf_ctx_t *ctx);
@@ -315,6 +335,25 @@ int perf_serve(perf_ctx_t *ctx);
 int perf_ctx_finish(perf_ctx_t *ctx, bool is_server);
 void perf_ctx_destroy(perf_ctx_t *ctx);
 
+/* A completion shared by many operations, counted down by ferry from PERF_COMP_BIAS, which it
+ * never reaches: the thread that starts the operations counts those that returned
+ * FERRY_INPROGRESS (pending) and never writes count, so that a decrement made meanwhile by
+ * another thread's progress (--threads) is never lost. */
+#define PERF_COMP_BIAS (INT64_C(1) << 62)
+static inline int64_t perf_in_flight(const ferry_completion_t *comp, uint64_t pending)
+{
+    int64_t done = PERF_COMP_BIAS - __atomic_load_n(&comp->count, __ATOMIC_ACQUIRE);
+    return (int64_t)pending - done;
+}
+
+/* A handler counts an event that a stream's thread waits for (perf_wait_for): a release
+ * store, so that what the handler wrote before is visible with the count (--threads: the
+ * handler may run in another thread, under the worker's lock; the count has one writer). */
+static inline void perf_count(uint64_t *counter)
+{
+    __atomic_store_n(counter, *counter + 1, __ATOMIC_RELEASE);
+}
+
 /* Shared with rma.c. */
 void perf_fail(perf_ctx_t *ctx, ferry_status_t status, const char *what);
 /* One round of progress (busy: never sleep in --wait mode); 0, or -1 when the run must stop. */
@@ -325,6 +364,21 @@ int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_le
 /* Wait until at most limit sends are in flight. */
 int perf_window(perf_ctx_t *ctx, int64_t limit);
 int perf_wait_for(perf_ctx_t *ctx, const uint64_t *counter, uint64_t target);
+
+/* ---------------------------------------------------------------- streams.c */
+/* Streams 1 .. threads-1 beside stream 0 (ctxs[0]): their handlers and buffers (before
+ * stream 0 connects, so that the peer's first message finds its handler), then (after)
+ * their endpoints and, on the client, one END/ACK round trip each. 0, or -1 after printing. */
+int perf_streams_create(perf_ctx_t **ctxs, unsigned threads);
+int perf_streams_connect(perf_ctx_t **ctxs, unsigned threads);
+/* Client: one run of every stream at once, a thread each; latency figures: the mean of the
+ * streams' (each from its own samples), bandwidth and message rate: the sum. */
+int perf_streams_run(perf_ctx_t **ctxs, unsigned threads, unsigned index, perf_result_t *result);
+/* Server: serve every stream, a thread each, until each client stream said goodbye. */
+int perf_streams_serve(perf_ctx_t **ctxs, unsigned threads);
+/* Finish streams 1 .. threads-1 (their goodbyes, their endpoints) and destroy them. */
+int perf_streams_finish(perf_ctx_t **ctxs, unsigned threads, bool is_server);
+void perf_streams_destroy(perf_ctx_t **ctxs, unsigned threads);
 
 /* ---------------------------------------------------------------- rma.c */
 #define PERF_NO_LAST UINT64_MAX

@@ -125,7 +125,8 @@ void perf_print_result(perf_format_t format, const perf_result_t *r)
 #define PROGRESS_AFTER_NS 1000000000ull /* runs shorter than this show nothing */
 #define PROGRESS_EVERY_NS 200000000ull
 
-static struct {
+/* per thread: with --threads, every stream's thread has its own (streams.c) */
+static _Thread_local struct {
     int tty; /* -1: not asked yet */
     const char *what;
     uint64_t total;

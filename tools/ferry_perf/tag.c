@@ -62,7 +62,8 @@ struct perf_tag {
     void *send_block, *recv_block; /* to free */
     uint8_t *period;               /* TAG_BLOCK bytes: the base period */
     uint8_t *expect;               /* TAG_BLOCK bytes: one block of the pattern being checked */
-    ferry_completion_t sends;      /* count = tagged sends in flight */
+    ferry_completion_t sends;      /* of the tagged sends in flight (perf_in_flight) */
+    uint64_t sends_pending;        /* tagged sends that returned FERRY_INPROGRESS */
     tag_slot_t slots[PERF_TAG_WINDOW];
     uint64_t next_seed;
 };
@@ -114,9 +115,10 @@ static uint64_t tag_next_seed(perf_tag_t *t)
     return t->next_seed;
 }
 
-static uint64_t tag_of(uint64_t seed, unsigned kind)
+/* --threads: bits 16..23 say whose stream a message belongs to */
+static uint64_t tag_of(const perf_ctx_t *ctx, uint64_t seed, unsigned kind)
 {
-    return TAG_BASE | (seed << 8) | kind;
+    return TAG_BASE | (uint64_t)ctx->stream << 16 | (seed << 8) | kind;
 }
 
 /* ---------------------------------------------------------------- buffers */
@@ -147,6 +149,7 @@ int perf_tag_create(perf_ctx_t *ctx)
         t->period[i] = perf_pattern_byte(i);
     t->send = t->send_block;
     t->recv = t->recv_block;
+    t->sends.count = PERF_COMP_BIAS;
     t->sends.status = FERRY_OK;
     ctx->tag = t;
     return 0;
@@ -194,7 +197,7 @@ ferry_status_t perf_tag_on_ctrl(void *arg, const void *header, size_t header_len
         return FERRY_OK;
     }
     memcpy(&ctx->tag_ctrl, header, sizeof(ctx->tag_ctrl));
-    ctx->tag_ctrls++;
+    perf_count(&ctx->tag_ctrls);
     return FERRY_OK;
 }
 
@@ -214,7 +217,7 @@ ferry_status_t perf_tag_on_reply(void *arg, const void *header, size_t header_le
     }
     /* kept per kind: READY, RECEIVED and RESULT may all come in one progress call */
     ctx->tag_reply[reply.op] = reply;
-    ctx->tag_replies[reply.op]++;
+    perf_count(&ctx->tag_replies[reply.op]);
     return FERRY_OK;
 }
 
@@ -244,15 +247,14 @@ static int tag_send(perf_ctx_t *ctx, size_t size, uint64_t tag)
     perf_tag_t *t = ctx->tag;
     ferry_iov_t iov = {.buffer = t->send, .length = size};
     for (;;) {
-        t->sends.count++;
         ferry_tag_send_params_t sync = {.flags = FERRY_TAG_SEND_SYNC};
         ferry_status_t status = ferry_tag_send_ext(ctx->ep, &iov, 1, tag,
                                                    ctx->params.tag_sync ? &sync : NULL, &t->sends);
         if (status == FERRY_INPROGRESS) {
+            t->sends_pending++;
             ctx->idle_since_ns = 0;
             return 0;
         }
-        t->sends.count--;
         if (status == FERRY_OK) {
             ctx->idle_since_ns = 0;
             return 0;
@@ -270,7 +272,7 @@ static int tag_send(perf_ctx_t *ctx, size_t size, uint64_t tag)
 static int tag_send_window(perf_ctx_t *ctx, int64_t limit)
 {
     perf_tag_t *t = ctx->tag;
-    while (t->sends.count > limit) {
+    while (perf_in_flight(&t->sends, t->sends_pending) > limit) {
         if (perf_poll(ctx, false) != 0)
             return -1;
     }
@@ -310,7 +312,7 @@ static int tag_post(perf_ctx_t *ctx, tag_slot_t *slot, size_t size, uint64_t tag
 static int tag_wait_recv(perf_ctx_t *ctx, tag_slot_t *slot, size_t size, uint64_t tag,
                          bool *reported)
 {
-    while (slot->comp.count > 0) {
+    while (__atomic_load_n(&slot->comp.count, __ATOMIC_ACQUIRE) > 0) {
         if (perf_poll(ctx, false) != 0)
             return -1;
     }
@@ -344,7 +346,7 @@ static int tag_serve_lat(perf_ctx_t *ctx, const perf_tag_ctrl_t *c)
     perf_tag_t *t = ctx->tag;
     size_t size = (size_t)c->size;
     uint64_t count = c->count, bad = 0, first;
-    uint64_t ping = tag_of(c->seed, TAG_KIND_PING), pong = tag_of(c->seed, TAG_KIND_PONG);
+    uint64_t ping = tag_of(ctx, c->seed, TAG_KIND_PING), pong = tag_of(ctx, c->seed, TAG_KIND_PONG);
     unsigned posted = count < 2 ? (unsigned)count : 2;
     bool reported = false;
 
@@ -390,7 +392,7 @@ static int tag_serve_bw(perf_ctx_t *ctx, const perf_tag_ctrl_t *c)
     size_t size = (size_t)c->size;
     unsigned window = c->window;
     uint64_t count = c->count, bad = 0, bytes = 0, first;
-    uint64_t data = tag_of(c->seed, TAG_KIND_DATA);
+    uint64_t data = tag_of(ctx, c->seed, TAG_KIND_DATA);
     bool reported = false;
 
     if (window == 0 || window > PERF_TAG_WINDOW) {
@@ -476,7 +478,7 @@ static int tag_lat_phase(perf_ctx_t *ctx, size_t size, uint64_t count, uint64_t 
 {
     perf_tag_t *t = ctx->tag;
     uint64_t seed = tag_next_seed(t), first, wrong = 0;
-    uint64_t ping = tag_of(seed, TAG_KIND_PING), pong = tag_of(seed, TAG_KIND_PONG);
+    uint64_t ping = tag_of(ctx, seed, TAG_KIND_PING), pong = tag_of(ctx, seed, TAG_KIND_PONG);
     tag_slot_t *slot = &t->slots[0];
     bool reported = false;
 
@@ -547,7 +549,7 @@ static int tag_bw_phase(perf_ctx_t *ctx, size_t size, uint64_t count, uint64_t d
 {
     perf_tag_t *t = ctx->tag;
     uint64_t seed = tag_next_seed(t);
-    uint64_t data = tag_of(seed, TAG_KIND_DATA);
+    uint64_t data = tag_of(ctx, seed, TAG_KIND_DATA);
 
     tag_fill(t, t->send, size, seed);
     perf_tag_ctrl_t start = {.op = TAG_OP_START_BW,

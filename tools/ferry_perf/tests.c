@@ -68,7 +68,7 @@ static ferry_status_t on_ping(void *arg, const void *header, size_t header_lengt
     check_message(ctx, data, length, false);
     ctx->ping_length = length;
     ctx->ping_check = false;
-    ctx->pings++;
+    perf_count(&ctx->pings);
     return FERRY_OK;
 }
 
@@ -80,7 +80,7 @@ static ferry_status_t on_ping_check(void *arg, const void *header, size_t header
     check_message(ctx, data, length, true);
     ctx->ping_length = length;
     ctx->ping_check = true;
-    ctx->pings++;
+    perf_count(&ctx->pings);
     return FERRY_OK;
 }
 
@@ -90,7 +90,7 @@ static ferry_status_t on_pong(void *arg, const void *header, size_t header_lengt
     perf_ctx_t *ctx = arg;
     (void)header, (void)header_length, (void)params;
     check_message(ctx, data, length, false);
-    ctx->pongs++;
+    perf_count(&ctx->pongs);
     return FERRY_OK;
 }
 
@@ -100,7 +100,7 @@ static ferry_status_t on_pong_check(void *arg, const void *header, size_t header
     perf_ctx_t *ctx = arg;
     (void)header, (void)header_length, (void)params;
     check_message(ctx, data, length, true);
-    ctx->pongs++;
+    perf_count(&ctx->pongs);
     return FERRY_OK;
 }
 
@@ -132,7 +132,7 @@ static ferry_status_t on_end(void *arg, const void *header, size_t header_length
 {
     perf_ctx_t *ctx = arg;
     (void)header, (void)header_length, (void)data, (void)length, (void)params;
-    ctx->ends++;
+    perf_count(&ctx->ends);
     return FERRY_OK;
 }
 
@@ -148,7 +148,7 @@ static ferry_status_t on_ack(void *arg, const void *header, size_t header_length
                 header_length);
         ctx->ack.bad = UINT64_MAX;
     }
-    ctx->acks++;
+    perf_count(&ctx->acks);
     return FERRY_OK;
 }
 
@@ -161,14 +161,17 @@ static ferry_status_t on_bye(void *arg, const void *header, size_t header_length
     return FERRY_OK;
 }
 
-/* Our endpoint and the one the worker accepted from the peer both report here. */
+/* Our endpoint and the ones the worker accepted from the peer (stream 0: all of them) report
+ * here. */
 static void on_ep_error(void *arg, ferry_ep_t *ep, ferry_status_t status)
 {
     perf_ctx_t *ctx = arg;
     if (status == FERRY_ERR_ENDPOINT_CLOSED && ep != ctx->ep) {
-        /* the peer closed its endpoint to us gracefully */
-        ctx->peer_closed = true;
-        if (ctx->closing || ctx->bye)
+        /* the peer closed one of its endpoints (a stream's) to us gracefully */
+        if (++ctx->peer_closes >= ctx->streams)
+            __atomic_store_n(&ctx->peer_closed, true, __ATOMIC_RELEASE);
+        /* --threads: another stream of the peer may finish before this one */
+        if (ctx->closing || ctx->bye || ctx->streams > 1)
             return;
         perf_fail(ctx, status, "the peer closed its endpoint before the end of the run");
         return;
@@ -239,14 +242,13 @@ int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_le
 {
     ferry_iov_t iov = {.buffer = ctx->pattern, .length = length};
     for (;;) {
-        ctx->comp.count++;
         ferry_status_t status =
-            ferry_am_send(ctx->ep, id, header, header_length, &iov, 1, &ctx->comp);
+            ferry_am_send(ctx->ep, ctx->am_base + id, header, header_length, &iov, 1, &ctx->comp);
         if (status == FERRY_INPROGRESS) {
+            ctx->sends_pending++;
             ctx->idle_since_ns = 0;
             return 0;
         }
-        ctx->comp.count--;
         if (status == FERRY_OK) {
             ctx->idle_since_ns = 0;
             return 0;
@@ -263,7 +265,7 @@ int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_le
 /* Wait until at most limit sends are in flight. */
 int perf_window(perf_ctx_t *ctx, int64_t limit)
 {
-    while (ctx->comp.count > limit) {
+    while (perf_in_flight(&ctx->comp, ctx->sends_pending) > limit) {
         if (perf_poll(ctx, false) != 0)
             return -1;
     }
@@ -276,7 +278,7 @@ int perf_window(perf_ctx_t *ctx, int64_t limit)
 
 int perf_wait_for(perf_ctx_t *ctx, const uint64_t *counter, uint64_t target)
 {
-    while (*counter < target) {
+    while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < target) {
         if (perf_poll(ctx, false) != 0)
             return -1;
     }
@@ -285,8 +287,9 @@ int perf_wait_for(perf_ctx_t *ctx, const uint64_t *counter, uint64_t target)
 
 /* ---------------------------------------------------------------- setup */
 
-int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s, bool is_server,
-                    perf_ctx_t **ctx_p)
+/* What every stream's context has: parameters, the send buffer, the handlers (at its ids),
+ * the tag tests' buffers. */
+static int ctx_init_stream(perf_ctx_t *ctx)
 {
     static const ferry_am_handler_cb_t handlers[AM_COUNT] = {
         [AM_PING] = on_ping,
@@ -305,19 +308,12 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
         [AM_SEG_CTRL] = perf_seg_on_ctrl,
         [AM_SEG_REPLY] = perf_seg_on_reply,
     };
-    ferry_status_t status;
-    perf_ctx_t *ctx = calloc(1, sizeof(*ctx));
-    if (ctx == NULL) {
-        fprintf(stderr, "ferry_perf: out of memory\n");
-        return -1;
-    }
-    ctx->params = *params;
-    ctx->tcp_fd = tcp_fd;
-    ctx->timeout_ns = (uint64_t)timeout_s * 1000000000ull;
-    ctx->is_server = is_server;
+    const perf_params_t *params = &ctx->params;
     /* the server of a one-sided or segment test may see nothing of its client for any time */
     ctx->idle_timeout =
-        !(is_server && (perf_test_is_rma(params->test) || perf_test_is_seg(params->test)));
+        !(ctx->is_server && (perf_test_is_rma(params->test) || perf_test_is_seg(params->test)));
+    ctx->am_base = ctx->stream * AM_COUNT;
+    ctx->comp.count = PERF_COMP_BIAS;
     ctx->comp.status = FERRY_OK;
     ctx->rma_comp.status = FERRY_OK;
     for (unsigned i = 0; i < params->size_count && !perf_test_is_rma(params->test) &&
@@ -330,10 +326,38 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
     if (ctx->pattern == NULL) {
         fprintf(stderr, "ferry_perf: malloc(%zu) for the message buffer failed\n",
                 ctx->pattern_size);
-        goto err_free;
+        return -1;
     }
     for (size_t i = 0; i < ctx->pattern_size; i++)
         ctx->pattern[i] = perf_pattern_byte(i);
+    for (unsigned id = 1; id < AM_COUNT; id++) {
+        ferry_status_t status =
+            ferry_am_set_handler(ctx->worker, ctx->am_base + id, handlers[id], ctx);
+        if (status != FERRY_OK) {
+            fprintf(stderr, "ferry_perf: ferry_am_set_handler(%u): %s\n", ctx->am_base + id,
+                    ferry_status_string(status));
+            return -1;
+        }
+    }
+    if (perf_test_is_tag(params->test) && perf_tag_create(ctx) != 0)
+        return -1;
+    return 0;
+}
+
+int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s, bool is_server,
+                    perf_ctx_t **ctx_p)
+{
+    ferry_status_t status;
+    perf_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        fprintf(stderr, "ferry_perf: out of memory\n");
+        return -1;
+    }
+    ctx->params = *params;
+    ctx->tcp_fd = tcp_fd;
+    ctx->timeout_ns = (uint64_t)timeout_s * 1000000000ull;
+    ctx->is_server = is_server;
+    ctx->streams = params->threads > 1 ? params->threads : 1;
 
     status = ferry_context_create(NULL, &ctx->context);
     if (status != FERRY_OK) {
@@ -349,11 +373,9 @@ int perf_ctx_create(const perf_params_t *params, int tcp_fd, unsigned timeout_s,
         fprintf(stderr, "ferry_perf: ferry_worker_create: %s\n", ferry_status_string(status));
         goto err_context;
     }
-    for (unsigned id = 1; id < AM_COUNT; id++)
-        ferry_am_set_handler(ctx->worker, id, handlers[id], ctx);
-    if (perf_test_is_rma(params->test) && perf_rma_create(ctx) != 0)
+    if (ctx_init_stream(ctx) != 0)
         goto err_worker;
-    if (perf_test_is_tag(params->test) && perf_tag_create(ctx) != 0)
+    if (perf_test_is_rma(params->test) && perf_rma_create(ctx) != 0)
         goto err_worker;
     if (perf_test_is_seg(params->test) && perf_seg_create(ctx) != 0)
         goto err_worker;
@@ -370,32 +392,45 @@ err_free:
     return -1;
 }
 
-int perf_ctx_connect(perf_ctx_t *ctx)
+int perf_ctx_create_stream(const perf_ctx_t *shared, unsigned stream, perf_ctx_t **ctx_p)
 {
-    const void *address;
-    size_t length;
-    void *peer;
-    size_t peer_length;
-    unsigned timeout_s = (unsigned)(ctx->timeout_ns / 1000000000ull);
-
-    ferry_worker_address(ctx->worker, &address, &length);
-    if (perf_tcp_send_blob(ctx->tcp_fd, address, length, timeout_s) != 0 ||
-        perf_tcp_recv_blob(ctx->tcp_fd, &peer, &peer_length, PERF_MAX_ADDRESS, timeout_s) != 0)
+    perf_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        fprintf(stderr, "ferry_perf: out of memory\n");
         return -1;
+    }
+    ctx->params = shared->params;
+    ctx->tcp_fd = shared->tcp_fd;
+    ctx->timeout_ns = shared->timeout_ns;
+    ctx->is_server = shared->is_server;
+    ctx->stream = stream;
+    ctx->streams = 1;
+    ctx->context = shared->context;
+    ctx->worker = shared->worker;
+    if (ctx_init_stream(ctx) != 0) {
+        perf_ctx_destroy(ctx);
+        return -1;
+    }
+    *ctx_p = ctx;
+    return 0;
+}
+
+/* Our endpoint to the peer's worker. */
+static int ctx_ep_create(perf_ctx_t *ctx)
+{
     ferry_ep_params_t ep_params = {.error_cb = on_ep_error, .error_arg = ctx};
-    ferry_status_t status = ferry_ep_create(ctx->worker, peer, peer_length, &ep_params, &ctx->ep);
-    free(peer);
+    ferry_status_t status = ferry_ep_create(ctx->worker, ctx->peer_address,
+                                            ctx->peer_address_length, &ep_params, &ctx->ep);
     if (status != FERRY_OK) {
         fprintf(stderr, "ferry_perf: ferry_ep_create: %s\n", ferry_status_string(status));
         return -1;
     }
-    if (perf_test_is_rma(ctx->params.test) && perf_rma_connect(ctx) != 0)
-        return -1;
-    if (perf_test_is_seg(ctx->params.test) && perf_seg_connect(ctx) != 0)
-        return -1;
-    if (ctx->is_server)
-        return 0;
-    /* one END/ACK round trip: both connections are up before anything is measured */
+    return 0;
+}
+
+/* Client: one END/ACK round trip: both connections are up before anything is measured. */
+static int ctx_round_trip(perf_ctx_t *ctx)
+{
     uint64_t zero = 0;
     ctx->expect_length = 0;
     if (perf_send(ctx, AM_END, &zero, sizeof(zero), 0) != 0 ||
@@ -404,6 +439,33 @@ int perf_ctx_connect(perf_ctx_t *ctx)
         return -1;
     }
     return 0;
+}
+
+int perf_ctx_connect(perf_ctx_t *ctx)
+{
+    const void *address;
+    size_t length;
+    unsigned timeout_s = (unsigned)(ctx->timeout_ns / 1000000000ull);
+
+    ferry_worker_address(ctx->worker, &address, &length);
+    if (perf_tcp_send_blob(ctx->tcp_fd, address, length, timeout_s) != 0 ||
+        perf_tcp_recv_blob(ctx->tcp_fd, &ctx->peer_address, &ctx->peer_address_length,
+                           PERF_MAX_ADDRESS, timeout_s) != 0)
+        return -1;
+    if (ctx_ep_create(ctx) != 0)
+        return -1;
+    if (perf_test_is_rma(ctx->params.test) && perf_rma_connect(ctx) != 0)
+        return -1;
+    if (perf_test_is_seg(ctx->params.test) && perf_seg_connect(ctx) != 0)
+        return -1;
+    return ctx->is_server ? 0 : ctx_round_trip(ctx);
+}
+
+int perf_ctx_connect_stream(perf_ctx_t *ctx)
+{
+    if (ctx_ep_create(ctx) != 0)
+        return -1;
+    return ctx->is_server ? 0 : ctx_round_trip(ctx);
 }
 
 const char *perf_ctx_transport(const perf_ctx_t *ctx)
@@ -590,9 +652,11 @@ int perf_ctx_finish(perf_ctx_t *ctx, bool is_server)
         perf_fail(ctx, status, "ferry_ep_close");
         return -1;
     }
-    /* our close is done when what we sent is delivered; then wait for the peer's close, so
-     * that destroying our worker does not look like a crash to the peer */
-    while (closed->count > 0 || !ctx->peer_closed) {
+    /* our close is done when what we sent is delivered; then (stream 0, which destroys the
+     * worker) wait for the peer's closes, so that destroying our worker does not look like a
+     * crash to the peer */
+    while (__atomic_load_n(&closed->count, __ATOMIC_ACQUIRE) > 0 ||
+           (ctx->stream == 0 && !__atomic_load_n(&ctx->peer_closed, __ATOMIC_ACQUIRE))) {
         if (perf_poll(ctx, false) != 0)
             return -1;
     }
@@ -618,11 +682,14 @@ void perf_ctx_destroy(perf_ctx_t *ctx)
     perf_seg_close(ctx);           /* maps, queue, remote and local segment: before the endpoint */
     ferry_rkey_release(ctx->rkey); /* before its endpoint */
     ferry_ep_destroy(ctx->ep);
-    ferry_worker_destroy(ctx->worker); /* completes posted receives: before their buffers go */
+    if (ctx->stream == 0) /* the other streams' are gone by now (perf_streams_destroy) */
+        ferry_worker_destroy(ctx->worker); /* completes posted receives: before buffers go */
     perf_rma_destroy(ctx);
     perf_tag_destroy(ctx);
     perf_seg_destroy(ctx);
-    ferry_context_destroy(ctx->context);
+    if (ctx->stream == 0)
+        ferry_context_destroy(ctx->context);
+    free(ctx->peer_address);
     free(ctx->pattern);
     free(ctx);
 }

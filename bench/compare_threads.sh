@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# compare_threads.sh: ferry's multi-thread worker (ferry_perf --threads N) beside UCX's
+# (ucx_perftest -M multi -T N, UCX_TLS=sm,self), over shared memory, 8-byte messages.
+#
+# In one session, alternating ferry and UCX run by run (A B A B ...), REPEAT times, for
+# N = 1 and 2 threads per process (each thread its own stream on the one shared worker):
+#   am_lat, tag_lat: latency (us) as each tool reports its whole run: ferry the mean over the
+#                    streams of each one's average one-way latency, UCX its "overall" latency
+#   am_bw, tag_bw:   message rate (M/s): ferry the sum over the streams, UCX its "overall" rate
+# UCX's tests: ucp_am_lat, ucp_am_bw, tag_lat, tag_bw (UCP, the layer with a thread mode).
+# Nothing is pinned: with 2 threads a process runs on both cores (and 4 busy threads share
+# the machine's 2 cores). Prints the table of medians and writes it to
+# docs/perf/compare_threads.txt (BENCH_THREADS_OUT: elsewhere; empty: nowhere).
+#
+# Usage: bench/compare_threads.sh [REPEAT]     (default 3; a few minutes: 48 runs)
+# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
+# default 25000), BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_RESULTS (keep
+# the raw CSV: lib,test,size,threads,lat_us,msgrate_Mps).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+root=$(cd "$here/.." && pwd)
+repeat=${1:-3}
+ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
+port=${BENCH_PORT:-25000}
+scale=${BENCH_ITERS_SCALE:-1}
+out_file=${BENCH_THREADS_OUT-$root/docs/perf/compare_threads.txt}
+run_timeout=60
+
+check_args "runs per configuration, default 3"
+command -v ucx_perftest >/dev/null || apt_install ucx-utils
+for tool in ucx_perftest ss awk timeout; do
+    command -v $tool >/dev/null || { echo "$bench_name: $tool is missing" >&2; exit 1; }
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_threads.XXXXXX")
+trap 'cleanup; rm -rf "$work"' EXIT
+raw=$work/raw.csv
+echo "lib,test,size,threads,lat_us,msgrate_Mps" >"$raw"
+tests="am_lat tag_lat am_bw tag_bw"
+count=0
+total_runs=$((2 * 2 * 4 * repeat))
+
+iters_of() { # short enough that 4 busy threads on 2 cores finish in seconds
+    case $1 in
+    *_lat) echo $((10000 * scale)) ;;
+    *) echo $((200000 * scale)) ;;
+    esac
+}
+
+# run_ferry TEST THREADS
+run_ferry() {
+    local test=$1 threads=$2 iters out
+    iters=$(iters_of "$test")
+    next_port
+    bench_progress "$(printf 'ferry %-8s 8 B, %s thread(s)' "$test" "$threads")"
+    start_server "$work/server.log" "$ferry_perf" -p "$port"
+    if ! out=$(timeout $run_timeout "$ferry_perf" localhost -p "$port" -t "$test" -s 8 \
+        -n "$iters" -w $((iters / 10)) --threads "$threads" -f csv 2>"$work/client.log"); then
+        echo "$bench_name: ferry_perf client failed:" >&2
+        cat "$work/client.log" "$work/server.log" >&2
+        exit 1
+    fi
+    finish_server || { echo "$bench_name: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
+    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+    echo "$out" | awk -F, -v t="$test" -v n="$threads" '$1 == t {
+        printf "ferry,%s,8,%s,%s,%s\n", t, n, $5, $7 }' >>"$raw"
+}
+
+# run_ucx TEST THREADS
+run_ucx() {
+    local test=$1 threads=$2 iters ucx_test=$1 out line
+    iters=$(iters_of "$test")
+    [[ $test == am_* ]] && ucx_test=ucp_$test
+    next_port
+    bench_progress "$(printf 'ucx   %-8s 8 B, %s thread(s)' "$ucx_test" "$threads")"
+    start_server "$work/server.log" env UCX_TLS=sm,self ucx_perftest -p "$port"
+    if ! out=$(UCX_TLS=sm,self timeout $run_timeout ucx_perftest localhost -p "$port" \
+        -t "$ucx_test" -s 8 -n "$iters" -w $((iters / 10)) -M multi -T "$threads" 2>&1); then
+        echo "$bench_name: ucx_perftest client failed:" >&2
+        echo "$out" "$(cat "$work/server.log")" >&2
+        exit 1
+    fi
+    finish_server || true # ucx_perftest's server status carries no information
+    line=$(ucx_final_line "$out") || exit 1
+    # one thread: "Final: iters p50 avg overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall";
+    # more: "Final: iters lat_overall MB/s_overall msg/s_overall" (its latency: one way)
+    echo "$line" | awk -v t="$test" -v n="$threads" '{
+        lat = NF >= 9 ? $5 : $3; rate = NF >= 9 ? $9 : $5
+        printf "ucx,%s,8,%s,%s,%.4f\n", t, n, lat, rate / 1e6 }' >>"$raw"
+}
+
+echo "$bench_name: $repeat runs per configuration; raw results in $raw" >&2
+busy_before=$(cpu_busy_percent)
+start_time=$SECONDS
+for ((r = 1; r <= repeat; r++)); do
+    for threads in 1 2; do
+        for test in $tests; do
+            if ((r % 2)); then
+                run_ferry "$test" "$threads"
+                run_ucx "$test" "$threads"
+            else
+                run_ucx "$test" "$threads"
+                run_ferry "$test" "$threads"
+            fi
+        done
+    done
+done
+echo "$bench_name: $count runs in $((SECONDS - start_time)) s" >&2
+
+report() {
+    echo "ferry ($ferry_perf --threads N) vs UCX $(bench_version ucx) (ucx_perftest -M multi -T N, UCX_TLS=sm,self)"
+    echo "8-byte messages over shared memory, unpinned, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "host: $(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo), $(nproc) CPUs, $(uname -r)"
+    echo "load average at the start: $bench_load_start, at the end: $(cut -d' ' -f1-3 /proc/loadavg); CPUs busy with other work before: ${busy_before}%"
+    awk -F, -f "$here/lib.awk" -f <(printf '%s\n' '
+NR > 1 { k = $1 "," $2 "," $4; add(k ",lat", $5); add(k ",rate", $6) }
+END {
+    printf "\nlatency (us, one way, whole-run average; ratio = ferry / UCX, < 1: ferry faster)\n"
+    printf "%-8s %7s %10s %10s %7s\n", "test", "threads", "ferry", "ucx", "ratio"
+    split("am_lat tag_lat", lt, " ")
+    for (i = 1; i <= 2; i++)
+        for (n = 1; n <= 2; n++) {
+            f = median("ferry," lt[i] "," n ",lat"); u = median("ucx," lt[i] "," n ",lat")
+            printf "%-8s %7d %10s %10s %7s\n", lt[i], n, fmt(f, "%.3f"), fmt(u, "%.3f"), ratio(f, u)
+        }
+    printf "\nmessage rate (M/s, all threads; ratio = ferry / UCX, > 1: ferry faster)\n"
+    printf "%-8s %7s %10s %10s %7s\n", "test", "threads", "ferry", "ucx", "ratio"
+    split("am_bw tag_bw", bt, " ")
+    for (i = 1; i <= 2; i++)
+        for (n = 1; n <= 2; n++) {
+            f = median("ferry," bt[i] "," n ",rate"); u = median("ucx," bt[i] "," n ",rate")
+            printf "%-8s %7d %10s %10s %7s\n", bt[i], n, fmt(f, "%.3f"), fmt(u, "%.3f"), ratio(f, u)
+        }
+}') "$raw"
+}
+
+report | tee "$work/table.txt"
+if [[ -n $out_file ]]; then
+    mkdir -p "$(dirname "$out_file")"
+    cp "$work/table.txt" "$out_file"
+    echo "$bench_name: wrote $out_file" >&2
+fi
+bench_keep_results
