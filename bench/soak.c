@@ -202,7 +202,7 @@ static soak_tag_recv_t tag_recvs[SOAK_PROCS];
 static const size_t soak_am_sizes[] = {8, 200, 4000, 40000, SOAK_AM_MAX};
 #define SOAK_AM_SIZES (sizeof(soak_am_sizes) / sizeof(soak_am_sizes[0]))
 
-/* Eager on shm up to 8 KiB (tag_rndv.c TAG_EAGER_CAP); one size in each calibrated
+/* Eager on shm up to 8 KiB (tag_rndv.c TAG_EAGER_PAYLOAD_CAP); one size in each calibrated
  * rendezvous class [2^k, 2^(k+1)), k = 13 .. 20 (tag_calib.c); 3 MiB (split, uncalibrated);
  * 33 MiB (crosses FERRY_RNDV_SECTION, 32 MiB by default). Over tcp, up to 1 MiB is eager. */
 static const size_t soak_tag_sizes[] = {0,
