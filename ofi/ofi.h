@@ -352,7 +352,7 @@ typedef enum fy_ofi_req_kind {
     FY_OFI_REQ_CLAIMED, /* a message taken by FI_PEEK|FI_CLAIM, waiting for its FI_CLAIM */
     FY_OFI_REQ_RMA,     /* read or write (then flush, then notify for writedata) */
     FY_OFI_REQ_ATOMIC,  /* one atomic operation of count elements */
-    FY_OFI_REQ_CTRL,    /* a provider control message (ack, key reply, write notify) */
+    FY_OFI_REQ_CTRL,    /* a provider control message (key request or reply, write notify) */
 } fy_ofi_req_kind_t;
 
 /* Which queue a request counts against (tx_attr->size, rx_attr->size, or none). */
