@@ -6,8 +6,9 @@
  * fails the insert (the entry is FI_ADDR_NOTAVAIL and the error is reported per entry with
  * FI_SYNC_ERR). Endpoints bound later connect on first use.
  *
- * Shim G2: the table src_id -> index lets a completion name its source (FI_SOURCE) and checks
- * that the senders of one AV have distinct source ids.
+ * The table peer id -> index (the worker id a name carries, which ferry reports as the sender
+ * of every tagged message) lets a completion name its source (FI_SOURCE, the MTL's directed
+ * receives): exact, no hashing of names.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,7 @@
 
 #include "ofi.h"
 
-#define SRC_TABLE_MIN 64u
-#define SRC_EMPTY 0u
-#define SRC_AMBIGUOUS UINT32_MAX
+#define PEER_TABLE_MIN 64u
 
 fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr)
 {
@@ -26,98 +25,66 @@ fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr)
     return &av->slots[addr];
 }
 
-/* src_table: open addressing on src_id, value slot + 1 (SRC_AMBIGUOUS: two live slots share
- * the id). Entries are never deleted: a removed slot's entry is rewritten when the id comes back,
- * and lookups check the slot is live and still has that id. */
-static uint32_t *src_find(fy_ofi_av_t *av, uint32_t src_id, bool *found)
+/* peer_table: open addressing on the peer id (never FERRY_PEER_ANY, which marks an empty
+ * entry), value the slot index of the latest name inserted with that id. Entries are never
+ * deleted: lookups check that the slot is live and still has that id. */
+static fy_ofi_av_peer_entry_t *peer_find(fy_ofi_av_t *av, ferry_peer_id_t peer)
 {
-    size_t mask = av->src_table_size - 1;
-    for (size_t i = (src_id * 2654435761u) & mask;; i = (i + 1) & mask) {
-        uint32_t v = av->src_table[i * 2 + 1];
-        if (v == SRC_EMPTY) {
-            *found = false;
-            return &av->src_table[i * 2];
-        }
-        if (av->src_table[i * 2] == src_id) {
-            *found = true;
-            return &av->src_table[i * 2];
-        }
+    size_t mask = av->peer_table_size - 1;
+    for (size_t i = (size_t)((peer * 0x9e3779b97f4a7c15ull) >> 32) & mask;; i = (i + 1) & mask) {
+        fy_ofi_av_peer_entry_t *e = &av->peer_table[i];
+        if (e->peer == FERRY_PEER_ANY || e->peer == peer)
+            return e;
     }
 }
 
-static int src_grow(fy_ofi_av_t *av)
+static int peer_grow(fy_ofi_av_t *av)
 {
-    size_t size = av->src_table_size ? av->src_table_size * 2 : SRC_TABLE_MIN;
-    uint32_t *old = av->src_table;
-    size_t old_size = av->src_table_size;
-    av->src_table = calloc(size * 2, sizeof(uint32_t));
-    if (av->src_table == NULL) {
-        av->src_table = old;
+    size_t size = av->peer_table_size ? av->peer_table_size * 2 : PEER_TABLE_MIN;
+    fy_ofi_av_peer_entry_t *old = av->peer_table;
+    size_t old_size = av->peer_table_size;
+    av->peer_table = calloc(size, sizeof(*av->peer_table));
+    if (av->peer_table == NULL) {
+        av->peer_table = old;
         return -FI_ENOMEM;
     }
-    av->src_table_size = size;
+    av->peer_table_size = size;
     for (size_t i = 0; i < old_size; i++) {
-        if (old[i * 2 + 1] == SRC_EMPTY)
-            continue;
-        bool found;
-        uint32_t *e = src_find(av, old[i * 2], &found);
-        e[0] = old[i * 2];
-        e[1] = old[i * 2 + 1];
+        if (old[i].peer != FERRY_PEER_ANY)
+            *peer_find(av, old[i].peer) = old[i];
     }
     free(old);
     return 0;
 }
 
-/* Record slot index under its src_id; marks both ambiguous when another live slot has it. */
-static int src_insert(fy_ofi_av_t *av, size_t index)
+/* Record slot index under its peer id (the latest name of a worker inserted twice wins). */
+static int peer_insert(fy_ofi_av_t *av, size_t index)
 {
-    if ((av->src_table_used + 1) * 2 > av->src_table_size) {
-        int rc = src_grow(av);
+    if ((av->peer_table_used + 1) * 2 > av->peer_table_size) {
+        int rc = peer_grow(av);
         if (rc != 0)
             return rc;
     }
-    fy_ofi_av_slot_t *slot = &av->slots[index];
-    bool found;
-    uint32_t *e = src_find(av, slot->src_id, &found);
-    if (found && e[1] != SRC_AMBIGUOUS) {
-        fy_ofi_av_slot_t *other = &av->slots[e[1] - 1];
-        if (other->live && other->src_id == slot->src_id &&
-            memcmp(other->name, slot->name, FY_OFI_NAME_LEN) != 0) {
-            FY_OFI_WARN(FI_LOG_AV,
-                        "fi_av_insert: the names of fi_addr %zu and %zu hash to the same source "
-                        "id 0x%x: directed receives from them fail with -FI_EADDRINUSE and their "
-                        "completions report no source (a limit of the provider until ferry "
-                        "reports peer identity, issue 12)\n",
-                        (size_t)(e[1] - 1), index, slot->src_id);
-            other->ambiguous = true;
-            slot->ambiguous = true;
-            e[1] = SRC_AMBIGUOUS;
-            return 0;
-        }
-    }
-    if (found && e[1] == SRC_AMBIGUOUS) {
-        slot->ambiguous = true;
-        return 0;
-    }
-    if (!found)
-        av->src_table_used++;
-    e[0] = slot->src_id;
-    e[1] = (uint32_t)index + 1;
+    ferry_peer_id_t peer = av->slots[index].peer;
+    fy_ofi_av_peer_entry_t *e = peer_find(av, peer);
+    if (e->peer == FERRY_PEER_ANY)
+        av->peer_table_used++;
+    e->peer = peer;
+    e->index = index;
     return 0;
 }
 
-fi_addr_t fy_ofi_av_lookup_src(fy_ofi_av_t *av, uint32_t src_id)
+fi_addr_t fy_ofi_av_lookup_peer(fy_ofi_av_t *av, ferry_peer_id_t peer)
 {
-    if (av == NULL || av->src_table_size == 0)
+    if (av == NULL || av->peer_table_size == 0 || peer == FERRY_PEER_ANY)
         return FI_ADDR_NOTAVAIL;
-    bool found;
-    uint32_t *e = src_find(av, src_id, &found);
-    if (!found || e[1] == SRC_AMBIGUOUS)
+    fy_ofi_av_peer_entry_t *e = peer_find(av, peer);
+    if (e->peer != peer)
         return FI_ADDR_NOTAVAIL;
-    fy_ofi_av_slot_t *slot = &av->slots[e[1] - 1];
-    if (!slot->live || slot->src_id != src_id)
+    fy_ofi_av_slot_t *slot = &av->slots[e->index];
+    if (!slot->live || slot->peer != peer)
         return FI_ADDR_NOTAVAIL;
-    return e[1] - 1;
+    return e->index;
 }
 
 static int av_reserve(fy_ofi_av_t *av, size_t more)
@@ -143,7 +110,7 @@ static int av_insert_one(fy_ofi_av_t *av, const uint8_t *name, fi_addr_t *addr_p
     size_t index = av->count;
     fy_ofi_av_slot_t *slot = &av->slots[index];
     memset(slot, 0, sizeof(*slot));
-    if (!fy_ofi_name_check(name)) {
+    if (!fy_ofi_name_check(name, &slot->peer)) {
         FY_OFI_WARN(FI_LOG_AV,
                     "fi_av_insert: not a ferry provider name (%zu bytes from fi_getname of a "
                     "ferry endpoint expected; ferry's warning says what is wrong)\n",
@@ -151,7 +118,6 @@ static int av_insert_one(fy_ofi_av_t *av, const uint8_t *name, fi_addr_t *addr_p
         return -FI_EADDRNOTAVAIL;
     }
     memcpy(slot->name, name, FY_OFI_NAME_LEN);
-    slot->src_id = fy_ofi_name_src_id(slot->name);
     slot->live = true;
     av->count++;
     for (size_t i = 0; i < av->ep_count; i++) {
@@ -163,7 +129,7 @@ static int av_insert_one(fy_ofi_av_t *av, const uint8_t *name, fi_addr_t *addr_p
             return fy_ofi_errno(st);
         }
     }
-    int rc = src_insert(av, index);
+    int rc = peer_insert(av, index);
     if (rc != 0) {
         for (size_t j = 0; j < av->ep_count; j++)
             fy_ofi_ep_peer_remove(av->eps[j], index);
@@ -339,7 +305,7 @@ static int av_close(struct fid *fid)
     fy_ofi_domain_unlock(domain);
     free(av->eps);
     free(av->slots);
-    free(av->src_table);
+    free(av->peer_table);
     free(av);
     return 0;
 }

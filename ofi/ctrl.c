@@ -28,23 +28,6 @@ static ferry_status_t bad_message(unsigned id, size_t header_length, size_t leng
     return FERRY_OK;
 }
 
-static ferry_status_t ack_handler(void *arg, const void *header, size_t header_length, void *data,
-                                  size_t length, const ferry_am_recv_params_t *params)
-{
-    (void)data, (void)params;
-    fy_ofi_ep_t *ep = arg;
-    fy_ofi_ctrl_msg_t msg;
-    if (!fy_ofi_ctrl_decode(FY_OFI_AM_ACK, header, header_length, length, &msg))
-        return bad_message(FY_OFI_AM_ACK, header_length, length);
-    fy_ofi_req_t *req = fy_ofi_req_by_send_id(ep, msg.send_id);
-    if (req == NULL)
-        return FERRY_OK; /* its send failed and completed already, or a stale id */
-    req->flags |= FY_OFI_REQ_ACKED;
-    if (req->flags & FY_OFI_REQ_LOCAL_DONE)
-        fy_ofi_ep_defer(req); /* completes after progress */
-    return FERRY_OK;
-}
-
 static ferry_status_t key_req_handler(void *arg, const void *header, size_t header_length,
                                       void *data, size_t length,
                                       const ferry_am_recv_params_t *params)
@@ -86,7 +69,6 @@ ferry_status_t fy_ofi_ctrl_register(fy_ofi_ep_t *ep)
         unsigned id;
         ferry_am_handler_cb_t cb;
     } handlers[] = {
-        {FY_OFI_AM_ACK, ack_handler},
         {FY_OFI_AM_KEY_REQ, key_req_handler},
         {FY_OFI_AM_KEY_REP, key_rep_handler},
         {FY_OFI_AM_WDATA, wdata_handler},
@@ -170,11 +152,4 @@ void fy_ofi_ctrl_drop(fy_ofi_ep_t *ep, ferry_ep_t *fep)
         }
         item = next;
     }
-}
-
-void fy_ofi_ack_queue(fy_ofi_ep_t *ep, ferry_ep_t *sender, uint32_t send_id)
-{
-    fy_ofi_ctrl_msg_t msg = {.id = FY_OFI_AM_ACK, .send_id = send_id};
-    if (fy_ofi_ctrl_queue(ep, sender, &msg, NULL, 0) != FERRY_OK)
-        FY_OFI_WARN(FI_LOG_EP_DATA, "out of memory: a delivery ack is lost (its sender waits)\n");
 }

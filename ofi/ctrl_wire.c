@@ -7,7 +7,6 @@
 #include "wire.h"
 
 #define CTRL_VERSION 1u
-#define ACK_LEN 8u
 #define KEY_REQ_LEN 16u
 #define KEY_REP_LEN 16u
 #define WDATA_LEN 24u
@@ -18,9 +17,6 @@ size_t fy_ofi_ctrl_encode(const fy_ofi_ctrl_msg_t *msg, uint8_t out[FY_OFI_CTRL_
     memset(out, 0, FY_OFI_CTRL_HEADER_MAX);
     out[0] = CTRL_VERSION;
     switch (msg->id) {
-    case FY_OFI_AM_ACK:
-        fy_ofi_put_u32(out + 4, msg->send_id);
-        return ACK_LEN;
     case FY_OFI_AM_KEY_REQ:
         fy_ofi_put_u32(out + 4, msg->fetch_id);
         fy_ofi_put_u64(out + 8, msg->key);
@@ -57,11 +53,6 @@ bool fy_ofi_ctrl_decode(unsigned id, const void *header, size_t header_length,
     memset(msg, 0, sizeof(*msg));
     msg->id = id;
     switch (id) {
-    case FY_OFI_AM_ACK:
-        if (header_length != ACK_LEN || h[1] != 0 || payload_length != 0)
-            return false;
-        msg->send_id = fy_ofi_get_u32(h + 4);
-        return true;
     case FY_OFI_AM_KEY_REQ:
         if (header_length != KEY_REQ_LEN || h[1] != 0 || payload_length != 0)
             return false;

@@ -2,7 +2,6 @@
  * libferry-fi — the byte layout of the provider's control messages (ferry active messages),
  * fixed, versioned, little-endian, checked before use (fuzzed: ofi/tests/fuzz/ctrl_wire.c).
  *
- *   ACK      u8 version 1, 3 zero bytes, u32 send id                          (8 bytes)
  *   KEY_REQ  u8 version 1, 3 zero bytes, u32 fetch id, u64 key                (16 bytes)
  *   KEY_REP  u8 version 1, 3 zero bytes, u32 fetch id, i32 ferry status,
  *            4 zero bytes                                                     (16 bytes)
@@ -22,8 +21,8 @@
 
 #include <ferry/status.h>
 
-/* Active-message ids the provider takes from ferry's user range. */
-#define FY_OFI_AM_ACK 100u     /* delivery ack (shim G4) */
+/* Active-message ids the provider takes from ferry's user range (100 was the delivery ack of
+ * the provider's acknowledged sends, which ferry's synchronous send replaced). */
 #define FY_OFI_AM_KEY_REQ 101u /* key fetch request */
 #define FY_OFI_AM_KEY_REP 102u /* key fetch reply */
 #define FY_OFI_AM_WDATA 103u   /* remote write notification */
@@ -33,7 +32,6 @@
 
 typedef struct fy_ofi_ctrl_msg {
     unsigned id;           /* FY_OFI_AM_* */
-    uint32_t send_id;      /* ACK */
     uint32_t fetch_id;     /* KEY_REQ, KEY_REP */
     uint64_t key;          /* KEY_REQ */
     ferry_status_t status; /* KEY_REP: FERRY_OK or an error */

@@ -144,12 +144,6 @@ static void closing_reap(fy_ofi_ep_t *ep)
     }
 }
 
-fi_addr_t fy_ofi_ep_source(fy_ofi_ep_t *ep, uint64_t wire_tag)
-{
-    uint32_t src_id = (uint32_t)((wire_tag & FY_OFI_TAG_SRC_MASK) >> FY_OFI_TAG_SRC_SHIFT);
-    return fy_ofi_av_lookup_src(ep->av, src_id);
-}
-
 /* ---------------------------------------------------------------- progress */
 
 void fy_ofi_ep_defer(fy_ofi_req_t *req)
@@ -184,9 +178,6 @@ static unsigned deferred_run(fy_ofi_ep_t *ep)
         case FY_OFI_REQ_RMA:
         case FY_OFI_REQ_ATOMIC:
             fy_ofi_rma_resume(req);
-            break;
-        case FY_OFI_REQ_SEND:
-            fy_ofi_send_progress(req);
             break;
         default:
             FY_OFI_WARN(FI_LOG_EP_DATA, "deferred request of kind %d: dropped\n", req->kind);
@@ -510,6 +501,7 @@ int fy_ofi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct f
         goto err;
     ep->domain = domain;
     ep->caps = info->caps ? info->caps : ~(uint64_t)0;
+    ep->tag_format = fy_ofi_tag_format(ep->caps);
     ep->tx_op_flags = info->tx_attr != NULL ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr != NULL ? info->rx_attr->op_flags : 0;
     fy_ofi_list_init(&ep->posted);
@@ -533,7 +525,6 @@ int fy_ofi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct f
         rc = fy_ofi_errno(st);
         goto err_destroy;
     }
-    ep->src_id = fy_ofi_name_src_id(ep->name);
     if (ferry_worker_get_fd(ep->worker, &ep->worker_fd) != FERRY_OK) {
         rc = -FI_EIO;
         goto err_destroy;

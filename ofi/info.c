@@ -36,9 +36,6 @@
 #define MSG_ORDER FI_ORDER_SAS
 #define COMP_ORDER FI_ORDER_NONE
 
-/* Every tag bit the application may use (shim G2 takes bits 62..44, FI_MSG bit 63). */
-#define MEM_TAG_FORMAT FY_OFI_TAG_USER_MASK
-
 static bool unmet(const char *what)
 {
     FY_OFI_INFO(FI_LOG_CORE, "hints ask for %s, which the ferry provider does not offer\n", what);
@@ -151,7 +148,7 @@ static bool check_rx(const struct fi_rx_attr *attr)
     return true;
 }
 
-static bool check_ep(const struct fi_ep_attr *attr)
+static bool check_ep(const struct fi_ep_attr *attr, uint64_t caps)
 {
     if (attr == NULL)
         return true;
@@ -166,8 +163,8 @@ static bool check_ep(const struct fi_ep_attr *attr)
     if (attr->max_order_raw_size > 0 || attr->max_order_war_size > 0 ||
         attr->max_order_waw_size > 0)
         return unmet("ordered RMA");
-    if (attr->mem_tag_format & ~MEM_TAG_FORMAT)
-        return unmet("tag bits above bit 43");
+    if (attr->mem_tag_format & ~fy_ofi_tag_format(caps))
+        return unmet("tag bit 63 with FI_MSG (it tells FI_MSG from FI_TAGGED messages)");
     if (attr->tx_ctx_cnt > 1 || attr->rx_ctx_cnt > 1)
         return unmet("several or shared contexts per endpoint");
     if (attr->auth_key_size != 0 || attr->auth_key != NULL)
@@ -186,6 +183,14 @@ static bool check_addresses(const struct fi_info *hints)
     return true;
 }
 
+/* The capabilities of the returned info. */
+static uint64_t caps_for(const struct fi_info *hints)
+{
+    uint64_t primary =
+        (hints && hints->caps & CAPS_PRIMARY) ? hints->caps & CAPS_PRIMARY : CAPS_DEFAULT;
+    return primary | CAPS_SECONDARY;
+}
+
 static bool check_hints(uint32_t version, const struct fi_info *hints)
 {
     if (hints == NULL)
@@ -196,7 +201,7 @@ static bool check_hints(uint32_t version, const struct fi_info *hints)
         return unmet("a passive endpoint handle");
     if (!check_addresses(hints) || !check_fabric(hints->fabric_attr) ||
         !check_domain(hints->domain_attr) || !check_tx(hints->tx_attr) ||
-        !check_rx(hints->rx_attr) || !check_ep(hints->ep_attr))
+        !check_rx(hints->rx_attr) || !check_ep(hints->ep_attr, caps_for(hints)))
         return false;
     if (hints->domain_attr != NULL && mr_mode_for(version, hints->domain_attr->mr_mode, true) < 0)
         return unmet("an mr_mode needing virtual addresses (FI_MR_BASIC)");
@@ -205,14 +210,6 @@ static bool check_hints(uint32_t version, const struct fi_info *hints)
     if (hints->rx_attr && hints->rx_attr->caps & ~(hints->caps ? hints->caps : ~0ull))
         return unmet("rx capabilities beyond the endpoint's");
     return true;
-}
-
-/* The capabilities of the returned info. */
-static uint64_t caps_for(const struct fi_info *hints)
-{
-    uint64_t primary =
-        (hints && hints->caps & CAPS_PRIMARY) ? hints->caps & CAPS_PRIMARY : CAPS_DEFAULT;
-    return primary | CAPS_SECONDARY;
 }
 
 static struct fi_info *info_build(uint32_t version, const struct fi_info *hints)
@@ -267,7 +264,7 @@ static struct fi_info *info_build(uint32_t version, const struct fi_info *hints)
     info->ep_attr->protocol_version = 1;
     info->ep_attr->max_msg_size = FY_OFI_MAX_MSG_SIZE;
     info->ep_attr->msg_prefix_size = 0;
-    info->ep_attr->mem_tag_format = MEM_TAG_FORMAT;
+    info->ep_attr->mem_tag_format = fy_ofi_tag_format(info->caps);
     info->ep_attr->tx_ctx_cnt = 1;
     info->ep_attr->rx_ctx_cnt = 1;
 

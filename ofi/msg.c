@@ -1,16 +1,19 @@
 /*
  * libferry-fi — FI_TAGGED and FI_MSG over ferry's tagged messages.
  *
- * The ferry tag of a message: bit 63 set for FI_MSG (clear for FI_TAGGED), bits 62..44 the
- * sender's source id (shim G2), bits 43..0 the application's tag (mem_tag_format). An FI_MSG
- * receive matches every FI_MSG message; a tagged receive matches its tag outside the ignore
- * bits; with FI_DIRECTED_RECV a source address adds the source id to the match. Every message
- * carries the 16-byte header of shim G3/G4 in front of the payload (its own iov entry).
+ * The ferry tag of a message: on an endpoint with FI_MSG, bit 63 set for FI_MSG (clear for
+ * FI_TAGGED) and bits 62..0 the application's tag; on one without FI_MSG all 64 bits are the
+ * application's (ep->tag_format, mem_tag_format). An FI_MSG receive matches every FI_MSG
+ * message; a tagged receive matches its tag outside the ignore bits. The payload is the
+ * application's, nothing in front. ferry says who sent a message (ferry_tag_info_t.peer, the worker
+ * id the AV maps to an fi_addr: FI_SOURCE); with FI_DIRECTED_RECV a source address makes the
+ * receive or probe ferry's source-directed one (ferry_tag_recv_from, ferry_tag_probe_from). Remote
+ * CQ data is ferry's immediate data (FERRY_TAG_SEND_IMM), which a probe (FI_PEEK) reports too.
  *
  * Completions: a send completes when ferry says its buffers are free (FI_TRANSMIT_COMPLETE,
- * FI_INJECT_COMPLETE), or, with FI_DELIVERY_COMPLETE, when the receiver's ack arrived too (shim
- * G4: the receiver acks once the message matched a receive and was placed). fi_inject copies
- * header and data into the request and writes no entry.
+ * FI_INJECT_COMPLETE), or, with FI_DELIVERY_COMPLETE, when the receiver matched it (ferry's
+ * synchronous send, FERRY_TAG_SEND_SYNC: MPI_Ssend). fi_inject copies the data into the
+ * request and writes no entry.
  */
 #include <string.h>
 
@@ -27,15 +30,13 @@ static fy_ofi_ep_t *ep_of(struct fid_ep *fid)
     return FY_OFI_CONTAINER(fid, fy_ofi_ep_t, ep_fid);
 }
 
-/* The iov of a message: the shim header, then the application's non-empty pieces. Returns 0 or
- * -FI_EINVAL (too many pieces). */
+/* The iov of a message: the application's non-empty pieces. Returns 0 or -FI_EINVAL (too many
+ * pieces). */
 static int iov_build(fy_ofi_req_t *req, const struct iovec *iov, size_t count)
 {
     if (count > FY_OFI_IOV_LIMIT || (count > 0 && iov == NULL))
         return -FI_EINVAL;
-    req->iov[0].buffer = req->hdr;
-    req->iov[0].length = FY_OFI_HDR_LEN;
-    size_t n = 1;
+    size_t n = 0;
     size_t len = 0;
     for (size_t i = 0; i < count; i++) {
         if (iov[i].iov_len == 0)
@@ -51,30 +52,12 @@ static int iov_build(fy_ofi_req_t *req, const struct iovec *iov, size_t count)
     return 0;
 }
 
-static uint64_t wire_kind(bool tagged)
-{
-    return tagged ? 0 : FY_OFI_TAG_MSG_BIT;
-}
-
 /* ---------------------------------------------------------------- sends */
 
 static void send_done_cb(ferry_completion_t *comp)
 {
     fy_ofi_req_t *req = FY_OFI_CONTAINER(comp, fy_ofi_req_t, comp);
-    req->status = comp->status;
-    req->flags |= FY_OFI_REQ_LOCAL_DONE;
-    fy_ofi_send_progress(req);
-}
-
-void fy_ofi_send_progress(fy_ofi_req_t *req)
-{
-    if (!(req->flags & FY_OFI_REQ_LOCAL_DONE))
-        return;
-    /* a failed send will see no ack */
-    if ((req->flags & FY_OFI_REQ_WAIT_ACK) && !(req->flags & FY_OFI_REQ_ACKED) &&
-        req->status == FERRY_OK)
-        return;
-    fy_ofi_req_complete(req, req->status);
+    fy_ofi_req_complete(req, comp->status);
 }
 
 /* flags: the operation's (FI_INJECT copies the data; the entry follows FI_COMPLETION);
@@ -85,7 +68,7 @@ static ssize_t send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t coun
 {
     if (flags & ~MSG_SEND_FLAGS)
         return -FI_EBADFLAGS;
-    if (tagged && (tag & ~FY_OFI_TAG_USER_MASK))
+    if (tagged && (tag & ~ep->tag_format))
         return -FI_EINVAL;
     size_t total = 0;
     for (size_t i = 0; i < count && iov != NULL; i++)
@@ -119,20 +102,16 @@ static ssize_t send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t coun
     req->cntr = ep->cntr_send;
     if (!inject_call && (!ep->tx_selective || (flags & FI_COMPLETION)))
         req->flags |= FY_OFI_REQ_CQ;
-    fy_ofi_hdr_t hdr = {0};
+    ferry_tag_send_params_t params = {0};
     if (flags & FI_REMOTE_CQ_DATA) {
-        hdr.flags |= FY_OFI_HDR_DATA;
-        hdr.data = data;
+        params.flags |= FERRY_TAG_SEND_IMM;
+        params.imm = data;
     }
-    if ((flags & FI_DELIVERY_COMPLETE) && !inject_call) {
-        hdr.flags |= FY_OFI_HDR_ACK_REQ;
-        hdr.send_id = fy_ofi_req_send_id(req);
-        req->flags |= FY_OFI_REQ_WAIT_ACK;
-    }
+    if ((flags & FI_DELIVERY_COMPLETE) && !inject_call)
+        params.flags |= FERRY_TAG_SEND_SYNC;
     if (inject) {
         /* the caller's buffer is free when this returns: send a copy */
-        fy_ofi_hdr_encode(&hdr, req->inject);
-        size_t off = FY_OFI_HDR_LEN;
+        size_t off = 0;
         for (size_t i = 0; i < count; i++) {
             if (iov[i].iov_len > 0)
                 memcpy(req->inject + off, iov[i].iov_base, iov[i].iov_len);
@@ -143,24 +122,21 @@ static ssize_t send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t coun
         req->iovcnt = 1;
         req->len = total;
     } else {
-        fy_ofi_hdr_encode(&hdr, req->hdr);
         rc = iov_build(req, iov, count);
         if (rc != 0) {
             fy_ofi_req_free(req);
             goto out;
         }
     }
-    uint64_t wtag =
-        wire_kind(tagged) | ((uint64_t)ep->src_id << FY_OFI_TAG_SRC_SHIFT) | (tagged ? tag : 0);
+    uint64_t wtag = tagged ? tag : FY_OFI_TAG_MSG_BIT;
     req->fep = peer->fep;
     req->comp.cb = send_done_cb;
     req->comp.count = 1;
-    st = ferry_tag_send(peer->fep, req->iov, req->iovcnt, wtag, &req->comp);
+    st = ferry_tag_send_ext(peer->fep, req->iov, req->iovcnt, wtag,
+                            params.flags != 0 ? &params : NULL, &req->comp);
     switch (st) {
     case FERRY_OK:
-        req->flags |= FY_OFI_REQ_LOCAL_DONE;
-        req->status = FERRY_OK;
-        fy_ofi_send_progress(req);
+        fy_ofi_req_complete(req, FERRY_OK);
         rc = 0;
         break;
     case FERRY_INPROGRESS:
@@ -186,26 +162,14 @@ static void recv_finish(fy_ofi_req_t *req, ferry_status_t status)
         req->flags &= ~FY_OFI_REQ_POSTED;
     }
     if (status == FERRY_OK || status == FERRY_ERR_MESSAGE_TRUNCATED) {
-        fy_ofi_hdr_t hdr;
-        if (req->info.length < FY_OFI_HDR_LEN || !fy_ofi_hdr_decode(req->hdr, &hdr)) {
-            FY_OFI_WARN(FI_LOG_EP_DATA,
-                        "a message of %zu bytes (tag 0x%llx) has no valid provider header: not "
-                        "from a ferry provider endpoint of this version\n",
-                        req->info.length, (unsigned long long)req->info.tag);
-            req->len = 0;
-            fy_ofi_req_complete(req, FERRY_ERR_PROTOCOL);
-            return;
-        }
-        size_t msg_len = req->info.length - FY_OFI_HDR_LEN;
+        size_t msg_len = req->info.length;
         size_t placed = msg_len < req->len ? msg_len : req->len;
-        req->tag = req->info.tag & FY_OFI_TAG_USER_MASK;
-        req->addr = fy_ofi_ep_source(ep, req->info.tag);
-        if (hdr.flags & FY_OFI_HDR_DATA) {
-            req->data = hdr.data;
+        req->tag = req->info.tag & ep->tag_format;
+        req->addr = fy_ofi_av_lookup_peer(ep->av, req->info.peer);
+        if (req->info.flags & FERRY_TAG_INFO_IMM) {
+            req->data = req->info.imm;
             req->cq_flags |= FI_REMOTE_CQ_DATA;
         }
-        if ((hdr.flags & FY_OFI_HDR_ACK_REQ) && req->info.sender != NULL)
-            fy_ofi_ack_queue(ep, req->info.sender, hdr.send_id);
         if (req->flags & FY_OFI_REQ_DISCARD) {
             /* FI_DISCARD: dropped on purpose; FI_PEEK|FI_DISCARD reports the message's size */
             req->len = (req->flags & FY_OFI_REQ_PEEK) ? msg_len : 0;
@@ -251,28 +215,34 @@ static ssize_t recv_started(fy_ofi_req_t *req, ferry_status_t st)
     }
 }
 
-/* The ferry tag and mask of a receive. Returns 0, -FI_EINVAL (an unknown source address) or
- * -FI_EADDRINUSE (a source whose id is ambiguous: shim G2). */
+/* What a receive or probe matches: ferry tag and mask, and the source (FERRY_PEER_ANY, or with
+ * FI_DIRECTED_RECV the worker id of src). */
+typedef struct recv_match {
+    uint64_t tag;
+    uint64_t mask;
+    ferry_peer_id_t source;
+} recv_match_t;
+
+/* The match of a receive. Returns 0 or -FI_EINVAL (an unknown source address). */
 static int recv_match(fy_ofi_ep_t *ep, bool tagged, fi_addr_t src, uint64_t tag, uint64_t ignore,
-                      uint64_t *wtag_p, uint64_t *wmask_p)
+                      recv_match_t *match)
 {
-    uint64_t wtag = wire_kind(tagged);
+    /* the FI_MSG bit is matched where the endpoint has it (outside its tag format) */
+    uint64_t kind_bits = ~ep->tag_format;
+    uint64_t wtag = FY_OFI_TAG_MSG_BIT;
     uint64_t wmask = FY_OFI_TAG_MSG_BIT;
     if (tagged) {
-        wtag |= tag & FY_OFI_TAG_USER_MASK;
-        wmask |= ~ignore & FY_OFI_TAG_USER_MASK;
+        wtag = tag & ep->tag_format;
+        wmask = (~ignore & ep->tag_format) | kind_bits;
     }
+    ferry_peer_id_t source = FERRY_PEER_ANY;
     if ((ep->caps & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC) {
         fy_ofi_av_slot_t *slot = fy_ofi_av_slot(ep->av, src);
         if (slot == NULL)
             return -FI_EINVAL;
-        if (slot->ambiguous)
-            return -FI_EADDRINUSE;
-        wtag |= (uint64_t)slot->src_id << FY_OFI_TAG_SRC_SHIFT;
-        wmask |= FY_OFI_TAG_SRC_MASK;
+        source = slot->peer;
     }
-    *wtag_p = wtag;
-    *wmask_p = wmask;
+    *match = (recv_match_t){.tag = wtag, .mask = wmask, .source = source};
     return 0;
 }
 
@@ -292,17 +262,17 @@ static fy_ofi_req_t *recv_req(fy_ofi_ep_t *ep, void *context, bool tagged, uint6
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD): look at the first matching message. The result goes
- * to the receive CQ at once: success with its length and tag (its data only once ferry's probe
- * reports immediate data: shim G3), or an FI_ENOMSG error. */
-static ssize_t recv_peek(fy_ofi_ep_t *ep, uint64_t wtag, uint64_t wmask, uint64_t tag,
-                         void *context, uint64_t flags)
+ * to the receive CQ at once: success with its length, tag, source and remote CQ data, or an
+ * FI_ENOMSG error. */
+static ssize_t recv_peek(fy_ofi_ep_t *ep, const recv_match_t *match, uint64_t tag, void *context,
+                         uint64_t flags)
 {
     fy_ofi_ep_progress(ep);
     bool take = (flags & (FI_CLAIM | FI_DISCARD)) != 0;
     ferry_tag_info_t info;
     ferry_tag_message_t *message = NULL;
-    ferry_status_t st =
-        ferry_tag_probe(ep->worker, wtag, wmask, take, &info, take ? &message : NULL);
+    ferry_status_t st = ferry_tag_probe_from(ep->worker, match->source, match->tag, match->mask,
+                                             take, &info, take ? &message : NULL);
     if (st == FERRY_ERR_NO_ELEM) {
         fy_ofi_cq_entry_t entry = {
             .e = {.op_context = context, .flags = FI_RECV | FI_TAGGED, .tag = tag},
@@ -315,10 +285,8 @@ static ssize_t recv_peek(fy_ofi_ep_t *ep, uint64_t wtag, uint64_t wmask, uint64_
     }
     if (st != FERRY_OK)
         return fy_ofi_errno(st);
-    size_t msg_len = info.length >= FY_OFI_HDR_LEN ? info.length - FY_OFI_HDR_LEN : 0;
-    fi_addr_t src = fy_ofi_ep_source(ep, info.tag);
     if (flags & FI_DISCARD) {
-        /* receive the header only: ferry moves no more of the message */
+        /* receive nothing: ferry moves none of the message */
         fy_ofi_req_t *req = recv_req(ep, context, true, FI_COMPLETION);
         if (req == NULL)
             return -FI_EAGAIN; /* the message is taken: a rare leak until the worker goes */
@@ -342,11 +310,15 @@ static ssize_t recv_peek(fy_ofi_ep_t *ep, uint64_t wtag, uint64_t wmask, uint64_
             {
                 .op_context = context,
                 .flags = FI_RECV | FI_TAGGED,
-                .len = msg_len,
-                .tag = info.tag & FY_OFI_TAG_USER_MASK,
+                .len = info.length,
+                .tag = info.tag & ep->tag_format,
             },
-        .src = src,
+        .src = fy_ofi_av_lookup_peer(ep->av, info.peer),
     };
+    if (info.flags & FERRY_TAG_INFO_IMM) {
+        entry.e.flags |= FI_REMOTE_CQ_DATA;
+        entry.e.data = info.imm;
+    }
     fy_ofi_rx_entry(ep, &entry);
     return 0;
 }
@@ -397,16 +369,16 @@ static ssize_t recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t coun
         rc = -FI_EOPBADSTATE;
         goto out;
     }
-    uint64_t wtag, wmask;
+    recv_match_t match;
     if (flags & FI_CLAIM && !(flags & FI_PEEK)) {
         rc = recv_claimed(ep, iov, count, context, flags);
         goto out;
     }
-    rc = recv_match(ep, tagged, src, tag, ignore, &wtag, &wmask);
+    rc = recv_match(ep, tagged, src, tag, ignore, &match);
     if (rc != 0)
         goto out;
     if (flags & FI_PEEK) {
-        rc = recv_peek(ep, wtag, wmask, tag, context, flags);
+        rc = recv_peek(ep, &match, tag, context, flags);
         goto out;
     }
     fy_ofi_req_t *req = recv_req(ep, context, tagged, flags);
@@ -419,8 +391,8 @@ static ssize_t recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t coun
         fy_ofi_req_free(req);
         goto out;
     }
-    ferry_status_t st =
-        ferry_tag_recv(ep->worker, req->iov, req->iovcnt, wtag, wmask, &req->info, &req->comp);
+    ferry_status_t st = ferry_tag_recv_from(ep->worker, match.source, req->iov, req->iovcnt,
+                                            match.tag, match.mask, &req->info, &req->comp);
     rc = recv_started(req, st);
 out:
     fy_ofi_domain_unlock(ep->domain);
@@ -611,7 +583,7 @@ struct fi_ops_tagged fy_ofi_ops_tagged = {
     .recv = tagged_recv,       /* tag outside ignore; directed with FI_DIRECTED_RECV */
     .recvv = tagged_recvv,     /* up to FY_OFI_IOV_LIMIT pieces */
     .recvmsg = tagged_recvmsg, /* FI_PEEK, FI_CLAIM, FI_DISCARD, FI_COMPLETION */
-    .send = tagged_send,       /* tag < 2^44: -FI_EINVAL otherwise */
+    .send = tagged_send,       /* tag outside mem_tag_format: -FI_EINVAL */
     .sendv = tagged_sendv,
     .sendmsg = tagged_sendmsg,       /* NULL context and no FI_COMPLETION: no entry at all */
     .inject = tagged_inject,         /* <= inject_size; buffer free on return; no entry */

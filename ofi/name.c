@@ -5,8 +5,12 @@
 
 #include "name.h"
 
-bool fy_ofi_name_check(const uint8_t name[FY_OFI_NAME_LEN])
+bool fy_ofi_name_check(const uint8_t name[FY_OFI_NAME_LEN], ferry_peer_id_t *peer_p)
 {
     ferry_address_info_t info = {.size = sizeof(info)};
-    return ferry_address_decode(name, FY_OFI_NAME_LEN, &info) == FERRY_OK && info.compact;
+    if (ferry_address_decode(name, FY_OFI_NAME_LEN, &info) != FERRY_OK || !info.compact ||
+        info.worker_id == FERRY_PEER_ANY)
+        return false;
+    *peer_p = info.worker_id;
+    return true;
 }

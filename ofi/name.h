@@ -16,7 +16,8 @@
 
 /** Check a name an application inserts (untrusted: it may come from any peer): a compact ferry
  *  worker address whose every field is valid (ferry_address_decode; ferry logs one warning
- *  saying what is wrong). Returns false when it is not one. */
-bool fy_ofi_name_check(const uint8_t name[FY_OFI_NAME_LEN]);
+ *  saying what is wrong). Returns false when it is not one; else true and, in peer_p, the
+ *  worker id it names (what ferry_tag_info_t.peer reports for its messages). */
+bool fy_ofi_name_check(const uint8_t name[FY_OFI_NAME_LEN], ferry_peer_id_t *peer_p);
 
 #endif

@@ -46,7 +46,7 @@
 
 #include "ctrl_wire.h"
 #include "list.h"
-#include "shim.h"
+#include "name.h"
 
 /* ---------------------------------------------------------------- provider */
 
@@ -70,8 +70,16 @@
 #define FY_OFI_MR_CNT 65536u
 #define FY_OFI_ATOMIC_COUNT_MAX 64u /* elements of one atomic operation */
 
-/* The bit of a ferry tag that marks an FI_MSG message (FI_TAGGED messages have it clear). */
+/* The bit of a ferry tag that marks an FI_MSG message (FI_TAGGED messages have it clear): an
+ * endpoint with FI_MSG leaves the application the other 63 (mem_tag_format), one without it
+ * all 64 (it sends and receives no FI_MSG message). */
 #define FY_OFI_TAG_MSG_BIT (UINT64_C(1) << 63)
+
+/** The tag bits the application has on an endpoint of these capabilities (mem_tag_format). */
+static inline uint64_t fy_ofi_tag_format(uint64_t caps)
+{
+    return (caps & FI_MSG) ? FY_OFI_TAG_MSG_BIT - 1u : UINT64_MAX;
+}
 
 extern struct fi_provider fy_ofi_prov;
 
@@ -198,10 +206,14 @@ typedef struct fy_ofi_ep fy_ofi_ep_t;
 
 typedef struct fy_ofi_av_slot {
     uint8_t name[FY_OFI_NAME_LEN]; /* the name inserted: a compact ferry worker address */
-    uint32_t src_id;
-    bool live;      /* inserted and not removed */
-    bool ambiguous; /* another live slot has the same src_id (shim G2) */
+    ferry_peer_id_t peer;          /* the worker id of the name (ferry_tag_info_t.peer) */
+    bool live;                     /* inserted and not removed */
 } fy_ofi_av_slot_t;
+
+typedef struct fy_ofi_av_peer_entry {
+    ferry_peer_id_t peer; /* FERRY_PEER_ANY: empty */
+    size_t index;         /* the slot */
+} fy_ofi_av_peer_entry_t;
 
 typedef struct fy_ofi_av {
     struct fid_av av_fid;
@@ -212,18 +224,19 @@ typedef struct fy_ofi_av {
     size_t capacity;
     fy_ofi_ep_t **eps; /* endpoints bound to the AV */
     size_t ep_count;
-    /* src_id -> slot + 1 (0: empty), open addressing (shim G2) */
-    uint32_t *src_table;   /* pairs {src_id, slot + 1} */
-    size_t src_table_size; /* pairs, a power of two */
-    size_t src_table_used;
+    /* peer id -> slot, open addressing: the sources of messages */
+    fy_ofi_av_peer_entry_t *peer_table;
+    size_t peer_table_size; /* entries, a power of two */
+    size_t peer_table_used;
 } fy_ofi_av_t;
 
 int fy_ofi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av_p,
                    void *context);
 /** The live slot of fi_addr, or NULL. */
 fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr);
-/** The fi_addr of a source id (shim G2); FI_ADDR_NOTAVAIL when unknown or ambiguous. */
-fi_addr_t fy_ofi_av_lookup_src(fy_ofi_av_t *av, uint32_t src_id);
+/** The fi_addr of a sender's worker id (ferry_tag_info_t.peer); FI_ADDR_NOTAVAIL when no live
+ *  name of the AV has it. */
+fi_addr_t fy_ofi_av_lookup_peer(fy_ofi_av_t *av, ferry_peer_id_t peer);
 int fy_ofi_av_bind_ep(fy_ofi_av_t *av, fy_ofi_ep_t *ep);
 void fy_ofi_av_unbind_ep(fy_ofi_av_t *av, fy_ofi_ep_t *ep);
 
@@ -339,7 +352,7 @@ typedef enum fy_ofi_req_kind {
     FY_OFI_REQ_CLAIMED, /* a message taken by FI_PEEK|FI_CLAIM, waiting for its FI_CLAIM */
     FY_OFI_REQ_RMA,     /* read or write (then flush, then notify for writedata) */
     FY_OFI_REQ_ATOMIC,  /* one atomic operation of count elements */
-    FY_OFI_REQ_CTRL,    /* a provider control message (ack, key reply, write notify) */
+    FY_OFI_REQ_CTRL,    /* a provider control message (key request or reply, write notify) */
 } fy_ofi_req_kind_t;
 
 /* Which queue a request counts against (tx_attr->size, rx_attr->size, or none). */
@@ -350,15 +363,12 @@ typedef enum fy_ofi_budget {
 } fy_ofi_budget_t;
 
 /* fy_ofi_req_t.flags */
-#define FY_OFI_REQ_CQ 0x1u         /* write a CQ entry on success (errors are always written) */
-#define FY_OFI_REQ_WAIT_ACK 0x2u   /* completes when the delivery ack arrived too (shim G4) */
-#define FY_OFI_REQ_ACKED 0x4u      /* the delivery ack arrived */
-#define FY_OFI_REQ_LOCAL_DONE 0x8u /* ferry's completion ran */
-#define FY_OFI_REQ_POSTED 0x10u    /* on ep->posted: a receive ferry has not matched */
-#define FY_OFI_REQ_FLUSH 0x20u     /* RMA: flush (remote completion) before completing */
-#define FY_OFI_REQ_NOTIFY 0x40u    /* RMA writedata: notify the target, then complete */
-#define FY_OFI_REQ_DISCARD 0x80u   /* receive of a message to drop (FI_DISCARD) */
-#define FY_OFI_REQ_PEEK 0x100u     /* FI_PEEK|FI_DISCARD: the entry reports the message */
+#define FY_OFI_REQ_CQ 0x1u       /* write a CQ entry on success (errors are always written) */
+#define FY_OFI_REQ_POSTED 0x10u  /* on ep->posted: a receive ferry has not matched */
+#define FY_OFI_REQ_FLUSH 0x20u   /* RMA: flush (remote completion) before completing */
+#define FY_OFI_REQ_NOTIFY 0x40u  /* RMA writedata: notify the target, then complete */
+#define FY_OFI_REQ_DISCARD 0x80u /* receive of a message to drop (FI_DISCARD) */
+#define FY_OFI_REQ_PEEK 0x100u   /* FI_PEEK|FI_DISCARD: the entry reports the message */
 
 typedef struct fy_ofi_rkey fy_ofi_rkey_t;
 
@@ -367,7 +377,6 @@ typedef struct fy_ofi_req {
     fy_ofi_ep_t *ep;
     fy_ofi_list_t link; /* ep->posted, ep->claimed, an rkey's waiting list, ep->deferred */
     uint32_t index;     /* in the endpoint's pool */
-    uint32_t gen;       /* bumped on every allocation: send ids carry it */
     fy_ofi_req_kind_t kind;
     fy_ofi_budget_t budget;
     unsigned flags;        /* FY_OFI_REQ_* */
@@ -385,9 +394,8 @@ typedef struct fy_ofi_req {
     ferry_status_t status; /* FERRY_OK, or the first error of the operation's steps */
     ferry_tag_info_t info;
     ferry_tag_message_t *message; /* FY_OFI_REQ_CLAIMED */
-    uint8_t hdr[FY_OFI_HDR_LEN];  /* shim G3: the header sent or received */
     size_t iovcnt;
-    ferry_iov_t iov[1 + FY_OFI_IOV_LIMIT];
+    ferry_iov_t iov[FY_OFI_IOV_LIMIT];
     /* one-sided operations */
     uint64_t remote_addr;
     uint64_t key;
@@ -413,16 +421,13 @@ typedef struct fy_ofi_req {
     uint8_t ctrl[32]; /* control header */
     void *payload;    /* control payload (malloc'ed copy) */
     size_t payload_len;
-    uint8_t inject[FY_OFI_HDR_LEN + FY_OFI_INJECT_SIZE]; /* copies of injected data */
+    uint8_t inject[FY_OFI_INJECT_SIZE]; /* copies of injected data */
 } fy_ofi_req_t;
 
-/** A request of the endpoint, zeroed but for index/gen; NULL when its budget's queue is full
+/** A request of the endpoint, zeroed but for index; NULL when its budget's queue is full
  *  (FY_OFI_QUEUE_SIZE) or memory is exhausted (the caller returns -FI_EAGAIN). */
 fy_ofi_req_t *fy_ofi_req_alloc(fy_ofi_ep_t *ep, fy_ofi_req_kind_t kind, fy_ofi_budget_t budget);
 void fy_ofi_req_free(fy_ofi_req_t *req);
-/** The request of a send id (shim G4) if it is alive and waits for an ack; else NULL. */
-fy_ofi_req_t *fy_ofi_req_by_send_id(fy_ofi_ep_t *ep, uint32_t send_id);
-uint32_t fy_ofi_req_send_id(const fy_ofi_req_t *req);
 /** Free every chunk of the pool (and the payloads of requests still allocated). */
 void fy_ofi_req_pool_free(fy_ofi_ep_t *ep);
 
@@ -446,6 +451,7 @@ struct fy_ofi_ep {
     struct fid_ep ep_fid;
     fy_ofi_domain_t *domain;
     uint64_t caps;
+    uint64_t tag_format; /* fy_ofi_tag_format(caps) */
     uint64_t tx_op_flags;
     uint64_t rx_op_flags;
     bool enabled;
@@ -453,7 +459,6 @@ struct fy_ofi_ep {
     ferry_worker_t *worker;
     int worker_fd;
     uint8_t name[FY_OFI_NAME_LEN]; /* fi_getname: the worker's compact address (name.h) */
-    uint32_t src_id;               /* shim G2 */
     fy_ofi_av_t *av;
     fy_ofi_cq_t *tx_cq;
     fy_ofi_cq_t *rx_cq;
@@ -496,8 +501,6 @@ void fy_ofi_ep_peer_remove(fy_ofi_ep_t *ep, fi_addr_t addr);
 unsigned fy_ofi_ep_progress(fy_ofi_ep_t *ep);
 /** Queue a request to run after progress (fy_ofi_ep_progress calls back its kind's code). */
 void fy_ofi_ep_defer(fy_ofi_req_t *req);
-/** The source fi_addr of a received ferry tag (shim G2); FI_ADDR_NOTAVAIL when unknown. */
-fi_addr_t fy_ofi_ep_source(fy_ofi_ep_t *ep, uint64_t wire_tag);
 
 /* ---------------------------------------------------------------- completions (comp.c) */
 
@@ -528,10 +531,6 @@ ferry_status_t fy_ofi_ctrl_queue(fy_ofi_ep_t *ep, ferry_ep_t *fep, const fy_ofi_
 bool fy_ofi_ctrl_send(fy_ofi_req_t *req);
 /** Drop queued control messages to an endpoint that went away. */
 void fy_ofi_ctrl_drop(fy_ofi_ep_t *ep, ferry_ep_t *fep);
-/** The acknowledgement of a message that asked for one (shim G4): queued to the sender. */
-void fy_ofi_ack_queue(fy_ofi_ep_t *ep, ferry_ep_t *sender, uint32_t send_id);
-/** A delivery ack arrived or the send's ferry completion ran: complete when both did. */
-void fy_ofi_send_progress(fy_ofi_req_t *req);
 
 /* ---------------------------------------------------------------- RMA and atomics (rma.c,
  * atomic.c) */

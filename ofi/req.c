@@ -1,7 +1,7 @@
 /*
  * libferry-fi — the requests of an endpoint: allocated in chunks that are never freed before the
- * endpoint (an index names a request for the life of the endpoint, which the delivery acks of
- * shim G4 rely on), kept on a free list. No allocation and no lock in steady state.
+ * endpoint (a request's address stays valid for the life of the endpoint), kept on a free list.
+ * No allocation and no lock in steady state.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +9,11 @@
 #include "ofi.h"
 
 #define CHUNK_REQS 64u
-#define SEND_ID_INDEX_BITS 20u
-#define SEND_ID_INDEX_MASK ((1u << SEND_ID_INDEX_BITS) - 1u)
+#define REQS_MAX (1u << 20) /* requests of one endpoint, all budgets together */
 
 static bool pool_grow(fy_ofi_ep_t *ep)
 {
-    if ((ep->chunk_count + 1) * CHUNK_REQS > SEND_ID_INDEX_MASK)
+    if ((ep->chunk_count + 1) * CHUNK_REQS > REQS_MAX)
         return false;
     fy_ofi_req_t **chunks = realloc(ep->chunks, (ep->chunk_count + 1) * sizeof(*chunks));
     if (chunks == NULL)
@@ -61,12 +60,10 @@ fy_ofi_req_t *fy_ofi_req_alloc(fy_ofi_ep_t *ep, fy_ofi_req_kind_t kind, fy_ofi_b
     fy_ofi_req_t *req = ep->free_reqs;
     ep->free_reqs = (fy_ofi_req_t *)req->link.next;
     uint32_t index = req->index;
-    uint32_t gen = req->gen + 1;
     /* zero what a request carries from its last use (not the large buffers, which every user
      * fills before reading) */
     memset(req, 0, offsetof(fy_ofi_req_t, iov));
     req->index = index;
-    req->gen = gen;
     req->ep = ep;
     req->kind = kind;
     req->budget = budget;
@@ -100,23 +97,6 @@ void fy_ofi_req_free(fy_ofi_req_t *req)
     req->flags = 0;
     req->link.next = (fy_ofi_list_t *)ep->free_reqs;
     ep->free_reqs = req;
-}
-
-uint32_t fy_ofi_req_send_id(const fy_ofi_req_t *req)
-{
-    return (req->gen << SEND_ID_INDEX_BITS) | req->index;
-}
-
-fy_ofi_req_t *fy_ofi_req_by_send_id(fy_ofi_ep_t *ep, uint32_t send_id)
-{
-    uint32_t index = send_id & SEND_ID_INDEX_MASK;
-    if (index >= ep->chunk_count * CHUNK_REQS)
-        return NULL;
-    fy_ofi_req_t *req = &ep->chunks[index / CHUNK_REQS][index % CHUNK_REQS];
-    if (fy_ofi_req_send_id(req) != send_id || req->comp.count < 0 || req->kind != FY_OFI_REQ_SEND ||
-        !(req->flags & FY_OFI_REQ_WAIT_ACK) || (req->flags & FY_OFI_REQ_ACKED))
-        return NULL;
-    return req;
 }
 
 void fy_ofi_req_pool_free(fy_ofi_ep_t *ep)

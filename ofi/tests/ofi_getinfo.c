@@ -44,7 +44,8 @@ static void test_null_hints(void **state)
         assert_int_equal(i->tx_attr->inject_size, 128);
         assert_true(i->domain_attr->cq_data_size >= 4);
         assert_int_equal(i->domain_attr->mr_key_size, 8);
-        assert_int_equal(i->ep_attr->mem_tag_format, 0x00000fffffffffffull);
+        /* FI_MSG and FI_TAGGED: bit 63 tells them apart */
+        assert_int_equal(i->ep_attr->mem_tag_format, 0x7fffffffffffffffull);
         assert_int_equal(i->domain_attr->resource_mgmt, FI_RM_ENABLED);
         assert_int_equal(i->fabric_attr->api_version, FI_VERSION(1, 17));
     }
@@ -75,6 +76,9 @@ static void test_mtl_hints(void **state)
     assert_true(info->rx_attr->op_flags & FI_COMPLETION);
     assert_true(info->caps & FI_DIRECTED_RECV);
     assert_true(info->rx_attr->caps & FI_DIRECTED_RECV);
+    /* tagged only: all 64 tag bits (the MTL's ofi_tag_full mode takes what it is given) */
+    assert_true((info->caps & FI_MSG) == 0);
+    assert_int_equal(info->ep_attr->mem_tag_format, 0xffffffffffffffffull);
     assert_int_equal(info->domain_attr->threading, FI_THREAD_DOMAIN);
     assert_int_equal(info->domain_attr->av_type, FI_AV_MAP);
     assert_true(info->domain_attr->cq_data_size >= 4);
@@ -290,7 +294,7 @@ static void test_unmet(void **state)
         {"scalable endpoints", scalable},
         {"shared contexts", shared_ctx},
         {"rx op_flags FI_MULTI_RECV", rx_multi_recv},
-        {"mem_tag_format bit 63", tag_bit63},
+        {"mem_tag_format bit 63 with FI_MSG", tag_bit63},
         {"ordered RMA", ordered_rma},
         {"max_msg_size 1 TiB", msg_too_big},
         {"domain caps FI_SHARED_AV", domain_shared_av},

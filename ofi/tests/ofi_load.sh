@@ -27,7 +27,7 @@ export FI_PROVIDER_PATH=$dir
 fi_info -l | grep -q '^ferry:' || fail "fi_info -l does not list ferry"
 out=$(fi_info -p ferry -v) || fail "fi_info -p ferry failed"
 for want in 'prov_name: ferry' 'type: FI_EP_RDM' 'name: ferry' 'inject_size: 128' \
-    'mem_tag_format: 0x00000fffffffffff' 'cq_data_size: 8' 'FI_TAGGED' 'FI_DIRECTED_RECV' \
+    'mem_tag_format: 0x7fffffffffffffff' 'cq_data_size: 8' 'FI_TAGGED' 'FI_DIRECTED_RECV' \
     'FI_RMA' 'FI_ATOMIC' 'src_addrlen: 64'; do
     grep -q -- "$want" <<<"$out" || fail "fi_info -p ferry -v has no '$want'"
 done

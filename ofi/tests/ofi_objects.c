@@ -25,6 +25,11 @@ static void test_open_close(void **state)
     (void)state;
     ot_ep_t t;
     ot_ep_open(&t, FI_TAGGED | FI_MSG | FI_RMA | FI_ATOMIC, 0, FI_CQ_FORMAT_TAGGED);
+    /* with FI_MSG, tag bit 63 tells FI_MSG from FI_TAGGED: not the application's */
+    fi_addr_t self = ot_insert(&t, t.name);
+    uint32_t v = 1;
+    struct fi_context ctx;
+    assert_int_equal(fi_tsend(t.ep, &v, 4, NULL, self, (uint64_t)1 << 63, &ctx), -FI_EINVAL);
     struct fid_cntr *cntr;
     struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
     assert_int_equal(fi_cntr_open(t.domain, &cattr, &cntr, NULL), 0);
@@ -400,7 +405,28 @@ static void test_names(void **state)
     struct fi_context ctx;
     assert_int_equal(fi_tsend(t.ep, &v, 4, NULL, self + 100, 1, &ctx), -FI_EINVAL);
     assert_int_equal(fi_trecv(t.ep, &v, 4, NULL, self + 100, 1, 0, &ctx), -FI_EINVAL);
-    assert_int_equal(fi_tsend(t.ep, &v, 4, NULL, self, (uint64_t)1 << 44, &ctx), -FI_EINVAL);
+    /* a tagged-only endpoint has all 64 tag bits: a message to itself with bit 63 set, its
+     * source and tag reported */
+    uint64_t wide = ((uint64_t)1 << 63) | 0x123456789abcdefull;
+    uint32_t got = 0;
+    struct fi_context rctx;
+    assert_int_equal(fi_trecv(t.ep, &got, 4, NULL, self, wide, 0, &rctx), 0);
+    assert_int_equal(fi_tsend(t.ep, &v, 4, NULL, self, wide, &ctx), 0);
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry err;
+    fi_addr_t from = FI_ADDR_NOTAVAIL;
+    for (int n = 0; n < 2; n++) {
+        ssize_t rc;
+        while ((rc = fi_cq_readfrom(t.cq, &e, 1, &from)) == -FI_EAGAIN)
+            ;
+        assert_int_equal(rc, 1);
+        if (e.op_context == &rctx) {
+            assert_true(e.tag == wide && from == self && got == 1);
+        } else {
+            assert_ptr_equal(e.op_context, &ctx);
+        }
+    }
+    (void)err;
     fi_addr_t gone = self;
     assert_int_equal(fi_av_remove(t.av, &gone, 1, 0), 0);
     assert_int_equal(fi_av_remove(t.av, &gone, 1, 0), -FI_EINVAL);

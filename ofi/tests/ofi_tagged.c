@@ -27,6 +27,8 @@
 #define TAG_MANY 0xa00u
 #define TAG_SMALLCQ 0xb00u
 
+#define PEEK_DATA 0x0123456789abcdefull
+
 static const size_t sizes[] = {0, 1, 7, 128, 129, 4096, 8192, 65536, 1u << 20, 4u << 20};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
@@ -221,8 +223,10 @@ static void test_peek(pair_t *p, ot_job_t *job)
         while (trecvmsg(p, NULL, 0, TAG_PEEK, FI_PEEK, &p->ctx[8], &e, &err) == -FI_ENOMSG)
             ;
         OT_CHECK(e.op_context == &p->ctx[8] && e.len == lens[0] && e.tag == TAG_PEEK);
+        /* its remote CQ data is seen before it is received (the MPI probe's source rank) */
+        OT_CHECK(e.flags == (FI_RECV | FI_TAGGED | FI_REMOTE_CQ_DATA) && e.data == PEEK_DATA);
         OT_CHECK(trecvmsg(p, buf, sizeof(buf), TAG_PEEK, 0, &p->ctx[9], &e, &err) == 1);
-        OT_CHECK(e.len == lens[0]);
+        OT_CHECK(e.len == lens[0] && e.data == PEEK_DATA);
         ot_check(buf, lens[0], 500, "peeked then received");
         /* B: peek and claim, then receive the claimed message */
         while (trecvmsg(p, NULL, 0, TAG_PEEK + 1, FI_PEEK | FI_CLAIM, &p->ctx[10], &e, &err) ==
@@ -252,7 +256,12 @@ static void test_peek(pair_t *p, ot_job_t *job)
         static uint8_t bufs[4][70000];
         for (unsigned i = 0; i < 4; i++) {
             ot_fill(bufs[i], lens[i], 500 + i);
-            tsend(p, bufs[i], lens[i], TAG_PEEK + i, &p->ctx[16 + i]);
+            if (i == 0)
+                OT_EXPECT(fi_tsenddata(p->t.ep, bufs[i], lens[i], NULL, PEEK_DATA, p->peer,
+                                       TAG_PEEK + i, &p->ctx[16 + i]),
+                          0);
+            else
+                tsend(p, bufs[i], lens[i], TAG_PEEK + i, &p->ctx[16 + i]);
         }
         ot_barrier(job);
         /* the rendezvous one completes once the receiver discarded it */
