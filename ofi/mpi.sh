@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Open MPI 4.1.4 over the ferry provider: ofi/tests/mpi_semantics.c under mpirun with the OFI
 # MTL (pml cm, mtl ofi), which Debian's openmpi-mca-params.conf disables (mtl = ^ofi) unless
-# named, restricted to the provider "ferry" and to its full tag mode (source rank in remote CQ
-# data, directed receives), so that a missing feature fails instead of falling back.
+# named, restricted to the provider "ferry" and by default to the full tag mode (source rank in
+# remote CQ data, directed receives), so that a missing feature fails instead of falling back.
+# TAG_MODE auto is Open MPI's default (it picks ofi_tag_full here); in ofi_tag_1 Open MPI 4.1.4's
+# MPI_Ssend hangs (ofi/README.md, "Open MPI 4.1.4").
 #
 #   ofi/mpi.sh [BUILD_DIR] [NP] [shm|tcp|hosts] [TAG_MODE] [TEST...]
 #                                          (default: build 2 shm ofi_tag_full, all tests)
