@@ -324,8 +324,13 @@ test_alltoall() {
 }
 
 test_mpi() {
-    # 4 ranks, 2 per host: ranks of one host use shm, across hosts tcp (the program checks)
+    # 4 ranks, 2 per host: ranks of one host use shm, across hosts tcp (the program checks).
+    # 60 s tcp timeouts, as ferry_add_test gives every test: a rank waiting in a PMIx fence for
+    # a rank kept off the CPU by a loaded machine does not progress, and the default 10 s
+    # closed its connections in a full-suite run (FERRY_ERR_ENDPOINT_TIMEOUT, then a fence
+    # TIMEOUT).
     netns_mpirun h1 h1:2,h2:2 -np 4 -x FERRY_LOG_LEVEL=warn -x NT_DEADLINE_S=120 \
+        -x FERRY_TCP_TIMEOUT_MS=60000 -x FERRY_TCP_CONNECT_TIMEOUT_MS=60000 \
         "$BIN/nt_alltoall" -r 2 -s 0,100,4096,70000,1M >"$LOGS/mpi.log" 2>&1 &
     nt_wait $! 150 || return 1
     [ "$(grep -c 'nt_alltoall: rank .* of 4 passed' "$LOGS/mpi.log")" -eq 4 ] ||
