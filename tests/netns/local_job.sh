@@ -13,11 +13,14 @@ fi
 n=$1 seconds=$2
 shift 2
 
-# a free port for rank 0's bootstrap listener
+# a free port for rank 0's bootstrap listener: below the kernel's ephemeral range
+# (net.ipv4.ip_local_port_range, 32768 and up), where another test's outgoing connection may
+# hold it without listening ("Address already in use" in a full-suite run), and used by no
+# socket in any state
 port=
 for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 40000))
-    if ! ss -Hltn "( sport = :$p )" | grep -q .; then
+    p=$((20000 + RANDOM % 12000))
+    if ! ss -Htan "( sport = :$p )" | grep -q .; then
         port=$p
         break
     fi
