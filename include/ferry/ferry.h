@@ -881,6 +881,8 @@ void ferry_rkey_release(ferry_rkey_t *rkey);
  *                          (deregistered, or a key whose secret does not match)
  * @retval FERRY_ERR_CONNECTION_RESET the owner has exited (its endpoint fails on the next
  *                                    progress)
+ * @retval other before the first mapping, the error of the key's endpoint once it closed or
+ *               failed
  */
 ferry_status_t ferry_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote_offset, void **local_ptr_p);
 

@@ -248,10 +248,11 @@ static inline ferry_status_t locked_rkey_ptr(ferry_rkey_t *rkey, uint64_t remote
         return FERRY_ERR_NOT_CONNECTED;
     if (!rkey->map_tried) {
         ferry_ep_t *ep = rkey->ep;
+        if (ep->state != FY_EP_OPEN)
+            return ep->error; /* closed or failed: its status, not a lack of support */
         rkey->map_tried = 1;
-        ferry_status_t mapped = ep->state == FY_EP_OPEN && ep->tl->rkey_map != NULL
-                                    ? ep->tl->rkey_map(ep->tl_ep, rkey)
-                                    : FERRY_ERR_UNSUPPORTED;
+        ferry_status_t mapped =
+            ep->tl->rkey_map != NULL ? ep->tl->rkey_map(ep->tl_ep, rkey) : FERRY_ERR_UNSUPPORTED;
         if (mapped == FERRY_ERR_NO_RESOURCE || mapped == FERRY_ERR_CONNECTION_RESET)
             rkey->map_tried = 0; /* not connected yet, or the endpoint is about to fail */
         rkey->map_refused = mapped == FERRY_ERR_ACCESS;
