@@ -1,10 +1,14 @@
 /*
  * libferry-fi — address vectors. An AV is a table of names (fi_addr_t = index, never reused,
  * for FI_AV_MAP and FI_AV_TABLE alike); insertion is synchronous. A name (a compact ferry worker
- * address, name.h) is checked when it is inserted, and each endpoint already bound to the AV
- * creates its ferry endpoint to the new peer at once, so a dead peer or an address ferry rejects
- * fails the insert (the entry is FI_ADDR_NOTAVAIL and the error is reported per entry with
- * FI_SYNC_ERR). Endpoints bound later connect on first use.
+ * address, name.h) is checked when it is inserted: a name that is not a ferry provider name fails
+ * the insert (the entry is FI_ADDR_NOTAVAIL and the error is reported per entry with FI_SYNC_ERR).
+ * Each endpoint already bound to the AV then creates its ferry endpoint to the new peer at once;
+ * endpoints bound later connect on first use. A peer that cannot be reached (it has exited, or
+ * refuses) does not fail the insert, as in every libfabric provider: an address may outlive its
+ * process (a peer sends its last message and exits before the receiver inserts its name, and the
+ * message must still be matched to that fi_addr). The endpoint keeps the connect error, and every
+ * later operation to that fi_addr fails with it. Only a lack of memory fails the insert.
  *
  * The table peer id -> index (the worker id a name carries, which ferry reports as the sender
  * of every tagged message) lets a completion name its source (FI_SOURCE, the MTL's directed
@@ -122,7 +126,8 @@ static int av_insert_one(fy_ofi_av_t *av, const uint8_t *name, fi_addr_t *addr_p
     av->count++;
     for (size_t i = 0; i < av->ep_count; i++) {
         ferry_status_t st = fy_ofi_ep_peer_connect(av->eps[i], index);
-        if (st != FERRY_OK && st != FERRY_ERR_NO_RESOURCE) {
+        /* an unreachable peer is still an address: the endpoint keeps the error (see above) */
+        if (st == FERRY_ERR_NO_MEMORY) {
             for (size_t j = 0; j < i; j++)
                 fy_ofi_ep_peer_remove(av->eps[j], index);
             slot->live = false;
