@@ -227,6 +227,9 @@ int main(void)
         goto out_context;
     }
     ferry_am_set_handler(h.worker, AM_HELLO, on_hello, &h);
+    /* the barrier below progresses the worker: a greeting sent while its endpoint was still
+     * connecting leaves only from progress, and its receiver may wait for it */
+    ferry_bootstrap_set_progress(bs, h.worker);
 
     uint8_t *addresses = NULL;
     if (exchange_addresses(bs, h.worker, &addresses) != 0)

@@ -146,8 +146,11 @@ const char *ferry_bootstrap_methods_built(void);
  *
  * A collective (allgather, barrier) waits for the other ranks. Without this, the waiting
  * process makes no ferry progress: a peer's flush, target-executed one-sided operation or
- * rendezvous that needs this process's progress stalls until the collective returns, and if
- * that peer waits for its operation before it joins the collective, both wait for good. With a
+ * rendezvous that needs this process's progress stalls until the collective returns, and so
+ * does a message this process sent while its endpoint was still connecting (ferry_am_send()
+ * and ferry_tag_send() return FERRY_OK with a copy queued; it leaves when the handshake
+ * finishes, in progress). If that peer waits for its operation or message before it joins the
+ * collective, both wait for good. Set it whenever ferry traffic precedes a collective. With a
  * worker set, every wait of a collective calls ferry_worker_progress() on it (and sleeps on
  * its descriptor when it has nothing to do), so callbacks of that worker may run inside
  * ferry_bootstrap_allgather() and ferry_bootstrap_barrier().

@@ -241,6 +241,11 @@ add_test(NAME mp_bootstrap_progress
                  $<TARGET_FILE:mp_bootstrap_progress>)
 set_tests_properties(mp_bootstrap_progress PROPERTIES TIMEOUT 100
                      ENVIRONMENT "FERRY_TRANSPORTS=tcp;FERRY_BOOTSTRAP_TIMEOUT_MS=60000")
+add_test(NAME mp_bootstrap_progress_shm
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/netns/local_job.sh 2 80
+                 $<TARGET_FILE:mp_bootstrap_progress>)
+set_tests_properties(mp_bootstrap_progress_shm PROPERTIES TIMEOUT 100
+                     ENVIRONMENT "FERRY_BOOTSTRAP_TIMEOUT_MS=60000")
 
 # counters after a known exchange, checked exactly (include/ferry/counters.h), and FERRY_STATS
 ferry_add_test(NAME mp_counters SOURCES mp/mp_counters.c TIMEOUT 60)

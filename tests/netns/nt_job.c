@@ -88,6 +88,8 @@ void nt_job_init(nt_job_t *job, const char *name, unsigned deadline_s)
                                 .accepted_ep_error_arg = job};
     FT_CHECK_OK(ferry_worker_create(job->context, &wp, &job->worker));
     FT_CHECK_OK(ferry_am_set_handler(job->worker, NT_BARRIER_AM_ID, nt_barrier_cb, job));
+    /* the bootstrap's collectives progress the worker: see nt_job_barrier */
+    FT_CHECK_OK(ferry_bootstrap_set_progress(job->bs, job->worker));
 
     nt_card_t *mine = calloc(1, sizeof(*mine));
     nt_card_t *all = calloc(job->size, sizeof(*all));
@@ -139,7 +141,6 @@ static ferry_status_t nt_barrier_cb(void *arg, const void *header, size_t header
     uint64_t epoch;
     (void)data;
     (void)length;
-    (void)params;
     FT_CHECK(header_length == sizeof(epoch), "barrier message with a %zu-byte header",
              header_length);
     memcpy(&epoch, header, sizeof(epoch));
@@ -147,6 +148,12 @@ static ferry_status_t nt_barrier_cb(void *arg, const void *header, size_t header
              "barrier message of epoch %llu in epoch %llu", (unsigned long long)epoch,
              (unsigned long long)job->barrier_epoch);
     job->barrier_arrived[epoch & 1]++;
+    for (unsigned r = 0; r < job->size && r < 64; r++) {
+        ferry_peer_id_t id;
+        if (job->peers[r].ep != NULL && ferry_ep_peer_id(job->peers[r].ep, &id) == FERRY_OK &&
+            id == params->peer)
+            job->barrier_from[epoch & 1] |= 1ull << r;
+    }
     return FERRY_OK;
 }
 
@@ -166,9 +173,12 @@ static bool nt_barrier_done(void *arg)
 /* Two steps: (1) over ferry, progressing all the while, so that a peer whose one-sided
  * operations need this rank's progress (the target-executed protocol over tcp) can finish
  * them: every rank tells every peer it arrived and waits for all of them; (2) the bootstrap's
- * barrier, which makes no ferry progress, but by then nobody needs any: every rank has
- * received every barrier message, so none is still in flight when a rank moves on (and, say,
- * destroys its endpoints). */
+ * barrier, after which every rank has received every barrier message, so none is still in
+ * flight when a rank moves on (and, say, destroys its endpoints). Step 2 progresses the worker
+ * too (ferry_bootstrap_set_progress): a rank may finish step 1 while its own barrier message
+ * still waits in its endpoint for the connection's handshake (a send to a connecting endpoint
+ * completes from a copy), and only its progress posts it. Without that, the PMIx fence of the
+ * mpirun job timed out now and then (mp_bootstrap_progress_shm has the case). */
 void nt_job_barrier(nt_job_t *job)
 {
     uint64_t epoch = job->barrier_epoch;
@@ -185,9 +195,23 @@ void nt_job_barrier(nt_job_t *job)
     }
     nt_barrier_wait_t w = {
         .job = job, .sends = &sends, .expected = expected, .parity = (unsigned)(epoch & 1)};
-    ft_progress_until(job->worker, 60000, nt_barrier_done, &w, "the ranks' barrier messages");
+    /* a slow barrier says what it waits for, every 10 s: which ranks' messages, how many sends */
+    for (int waited_s = 10; !ft_progress_try_until(job->worker, 10000, nt_barrier_done, &w);
+         waited_s += 10) {
+        char missing[256] = "";
+        for (unsigned r = 0; r < job->size && r < 64; r++) {
+            if (job->peers[r].ep != NULL && !(job->barrier_from[epoch & 1] & (1ull << r)))
+                snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), " %u", r);
+        }
+        ft_note("barrier %llu: after %d s, %u of %u messages arrived (missing from ranks:%s), "
+                "%lld of my sends not complete",
+                (unsigned long long)epoch, waited_s, job->barrier_arrived[epoch & 1], expected,
+                missing, (long long)sends.count);
+        FT_CHECK(waited_s < 60, "barrier %llu timed out", (unsigned long long)epoch);
+    }
     FT_CHECK_OK(sends.status);
     job->barrier_arrived[epoch & 1] = 0;
+    job->barrier_from[epoch & 1] = 0;
     job->barrier_epoch = epoch + 1;
     FT_CHECK_OK(ferry_bootstrap_barrier(job->bs));
 }

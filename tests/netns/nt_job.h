@@ -38,6 +38,7 @@ typedef struct nt_job {
     unsigned accepted_errors;    /**< error callbacks of endpoints the worker accepted */
     uint64_t barrier_epoch;      /**< barriers this rank has entered */
     unsigned barrier_arrived[2]; /**< barrier messages received, by epoch parity */
+    uint64_t barrier_from[2];    /**< their senders' ranks (bit r; ranks >= 64 are not shown) */
 } nt_job_t;
 
 /* The active message id of nt_job_barrier (the programs use other ids). */
