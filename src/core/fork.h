@@ -7,7 +7,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-extern atomic_uint fy_fork_generation_now;
+/* hidden: the library's own, read with one instruction (no address load from the GOT) */
+extern atomic_uint fy_fork_generation_now __attribute__((visibility("hidden")));
 
 /* Register the atfork handler (once per process; later calls cost one pthread_once check) and
  * return the generation in effect, to store in a new object. */

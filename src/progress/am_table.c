@@ -84,9 +84,7 @@ ferry_status_t fy_am_deliver(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id
 
     if (fy_unlikely(fy_ep_going_away(ep)))
         return FERRY_OK; /* destroyed (or force-closed) by a callback of this progress call */
-    fy_count_received(&ep->counters.transport[ep->tl_index], length);
-    if (id < FERRY_AM_ID_MAX)
-        fy_count_received(&ep->counters.am, length);
+    fy_am_count_received(ep, id, length);
     if (fy_unlikely(handler->cb == NULL)) {
         if (handler->warned++ == 0)
             fy_warn_limited(

@@ -115,10 +115,7 @@ FERRY_EXPORT ferry_status_t ferry_ep_counters(const ferry_ep_t *ep, ferry_counte
 
 FERRY_EXPORT unsigned ferry_counters_size_class(uint64_t length)
 {
-    if (length == 0)
-        return 0;
-    unsigned c = 64u - (unsigned)__builtin_clzll(length); /* 1 + floor(log2) */
-    return c < FERRY_COUNTERS_SIZE_CLASSES ? c : FERRY_COUNTERS_SIZE_CLASSES - 1;
+    return fy_counters_size_class(length);
 }
 
 /* Append to a text being built: used tracks what the whole text needs. */

@@ -11,23 +11,6 @@ static fy_always_inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned 
                                                        const ferry_iov_t *iov, size_t iovcnt,
                                                        ferry_completion_t *comp);
 
-/* Count a send on its endpoint (include/ferry/counters.h): every message on its transport's
- * row, ferry's own also as internal (the application's active messages are the difference:
- * fy_ep_counters_read), so the application's send updates one row; a refusal or an error by
- * its status. */
-static inline ferry_status_t am_count(ferry_ep_t *ep, unsigned id, uint64_t length,
-                                      ferry_status_t status)
-{
-    if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS)) {
-        fy_count_sent(&ep->counters.transport[ep->tl_index], length);
-        if (id >= FERRY_AM_ID_MAX)
-            fy_count_sent(&ep->internal_sent, length);
-    } else {
-        fy_count_status(&ep->counters, status);
-    }
-    return status;
-}
-
 static fy_always_inline ferry_status_t locked_am_send(ferry_ep_t *ep, unsigned id,
                                                       const void *header, size_t header_length,
                                                       const ferry_iov_t *iov, size_t iovcnt,
@@ -35,6 +18,8 @@ static fy_always_inline ferry_status_t locked_am_send(ferry_ep_t *ep, unsigned i
 {
     if (fy_unlikely(id >= FERRY_AM_ID_MAX))
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_unlikely(ep != NULL && fy_ep_forked(ep)))
+        return FERRY_ERR_FORKED;
     return am_send_checked(ep, id, header, header_length, iov, iovcnt, comp);
 }
 
@@ -79,23 +64,16 @@ static fy_always_inline ferry_status_t am_send_checked(ferry_ep_t *ep, unsigned 
                     (header == NULL && header_length > 0) || (iov == NULL && iovcnt > 0)))
         return FERRY_ERR_INVALID_PARAM;
     if (fy_unlikely(ep->state != FY_EP_OPEN))
-        return am_count(ep, id, 0, ep->error);
-    if (fy_ep_forked(ep))
-        return FERRY_ERR_FORKED;
+        return fy_am_send_counted(ep, id, 0, ep->error);
     if (iovcnt <= 1) {
-        const void *payload = iovcnt ? iov[0].buffer : NULL;
-        size_t length = iovcnt ? iov[0].length : 0;
-        if (fy_unlikely(payload == NULL && length > 0))
+        if (fy_unlikely(iovcnt == 1 && iov[0].buffer == NULL && iov[0].length > 0))
             return FERRY_ERR_INVALID_PARAM;
-        if (header_length + length <= ep->caps.max_short && ep->tl->send_short != NULL)
-            return am_count(
-                ep, id, length,
-                ep->tl->send_short(ep->tl_ep, (uint8_t)id, header, header_length, payload, length));
+        return fy_am_send_one(ep, id, header, header_length, iovcnt == 1 ? iov : NULL, comp);
     }
     size_t length = 0;
     for (size_t i = 0; i < iovcnt; i++)
         length += iov[i].length;
-    return am_count(
+    return fy_am_send_counted(
         ep, id, length,
         ep->tl->sendv(ep->tl_ep, (uint8_t)id, header, header_length, iov, iovcnt, comp));
 }

@@ -343,11 +343,13 @@ void tag_recv_finish(tag_recv_t *recv, ferry_status_t status)
 {
     if (recv->state == TAG_RECV_FINISHED)
         return;
-    if (recv->state == TAG_RECV_POSTED)
+    bool posted = recv->state == TAG_RECV_POSTED;
+    if (posted)
         fy_list_remove(&recv->obj.link);
     recv->state = TAG_RECV_FINISHED;
     recv->status = status;
-    tag_rndv_recv_release(recv);
+    if (!posted) /* a receive still posted holds nothing of a rendezvous */
+        tag_rndv_recv_release(recv);
     recv->ep = NULL;
     if (recv->inner_busy) {
         /* a get or DATA copy still writes into the user's buffers: the user hears of it only
@@ -779,31 +781,49 @@ static bool tag_decode(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, cons
     return false;
 }
 
-static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_length, void *data,
-                                   size_t length, const ferry_am_recv_params_t *params)
+/* An EAGER message with its decoded header arrived: the first posted receive that takes it gets
+ * it, else it waits in the unexpected queue. Inlined into both cases of tag_on_eager: in the
+ * plain one (flags 0, no immediate data) the compiler drops the flag branches. */
+static fy_always_inline ferry_status_t tag_eager_arrived(ferry_worker_t *worker,
+                                                         const tag_wire_eager_t *eager,
+                                                         size_t header_length, void *data,
+                                                         size_t length,
+                                                         const ferry_am_recv_params_t *params)
 {
-    ferry_worker_t *worker = arg;
-    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     ferry_ep_t *ep = params->reply_ep;
-    tag_wire_msg_t msg;
-
-    if (fy_unlikely(
-            !tag_decode(worker, ep, FY_AM_ID_TAG_EAGER, header, header_length, length, &msg)))
-        return FERRY_OK;
-    uint64_t tag = msg.u.eager.tag;
-    tag_recv_t *recv = tag_match_posted(tw, tag, params->peer);
+    tag_recv_t *recv = tag_match_posted(fy_tag_worker_of(worker), eager->tag, params->peer);
     if (fy_likely(recv != NULL)) {
         ferry_status_t status = tag_scatter_message(recv->buf.iov, recv->buf.iovcnt, data, length);
         tag_count_received(worker, ep, length);
-        tag_info_fill(recv->info, ep, params->peer, tag, length, msg.u.eager.imm,
-                      msg.u.eager.flags);
+        tag_info_fill(recv->info, ep, params->peer, eager->tag, length, eager->imm, eager->flags);
         tag_recv_finish(recv, status);
-        if (fy_unlikely(msg.u.eager.flags & TAG_FLAG_SYNC))
-            tag_rndv_sync_ack(worker, ep, msg.u.eager.send_id); /* matched: its sender completes */
+        if (fy_unlikely(eager->flags & TAG_FLAG_SYNC))
+            tag_rndv_sync_ack(worker, ep, eager->send_id); /* matched: its sender completes */
         return FERRY_OK;
     }
-    return tag_unexpected_eager(worker, ep, &msg.u.eager, header_length, data, length,
-                                params->flags);
+    return tag_unexpected_eager(worker, ep, eager, header_length, data, length, params->flags);
+}
+
+/* An EAGER header the fast case did not take (flags, or not a valid header): decoded in full. */
+static fy_noinline ferry_status_t tag_on_eager_decoded(ferry_worker_t *worker, const void *header,
+                                                       size_t header_length, void *data,
+                                                       size_t length,
+                                                       const ferry_am_recv_params_t *params)
+{
+    tag_wire_msg_t msg;
+    if (!tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_EAGER, header, header_length, length,
+                    &msg))
+        return FERRY_OK;
+    return tag_eager_arrived(worker, &msg.u.eager, header_length, data, length, params);
+}
+
+static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_length, void *data,
+                                   size_t length, const ferry_am_recv_params_t *params)
+{
+    tag_wire_eager_t eager = {.version = TAG_WIRE_VERSION};
+    if (fy_unlikely(!tag_wire_eager_plain(header, header_length, &eager.tag)))
+        return tag_on_eager_decoded(arg, header, header_length, data, length, params);
+    return tag_eager_arrived(arg, &eager, header_length, data, length, params);
 }
 
 static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_length, void *data,
@@ -916,10 +936,36 @@ static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_l
 
 /* ------------------------------------------------------------------ public calls */
 
-/* The send of ferry_tag_send and ferry_tag_send_ext (params NULL: a plain send). */
-static inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                                      uint64_t tag, const ferry_tag_send_params_t *params,
-                                      ferry_completion_t *comp)
+/* An eager send started (FERRY_OK, FERRY_INPROGRESS) counts; returns status. */
+static fy_always_inline ferry_status_t tag_eager_counted(ferry_ep_t *ep, uint64_t length,
+                                                         ferry_status_t status)
+{
+    if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS))
+        tag_count_sent(ep, length, FERRY_COUNTERS_MODE_EAGER);
+    return status;
+}
+
+/* The eager send of a message without flags (the 16-byte header) on an open endpoint, iov
+ * checked; one piece goes straight to the transport (fy_am_send_one). */
+static fy_always_inline ferry_status_t tag_send_eager_plain(ferry_ep_t *ep, const ferry_iov_t *iov,
+                                                            size_t iovcnt, uint64_t length,
+                                                            uint64_t tag, ferry_completion_t *comp)
+{
+    tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
+    ferry_status_t status =
+        iovcnt == 1
+            ? fy_am_send_one(ep, FY_AM_ID_TAG_EAGER, &header, TAG_WIRE_EAGER_SHORT, iov, comp)
+            : fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, TAG_WIRE_EAGER_SHORT, iov,
+                                  iovcnt, comp);
+    return tag_eager_counted(ep, length, status);
+}
+
+/* The send of ferry_tag_send and ferry_tag_send_ext (params NULL: a plain send; params->flags
+ * checked by the caller), every case. */
+static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t *iov,
+                                               size_t iovcnt, uint64_t tag,
+                                               const ferry_tag_send_params_t *params,
+                                               ferry_completion_t *comp)
 {
     uint64_t length;
 
@@ -930,28 +976,21 @@ static inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, si
     if (fy_unlikely(!fy_tag_ep_of(ep)->ready))
         tag_rndv_ep_setup(ep->worker, ep);
     if (fy_likely(length <= fy_tag_ep_of(ep)->eager_max && !fy_tag_ep_of(ep)->eager_off)) {
+        if (params == NULL || params->flags == 0)
+            return tag_send_eager_plain(ep, iov, iovcnt, length, tag, comp);
         tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
-        ferry_status_t status;
-        if (fy_likely(params == NULL || params->flags == 0)) {
-            status = fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, TAG_WIRE_EAGER_SHORT, iov,
-                                         iovcnt, comp);
-            goto eager_sent;
-        }
         if (params->flags & FERRY_TAG_SEND_IMM) {
             header.flags |= TAG_FLAG_IMM;
             header.imm = htole64(params->imm);
         }
         if (params->flags & FERRY_TAG_SEND_SYNC) {
             header.flags |= TAG_FLAG_SYNC;
-            status = tag_rndv_send_sync_eager(ep, iov, iovcnt, &header, comp);
-        } else {
-            status = fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, sizeof(header), iov,
-                                         iovcnt, comp);
+            return tag_eager_counted(ep, length,
+                                     tag_rndv_send_sync_eager(ep, iov, iovcnt, &header, comp));
         }
-    eager_sent:
-        if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS))
-            tag_count_sent(ep, length, FERRY_COUNTERS_MODE_EAGER);
-        return status;
+        return tag_eager_counted(ep, length,
+                                 fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header,
+                                                     sizeof(header), iov, iovcnt, comp));
     }
     /* a rendezvous completes after the match: synchronous by nature */
     bool inject =
@@ -959,12 +998,28 @@ static inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, si
     return tag_rndv_send(ep->worker, ep, iov, iovcnt, length, tag, params, inject, comp);
 }
 
+/* A plain send (no flags). The common case inline: one valid piece, eager, on an endpoint set
+ * up; everything else in tag_send_any (which checks in the documented order). */
+static fy_always_inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_t *iov,
+                                                size_t iovcnt, uint64_t tag,
+                                                ferry_completion_t *comp)
+{
+    if (fy_likely(ep != NULL && iovcnt == 1 && iov != NULL &&
+                  (iov->buffer != NULL || iov->length == 0))) {
+        const fy_tag_ep_t *tep = fy_tag_ep_of(ep);
+        if (fy_likely(ep->state == FY_EP_OPEN && tep->ready && iov->length <= tep->eager_max &&
+                      !tep->eager_off))
+            return tag_send_eager_plain(ep, iov, 1, iov->length, tag, comp);
+    }
+    return tag_send_any(ep, iov, iovcnt, tag, NULL, comp);
+}
+
 static inline ferry_status_t locked_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                              uint64_t tag, ferry_completion_t *comp)
 {
     if (ep != NULL && fy_ep_forked(ep))
         return FERRY_ERR_FORKED;
-    return tag_send(ep, iov, iovcnt, tag, NULL, comp);
+    return tag_send(ep, iov, iovcnt, tag, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
@@ -986,10 +1041,12 @@ static inline ferry_status_t locked_tag_send_ext(ferry_ep_t *ep, const ferry_iov
 {
     if (ep != NULL && fy_ep_forked(ep))
         return FERRY_ERR_FORKED;
-    if (params != NULL && ((params->flags & ~(FERRY_TAG_SEND_IMM | FERRY_TAG_SEND_SYNC)) != 0 ||
-                           ((params->flags & FERRY_TAG_SEND_SYNC) && comp == NULL)))
+    if (fy_likely(params == NULL || params->flags == 0))
+        return tag_send(ep, iov, iovcnt, tag, comp);
+    if ((params->flags & ~(FERRY_TAG_SEND_IMM | FERRY_TAG_SEND_SYNC)) != 0 ||
+        ((params->flags & FERRY_TAG_SEND_SYNC) && comp == NULL))
         return FERRY_ERR_INVALID_PARAM;
-    return tag_send(ep, iov, iovcnt, tag, params, comp);
+    return tag_send_any(ep, iov, iovcnt, tag, params, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov,

@@ -189,11 +189,12 @@ typedef struct tag_ctl {
 
 /* ------------------------------------------------------------------ counters */
 
-/* A tagged message sent (include/ferry/counters.h): by size class and how it moves. */
+/* A tagged message sent (include/ferry/counters.h): by size class and how it moves; its bytes
+ * (the message itself counts in tag_modes only: fy_ep_counters_read sums them into tag.sent). */
 static inline void tag_count_sent(ferry_ep_t *ep, uint64_t length, unsigned mode)
 {
-    fy_count_sent(&ep->counters.tag, length);
-    ep->counters.tag_modes[ferry_counters_size_class(length)][mode]++;
+    ep->counters.tag.sent_bytes += length;
+    ep->counters.tag_modes[fy_counters_size_class(length)][mode]++;
 }
 
 /* A tagged message matched by a receive (its endpoint may be gone: the worker keeps it). */

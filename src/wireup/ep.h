@@ -13,6 +13,17 @@
 #include "transport/transport.h"
 #include "wireup/address.h"
 
+/* Active messages sent and received, by kind (fy_am_kind): [0] the application's (ids below
+ * FERRY_AM_ID_MAX), [1] ferry's own. Counts and bytes lie apart, so that the two increments of
+ * a message are not neighbours: GCC would make one vector add of them, three times the
+ * instructions of two plain adds. */
+typedef struct fy_am_traffic {
+    uint64_t sent[2];
+    uint64_t received[2];
+    uint64_t sent_bytes[2];
+    uint64_t received_bytes[2];
+} fy_am_traffic_t;
+
 typedef enum fy_ep_state {
     FY_EP_OPEN,    /* usable (possibly still connecting inside the transport) */
     FY_EP_CLOSING, /* graceful close under way */
@@ -45,11 +56,10 @@ struct ferry_ep {
     fy_deferred_t tl_destroy_deferred;
     int free_pending;
     int tl_destroy_pending;
-    ferry_counters_t counters;         /* what went through it (progress/counters.h); its
-                                        * am.sent and am.sent_bytes are not kept there but
-                                        * derived (fy_ep_counters_read) */
-    ferry_traffic_t internal_sent;     /* ferry's own active messages sent (ids from
-                                        * FERRY_AM_ID_MAX): transport row minus these = am */
+    /* what went through it (progress/counters.h), raw: each message on one row, the rest
+     * derived by fy_ep_counters_read */
+    ferry_counters_t counters;
+    fy_am_traffic_t am_traffic;        /* counters.am and the transport's row are made of it */
     void *module_state[FY_MODULE_MAX]; /* each module's state, in the same allocation */
 };
 
@@ -65,15 +75,48 @@ static inline void *fy_ep_module_state(const ferry_ep_t *ep, unsigned module)
 int fy_ep_select_transport(ferry_worker_t *worker, const fy_address_t *address,
                            const fy_tl_peer_t *peer, const fy_address_record_t **record_p);
 
-/* ep's counters as ferry_ep_counters reports them, into *out (size member included). A send
- * counts once, on its transport's row (am.c: one row on the 8 B path); the application's
- * active messages are that row less ferry's own. */
+/* The kind of an active message id (fy_am_traffic_t): 0 the application's, 1 ferry's own; of
+ * id modulo FY_AM_ID_ALL, as the handler table takes it (fy_am_deliver computes that anyway). */
+static inline unsigned fy_am_kind(unsigned id)
+{
+    _Static_assert(FY_AM_ID_ALL == 2 * FERRY_AM_ID_MAX, "ids: the application's, then ferry's");
+    return (id % FY_AM_ID_ALL) / FERRY_AM_ID_MAX;
+}
+
+/* An active message of id and length payload bytes sent (received) on ep. */
+static inline void fy_am_count_sent(ferry_ep_t *ep, unsigned id, uint64_t length)
+{
+    ep->am_traffic.sent[fy_am_kind(id)]++;
+    ep->am_traffic.sent_bytes[fy_am_kind(id)] += length;
+}
+
+static inline void fy_am_count_received(ferry_ep_t *ep, unsigned id, uint64_t length)
+{
+    ep->am_traffic.received[fy_am_kind(id)]++;
+    ep->am_traffic.received_bytes[fy_am_kind(id)] += length;
+}
+
+/* ep's counters as ferry_ep_counters reports them, into *out (size member included). The fast
+ * paths count a message once: an active message in am_traffic by its kind (counters.am is the
+ * application's, the transport's row both kinds), a tagged send its bytes on tag and its
+ * message in tag_modes (tag.sent is the sum of tag_modes). */
 static inline void fy_ep_counters_read(const ferry_ep_t *ep, ferry_counters_t *out)
 {
-    const ferry_traffic_t *row = &ep->counters.transport[ep->tl_index];
+    const fy_am_traffic_t *a = &ep->am_traffic;
     *out = ep->counters;
-    out->am.sent = row->sent - ep->internal_sent.sent;
-    out->am.sent_bytes = row->sent_bytes - ep->internal_sent.sent_bytes;
+    out->am = (ferry_traffic_t){a->sent[0], a->sent_bytes[0], a->received[0], a->received_bytes[0]};
+    ferry_traffic_t *row = &out->transport[ep->tl_index];
+    for (unsigned k = 0; k < 2; k++) {
+        row->sent += a->sent[k];
+        row->sent_bytes += a->sent_bytes[k];
+        row->received += a->received[k];
+        row->received_bytes += a->received_bytes[k];
+    }
+    out->tag.sent = 0;
+    for (unsigned c = 0; c < FERRY_COUNTERS_SIZE_CLASSES; c++) {
+        for (unsigned m = 0; m < FERRY_COUNTERS_MODES; m++)
+            out->tag.sent += out->tag_modes[c][m];
+    }
 }
 
 /* Whether ep is a forked child's copy of its parent's endpoint (fy_worker_forked). */

@@ -9,11 +9,13 @@
  * empty DATA), modes, ids never 0, sections, offsets and lengths that do not overflow, keys
  * exactly where the mode needs one, DONE's target/final/status/reply id rules; and re-encoding
  * the decoded header must give the input back (nothing is ignored: reserved bytes are zero).
- * A violation aborts.
+ * The fast case of EAGER (tag_wire_eager_plain) must take exactly the flag-less headers the
+ * decoder accepts, with the same tag. A violation aborts.
  *
  * Seeds (tests/fuzz/corpus/tag_wire/): one valid header of each kind, some with payload. */
 #define _GNU_SOURCE
 #include <endian.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,14 +143,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(copy, header, header_length);
     ferry_status_t status = tag_wire_decode(id, copy, header_length, payload, &msg, &why);
+    /* the receiver's fast case of EAGER takes exactly the plain headers the decoder accepts */
+    uint64_t plain_tag = 0;
+    bool plain = id == FY_AM_ID_TAG_EAGER && tag_wire_eager_plain(copy, header_length, &plain_tag);
     if (status != FERRY_OK) {
         if (status != FERRY_ERR_PROTOCOL || why == NULL)
             fuzz_fail("a refusal without FERRY_ERR_PROTOCOL and a reason");
+        if (plain)
+            fuzz_fail("the EAGER fast case took a header the decoder refuses");
         free(copy);
         return 0;
     }
     if (msg.id != id)
         fuzz_fail("decoded id differs");
+    if (id == FY_AM_ID_TAG_EAGER &&
+        (plain != (msg.u.eager.flags == 0) || (plain && plain_tag != msg.u.eager.tag)))
+        fuzz_fail("the EAGER fast case and the decoder disagree");
     fuzz_check(&msg, header_length, payload);
     if (header_length > sizeof(again) || tag_wire_encode(&msg, again) != header_length ||
         memcmp(again, copy, header_length) != 0)

@@ -483,8 +483,12 @@ static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header
                                 size_t header_length, const ferry_iov_t *iov, size_t iovcnt,
                                 ferry_completion_t *comp);
 
-static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
-                                     size_t header_length, const void *payload, size_t length)
+/* shm_send_short of what does not fit one cell (up to SHM_INLINE_MAX bytes: continuation
+ * cells), or of a message that cannot go now (connecting, earlier sends queued): out of line,
+ * so that the one-cell path keeps a small frame (no bounce buffer, no call). */
+static fy_noinline ferry_status_t shm_send_short_other(fy_tl_ep_t *tlep, uint8_t id,
+                                                       const void *header, size_t header_length,
+                                                       const void *payload, size_t length)
 {
     size_t total = header_length + length;
 
@@ -506,30 +510,57 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
             return FERRY_ERR_NO_RESOURCE;
         }
         /* the ring is too small for the continuation cells: sendv uses a buffer */
-    } else if (fy_likely(tlep->state == SHM_CONN_CONNECTED && fy_list_is_empty(&tlep->pending) &&
-                         total <= SHM_CELL_DATA)) {
-        shm_cell_t *cell = shm_tx_cell(tlep);
-        if (fy_unlikely(cell == NULL)) {
-            tlep->blocked = true; /* a worker that waits now is woken when there is room */
-            tlep->blocked_pool = SHM_POOL_NONE;
-            return FERRY_ERR_NO_RESOURCE;
-        }
-        cell->type = SHM_CELL_INLINE;
-        cell->am_id = id;
-        cell->header_length = (uint16_t)header_length;
-        cell->length = (uint32_t)total;
-        cell->flags = 0;
-        if (header_length)
-            memcpy(cell->data, header, header_length);
-        if (length)
-            memcpy(cell->data + header_length, payload, length);
-        shm_tx_post(tlep, cell);
-        shm_signal_peer(tlep);
-        return FERRY_OK;
     }
     /* still connecting, or earlier sends queued: sendv queues a copy, in order */
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
     return shm_sendv(tlep, id, header, header_length, &iov, 1, NULL);
+}
+
+/* Copy n bytes (at most SHM_CELL_DATA) into a cell without a call: 8-byte words, the last one
+ * overlapping the one before (under 8 bytes: two overlapping 4- or 2-byte words, or a byte).
+ * Reads and writes only [0, n). */
+static fy_always_inline void shm_copy_small(uint8_t *dst, const void *src, size_t n)
+{
+    const uint8_t *s = src;
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8)
+            memcpy(dst + i, s + i, 8);
+        memcpy(dst + n - 8, s + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, s, 4);
+        memcpy(dst + n - 4, s + n - 4, 4);
+    } else if (n >= 2) {
+        memcpy(dst, s, 2);
+        memcpy(dst + n - 2, s + n - 2, 2);
+    } else if (n == 1) {
+        dst[0] = s[0];
+    }
+}
+
+static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
+                                     size_t header_length, const void *payload, size_t length)
+{
+    size_t total = header_length + length;
+
+    if (fy_unlikely(tlep->state != SHM_CONN_CONNECTED || !fy_list_is_empty(&tlep->pending) ||
+                    total > SHM_CELL_DATA))
+        return shm_send_short_other(tlep, id, header, header_length, payload, length);
+    shm_cell_t *cell = shm_tx_cell(tlep);
+    if (fy_unlikely(cell == NULL)) {
+        tlep->blocked = true; /* a worker that waits now is woken when there is room */
+        tlep->blocked_pool = SHM_POOL_NONE;
+        return FERRY_ERR_NO_RESOURCE;
+    }
+    cell->type = SHM_CELL_INLINE;
+    cell->am_id = id;
+    cell->header_length = (uint16_t)header_length;
+    cell->length = (uint32_t)total;
+    cell->flags = 0;
+    shm_copy_small(cell->data, header, header_length);
+    shm_copy_small(cell->data + header_length, payload, length);
+    shm_tx_post(tlep, cell);
+    shm_signal_peer(tlep);
+    return FERRY_OK;
 }
 
 static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header,
@@ -630,10 +661,12 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
 {
     fy_tl_worker_t *tlw = tlep->tlw;
     shm_region_t *region = tlw->region;
-    uint64_t free_bits = atomic_load_explicit(&region->free_bufs, memory_order_relaxed);
-    uint64_t free_bulk = atomic_load_explicit(&region->free_bulk, memory_order_relaxed);
     shm_cell_verdict_t verdict =
-        shm_cell_check(cell, free_bits, free_bulk, &tlep->frag, tlw->am_max);
+        cell->type == SHM_CELL_INLINE
+            ? shm_cell_check_inline(cell, &tlep->frag) /* the small messages' cell: no call */
+            : shm_cell_check(cell, atomic_load_explicit(&region->free_bufs, memory_order_relaxed),
+                             atomic_load_explicit(&region->free_bulk, memory_order_relaxed),
+                             &tlep->frag, tlw->am_max);
     ferry_ep_t *ep = tlep->ep;
 
     if (fy_unlikely(verdict != SHM_CELL_OK)) {

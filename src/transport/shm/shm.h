@@ -205,6 +205,22 @@ typedef enum shm_cell_verdict {
  * sequence and total size. */
 shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits, uint64_t free_bulk,
                                   const shm_rx_frag_t *frag, uint64_t am_max);
+
+/* shm_cell_check of an INLINE cell: no fragment under way, continuation cells and length
+ * within bounds, the header within the message. Inline for the receive path of small
+ * messages. */
+static inline shm_cell_verdict_t shm_cell_check_inline(const shm_cell_t *cell,
+                                                       const shm_rx_frag_t *frag)
+{
+    if (frag->active)
+        return SHM_CELL_BAD_FRAGMENT;
+    if (cell->flags > SHM_INLINE_EXTRA_MAX ||
+        cell->length > SHM_CELL_DATA + cell->flags * SHM_CELL_EXTRA_DATA)
+        return SHM_CELL_BAD_LENGTH;
+    if (cell->header_length > cell->length)
+        return SHM_CELL_BAD_HEADER;
+    return SHM_CELL_OK;
+}
 const char *shm_cell_verdict_string(shm_cell_verdict_t verdict);
 
 #endif

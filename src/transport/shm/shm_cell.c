@@ -42,14 +42,7 @@ shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits, ui
 
     switch (cell->type) {
     case SHM_CELL_INLINE:
-        if (frag->active)
-            return SHM_CELL_BAD_FRAGMENT;
-        if (cell->flags > SHM_INLINE_EXTRA_MAX ||
-            cell->length > SHM_CELL_DATA + cell->flags * SHM_CELL_EXTRA_DATA)
-            return SHM_CELL_BAD_LENGTH;
-        if (cell->header_length > cell->length)
-            return SHM_CELL_BAD_HEADER;
-        return SHM_CELL_OK;
+        return shm_cell_check_inline(cell, frag);
     case SHM_CELL_MEDIUM: {
         if (frag->active)
             return SHM_CELL_BAD_FRAGMENT;
