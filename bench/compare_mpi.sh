@@ -1,35 +1,48 @@
 #!/usr/bin/env bash
 # compare_mpi.sh: Open MPI over the ferry libfabric provider beside Open MPI's own transports.
 #
-# In one session, alternating run by run (A B C D, A B C D, ...), REPEAT times, tag_lat
-# (ping-pong, one-way latency) and tag_bw (windowed streaming) of bench/mpi_pingpong.c at 8 B,
-# 4 KiB, 64 KiB, 1 MiB, 16 MiB (two mpiruns per configuration and test: 8 B and 4 KiB with
-# 10000 iterations, then the larger sizes with mpi_pingpong's iterations by size) under
-# mpirun -np 2 --bind-to core:
-#   ferry-ofi  --mca pml cm --mca mtl ofi, provider ferry (build/ofi/libferry-fi.so)
-#   ob1-cma    --mca pml ob1 --mca btl self,vader (vader's default single copy: CMA)
-#   ob1-nocma  the same with --mca btl_vader_single_copy_mechanism none (copy in, copy out)
-#   ucx        --mca pml ucx
-# then, at 8 B, ferry's own tag_lat (ferry_perf, p50) beside libfabric's fi_pingpong -p ferry (what
-# the provider adds over raw ferry). Prints tables of medians over the REPEAT runs and writes
-# them to BENCH_RESULTS/compare_mpi.txt (default /tmp/ferry-bench; the path is printed), with
-# the load (uptime) when it started and ended. About 2 minutes on an idle 2-core machine.
+# In one session, REPEAT rounds; in each round, alternating run by run (A B C D, A B C D):
+#   1. tag_lat (ping-pong) and tag_bw (windowed streaming) of bench/mpi_pingpong.c at 8 B,
+#      4 KiB, 64 KiB, 1 MiB, 16 MiB (three mpiruns per configuration and test: 8 B and 4 KiB
+#      with 10000 iterations, 64 KiB and 1 MiB with 1000, 16 MiB with 50; warm-up a tenth)
+#      under mpirun -np 2 --bind-to core:
+#        ferry-ofi  --mca pml cm --mca mtl ofi, provider ferry (build/ofi/libferry-fi.so)
+#        ob1-cma    --mca pml ob1 --mca btl self,vader (vader's default single copy: CMA)
+#        ob1-nocma  the same with --mca btl_vader_single_copy_mechanism none (copy in, copy out)
+#        ucx        --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any (UCX's shm)
+#      Every configuration runs the same program and reports the same figures: tag_lat the
+#      p50 of the run's round trips / 2, tag_bw bytes / time.
+#   2. at 8 B, what the provider adds over raw ferry: ferry_perf tag_lat (raw ferry) beside
+#      fi_pingpong -p ferry -e rdm -m tagged (the provider), both pinned server on core 0,
+#      client on core 1, 20000 measured round trips after 2000 (ferry_perf) or fi_pingpong's
+#      own warm-up ones. fi_pingpong reports only the mean (usec/xfer: the run's time / round
+#      trips / 2), so ferry_perf's figure is its mean too (lat_avg_us), not its p50.
+# Prints tables of the medians over the REPEAT rounds, with the load average at the start and
+# the end (the machine may be shared: only same-run ratios mean anything), and writes them to
+# BENCH_RESULTS/compare_mpi.txt, every run to compare_mpi.csv (default /tmp/ferry-bench; the
+# path is printed). About 3 minutes on an idle 2-core machine at REPEAT 3.
 #
 # Usage: bench/compare_mpi.sh [REPEAT]      (default 3: the fewest runs with a median)
-# Environment: BUILD (default build), MPICC (default mpicc), BENCH_RESULTS.
+# Environment: BUILD (default build), MPICC (default mpicc), BENCH_PORT (first TCP port of the
+# raw-ferry runs, default 26000), BENCH_RESULTS.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 root=$(cd "$here/.." && pwd)
 repeat=${1:-3}
 build=$(cd "${BUILD:-$root/build}" && pwd)
+ferry_perf=$build/tools/ferry_perf # check_args wants it built
 mpicc=${MPICC:-mpicc}
-sizes="8 4096 65536 1048576 16777216"
+port=$((${BENCH_PORT:-26000} - 1))
 run_timeout=60
 out_dir=${BENCH_RESULTS:-/tmp/ferry-bench}
 configs="ferry-ofi ob1-cma ob1-nocma ucx"
+raw_iters=20000
+check_args "rounds, default 3"
 
-for tool in "$mpicc" mpirun.openmpi fi_pingpong awk timeout; do
+for tool in "$mpicc" mpirun.openmpi fi_pingpong taskset ss awk timeout; do
     command -v "$tool" >/dev/null || {
         echo "compare_mpi.sh: $tool is missing (apt-get install openmpi-bin libopenmpi-dev libfabric-bin)" >&2
         exit 1
@@ -42,8 +55,9 @@ done
 
 mkdir -p "$out_dir"
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_mpi.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-raw=$work/raw.csv # config,test,size,lat_p50_us,bw_GBps
+trap 'cleanup; rm -rf "$work"' EXIT
+raw=$work/raw.csv # config,test,size,value (tag_lat: one-way us; tag_bw: GB/s)
+: >"$raw"
 prog=$work/mpi_pingpong
 "$mpicc" -std=c11 -O2 -o "$prog" "$here/mpi_pingpong.c"
 
@@ -51,6 +65,7 @@ run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]
     local config=$1 test=$2 size=$3
     shift 3
     local args=(--allow-run-as-root --oversubscribe -np 2 --bind-to core)
+    # shellcheck disable=SC2054 # self,vader is one word: the list of BTLs
     case $config in
     ferry-ofi)
         args+=(-x FI_PROVIDER_PATH="$build/ofi" -x FERRY_LOG_LEVEL=warn
@@ -59,8 +74,11 @@ run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]
         ;;
     ob1-cma) args+=(--mca pml ob1 --mca btl self,vader) ;;
     ob1-nocma) args+=(--mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism none) ;;
-    ucx) args+=(--mca pml ucx) ;;
+    # Open MPI 4.1's pml ucx gives way unless UCX finds one of pml_ucx_devices (default mlx*,
+    # InfiniBand): "PML ucx cannot be selected" without these two on this machine
+    ucx) args+=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any) ;;
     esac
+    bench_progress "$config" "$test" "$size B"
     local out
     if ! out=$(timeout $run_timeout mpirun.openmpi "${args[@]}" "$prog" -t "$test" -s "$size" "$@" \
         2>"$work/err"); then
@@ -68,70 +86,109 @@ run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]
         cat "$work/err" >&2
         return 0
     fi
-    echo "$out" | awk -F, -v c="$config" -v t="$test" '$1 == t { printf "%s,%s,%s,%s,%s\n", c, t, $2, $4, $6 }' >>"$raw"
+    # mpi_pingpong's CSV: test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
+    echo "$out" | awk -F, -v c="$config" -v t="$test" '$1 == t {
+        printf "%s,%s,%s,%s\n", c, t, $2, t == "tag_lat" ? $4 : $6 }' >>"$raw"
 }
 
-load=$(uptime)
-began=$SECONDS
-echo "compare_mpi.sh: $repeat rounds of $configs; $load" >&2
+# run_raw TOOL: one run of 8-byte ping-pongs, pinned (server core 0, client core 1); its
+# one-way mean latency becomes a line "TOOL,raw_lat,8,us" of raw.
+run_raw() {
+    local tool=$1 out env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn)
+    next_port
+    bench_progress "$tool" "tag_lat 8 B"
+    case $tool in
+    ferry_perf)
+        start_server "$work/server.log" "$ferry_perf" -c 0 -p "$port"
+        out=$(timeout $run_timeout "$ferry_perf" 127.0.0.1 -c 1 -p "$port" -t tag_lat -s 8 \
+            -n $raw_iters -w $((raw_iters / 10)) -f csv 2>&1) || out="failed: $out"
+        # test,size,iterations,lat_p50_us,lat_avg_us,...: the mean, as fi_pingpong's
+        out=$(echo "$out" | awk -F, '$1 == "tag_lat" { print $5 }')
+        ;;
+    fi_pingpong)
+        start_server "$work/server.log" env "${env[@]}" taskset -c 0 fi_pingpong -p ferry -e rdm \
+            -m tagged -S 8 -I $raw_iters -B "$port"
+        out=$(timeout $run_timeout env "${env[@]}" taskset -c 1 fi_pingpong -p ferry -e rdm \
+            -m tagged -S 8 -I $raw_iters -P "$port" 127.0.0.1 2>&1) || out="failed: $out"
+        # "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec": usec/xfer, the mean
+        out=$(echo "$out" | awk '$1 == "8" && NF == 8 { print $7 }')
+        ;;
+    esac
+    finish_server || true
+    if [[ -z $out ]]; then
+        echo "compare_mpi.sh: $tool 8 B gave no result; its server said:" >&2
+        cat "$work/server.log" >&2
+        return 0
+    fi
+    echo "$tool,raw_lat,8,$out" >>"$raw"
+}
+
+nconfigs=$(wc -w <<<"$configs")
+total_runs=$(((nconfigs * 6 + 2) * repeat))
+count=0
+busy_before=$(cpu_busy_percent)
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+start_time=$SECONDS
+echo "compare_mpi.sh: $repeat rounds of $configs, then ferry_perf and fi_pingpong; load average $load; CPUs ${busy_before} % busy" >&2
 for ((r = 1; r <= repeat; r++)); do
     for test in tag_lat tag_bw; do
         for config in $configs; do
             run_mpi "$config" "$test" 8,4096 -n 10000 -w 1000
-            run_mpi "$config" "$test" 65536,1048576,16777216
+            run_mpi "$config" "$test" 65536,1048576 -n 1000 -w 100
+            run_mpi "$config" "$test" 16777216 -n 50 -w 5
         done
     done
-    echo "compare_mpi.sh: round $r of $repeat done" >&2
-done
-
-# ferry_perf tag_lat vs fi_pingpong -p ferry at 8 B, alternating
-lat=$work/lat.csv # tool,usec
-for ((r = 1; r <= repeat; r++)); do
-    port=$((26000 + r))
-    "$build/tools/ferry_perf" -p $port >/dev/null 2>&1 &
-    server=$!
-    sleep 0.5
-    timeout 60 "$build/tools/ferry_perf" 127.0.0.1 -p $port -t tag_lat -s 8 2>/dev/null |
-        awk '$1 == "tag_lat" { print "ferry_perf," $4 }' >>"$lat" || true
-    wait $server || true
-    FI_PROVIDER_PATH=$build/ofi FERRY_LOG_LEVEL=warn timeout 60 fi_pingpong -p ferry -e rdm -S 8 \
-        -I 20000 -B $((port + 100)) >/dev/null 2>&1 &
-    server=$!
-    sleep 0.5
-    FI_PROVIDER_PATH=$build/ofi FERRY_LOG_LEVEL=warn timeout 60 fi_pingpong -p ferry -e rdm -S 8 \
-        -I 20000 -P $((port + 100)) 127.0.0.1 2>/dev/null |
-        awk '$1 == "8" { print "fi_pingpong," $(NF - 1) }' >>"$lat" || true
-    wait $server || true
+    run_raw ferry_perf
+    run_raw fi_pingpong
 done
 
 tables=$out_dir/compare_mpi.txt
 {
-echo "Open MPI 4.1.4, mpi_pingpong, medians of $repeat (tag_lat: one-way p50 us; tag_bw: GB/s)"
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'); load at start: $load; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-awk -F, -v configs="$configs" '
-function median(list,   n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n == 0 ? "-" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
-}
-{ key = $2 "," $3 "," $1; v[key] = v[key] " " ($2 == "tag_lat" ? $4 : $5); seen[$2 "," $3] = 1 }
-END {
-    nc = split(configs, c, " ")
-    printf "%-8s %10s", "test", "size"; for (i = 1; i <= nc; i++) printf " %10s", c[i]; printf "\n"
-    split("8 4096 65536 1048576 16777216", sz, " ")
-    split("tag_lat tag_bw", tests, " ")
-    for (t = 1; t <= 2; t++) for (s = 1; s <= 5; s++) {
-        printf "%-8s %10s", tests[t], sz[s]
-        for (i = 1; i <= nc; i++) printf " %10s", median(v[tests[t] "," sz[s] "," c[i]])
-        printf "\n"
+    echo "Open MPI $(bench_version openmpi) over the ferry provider beside its own transports: bench/compare_mpi.sh $repeat"
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)), ferry $(git -C "$root" describe --always --dirty 2>/dev/null || true), libfabric $(bench_version libfabric)"
+    echo "load average at the start: $load (CPUs ${busy_before} % busy), at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "(the machine is shared with other developers' builds and tests: compare within a table, not across sessions)"
+    awk -F, -v configs="$configs" -v repeat="$repeat" -v iters="$raw_iters" '
+    function median(list,   n, a, i, j, t) {
+        n = split(list, a, " ")
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
     }
-}' "$raw"
-echo
-echo "8 B one-way latency (us), medians of $repeat: ferry_perf tag_lat (raw ferry) vs fi_pingpong -p ferry -e rdm"
-awk -F, '{ v[$1] = v[$1] " " $2 }
-END { for (k in v) { n = split(v[k], a, " ")
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        printf "%-12s %s (runs:%s)\n", k, (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2), v[k] } }' "$lat"
-echo "(fi_pingpong prints usec/xfer of a ping-pong: a round trip / 2)"
-} | tee "$tables"
-echo "compare_mpi.sh: tables in $tables ($((SECONDS - began)) s)" >&2
+    { v[$2 "," $3 "," $1] = v[$2 "," $3 "," $1] " " $4 }
+    END {
+        nc = split(configs, c, " ")
+        split("8 4096 65536 1048576 16777216", sz, " ")
+        split("tag_lat tag_bw", tests, " ")
+        for (t = 1; t <= 2; t++) {
+            if (t == 1)
+                printf "\nmpi_pingpong tag_lat: one-way latency, us: each run its p50 of round trips / 2; the median of %d runs (lower is better)\n", repeat
+            else
+                printf "\nmpi_pingpong tag_bw: GB/s (10^9 B/s), each run bytes / time; the median of %d runs (higher is better)\n", repeat
+            printf "%9s", "size"; for (i = 1; i <= nc; i++) printf " %10s", c[i]
+            printf " %15s\n", "ferry-ofi/best"
+            for (s = 1; s <= 5; s++) {
+                printf "%9s", sz[s]
+                best = ""
+                for (i = 1; i <= nc; i++) {
+                    m[i] = median(v[tests[t] "," sz[s] "," c[i]])
+                    printf " %10s", m[i] == "" ? "-" : m[i]
+                    if (i > 1 && m[i] != "" && (best == "" || (t == 1 ? m[i] + 0 < best + 0 : m[i] + 0 > best + 0)))
+                        best = m[i]
+                }
+                printf " %15s\n", (m[1] == "" || best == "" || best + 0 == 0) ? "-" : sprintf("%.2f", m[1] / best)
+            }
+        }
+        printf "\n8 B one-way latency, us: each run its mean over %d round trips / 2 (fi_pingpong gives only the mean); the median of %d runs\n", iters, repeat
+        split("ferry_perf fi_pingpong", tool, " ")
+        split("raw ferry (ferry_perf tag_lat)|the provider (fi_pingpong -p ferry -e rdm -m tagged)", what, "|")
+        for (i = 1; i <= 2; i++) {
+            m[i] = median(v["raw_lat,8," tool[i]])
+            printf "%-55s %8s   runs:%s\n", what[i], m[i] == "" ? "-" : m[i], v["raw_lat,8," tool[i]]
+        }
+        if (m[1] != "" && m[2] != "" && m[1] + 0 > 0)
+            printf "%-55s %8.2f\n", "provider / raw ferry", m[2] / m[1]
+    }' "$raw"
+} >"$tables"
+cp "$raw" "$out_dir/compare_mpi.csv"
+cat "$tables"
+echo "compare_mpi.sh: tables in $tables, every run in $out_dir/compare_mpi.csv ($(bench_duration $((SECONDS - start_time))))" >&2
