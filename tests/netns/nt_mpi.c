@@ -102,9 +102,11 @@ static void phase_identity(void)
     FT_CHECK(mine != FERRY_PEER_ANY, "a worker id of 0");
     ids = calloc(job.size, sizeof(*ids));
     FT_CHECK(ids != NULL, "out of memory");
+    /* before the allgather: it progresses the worker (nt_job_barrier), and a faster rank's
+     * message may arrive in there */
+    FT_CHECK_OK(ferry_am_set_handler(job.worker, AM_ID, am_cb, NULL));
     nt_job_allgather(&job, &mine, sizeof(mine), ids);
     FT_CHECK(ids[job.rank] == mine, "the allgather lost my id");
-    FT_CHECK_OK(ferry_am_set_handler(job.worker, AM_ID, am_cb, NULL));
     for (unsigned r = 0; r < job.size; r++) {
         if (r == job.rank)
             continue;
