@@ -19,14 +19,14 @@
 #include <string.h>
 
 #include "ft.h"
+#include "ft_pair.h"
 #include "ft_tag.h"
 #include <ferry/counters.h>
 
-enum { TK_A = 1, TK_B = 2 };
+enum { TK_A = FT_PAIR_A, TK_B = FT_PAIR_B };
 /* NEXT carries 1 (another burst of this class) or 0 (the next class) */
 enum { TK_TOKEN_READY = 0x52454459, TK_TOKEN_NEXT = 0x4e455854 };
 /* the end of the test (after the last class's DONE) */
-#define TK_TOKEN_BYE 0x42594521u
 
 #define TK_WINDOW 16
 
@@ -43,12 +43,7 @@ static unsigned tk_per_block(unsigned cls)
     return n < 16 ? 16 : (unsigned)n;
 }
 
-typedef struct tk_proc {
-    unsigned self, peer;
-    ferry_worker_t *worker;
-    ferry_ep_t *ep;
-    int chan;
-} tk_proc_t;
+typedef ft_pair_t tk_proc_t;
 
 static uint64_t tk_tag(unsigned cls, unsigned burst, unsigned i)
 {
@@ -231,47 +226,16 @@ static void tk_run(tk_proc_t *p)
     }
 }
 
-static int tk_b_role(int chan, void *arg)
+static void tk_pair(ft_pair_t *p, void *arg)
 {
     (void)arg;
-    uint8_t address[FT_CHAN_MSG_MAX];
-    ft_ferry_t f;
-    ft_ferry_init(&f, NULL, NULL);
-    ft_send_address(chan, f.worker);
-    size_t length = ft_recv_address(chan, address, sizeof(address), FT_TAG_TIMEOUT);
-    tk_proc_t p = {.self = TK_B, .peer = TK_A, .worker = f.worker, .chan = chan};
-    p.ep = ft_ep_create(f.worker, address, length, NULL);
-    tk_run(&p);
-    ft_progress_until_token(f.worker, chan, TK_TOKEN_BYE, FT_TAG_TIMEOUT, NULL);
-    ferry_ep_destroy(p.ep);
-    ft_ferry_fini(&f);
-    return 0;
+    tk_run(p);
 }
 
 int main(void)
 {
-    uint8_t address[FT_CHAN_MSG_MAX];
-    ft_files_t before;
-    ft_peer_t b;
-    ft_ferry_t f;
-
-    ft_set_role("a");
     ft_watchdog(110);
-    ft_files_snapshot(&before);
-    ft_peer_spawn(&b, "b", tk_b_role, NULL);
-    ft_ferry_init(&f, NULL, NULL);
-    size_t length = ft_recv_address(b.chan, address, sizeof(address), FT_TAG_TIMEOUT);
-    ft_send_address(b.chan, f.worker);
-    tk_proc_t p = {.self = TK_A, .peer = TK_B, .worker = f.worker, .chan = b.chan};
-    p.ep = ft_ep_create(f.worker, address, length, NULL);
-    uint64_t start = ft_now_ns();
-    tk_run(&p);
-    ft_chan_send_token(b.chan, TK_TOKEN_BYE, 0, 0, 0, 0);
-    ft_peer_expect_exit(&b, FT_TAG_TIMEOUT, 0);
-    ferry_ep_destroy(p.ep);
-    ft_ferry_fini(&f);
-    ft_files_check_new(&before);
-    ft_files_free(&before);
-    ft_note("passed in %.2f s", (double)(ft_now_ns() - start) / 1e9);
+    double seconds = ft_pair_run(tk_pair, NULL);
+    ft_note("passed in %.2f s", seconds);
     return 0;
 }

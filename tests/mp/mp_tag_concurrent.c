@@ -18,21 +18,17 @@
 #include <string.h>
 
 #include "ft.h"
+#include "ft_pair.h"
 #include "ft_tag.h"
 
-enum { TC_A = 1, TC_B = 2 };
+enum { TC_A = FT_PAIR_A, TC_B = FT_PAIR_B };
 enum { TC_TOKEN_READY = 0x52454459, TC_TOKEN_SENT = 0x53454e54, TC_TOKEN_DONE = 0x444f4e45 };
 
 #define TC_N 64
 #define TC_N4 200
 #define TC_KIB ((size_t)1 << 10)
 
-typedef struct tc_proc {
-    unsigned self, peer;
-    ferry_worker_t *worker;
-    ferry_ep_t *ep;
-    int chan;
-} tc_proc_t;
+typedef ft_pair_t tc_proc_t;
 
 static uint64_t tc_tag(unsigned round, unsigned from, unsigned i)
 {
@@ -277,49 +273,17 @@ static void tc_run(tc_proc_t *p)
     tc_round_many(p);
 }
 
-static int tc_b_role(int chan, void *arg)
+static void tc_pair(ft_pair_t *p, void *arg)
 {
     (void)arg;
-    uint8_t address[FT_CHAN_MSG_MAX];
-    ft_ferry_t f;
-    ft_ferry_init(&f, NULL, NULL);
-    ft_send_address(chan, f.worker);
-    size_t length = ft_recv_address(chan, address, sizeof(address), FT_TAG_TIMEOUT);
-    tc_proc_t p = {.self = TC_B, .peer = TC_A, .worker = f.worker, .chan = chan};
-    p.ep = ft_ep_create(f.worker, address, length, NULL);
-    tc_run(&p);
-    ft_progress_until_token(f.worker, chan, TC_TOKEN_DONE, FT_TAG_TIMEOUT, NULL);
-    ferry_ep_destroy(p.ep);
-    ft_ferry_fini(&f);
-    return 0;
+    tc_run(p);
+    ft_files_check_self();
 }
 
 int main(void)
 {
-    uint8_t address[FT_CHAN_MSG_MAX];
-    ft_files_t before;
-    ft_peer_t b;
-    ft_ferry_t f;
-
-    ft_set_role("a");
     ft_watchdog(55);
-    ft_files_snapshot(&before);
-    ft_peer_spawn(&b, "b", tc_b_role, NULL);
-    ft_ferry_init(&f, NULL, NULL);
-    size_t length = ft_recv_address(b.chan, address, sizeof(address), FT_TAG_TIMEOUT);
-    ft_send_address(b.chan, f.worker);
-    tc_proc_t p = {.self = TC_A, .peer = TC_B, .worker = f.worker, .chan = b.chan};
-    p.ep = ft_ep_create(f.worker, address, length, NULL);
-    uint64_t start = ft_now_ns();
-    tc_run(&p);
-    ft_files_check_self();
-    ft_chan_send_token(b.chan, TC_TOKEN_DONE, 0, 0, 0, 0);
-    ft_peer_expect_exit(&b, FT_TAG_TIMEOUT, 0);
-    ferry_ep_destroy(p.ep);
-    ft_ferry_fini(&f);
-    ft_files_check_new(&before);
-    ft_files_free(&before);
-    ft_note("passed (rendezvous mode %s) in %.2f s", ft_tag_mode(),
-            (double)(ft_now_ns() - start) / 1e9);
+    double seconds = ft_pair_run(tc_pair, NULL);
+    ft_note("passed (rendezvous mode %s) in %.2f s", ft_tag_mode(), seconds);
     return 0;
 }
