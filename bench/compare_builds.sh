@@ -12,7 +12,8 @@
 # BENCH_TRANSPORTS (exported FERRY_TRANSPORTS for both, e.g. tcp), BENCH_PORT (first TCP port,
 # default 24000), BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_OLD_ARGS and
 # BENCH_NEW_ARGS (more ferry_perf options for each build's server and client, e.g.
-# BENCH_NEW_ARGS=--thread-multi with the same binary twice: a mode against the other).
+# BENCH_NEW_ARGS=--thread-multi with the same binary twice: a mode against the other),
+# BENCH_RAW (a file that gets every run's value: build,test,size,value).
 # Servers run on core 0, clients on core 1. Progress goes to stderr, the table to stdout: per
 # case the median latency (us) or bandwidth (GB/s) or message rate (M/s) of each build, and
 # new/old. This machine's two vCPUs move between host placements, which swings figures 2-4x:
@@ -90,6 +91,7 @@ for ((r = 1; r <= repeat; r++)); do
     done
 done
 
+[[ -n ${BENCH_RAW:-} ]] && cp "$raw" "$BENCH_RAW"
 echo "old: $old_perf ${BENCH_OLD_ARGS:-}"
 echo "new: $new_perf ${BENCH_NEW_ARGS:-}"
 echo "$repeat runs each, alternating; ${FERRY_TRANSPORTS:+FERRY_TRANSPORTS=$FERRY_TRANSPORTS; }load at start $bench_load_start, at end $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
