@@ -29,10 +29,11 @@
 #include <string.h>
 
 #include "ft.h"
+#include "ft_pair.h"
 #include "ft_tag.h"
 
-enum { TS_A = 1, TS_B = 2 };
-enum { TS_TOKEN_POSTED = 0x504f5354, TS_TOKEN_SENT = 0x53454e54, TS_TOKEN_DONE = 0x444f4e45 };
+enum { TS_A = FT_PAIR_A, TS_B = FT_PAIR_B };
+enum { TS_TOKEN_POSTED = 0x504f5354, TS_TOKEN_SENT = 0x53454e54 };
 
 #define TS_TAG_BASE 0x5a00000000000000ull
 #define TS_MIB ((size_t)1 << 20)
@@ -209,52 +210,26 @@ static void ts_run(ts_proc_t *p, bool verbose)
                 ft_tag_mode(), ft_tag_eager_max(), (double)(ft_now_ns() - start) / 1e9);
 }
 
-static int ts_b_role(int chan, void *arg)
+/* Both processes (ft_pair_run): a also checks the transport and its own descriptors. */
+static void ts_pair(ft_pair_t *pair, void *arg)
 {
     (void)arg;
-    uint8_t address[FT_CHAN_MSG_MAX];
-    ft_ferry_t f;
-    ft_ferry_init(&f, NULL, NULL);
-    ft_send_address(chan, f.worker);
-    size_t length = ft_recv_address(chan, address, sizeof(address), FT_TAG_TIMEOUT);
-    ts_proc_t p = {.self = TS_B, .worker = f.worker, .chan = chan};
-    p.ep = ft_ep_create(f.worker, address, length, NULL);
-    ts_run(&p, false);
-    ft_progress_until_token(f.worker, chan, TS_TOKEN_DONE, FT_TAG_TIMEOUT, NULL);
-    ferry_ep_destroy(p.ep);
-    ft_ferry_fini(&f);
-    return 0;
+    ts_proc_t p = {.self = pair->self, .worker = pair->worker, .ep = pair->ep, .chan = pair->chan};
+    if (p.self == TS_A)
+        FT_CHECK(strcmp(ferry_ep_transport_name(p.ep), ft_remote_transport()) == 0,
+                 "an endpoint to another process uses %s, expected %s",
+                 ferry_ep_transport_name(p.ep), ft_remote_transport());
+    ts_run(&p, p.self == TS_A);
+    if (p.self == TS_A)
+        ft_files_check_self();
 }
 
 int main(int argc, char **argv)
 {
-    uint8_t address[FT_CHAN_MSG_MAX];
-    ft_files_t before;
-    ft_peer_t b;
-    ft_ferry_t f;
     bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
-
-    ft_set_role("a");
     ft_watchdog(quick ? 55 : 115);
-    ts_schedule(quick);
-    ft_files_snapshot(&before);
-    ft_peer_spawn(&b, "b", ts_b_role, NULL);
-    ft_ferry_init(&f, NULL, NULL);
-    size_t length = ft_recv_address(b.chan, address, sizeof(address), FT_TAG_TIMEOUT);
-    ft_send_address(b.chan, f.worker);
-    ts_proc_t p = {.self = TS_A, .worker = f.worker, .chan = b.chan};
-    p.ep = ft_ep_create(f.worker, address, length, NULL);
-    FT_CHECK(strcmp(ferry_ep_transport_name(p.ep), ft_remote_transport()) == 0,
-             "an endpoint to another process uses %s, expected %s", ferry_ep_transport_name(p.ep),
-             ft_remote_transport());
-    ts_run(&p, true);
-    ft_files_check_self();
-    ft_chan_send_token(b.chan, TS_TOKEN_DONE, 0, 0, 0, 0);
-    ft_peer_expect_exit(&b, FT_TAG_TIMEOUT, 0);
-    ferry_ep_destroy(p.ep);
-    ft_ferry_fini(&f);
-    ft_files_check_new(&before);
-    ft_files_free(&before);
+    ts_schedule(quick); /* before the fork: b has the same schedule */
+    ft_pair_run(ts_pair, NULL);
     ft_note("passed");
     return 0;
 }
