@@ -40,6 +40,11 @@ struct ferry_ep {
     fy_tl_caps_t caps; /* this endpoint's transport capabilities (ep_init / accepted) */
     fy_tl_peer_t peer; /* who the peer is: checks that a remote key is the peer's */
     fy_ep_state_t state;
+    /* hot: beside what every send and delivery reads. What went through it
+     * (progress/counters.h), raw: each message on one row, the rest derived by
+     * fy_ep_counters_read */
+    fy_am_traffic_t am_traffic;        /* counters.am and the transport's row are made of it */
+    void *module_state[FY_MODULE_MAX]; /* each module's state, in the same allocation */
     ferry_status_t error; /* status returned by operations once CLOSED/FAILED */
     int accepted;         /* created by the worker for a connecting peer */
     int stopped;          /* the modules' ep_stop ran */
@@ -56,11 +61,8 @@ struct ferry_ep {
     fy_deferred_t tl_destroy_deferred;
     int free_pending;
     int tl_destroy_pending;
-    /* what went through it (progress/counters.h), raw: each message on one row, the rest
-     * derived by fy_ep_counters_read */
+    /* the rest of what went through it: errors, retries, tagged modes (cold) */
     ferry_counters_t counters;
-    fy_am_traffic_t am_traffic;        /* counters.am and the transport's row are made of it */
-    void *module_state[FY_MODULE_MAX]; /* each module's state, in the same allocation */
 };
 
 /* A module's per-endpoint state (ep_state_size bytes, zeroed at creation). */
