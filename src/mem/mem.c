@@ -65,7 +65,8 @@ ferry_status_t mem_context_init(mem_context_t *mc, const fy_config_set_t *config
     mc->keytable->magic = MEM_KEYTABLE_MAGIC;
     mc->keytable->version = MEM_LAYOUT_VERSION;
     mc->keytable->entries = mc->capacity;
-    mc->keytable->owner_pid = (uint32_t)getpid();
+    mc->pid = (uint32_t)getpid();
+    mc->keytable->owner_pid = mc->pid;
     mc->keytable->context_uuid = mc->uuid;
     atomic_init(&mc->read_phase, 0);
     atomic_init(&mc->readers[0], 0);

@@ -101,6 +101,8 @@ typedef struct mem_context {
     uint32_t free_hint;
     fy_list_t cache; /* registrations, for reuse */
     uint64_t uuid;
+    uint32_t pid; /* getpid() at init: keys carry it without a system call per key (a forked
+                   * child's context is refused before any key is packed) */
     fy_secret_pool_t secrets; /* of new registrations */
     /* Multi-thread mode: progress looks registrations up while another thread deregisters.
      * A lookup counts itself in readers[phase & 1] until it is done with the registration; a

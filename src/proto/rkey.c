@@ -125,7 +125,7 @@ static inline ferry_status_t locked_rkey_pack(ferry_mem_t *mem, void **buffer_p,
     if (mem == NULL || buffer_p == NULL || length_p == NULL || mem->refcount == 0)
         return FERRY_ERR_INVALID_PARAM;
     memcpy(key.boot_id, mem->context->host.boot_id, sizeof(key.boot_id));
-    key.pid = (uint32_t)getpid();
+    key.pid = mem->context->mem.pid;
     key.index = mem->index;
     key.generation = mem->generation;
     key.access = mem->access;

@@ -46,6 +46,13 @@ foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_basic_${mode} SOURCES mp/mp_tag_basic.c TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})
 endforeach()
+# COOP moves everything above the eager size through shm's bulk buffers: once with plain stores
+# into them (FERRY_SHM_STREAM_MIN=16G), once with non-temporal stores from 65 bytes (unaligned
+# heads and tails of iov pieces)
+ferry_add_test(NAME mp_tag_basic_coop_plain SOURCES mp/mp_tag_basic.c TIMEOUT 120
+               ENV FERRY_RNDV_MODE=coop FERRY_SHM_STREAM_MIN=16G)
+ferry_add_test(NAME mp_tag_basic_coop_stream65 SOURCES mp/mp_tag_basic.c TIMEOUT 120
+               ENV FERRY_RNDV_MODE=coop FERRY_SHM_STREAM_MIN=65)
 # bad one-sided input between processes (keys truncated, corrupted, forged, deregistered, used
 # up; ranges past the end and overflowing; access not granted; misaligned atomics; keys of
 # another peer): a clear status, nothing touched, the endpoints still work; on both paths

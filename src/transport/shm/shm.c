@@ -36,6 +36,17 @@ static const fy_config_var_t shm_am_max_var = {
 static const fy_config_var_t *const shm_am_max_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_am_max_var;
 
+static const fy_config_var_t shm_stream_min_var = {
+    .name = "FERRY_SHM_STREAM_MIN",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "4096",
+    .description =
+        "copies of at least this many bytes into the peer's bulk buffers use "
+        "non-temporal stores, smaller ones (and any under 64 bytes) plain stores (16G: plain "
+        "stores always)"};
+static const fy_config_var_t *const shm_stream_min_reg
+    __attribute__((used, section("ferry_config_registry"))) = &shm_stream_min_var;
+
 /* Cells one poll takes from one ring before it moves to the next (fairness). */
 #define SHM_POLL_BUDGET 32u
 
@@ -176,14 +187,13 @@ static inline unsigned shm_cell_pool(const shm_cell_t *cell)
     return (cell->flags & SHM_CELL_BULK) ? SHM_POOL_BULK : SHM_POOL_MEDIUM;
 }
 
-/* Copy up to length bytes from the iov position of req into dst; advances the position. */
 /* Copy into a buffer of the peer's pool with non-temporal stores where it is worth it: the
  * lines of a pool buffer usually sit in the receiver's cache (it read them last), and ordinary
  * stores would first pull each of them back across the cores. */
-static void shm_copy_to_peer(uint8_t *dst, const uint8_t *src, size_t n)
+static void shm_copy_to_peer(uint8_t *dst, const uint8_t *src, size_t n, uint64_t stream_min)
 {
 #if defined(__SSE2__)
-    if (n >= 4096) {
+    if (n >= stream_min && n >= 64) { /* the alignment head below is < 16 bytes */
         size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
         memcpy(dst, src, head);
         dst += head;
@@ -210,7 +220,9 @@ static void shm_copy_to_peer(uint8_t *dst, const uint8_t *src, size_t n)
     memcpy(dst, src, n);
 }
 
-static size_t shm_req_gather_to(shm_req_t *req, uint8_t *dst, size_t length, bool to_peer)
+/* Copy up to length bytes from the iov position of req into dst; advances the position.
+ * stream_min: copies of at least this many bytes use non-temporal stores (UINT64_MAX: never). */
+static size_t shm_req_gather_to(shm_req_t *req, uint8_t *dst, size_t length, uint64_t stream_min)
 {
     size_t done = 0;
     while (done < length && req->iov_index < req->iovcnt) {
@@ -218,10 +230,9 @@ static size_t shm_req_gather_to(shm_req_t *req, uint8_t *dst, size_t length, boo
         size_t n = v->length - req->iov_offset;
         if (n > length - done)
             n = length - done;
-        if (n > 0 && to_peer)
-            shm_copy_to_peer(dst + done, (const uint8_t *)v->buffer + req->iov_offset, n);
-        else if (n > 0)
-            memcpy(dst + done, (const uint8_t *)v->buffer + req->iov_offset, n);
+        if (n > 0)
+            shm_copy_to_peer(dst + done, (const uint8_t *)v->buffer + req->iov_offset, n,
+                             stream_min);
         done += n;
         req->iov_offset += n;
         if (req->iov_offset == v->length) {
@@ -288,7 +299,7 @@ static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
         uint8_t *data = shm_buf_data(tlep->peer_region, pool, (unsigned)buf);
         memcpy(head ? cell->data : data, req->header, req->header_length);
         shm_req_gather_to(req, head ? data : data + req->header_length, req->length,
-                          pool == SHM_POOL_BULK);
+                          pool == SHM_POOL_BULK ? tlep->tlw->stream_min : UINT64_MAX);
         cell->type = SHM_CELL_MEDIUM;
         cell->am_id = req->id;
         cell->header_length = req->header_length;
@@ -314,7 +325,7 @@ static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
         size_t room = SHM_BULK_SIZE - header;
         size_t n = req->length - req->sent < room ? req->length - req->sent : room;
         memcpy(data, req->header, header);
-        shm_req_gather_to(req, data + header, n, true);
+        shm_req_gather_to(req, data + header, n, tlep->tlw->stream_min);
         cell->type = SHM_CELL_FRAG;
         cell->am_id = req->id;
         cell->header_length = (uint16_t)header;
@@ -1252,6 +1263,7 @@ static ferry_status_t shm_init(ferry_worker_t *worker, const fy_tl_local_t *loca
     tlw->local = local;
     tlw->ring_cells = (uint32_t)cells;
     tlw->am_max = fy_config_size_in(tlw->local->config, &shm_am_max_var);
+    tlw->stream_min = fy_config_size_in(tlw->local->config, &shm_stream_min_var);
     shm_rma_init(tlw);
     tlw->listen.fd = -1;
     fy_list_init(&tlw->all);

@@ -126,7 +126,8 @@ struct fy_tl_worker {
     uint64_t connect_timeout_ns; /* FERRY_SHM_CONNECT_TIMEOUT_MS */
     shm_record_t record;
     uint32_t ring_cells;
-    uint64_t am_max; /* largest fragmented message accepted */
+    uint64_t am_max;     /* largest fragmented message accepted */
+    uint64_t stream_min; /* FERRY_SHM_STREAM_MIN: non-temporal copies into bulk buffers */
     uint32_t next_sender_id;
     fy_tl_ep_t **rx; /* connected endpoints whose rx rings are polled */
     unsigned rx_count;
