@@ -135,8 +135,9 @@ for ((r = 1; r <= repeat; r++)); do
     for test in tag_lat tag_bw; do
         for config in $configs; do
             # 10000 messages of 8 B stream in 1 to 3 ms: one descheduling of either rank
-            # (a few ms on a loaded machine) divides a run's figure by 10 to 100, so each
-            # mpirun measures 8 B and 4 KiB five times and the table takes the median of all
+            # (a few ms on a loaded machine) divides a run's figure by 10 to 100, and the
+            # first run of an mpirun over the provider grows ferry's pools (ofi/README.md),
+            # so each mpirun measures 8 B and 4 KiB five times; the table takes the median
             run_mpi "$config" "$test" 8,8,8,8,8,4096,4096,4096,4096,4096 -n 10000 -w 1000
             run_mpi "$config" "$test" 65536,1048576 -n 1000 -w 100
             run_mpi "$config" "$test" 16777216 -n 50 -w 5
