@@ -4,7 +4,8 @@
 # In one session, REPEAT rounds; in each round, alternating run by run (A B C D, A B C D):
 #   1. tag_lat (ping-pong) and tag_bw (windowed streaming) of bench/mpi_pingpong.c at 8 B,
 #      4 KiB, 64 KiB, 1 MiB, 16 MiB (three mpiruns per configuration and test: 8 B and 4 KiB
-#      with 10000 iterations, 64 KiB and 1 MiB with 1000, 16 MiB with 50; warm-up a tenth)
+#      with 10000 iterations, five runs of each in the mpirun, 64 KiB and 1 MiB with 1000, 16
+#      MiB with 50; warm-up a tenth)
 #      under mpirun -np 2 --bind-to core:
 #        ferry-ofi  --mca pml cm --mca mtl ofi, provider ferry (build/ofi/libferry-fi.so)
 #        ob1-cma    --mca pml ob1 --mca btl self,vader (vader's default single copy: CMA)
@@ -17,7 +18,7 @@
 #      client on core 1, 20000 measured round trips after 2000 (ferry_perf) or fi_pingpong's
 #      own warm-up ones. fi_pingpong reports only the mean (usec/xfer: the run's time / round
 #      trips / 2), so ferry_perf's figure is its mean too (lat_avg_us), not its p50.
-# Prints tables of the medians over the REPEAT rounds, with the load average at the start and
+# Prints tables of the medians over the REPEAT rounds' runs (8 B and 4 KiB: 5 x REPEAT), with the load average at the start and
 # the end (the machine may be shared: only same-run ratios mean anything), and writes them to
 # BENCH_RESULTS/compare_mpi.txt, every run to compare_mpi.csv (default /tmp/ferry-bench; the
 # path is printed). About 3 minutes on an idle 2-core machine at REPEAT 3.
@@ -133,7 +134,11 @@ echo "compare_mpi.sh: $repeat rounds of $configs, then ferry_perf and fi_pingpon
 for ((r = 1; r <= repeat; r++)); do
     for test in tag_lat tag_bw; do
         for config in $configs; do
-            run_mpi "$config" "$test" 8,4096 -n 10000 -w 1000
+            # 10000 messages of 8 B stream in 1 to 3 ms: one descheduling of either rank
+            # (a few ms on a loaded machine) divides a run's figure by 10 to 100, and the
+            # first run of an mpirun over the provider grows ferry's pools (ofi/README.md),
+            # so each mpirun measures 8 B and 4 KiB five times; the table takes the median
+            run_mpi "$config" "$test" 8,8,8,8,8,4096,4096,4096,4096,4096 -n 10000 -w 1000
             run_mpi "$config" "$test" 65536,1048576 -n 1000 -w 100
             run_mpi "$config" "$test" 16777216 -n 50 -w 5
         done
@@ -161,9 +166,9 @@ tables=$out_dir/compare_mpi.txt
         split("tag_lat tag_bw", tests, " ")
         for (t = 1; t <= 2; t++) {
             if (t == 1)
-                printf "\nmpi_pingpong tag_lat: one-way latency, us: each run its p50 of round trips / 2; the median of %d runs (lower is better)\n", repeat
+                printf "\nmpi_pingpong tag_lat: one-way latency, us: each run its p50 of round trips / 2; the median of the runs of %d rounds (8 B, 4 KiB: 5 a round) (lower is better)\n", repeat
             else
-                printf "\nmpi_pingpong tag_bw: GB/s (10^9 B/s), each run bytes / time; the median of %d runs (higher is better)\n", repeat
+                printf "\nmpi_pingpong tag_bw: GB/s (10^9 B/s), each run bytes / time; the median of the runs of %d rounds (8 B, 4 KiB: 5 a round) (higher is better)\n", repeat
             printf "%9s", "size"; for (i = 1; i <= nc; i++) printf " %10s", c[i]
             printf " %15s\n", "ferry-ofi/best"
             for (s = 1; s <= 5; s++) {

@@ -98,7 +98,10 @@ static ssize_t cq_take(fy_ofi_cq_t *cq, void *buf, size_t count, fi_addr_t *src_
         fy_ofi_cq_entry_t *entry = cq_head(cq);
         if (entry == NULL || entry->err != 0)
             break;
-        memcpy(out + n * cq->entry_size, &entry->e, cq->entry_size);
+        if (cq->entry_size == sizeof(struct fi_cq_tagged_entry)) /* Open MPI's: no call */
+            memcpy(out + n * sizeof(entry->e), &entry->e, sizeof(entry->e));
+        else
+            memcpy(out + n * cq->entry_size, &entry->e, cq->entry_size);
         if (src_addr != NULL)
             src_addr[n] = entry->src;
         cq_pop(cq);

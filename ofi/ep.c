@@ -73,7 +73,7 @@ static ferry_status_t peer_create(fy_ofi_ep_t *ep, fy_ofi_av_slot_t *slot, fy_of
     return st;
 }
 
-ferry_status_t fy_ofi_ep_peer(fy_ofi_ep_t *ep, fi_addr_t addr, fy_ofi_peer_t **peer_p)
+ferry_status_t fy_ofi_ep_peer_slow(fy_ofi_ep_t *ep, fi_addr_t addr, fy_ofi_peer_t **peer_p)
 {
     fy_ofi_av_slot_t *slot = fy_ofi_av_slot(ep->av, addr);
     if (slot == NULL || !peers_reserve(ep, addr + 1))
@@ -96,7 +96,7 @@ ferry_status_t fy_ofi_ep_peer(fy_ofi_ep_t *ep, fi_addr_t addr, fy_ofi_peer_t **p
 ferry_status_t fy_ofi_ep_peer_connect(fy_ofi_ep_t *ep, fi_addr_t addr)
 {
     fy_ofi_peer_t *peer;
-    return fy_ofi_ep_peer(ep, addr, &peer);
+    return fy_ofi_ep_peer_slow(ep, addr, &peer);
 }
 
 static void closing_done_cb(ferry_completion_t *comp)

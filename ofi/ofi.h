@@ -489,9 +489,20 @@ int fy_ofi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_e
                    void *context);
 /** Read FI_FERRY_CLOSE_TIMEOUT_MS (fi_prov_ini, once). */
 void fy_ofi_ep_params_init(void);
+/** fy_ofi_ep_peer's every case: checks the AV entry, creates the ferry endpoint. */
+ferry_status_t fy_ofi_ep_peer_slow(fy_ofi_ep_t *ep, fi_addr_t addr, fy_ofi_peer_t **peer_p);
 /** The peer of fi_addr, its ferry endpoint created on first use. Returns FERRY_OK, or
- *  FERRY_ERR_INVALID_ADDRESS (no AV, not in it), the creation error, or the peer's failure. */
-ferry_status_t fy_ofi_ep_peer(fy_ofi_ep_t *ep, fi_addr_t addr, fy_ofi_peer_t **peer_p);
+ *  FERRY_ERR_INVALID_ADDRESS (no AV, not in it), the creation error, or the peer's failure.
+ *  A peer with a live ferry endpoint is its AV entry's (fi_av_remove clears it): no check. */
+static inline ferry_status_t fy_ofi_ep_peer(fy_ofi_ep_t *ep, fi_addr_t addr, fy_ofi_peer_t **peer_p)
+{
+    if (addr < ep->peer_count && ep->peers[addr].fep != NULL &&
+        ep->peers[addr].status == FERRY_OK) {
+        *peer_p = &ep->peers[addr];
+        return FERRY_OK;
+    }
+    return fy_ofi_ep_peer_slow(ep, addr, peer_p);
+}
 /** Create the ferry endpoint of a new AV entry now (fi_av_insert), so that a dead peer fails
  *  the insert. Returns FERRY_OK, FERRY_ERR_NO_RESOURCE (left for first use) or the error. */
 ferry_status_t fy_ofi_ep_peer_connect(fy_ofi_ep_t *ep, fi_addr_t addr);

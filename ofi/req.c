@@ -34,16 +34,19 @@ static bool pool_grow(fy_ofi_ep_t *ep)
     return true;
 }
 
-/* What a request allocated for itself (control payloads, atomics of several elements). */
+/* What a request allocated for itself (control payloads, atomics of several elements); no
+ * call for the requests that have none (sends and receives). */
 static void req_buffers_free(fy_ofi_req_t *req)
 {
-    free(req->payload);
-    req->payload = NULL;
-    if (req->operands != &req->operand_one)
+    if (req->payload != NULL) {
+        free(req->payload);
+        req->payload = NULL;
+    }
+    if (req->operands != &req->operand_one && req->operands != NULL)
         free(req->operands);
-    if (req->compares != &req->compare_one)
+    if (req->compares != &req->compare_one && req->compares != NULL)
         free(req->compares);
-    if (req->results != &req->result_one)
+    if (req->results != &req->result_one && req->results != NULL)
         free(req->results);
     req->operands = NULL;
     req->compares = NULL;
