@@ -231,8 +231,7 @@ static ferry_status_t worker_wait_multi(ferry_worker_t *worker, int timeout_ms)
     ferry_status_t status = FERRY_OK;
     unsigned held = 0;
 
-    if (atomic_load_explicit(&worker->lock_owner, memory_order_relaxed) ==
-        (uintptr_t)pthread_self()) {
+    if (atomic_load_explicit(&worker->lock_owner, memory_order_relaxed) == fy_thread_id()) {
         held = worker->lock_depth;
         worker->lock_depth = 1;
         fy_worker_unlock(worker);

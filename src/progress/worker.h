@@ -15,6 +15,7 @@
 #include "core/completion.h"
 #include "core/list.h"
 #include "core/spinlock.h"
+#include "core/thread_id.h"
 #include "progress/counters.h"
 #include "progress/module.h"
 #include "transport/transport.h"
@@ -39,7 +40,7 @@ struct ferry_worker {
     /* FERRY_THREAD_MULTI: every public call holds lock (fy_worker_lock); single mode: 0 */
     int multi;
     fy_spinlock_t lock;          /* held for a call's duration: a spinlock (spinlock.h) */
-    atomic_uintptr_t lock_owner; /* pthread_self() of the holder, 0: none */
+    atomic_uintptr_t lock_owner; /* fy_thread_id() of the holder, 0: none */
     unsigned lock_depth;         /* the holder's nested calls (callbacks calling ferry) */
     unsigned sleepers;           /* threads asleep in ferry_worker_wait: keep the worker armed */
     ferry_worker_params_t params;
@@ -89,7 +90,7 @@ static inline ferry_worker_t *fy_worker_multi(const ferry_worker_t *worker)
  * callback may call ferry on its worker. */
 static inline void fy_worker_lock(ferry_worker_t *worker)
 {
-    uintptr_t self = (uintptr_t)pthread_self();
+    uintptr_t self = fy_thread_id();
     if (atomic_load_explicit(&worker->lock_owner, memory_order_relaxed) == self) {
         worker->lock_depth++;
         return;
@@ -97,6 +98,24 @@ static inline void fy_worker_lock(ferry_worker_t *worker)
     fy_spinlock_lock(&worker->lock);
     atomic_store_explicit(&worker->lock_owner, self, memory_order_relaxed);
     worker->lock_depth = 1;
+}
+
+/* fy_worker_lock without waiting: false (and nothing taken) when another thread holds the
+ * lock. It makes no call, so a send that takes it inline keeps its arguments in registers and
+ * needs no more saved registers than the single-thread send beside it (the sends call
+ * fy_worker_lock out of line only when this fails). */
+static inline bool fy_worker_trylock(ferry_worker_t *worker)
+{
+    uintptr_t self = fy_thread_id();
+    if (atomic_load_explicit(&worker->lock_owner, memory_order_relaxed) == self) {
+        worker->lock_depth++;
+        return true;
+    }
+    if (!fy_spinlock_trylock(&worker->lock))
+        return false;
+    atomic_store_explicit(&worker->lock_owner, self, memory_order_relaxed);
+    worker->lock_depth = 1;
+    return true;
 }
 
 static inline void fy_worker_unlock(ferry_worker_t *worker)
