@@ -292,7 +292,13 @@ typedef void (*ferry_ep_error_cb_t)(void *arg, ferry_ep_t *ep, ferry_status_t st
  * - ferry_worker_arm() followed by the program's own sleep on ferry_worker_get_fd() is
  *   reliable only while no other thread progresses the worker (progress disarms it);
  *   ferry_worker_wait() is the sleep that works with any number of threads.
- * The cost in FERRY_THREAD_SINGLE mode is one predicted branch per call.
+ * The cost in FERRY_THREAD_SINGLE mode is one predicted branch per call. In FERRY_THREAD_MULTI
+ * mode, the thread that created the worker holds a bias: its calls take the lock with plain
+ * stores and loads (no atomic read-modify-write, no fence) until another thread first calls on
+ * the worker or on anything of it. That first call revokes the bias for good, which costs it one
+ * membarrier() system call (a few microseconds, more if the creating thread is inside a call:
+ * it waits for that call to return); from then on every thread takes the lock. Without
+ * membarrier (Linux < 4.14) or under ThreadSanitizer there is no bias.
  */
 typedef enum ferry_thread_mode {
     FERRY_THREAD_SINGLE = 0, /**< one thread at a time (the default) */
