@@ -272,7 +272,7 @@ typedef void (*ferry_ep_error_cb_t)(void *arg, ferry_ep_t *ep, ferry_status_t st
  *
  * FERRY_THREAD_MULTI: any thread may call any function on the worker and on everything that
  * belongs to it at any time, including ferry_worker_progress() and ferry_worker_wait() from
- * several threads at once. Each such call takes the worker's lock (one mutex per worker,
+ * several threads at once. Each such call takes the worker's lock (one spinlock per worker,
  * recursive for the thread that holds it) for its duration, so calls on one worker are
  * serialized; ferry_worker_wait() releases it while it sleeps, so that other threads go on.
  * Callbacks (completions, active-message handlers, error callbacks, segment and DMA events)
@@ -298,7 +298,7 @@ typedef void (*ferry_ep_error_cb_t)(void *arg, ferry_ep_t *ep, ferry_status_t st
  * the worker or on anything of it. That first call revokes the bias for good, which costs it one
  * membarrier() system call (a few microseconds, more if the creating thread is inside a call:
  * it waits for that call to return); from then on every thread takes the lock. Without
- * membarrier (Linux < 4.14) or under ThreadSanitizer there is no bias.
+ * membarrier (Linux < 4.14, or a seccomp filter that refuses it) there is no bias.
  */
 typedef enum ferry_thread_mode {
     FERRY_THREAD_SINGLE = 0, /**< one thread at a time (the default) */

@@ -30,10 +30,13 @@
  * the spinlock, and so does the owner that found the bias revoked (having stored its depth 0
  * first, it does not hold the revoker up).
  *
- * No bias under ThreadSanitizer: it does not model membarrier, so it would report the owner's
- * plain accesses as races with the revoker's. Nor where membarrier is unavailable (a kernel
- * before 4.14, a seccomp filter): then every thread takes the spinlock. A forked child's copy of
- * a worker takes no lock at all (fy_worker_multi), bias or not. */
+ * ThreadSanitizer checks the bias too: it does not model membarrier, but it need not: every
+ * pair of calls above is ordered by what it does see (the release store of the depth and the
+ * revoker's acquire load of it, or the spinlock both take after the revocation); only an
+ * owner proceeding biased while the revoker has already seen its depth 0 — what membarrier
+ * excludes — would be a race, and TSan would report it. No bias where membarrier is
+ * unavailable (a kernel before 4.14, a seccomp filter): then every thread takes the spinlock. A
+ * forked child's copy of a worker takes no lock at all (fy_worker_multi), bias or not. */
 #define _GNU_SOURCE
 #include "progress/worker.h"
 
@@ -48,17 +51,6 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "core/time.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define FY_WORKER_BIAS 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FY_WORKER_BIAS 0
-#endif
-#endif
-#ifndef FY_WORKER_BIAS
-#define FY_WORKER_BIAS 1
-#endif
 
 /* Spins (each a pause) before a thread waiting for the revocation yields its CPU. */
 #define FY_BIAS_SPINS 256u
@@ -91,7 +83,7 @@ static bool worker_membarrier_ready(void)
 void fy_worker_bias_init(ferry_worker_t *worker)
 {
     atomic_init(&worker->bias_depth, 0);
-    if (FY_WORKER_BIAS && worker->multi && worker_membarrier_ready()) {
+    if (worker->multi && worker_membarrier_ready()) {
         atomic_init(&worker->bias_thread, fy_thread_id());
         atomic_init(&worker->bias_on, 1);
         atomic_init(&worker->spin_only, 0);
