@@ -272,7 +272,7 @@ typedef void (*ferry_ep_error_cb_t)(void *arg, ferry_ep_t *ep, ferry_status_t st
  *
  * FERRY_THREAD_MULTI: any thread may call any function on the worker and on everything that
  * belongs to it at any time, including ferry_worker_progress() and ferry_worker_wait() from
- * several threads at once. Each such call takes the worker's lock (one mutex per worker,
+ * several threads at once. Each such call takes the worker's lock (one spinlock per worker,
  * recursive for the thread that holds it) for its duration, so calls on one worker are
  * serialized; ferry_worker_wait() releases it while it sleeps, so that other threads go on.
  * Callbacks (completions, active-message handlers, error callbacks, segment and DMA events)
@@ -292,7 +292,16 @@ typedef void (*ferry_ep_error_cb_t)(void *arg, ferry_ep_t *ep, ferry_status_t st
  * - ferry_worker_arm() followed by the program's own sleep on ferry_worker_get_fd() is
  *   reliable only while no other thread progresses the worker (progress disarms it);
  *   ferry_worker_wait() is the sleep that works with any number of threads.
- * The cost in FERRY_THREAD_SINGLE mode is one predicted branch per call.
+ * The cost in FERRY_THREAD_SINGLE mode is one predicted branch per call. In FERRY_THREAD_MULTI
+ * mode, the thread that created the worker holds a bias: its calls take the lock with plain
+ * stores and loads (no atomic read-modify-write, no fence) until another thread first calls on
+ * the worker or on anything of it. That first call revokes the bias for good, which costs it one
+ * membarrier() system call (a few microseconds, more if the creating thread is inside a call:
+ * it waits for that call to return); from then on every thread takes the lock. Without
+ * membarrier (Linux < 4.14, or a seccomp filter that refuses it) there is no bias. Measured
+ * for a single thread on a FERRY_THREAD_MULTI worker, 8-byte messages over shared memory:
+ * about 20 more instructions per send than single mode, latency within 6 % of it, message
+ * rate 0.6-1.1x of it depending on the machine's load (docs/ARCHITECTURE.md, "Threads").
  */
 typedef enum ferry_thread_mode {
     FERRY_THREAD_SINGLE = 0, /**< one thread at a time (the default) */

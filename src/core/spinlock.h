@@ -23,9 +23,15 @@ static inline void fy_spinlock_init(fy_spinlock_t *lock)
 /* The contended case of fy_spinlock_lock (spinlock.c). */
 void fy_spinlock_wait(fy_spinlock_t *lock);
 
+/* Take the lock if it is free (one atomic exchange); false: someone holds it. */
+static inline bool fy_spinlock_trylock(fy_spinlock_t *lock)
+{
+    return atomic_exchange_explicit(&lock->held, 1, memory_order_acquire) == 0;
+}
+
 static inline void fy_spinlock_lock(fy_spinlock_t *lock)
 {
-    if (__builtin_expect(atomic_exchange_explicit(&lock->held, 1, memory_order_acquire) == 0, 1))
+    if (__builtin_expect(fy_spinlock_trylock(lock), 1))
         return;
     fy_spinlock_wait(lock);
 }

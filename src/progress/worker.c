@@ -229,14 +229,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_arm(ferry_worker_t *worker)
 static ferry_status_t worker_wait_multi(ferry_worker_t *worker, int timeout_ms)
 {
     ferry_status_t status = FERRY_OK;
-    unsigned held = 0;
-
-    if (atomic_load_explicit(&worker->lock_owner, memory_order_relaxed) ==
-        (uintptr_t)pthread_self()) {
-        held = worker->lock_depth;
-        worker->lock_depth = 1;
-        fy_worker_unlock(worker);
-    }
+    unsigned held = fy_worker_unlock_all(worker);
     uint64_t start = fy_time_now_ns();
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000u;
     uint64_t spin_end = start + worker->wait_spin_ns;
@@ -279,10 +272,8 @@ static ferry_status_t worker_wait_multi(ferry_worker_t *worker, int timeout_ms)
         fy_worker_unlock(worker); /* another thread took the events: sleep again */
     }
     fy_worker_unlock(worker);
-    if (held > 0) {
-        fy_worker_lock(worker);
-        worker->lock_depth = held;
-    }
+    if (held > 0)
+        fy_worker_relock(worker, held);
     return status;
 }
 
@@ -481,6 +472,7 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
     }
     worker->multi = worker->params.thread_mode == FERRY_THREAD_MULTI;
     fy_spinlock_init(&worker->lock);
+    fy_worker_bias_init(worker);
     fy_list_init(&worker->eps);
     fy_list_init(&worker->deferred);
     worker->wait_spin_ns = fy_config_size_in(&context->config, &worker_spin_var) * 1000u;

@@ -15,6 +15,7 @@
 #include "core/completion.h"
 #include "core/list.h"
 #include "core/spinlock.h"
+#include "core/thread_id.h"
 #include "progress/counters.h"
 #include "progress/module.h"
 #include "transport/transport.h"
@@ -39,9 +40,18 @@ struct ferry_worker {
     /* FERRY_THREAD_MULTI: every public call holds lock (fy_worker_lock); single mode: 0 */
     int multi;
     fy_spinlock_t lock;          /* held for a call's duration: a spinlock (spinlock.h) */
-    atomic_uintptr_t lock_owner; /* pthread_self() of the holder, 0: none */
+    atomic_uintptr_t lock_owner; /* fy_thread_id() of the holder, 0: none */
     unsigned lock_depth;         /* the holder's nested calls (callbacks calling ferry) */
-    unsigned sleepers;           /* threads asleep in ferry_worker_wait: keep the worker armed */
+    /* The bias (worker_lock.c): the creating thread's calls take no atomic read-modify-write
+     * and no fence until another thread first calls. bias_thread: fy_thread_id() of the thread
+     * that still uses the bias, 0: none (written by that thread only); bias_depth: its nested
+     * calls in progress (written by it only); bias_on: 1 until another thread revokes the bias;
+     * spin_only: 1 once the spinlock alone guards the worker (no bias, or revocation done). */
+    atomic_uintptr_t bias_thread;
+    atomic_uint bias_depth;
+    atomic_int bias_on;
+    atomic_int spin_only;
+    unsigned sleepers; /* threads asleep in ferry_worker_wait: keep the worker armed */
     ferry_worker_params_t params;
     int epoll_fd;
     uint64_t uuid;
@@ -85,22 +95,66 @@ static inline ferry_worker_t *fy_worker_multi(const ferry_worker_t *worker)
     return (ferry_worker_t *)worker; /* the lock is mutable even behind a const handle */
 }
 
-/* Take / release the worker's lock (multi-thread mode): recursive for the holder, so that a
- * callback may call ferry on its worker. */
-static inline void fy_worker_lock(ferry_worker_t *worker)
+/* The lock's slow paths (worker_lock.c). */
+void fy_worker_bias_init(ferry_worker_t *worker);
+void fy_worker_lock_wait(ferry_worker_t *worker);
+unsigned fy_worker_unlock_all(ferry_worker_t *worker);
+void fy_worker_relock(ferry_worker_t *worker, unsigned held);
+
+/* Take the worker's lock (multi-thread mode) if that needs no waiting; false (and nothing
+ * taken) otherwise, and fy_worker_lock_wait takes it. Recursive for the holder, so that a
+ * callback may call ferry on its worker. The creating thread, while it holds the bias, only
+ * stores its depth and re-reads bias_on between compiler barriers (no atomic read-modify-write,
+ * no fence; the argument that this excludes every other thread is in worker_lock.c); a nested
+ * call inside a biased one stays biased; finding the bias revoked, it leaves it for good and
+ * fails. Everyone else takes the spinlock (one exchange), once the revocation is over. It makes
+ * no call, so a send that takes it inline keeps its arguments in registers and needs no more
+ * saved registers than the single-thread send beside it. */
+static inline bool fy_worker_trylock(ferry_worker_t *worker)
 {
-    uintptr_t self = (uintptr_t)pthread_self();
+    uintptr_t self = fy_thread_id();
+    if (atomic_load_explicit(&worker->bias_thread, memory_order_relaxed) == self) {
+        unsigned depth = atomic_load_explicit(&worker->bias_depth, memory_order_relaxed);
+        atomic_store_explicit(&worker->bias_depth, depth + 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst); /* the store above, then the load below */
+        if (__builtin_expect(
+                depth > 0 || atomic_load_explicit(&worker->bias_on, memory_order_relaxed) != 0, 1))
+            return true;
+        /* revoked: no bias from now on; the revoker waits for this depth to be 0 */
+        atomic_store_explicit(&worker->bias_thread, 0, memory_order_relaxed);
+        atomic_store_explicit(&worker->bias_depth, 0, memory_order_release);
+        return false;
+    }
     if (atomic_load_explicit(&worker->lock_owner, memory_order_relaxed) == self) {
         worker->lock_depth++;
-        return;
+        return true;
     }
-    fy_spinlock_lock(&worker->lock);
+    if (__builtin_expect(atomic_load_explicit(&worker->spin_only, memory_order_acquire) == 0, 0))
+        return false; /* the bias is to be revoked first (fy_worker_lock_wait) */
+    if (!fy_spinlock_trylock(&worker->lock))
+        return false;
     atomic_store_explicit(&worker->lock_owner, self, memory_order_relaxed);
     worker->lock_depth = 1;
+    return true;
+}
+
+/* Take / release the worker's lock (multi-thread mode), waiting for it if need be. */
+static inline void fy_worker_lock(ferry_worker_t *worker)
+{
+    if (__builtin_expect(fy_worker_trylock(worker), 1))
+        return;
+    fy_worker_lock_wait(worker);
 }
 
 static inline void fy_worker_unlock(ferry_worker_t *worker)
 {
+    if (atomic_load_explicit(&worker->bias_thread, memory_order_relaxed) == fy_thread_id()) {
+        /* a release store is a plain store on x86: it orders the call's accesses before it
+         * for a revoker that reads the depth with acquire (worker_lock.c) */
+        unsigned depth = atomic_load_explicit(&worker->bias_depth, memory_order_relaxed);
+        atomic_store_explicit(&worker->bias_depth, depth - 1, memory_order_release);
+        return;
+    }
     if (--worker->lock_depth > 0)
         return;
     atomic_store_explicit(&worker->lock_owner, 0, memory_order_relaxed);

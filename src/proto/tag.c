@@ -1022,18 +1022,6 @@ static inline ferry_status_t locked_tag_send(ferry_ep_t *ep, const ferry_iov_t *
     return tag_send(ep, iov, iovcnt, tag, comp);
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                                           uint64_t tag, ferry_completion_t *comp)
-{
-    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_tag_send(ep, iov, iovcnt, tag, comp);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_tag_send(ep, iov, iovcnt, tag, comp);
-    fy_worker_unlock(locked);
-    return status_or_value;
-}
-
 static inline ferry_status_t locked_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov,
                                                  size_t iovcnt, uint64_t tag,
                                                  const ferry_tag_send_params_t *params,
@@ -1049,6 +1037,35 @@ static inline ferry_status_t locked_tag_send_ext(ferry_ep_t *ep, const ferry_iov
     return tag_send_any(ep, iov, iovcnt, tag, params, comp);
 }
 
+/* The sends of a multi-thread worker whose lock another thread holds: wait for it out of line
+ * (as am_send_contended in am.c). */
+static fy_noinline ferry_status_t tag_send_contended(ferry_ep_t *ep, const ferry_iov_t *iov,
+                                                     size_t iovcnt, uint64_t tag,
+                                                     const ferry_tag_send_params_t *params,
+                                                     ferry_completion_t *comp)
+{
+    ferry_worker_t *worker = ep->worker;
+    fy_worker_lock(worker);
+    ferry_status_t status_or_value = locked_tag_send_ext(ep, iov, iovcnt, tag, params, comp);
+    fy_worker_unlock(worker);
+    return status_or_value;
+}
+
+/* Both modes run the inline body in place, multi mode between an inline fy_worker_trylock and
+ * fy_worker_unlock (as ferry_am_send; the lock is found again through ep after the body). */
+FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
+                                           uint64_t tag, ferry_completion_t *comp)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_tag_send(ep, iov, iovcnt, tag, comp);
+    if (fy_unlikely(!fy_worker_trylock(locked)))
+        return tag_send_contended(ep, iov, iovcnt, tag, NULL, comp);
+    ferry_status_t status_or_value = locked_tag_send(ep, iov, iovcnt, tag, comp);
+    fy_worker_unlock(ep->worker);
+    return status_or_value;
+}
+
 FERRY_EXPORT ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov,
                                                size_t iovcnt, uint64_t tag,
                                                const ferry_tag_send_params_t *params,
@@ -1057,9 +1074,10 @@ FERRY_EXPORT ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t
     ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
     if (fy_likely(locked == NULL))
         return locked_tag_send_ext(ep, iov, iovcnt, tag, params, comp);
-    fy_worker_lock(locked);
+    if (fy_unlikely(!fy_worker_trylock(locked)))
+        return tag_send_contended(ep, iov, iovcnt, tag, params, comp);
     ferry_status_t status_or_value = locked_tag_send_ext(ep, iov, iovcnt, tag, params, comp);
-    fy_worker_unlock(locked);
+    fy_worker_unlock(ep->worker);
     return status_or_value;
 }
 

@@ -17,6 +17,12 @@
  *                    access either succeeds with the right bytes or is refused); two threads
  *                    register, pack keys, allocate and deregister all the while, one
  *                    progresses and one waits. Every byte and the counter checked
+ *   mp_threads bias  the thread that created the worker (it holds the lock's bias) sends AMs
+ *                    of every size to both peers and progresses in a loop; 20 ms in, a second
+ *                    thread starts sending and progressing too, which revokes the bias while
+ *                    the owner is inside its calls; the owner's completion callbacks call
+ *                    ferry on the worker (nested calls) and it waits (ferry_worker_wait) now
+ *                    and then. The peers check every byte and each sender's order
  *
  * Every thread's completions are callbacks that set atomics (callbacks run in the progressing
  * thread with the worker's lock held). Run under TSan in CI (label threads). */
@@ -846,6 +852,116 @@ static int th_reg(void)
     return 0;
 }
 
+/* ------------------------------------------------------------------ mp_threads bias */
+
+#define TH_BIAS_MIN 3000    /* AMs the owner sends at least, and the second thread sends */
+#define TH_BIAS_DELAY_MS 20 /* after the owner's first send, the second thread starts */
+
+static atomic_int th_bias_started, th_bias_second_done;
+static atomic_ulong th_bias_nested;
+
+/* The owner's completions: a nested call on the worker, from inside the progress call of
+ * whichever thread completed it. */
+static void th_bias_comp_cb(ferry_completion_t *comp)
+{
+    ferry_peer_id_t id;
+    FT_CHECK_OK(ferry_worker_id(th.f.worker, &id));
+    atomic_fetch_add(&th_bias_nested, 1);
+    th_comp_cb(comp);
+}
+
+/* Send one AM (the sender's seq-th to peer p) and progress this thread until it completed. */
+static void th_bias_send(unsigned sender, unsigned p, uint32_t seq, uint8_t *buf, bool nested)
+{
+    size_t size = th_am_sizes[seq % TH_NAM];
+    th_hdr_t h = {.magic = TH_MAGIC, .sender = sender, .seq = seq, .size = (uint32_t)size};
+    ft_pattern_fill(buf, size, ft_pattern_seed(sender, seq, size), 0);
+    ferry_iov_t iov = {buf, size};
+    th_comp_t c;
+    th_comp_init(&c);
+    if (nested)
+        c.comp.cb = th_bias_comp_cb;
+    ft_deadline_t deadline = ft_deadline_in_ms(60000);
+    ferry_status_t st;
+    while ((st = ferry_am_send(th.eps[p], TH_ID_DATA, &h, sizeof(h), &iov, 1, &c.comp)) ==
+           FERRY_ERR_NO_RESOURCE) {
+        FT_CHECK(!ft_deadline_passed(deadline), "ferry_am_send: no room for 60 s");
+        ferry_worker_progress(th.f.worker);
+    }
+    FT_CHECK(st == FERRY_OK || st == FERRY_INPROGRESS, "ferry_am_send: %s", ferry_status_name(st));
+    if (st == FERRY_OK)
+        return;
+    while (!atomic_load(&c.done)) {
+        FT_CHECK(!ft_deadline_passed(deadline), "an AM did not complete in 60 s");
+        ferry_worker_progress(th.f.worker);
+    }
+    FT_CHECK(atomic_load(&c.status) == FERRY_OK, "an AM completed with %s",
+             ferry_status_name((ferry_status_t)atomic_load(&c.status)));
+}
+
+static void *th_bias_second(void *arg)
+{
+    (void)arg;
+    uint8_t *buf = malloc(40000);
+    FT_CHECK(buf != NULL, "malloc");
+    while (!atomic_load(&th_bias_started))
+        sched_yield();
+    ft_sleep_ms(TH_BIAS_DELAY_MS);
+    for (uint32_t seq = 0; seq < TH_BIAS_MIN; seq++)
+        th_bias_send(1, seq % TH_PEERS, seq / TH_PEERS, buf, false);
+    free(buf);
+    atomic_store(&th_bias_second_done, 1);
+    return NULL;
+}
+
+static int th_bias(void)
+{
+    th_start(false);
+    uint8_t *buf = malloc(40000);
+    FT_CHECK(buf != NULL, "malloc");
+    pthread_t second;
+    FT_CHECK(pthread_create(&second, NULL, th_bias_second, NULL) == 0, "pthread_create");
+    uint32_t sent = 0, after = 0;
+    while (sent < TH_BIAS_MIN || !atomic_load(&th_bias_second_done)) {
+        th_bias_send(0, sent % TH_PEERS, sent / TH_PEERS, buf, sent % 3 == 0);
+        if (sent == 0)
+            atomic_store(&th_bias_started, 1);
+        if (sent % 64 == 63) {
+            ferry_status_t st = ferry_worker_wait(th.f.worker, 0);
+            FT_CHECK(st == FERRY_OK || st == FERRY_ERR_TIMED_OUT, "ferry_worker_wait: %s",
+                     ferry_status_name(st));
+        }
+        sent++;
+        if (atomic_load(&th_bias_second_done))
+            after++;
+    }
+    FT_CHECK(pthread_join(second, NULL) == 0, "join the second thread");
+    uint64_t ams[TH_PEERS], tags[TH_PEERS] = {0, 0};
+    for (unsigned p = 0; p < TH_PEERS; p++) /* sender 1 sent TH_BIAS_MIN / 2 to each */
+        ams[p] = (sent + TH_PEERS - 1 - p) / TH_PEERS + TH_BIAS_MIN / TH_PEERS;
+    /* the peers count while the owner progresses (no waiter thread here) */
+    for (unsigned p = 0; p < TH_PEERS; p++)
+        ft_chan_send_token(th.peers[p].chan, TH_TOKEN_DONE, ams[p], tags[p], 0, 0);
+    for (unsigned p = 0; p < TH_PEERS; p++) {
+        ft_token_t tok;
+        ft_progress_until_token(th.f.worker, th.peers[p].chan, TH_TOKEN_COUNT, 60000, &tok);
+        FT_CHECK(tok.v[0] == ams[p], "peer %u counted %llu AMs of %llu", p,
+                 (unsigned long long)tok.v[0], (unsigned long long)ams[p]);
+        ft_chan_send_token(th.peers[p].chan, TH_TOKEN_EXIT, 0, 0, 0, 0);
+    }
+    for (unsigned p = 0; p < TH_PEERS; p++)
+        ft_peer_expect_exit(&th.peers[p], 30000, 0);
+    for (unsigned p = 0; p < TH_PEERS; p++)
+        ferry_ep_destroy(th.eps[p]);
+    ft_ferry_fini(&th.f);
+    free(buf);
+    FT_CHECK(atomic_load(&th_bias_nested) > 0, "no nested call ran");
+    ft_note("the owner sent %u AMs (%u after the second thread's %u), %lu nested calls from "
+            "its callbacks; every byte and order checked",
+            sent, after, TH_BIAS_MIN, (unsigned long)atomic_load(&th_bias_nested));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     ft_set_role("parent");
@@ -859,6 +975,8 @@ int main(int argc, char **argv)
         return th_eps();
     if (strcmp(mode, "reg") == 0)
         return th_reg();
-    fprintf(stderr, "usage: mp_threads msg|rma|eps|reg\n");
+    if (strcmp(mode, "bias") == 0)
+        return th_bias();
+    fprintf(stderr, "usage: mp_threads msg|rma|eps|reg|bias\n");
     return 2;
 }

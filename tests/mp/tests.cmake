@@ -298,6 +298,10 @@ ferry_add_test(NAME mp_threads_rma_tcp SOURCES mp/mp_threads.c ARGS rma TIMEOUT 
 # registrations made, keys handed out and deregistered (under a peer's accesses) while other
 # threads progress: shared memory (the peer reads the key table, cross-memory attach) and tcp
 # (every access looked up by the target's progress)
+# the creating thread's bias revoked while it is busy sending and progressing (nested calls
+# from its callbacks, waits), every byte and order checked
+ferry_add_test(NAME mp_threads_bias SOURCES mp/mp_threads.c ARGS bias TIMEOUT 180
+               LABELS threads)
 ferry_add_test(NAME mp_threads_reg SOURCES mp/mp_threads.c ARGS reg TIMEOUT 180 LABELS threads)
 ferry_add_test(NAME mp_threads_reg_tcp SOURCES mp/mp_threads.c ARGS reg TIMEOUT 180
                LABELS threads ENV FERRY_TRANSPORTS=tcp)
