@@ -76,6 +76,11 @@ static uint64_t seed_of(unsigned from, unsigned to, uint64_t seq, size_t size)
 /* ------------------------------------------------------------------ identity */
 
 static unsigned am_seen;
+static ferry_peer_id_t *am_peer, *am_reply; /* per sender: what its AM and reply endpoint say */
+
+/* Records who the message says it came from; phase_identity checks it against the allgather,
+ * which may still be running when a faster rank's message arrives (it progresses the
+ * worker). */
 static ferry_status_t am_cb(void *arg, const void *header, size_t header_length, void *data,
                             size_t length, const ferry_am_recv_params_t *params)
 {
@@ -85,12 +90,10 @@ static ferry_status_t am_cb(void *arg, const void *header, size_t header_length,
     (void)length;
     FT_CHECK(header_length == sizeof(from), "AM header of %zu bytes", header_length);
     memcpy(&from, header, sizeof(from));
-    FT_CHECK(from < job.size && params->peer == ids[from],
-             "AM from rank %u carries peer id %016" PRIx64 ", rank %u's is %016" PRIx64, from,
-             params->peer, from, from < job.size ? ids[from] : 0);
-    ferry_peer_id_t reply_id;
-    FT_CHECK_OK(ferry_ep_peer_id(params->reply_ep, &reply_id));
-    FT_CHECK(reply_id == ids[from], "the reply endpoint of rank %u's AM names another peer", from);
+    FT_CHECK(from < job.size && from != job.rank && am_peer[from] == 0,
+             "AM from rank %u (of %u), or a second one", from, job.size);
+    am_peer[from] = params->peer;
+    FT_CHECK_OK(ferry_ep_peer_id(params->reply_ep, &am_reply[from]));
     am_seen++;
     return FERRY_OK;
 }
@@ -101,7 +104,9 @@ static void phase_identity(void)
     FT_CHECK_OK(ferry_worker_id(job.worker, &mine));
     FT_CHECK(mine != FERRY_PEER_ANY, "a worker id of 0");
     ids = calloc(job.size, sizeof(*ids));
-    FT_CHECK(ids != NULL, "out of memory");
+    am_peer = calloc(job.size, sizeof(*am_peer));
+    am_reply = calloc(job.size, sizeof(*am_reply));
+    FT_CHECK(ids != NULL && am_peer != NULL && am_reply != NULL, "out of memory");
     /* before the allgather: it progresses the worker (nt_job_barrier), and a faster rank's
      * message may arrive in there */
     FT_CHECK_OK(ferry_am_set_handler(job.worker, AM_ID, am_cb, NULL));
@@ -129,6 +134,16 @@ static void phase_identity(void)
     uint64_t want = job.size - 1;
     while (am_seen < want)
         ft_progress_once(job.worker);
+    for (unsigned r = 0; r < job.size; r++) {
+        if (r == job.rank)
+            continue;
+        FT_CHECK(am_peer[r] == ids[r],
+                 "AM from rank %u carries peer id %016" PRIx64 ", rank %u's is %016" PRIx64, r,
+                 am_peer[r], r, ids[r]);
+        FT_CHECK(am_reply[r] == ids[r], "the reply endpoint of rank %u's AM names another peer", r);
+    }
+    free(am_peer);
+    free(am_reply);
     nt_job_barrier(&job);
 }
 
