@@ -141,9 +141,11 @@ static void one_round(unsigned round)
                 rcomp[k].count = 0;
         }
     }
+    /* counted before the barrier: it progresses the worker (nt_job_barrier), and a peer that
+     * left it first may have delivered this round's messages by the time it returns */
+    uint64_t am_target = am_received + (uint64_t)(n - 1) * am_count;
     nt_job_barrier(&job);
     uint64_t t0 = ft_now_ns();
-    uint64_t am_target = am_received + (uint64_t)(n - 1) * am_count;
 
     /* interleave: peers in a rotated order, so that not every rank hits rank 0 first */
     for (unsigned d = 1; d < n; d++) {

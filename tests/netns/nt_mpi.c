@@ -406,8 +406,9 @@ static void phase_sync(void)
             nt_wait_completion(&job, &sc, T_MS, "the synchronous send");
             FT_CHECK_OK(sc.status);
         } else {
-            unsigned want = go_seen + 1;
-            while (go_seen < want) /* progress without posting: the message stays unexpected */
+            /* the i-th go: counted from the phase's start, since it may arrive while this rank
+             * is still in the barrier above (which progresses the worker) */
+            while (go_seen < i + 1) /* progress without posting: the message stays unexpected */
                 ft_progress_once(job.worker);
             ferry_completion_t rc = {.count = 1};
             ferry_tag_info_t info;
