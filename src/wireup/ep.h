@@ -45,10 +45,10 @@ struct ferry_ep {
      * fy_ep_counters_read */
     fy_am_traffic_t am_traffic;        /* counters.am and the transport's row are made of it */
     void *module_state[FY_MODULE_MAX]; /* each module's state, in the same allocation */
-    ferry_status_t error; /* status returned by operations once CLOSED/FAILED */
-    int accepted;         /* created by the worker for a connecting peer */
-    int stopped;          /* the modules' ep_stop ran */
-    int connected;        /* the transport said the handshake is over (fy_ep_connected) */
+    ferry_status_t error;              /* status returned by operations once CLOSED/FAILED */
+    int accepted;                      /* created by the worker for a connecting peer */
+    int stopped;                       /* the modules' ep_stop ran */
+    int connected; /* the transport said the handshake is over (fy_ep_connected) */
     ferry_ep_params_t params;
     ferry_completion_t *close_comp;
     fy_deferred_t error_deferred; /* runs the error callback from progress */

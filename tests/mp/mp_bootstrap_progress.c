@@ -33,8 +33,8 @@ static ferry_status_t on_last(void *arg, const void *header, size_t header_lengt
 {
     uint64_t v;
     (void)arg, (void)data, (void)params;
-    FT_CHECK(header_length == sizeof(v) && length == 0, "message of %zu + %zu bytes",
-             header_length, length);
+    FT_CHECK(header_length == sizeof(v) && length == 0, "message of %zu + %zu bytes", header_length,
+             length);
     memcpy(&v, header, sizeof(v));
     FT_CHECK(v == 0x1a57, "message 0x%llx", (unsigned long long)v);
     am_arrived = true;
