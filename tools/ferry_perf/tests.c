@@ -263,7 +263,7 @@ int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_le
 }
 
 /* Wait until at most limit sends are in flight. */
-int perf_window(perf_ctx_t *ctx, int64_t limit)
+int perf_window_wait(perf_ctx_t *ctx, int64_t limit)
 {
     while (perf_in_flight(&ctx->comp, ctx->sends_pending) > limit) {
         if (perf_poll(ctx, false) != 0)
