@@ -622,14 +622,21 @@ static void *th_rma_flusher(void *arg)
     return NULL;
 }
 
-static int th_rma(void)
+/* Fork peer 0 running role, start this process's multi-thread worker and create its endpoint
+ * to the address the peer sends first (the rma and reg modes). */
+static void th_connect_peer0(const char *name, ft_role_fn_t role)
 {
-    ft_peer_spawn(&th.peers[0], "target", th_rma_target, NULL);
+    ft_peer_spawn(&th.peers[0], name, role, NULL);
     ferry_worker_params_t wp = {.thread_mode = FERRY_THREAD_MULTI};
     ft_ferry_init(&th.f, NULL, &wp);
     uint8_t addr[FT_CHAN_MSG_MAX];
     size_t alen = ft_recv_address(th.peers[0].chan, addr, sizeof(addr), 20000);
     th.eps[0] = ft_ep_create(th.f.worker, addr, alen, NULL);
+}
+
+static int th_rma(void)
+{
+    th_connect_peer0("target", th_rma_target);
     FT_CHECK_OK(ferry_ep_wait_connected(th.eps[0], 20000));
     uint8_t packed[FT_CHAN_MSG_MAX];
     size_t plen = ft_chan_recv(th.peers[0].chan, packed, sizeof(packed), 20000);
@@ -790,12 +797,7 @@ static void *th_reg_churner(void *arg)
 
 static int th_reg(void)
 {
-    ft_peer_spawn(&th.peers[0], "peer", th_reg_peer, NULL);
-    ferry_worker_params_t wp = {.thread_mode = FERRY_THREAD_MULTI};
-    ft_ferry_init(&th.f, NULL, &wp);
-    uint8_t addr[FT_CHAN_MSG_MAX];
-    size_t alen = ft_recv_address(th.peers[0].chan, addr, sizeof(addr), 20000);
-    th.eps[0] = ft_ep_create(th.f.worker, addr, alen, NULL);
+    th_connect_peer0("peer", th_reg_peer);
     ft_send_address(th.peers[0].chan, th.f.worker);
     FT_CHECK_OK(ferry_ep_wait_connected(th.eps[0], 20000));
     pthread_t waiter, progresser, churners[TH_REG_CHURNERS];
