@@ -117,23 +117,21 @@ report() {
     echo "load average at the start: $bench_load_start, at the end: $(cut -d' ' -f1-3 /proc/loadavg); CPUs busy with other work before: ${busy_before}%"
     awk -F, -f "$here/lib.awk" -f <(printf '%s\n' '
 NR > 1 { k = $1 "," $2 "," $4; add(k ",lat", $5); add(k ",rate", $6) }
+# one row per test of list and thread count: the medians of stat (lat or rate), and the ratio
+function rows(list, stat,    t, c, i, n, f, u) {
+    printf "%-8s %7s %10s %10s %7s\n", "test", "threads", "ferry", "ucx", "ratio"
+    c = split(list, t, " ")
+    for (i = 1; i <= c; i++)
+        for (n = 1; n <= 2; n++) {
+            f = median("ferry," t[i] "," n "," stat); u = median("ucx," t[i] "," n "," stat)
+            printf "%-8s %7d %10s %10s %7s\n", t[i], n, fmt(f, "%.3f"), fmt(u, "%.3f"), ratio(f, u)
+        }
+}
 END {
     printf "\nlatency (us, one way, whole-run average; ratio = ferry / UCX, < 1: ferry faster)\n"
-    printf "%-8s %7s %10s %10s %7s\n", "test", "threads", "ferry", "ucx", "ratio"
-    split("am_lat tag_lat", lt, " ")
-    for (i = 1; i <= 2; i++)
-        for (n = 1; n <= 2; n++) {
-            f = median("ferry," lt[i] "," n ",lat"); u = median("ucx," lt[i] "," n ",lat")
-            printf "%-8s %7d %10s %10s %7s\n", lt[i], n, fmt(f, "%.3f"), fmt(u, "%.3f"), ratio(f, u)
-        }
+    rows("am_lat tag_lat", "lat")
     printf "\nmessage rate (M/s, all threads; ratio = ferry / UCX, > 1: ferry faster)\n"
-    printf "%-8s %7s %10s %10s %7s\n", "test", "threads", "ferry", "ucx", "ratio"
-    split("am_bw tag_bw", bt, " ")
-    for (i = 1; i <= 2; i++)
-        for (n = 1; n <= 2; n++) {
-            f = median("ferry," bt[i] "," n ",rate"); u = median("ucx," bt[i] "," n ",rate")
-            printf "%-8s %7d %10s %10s %7s\n", bt[i], n, fmt(f, "%.3f"), fmt(u, "%.3f"), ratio(f, u)
-        }
+    rows("am_bw tag_bw", "rate")
 }') "$raw"
 }
 
