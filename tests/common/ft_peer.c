@@ -85,8 +85,7 @@ void ft_peer_spawn(ft_peer_t *peer, const char *name, ft_role_fn_t fn, void *arg
     ft_peer_count++;
 }
 
-/* Reap if it exited; true when reaped. */
-static bool ft_peer_try_reap(ft_peer_t *peer)
+bool ft_peer_try_reap(ft_peer_t *peer)
 {
     int wstatus;
     if (peer->reaped)

@@ -30,6 +30,9 @@ typedef struct ft_peer {
 /* Fork a peer running fn(chan, arg); peer must stay valid until it is reaped. */
 void ft_peer_spawn(ft_peer_t *peer, const char *name, ft_role_fn_t fn, void *arg);
 
+/* Reap the peer if it has exited, without waiting; true once reaped (peer->wstatus). */
+bool ft_peer_try_reap(ft_peer_t *peer);
+
 /* Wait up to timeout_ms for the peer to exit. Returns true when it exited (peer->wstatus);
  * on timeout it is killed with SIGKILL, reaped, and false is returned. */
 bool ft_peer_wait(ft_peer_t *peer, int timeout_ms);

@@ -464,8 +464,12 @@ static int fk_stream(void)
         ft_chan_send_token(child.chan, FK_TOKEN_CHILD_GO, 0, 0, 0, 0);
     }
     /* the child exits while our traffic goes on */
-    while (!ft_peer_wait(&child, 0))
+    uint64_t child_end = ft_now_ns() + 30000ull * 1000000u;
+    while (!ft_peer_try_reap(&child)) {
+        FT_CHECK(ft_now_ns() < child_end, "the child (pid %d) did not exit within 30 s",
+                 (int)child.pid);
         ft_progress_once(p.f.worker);
+    }
     FT_CHECK(WIFEXITED(child.wstatus) && WEXITSTATUS(child.wstatus) == 0, "the child %s",
              ft_wstatus_string(child.wstatus, (char[64]){0}, 64));
     ft_progress_until_completion(p.f.worker, 20000, &comp, "the last send");
