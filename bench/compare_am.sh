@@ -43,23 +43,13 @@ total_runs=$((27 * repeat)) # per round: 20 side by side, 7 ferry alone
 # run_ferry TEST SIZE ITERS [--wait]
 run_ferry() {
     local test=$1 size=$2 iters=$3 mode=${4:-busy}
-    local extra=()
+    local extra=() run_env=("${ferry_env[@]}")
     [[ $mode == wait ]] && extra=(--wait)
     iters=$((iters * scale))
-    next_port
     bench_progress "$(printf 'ferry %-6s %9s B %s' "$test" "$size" "$mode")"
-    start_server "$work/server.log" "$ferry_perf" -p "$port" -c 0
-    local out
-    if ! out=$(timeout $run_timeout "$ferry_perf" localhost -p "$port" -c 1 -t "$test" -s "$size" \
-        -n "$iters" -w $((iters / 10)) -f csv "${extra[@]}" 2>"$work/client.log"); then
-        echo "compare_am.sh: ferry_perf client failed:" >&2
-        cat "$work/client.log" "$work/server.log" >&2
-        exit 1
-    fi
-    finish_server || { echo "compare_am.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
-    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
-    echo "$out" | awk -F, -v mode="$mode" '$1 ~ /^am_/ {
-        printf "ferry,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
+    bench_run "$ferry_perf" -c 0 -- localhost -c 1 -t "$test" -s "$size" -n "$iters" \
+        -w $((iters / 10)) -f csv "${extra[@]}"
+    ferry_record "$test" "$mode" "$run_out"
 }
 
 # run_ucx TEST SIZE ITERS
@@ -68,27 +58,10 @@ run_ucx() {
     local layout=bcopy
     ((size <= 8)) && layout=short
     iters=$((iters * scale))
-    next_port
     bench_progress "$(printf 'ucx   %-6s %9s B %s' "$test" "$size" "$layout")"
-    start_server "$work/server.log" ucx_perftest -p "$port" -c 0
-    local out
-    if ! out=$(timeout $run_timeout ucx_perftest localhost -p "$port" -c 1 -t "$test" -x posix \
-        -d memory -D "$layout" -s "$size" -n "$iters" -w $((iters / 10)) 2>&1); then
-        echo "compare_am.sh: ucx_perftest client failed:" >&2
-        echo "$out" "$(cat "$work/server.log")" >&2
-        exit 1
-    fi
-    finish_server || true # ucx_perftest's server status carries no information
-    # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
-    # (UCX's MB is 2^20 bytes; its latency is one-way, half the round trip, like ferry's)
-    local line
-    line=$(ucx_final_line "$out") || exit 1
-    echo "$line" | awk -v test="$test" -v size="$size" -v mode="$layout" '{
-        if (test == "am_lat")
-            printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $4
-        else
-            printf "ucx,%s,%s,%s,,,%.4f,%.4f\n", test, size, mode, $6 * 1048576 / 1e9, $8 / 1e6
-    }' >>"$raw"
+    bench_run ucx_perftest -c 0 -- localhost -c 1 -t "$test" -x posix -d memory -D "$layout" \
+        -s "$size" -n "$iters" -w $((iters / 10))
+    ucx_record "$test" "$size" "$layout" "$run_out"
 }
 
 small_iters() { # iterations for the side-by-side sizes

@@ -57,21 +57,14 @@ read -r -a new_args <<<"${BENCH_NEW_ARGS:-}"
 
 # run BUILD PERF TEST SIZE ITERS
 run() {
-    local build=$1 perf=$2 test=$3 size=$4 iters=$(($5 * scale)) out
+    local build=$1 perf=$2 test=$3 size=$4 iters=$(($5 * scale))
     local -a args=("${old_args[@]}")
     [[ $build == new ]] && args=("${new_args[@]}")
-    next_port
     bench_progress "$(printf '%s %-7s %9s B' "$build" "$test" "$size")"
-    start_server "$work/server.log" "$perf" -p "$port" -c 0 "${args[@]}"
-    if ! out=$(timeout $run_timeout "$perf" localhost -p "$port" -c 1 -t "$test" -s "$size" \
-        -n "$iters" -w $((iters / 10)) -f csv "${args[@]}" 2>"$work/client.log"); then
-        echo "$bench_name: $perf client failed:" >&2
-        cat "$work/client.log" "$work/server.log" >&2
-        exit 1
-    fi
-    finish_server || { echo "$bench_name: $perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
+    bench_run "$perf" -c 0 "${args[@]}" -- localhost -c 1 -t "$test" -s "$size" -n "$iters" \
+        -w $((iters / 10)) -f csv "${args[@]}"
     # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
-    echo "$out" | awk -F, -v b="$build" -v t="$test" '$1 == t {
+    echo "$run_out" | awk -F, -v b="$build" -v t="$test" '$1 == t {
         if (t ~ /_lat$/) v = $4; else if ($2 >= 65536) v = $6; else v = $7
         printf "%s,%s,%s,%s\n", b, $1, $2, v }' >>"$raw"
 }

@@ -101,22 +101,12 @@ run_ferry() {
         mem=register
         cma=off
     fi
+    local run_env=("${ferry_env[@]}" "FERRY_SHM_CMA=$cma")
     iters=$((iters * scale))
-    next_port
     bench_progress "$(printf 'ferry %-10s %9s B %s' "$test" "$size" "$mode")"
-    start_server "$work/server.log" env FERRY_SHM_CMA=$cma "$ferry_perf" -p "$port" -c 0
-    local out
-    if ! out=$(FERRY_SHM_CMA=$cma timeout $run_timeout "$ferry_perf" localhost -p "$port" -c 1 \
-        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) --mem "$mem" -f csv \
-        2>"$work/client.log"); then
-        echo "compare_rma.sh: ferry_perf client failed:" >&2
-        cat "$work/client.log" "$work/server.log" >&2
-        exit 1
-    fi
-    finish_server || { echo "compare_rma.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
-    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
-    echo "$out" | awk -F, -v mode="$mode" '$1 == "'"$test"'" {
-        printf "ferry,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
+    bench_run "$ferry_perf" -c 0 -- localhost -c 1 -t "$test" -s "$size" -n "$iters" \
+        -w $(((iters + 9) / 10)) --mem "$mem" -f csv
+    ferry_record "$test" "$mode" "$run_out"
 }
 
 # run_ucx TEST SIZE ITERS TL LAYOUT   (TEST: put_lat, put_bw, get, fadd; LAYOUT "" for atomics)
@@ -130,28 +120,12 @@ run_ucx() {
     fadd) name=atomic_lat ;;
     esac
     iters=$((iters * scale))
-    next_port
     bench_progress "$(printf 'ucx   %-10s %9s B %s' "$test" "$size" "$mode")"
-    start_server "$work/server.log" ucx_perftest -p "$port" -c 0
-    local out
-    if ! out=$(timeout $run_timeout ucx_perftest localhost -p "$port" -c 1 -t "$test" -x "$tl" \
-        -d memory "${extra[@]}" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) 2>&1); then
-        echo "compare_rma.sh: ucx_perftest client failed:" >&2
-        echo "$out" "$(cat "$work/server.log")" >&2
-        exit 1
-    fi
-    finish_server || true # ucx_perftest's server status carries no information
-    # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
-    # (UCX's MB is 2^20 bytes; put_lat is one way, half the round trip, like ferry's; get and
-    # fadd latencies are of one operation, like ferry's get_lat and atomic_lat)
-    local line
-    line=$(ucx_final_line "$out") || exit 1
-    echo "$line" | awk -v test="$name" -v size="$size" -v mode="$mode" '{
-        if (test ~ /_lat$/)
-            printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $4
-        else
-            printf "ucx,%s,%s,%s,,,%.4f,%.4f\n", test, size, mode, $6 * 1048576 / 1e9, $8 / 1e6
-    }' >>"$raw"
+    # put_lat is one way, half the round trip, like ferry's; get and fadd latencies are of one
+    # operation, like ferry's get_lat and atomic_lat
+    bench_run ucx_perftest -c 0 -- localhost -c 1 -t "$test" -x "$tl" -d memory "${extra[@]}" \
+        -s "$size" -n "$iters" -w $(((iters + 9) / 10))
+    ucx_record "$name" "$size" "$mode" "$run_out"
 }
 
 echo "compare_rma.sh: $repeat runs per configuration; raw results in $raw" >&2

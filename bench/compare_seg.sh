@@ -88,21 +88,13 @@ run_ferry() {
         ;;
     t0) extra=(--wait) ;;
     esac
-    next_port
     bench_progress "$(printf 'ferry %-16s %-18s %s' "$test" "$list" "$mode")"
-    local env_args=(env -u FERRY_SEGMENT_DMA_CHUNK -u FERRY_SEGMENT_COPY_CHUNK
+    local run_env=(-u FERRY_SEGMENT_DMA_CHUNK -u FERRY_SEGMENT_COPY_CHUNK
         FERRY_SEGMENT_COPY_THREADS="$threads")
-    start_server "$work/server.log" "${env_args[@]}" "$ferry_perf" -p "$port" -c 0
-    local out
-    if ! out=$("${env_args[@]}" timeout $run_timeout "$ferry_perf" localhost -p "$port" \
-        "${pin[@]}" -t "$test" -s "$list" "${extra[@]}" "$@" -f csv 2>"$work/client.log"); then
-        echo "compare_seg.sh: ferry_perf client failed ($test $list $mode):" >&2
-        cat "$work/client.log" "$work/server.log" >&2
-        exit 1
-    fi
-    finish_server || { echo "compare_seg.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
+    bench_run "$ferry_perf" -c 0 -- localhost "${pin[@]}" -t "$test" -s "$list" "${extra[@]}" \
+        "$@" -f csv
     # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
-    echo "$out" | awk -F, -v mode="$mode" '$1 == "'"$test"'" {
+    echo "$run_out" | awk -F, -v mode="$mode" '$1 == "'"$test"'" {
         p50 = $4 == "" ? "" : $4 * 1000; avg = $5 == "" ? "" : $5 * 1000
         printf "ferry,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, p50, avg, $6 }' >>"$raw"
 }

@@ -151,26 +151,13 @@ progress() { # LIB TEST SIZE MODE
 # run_ferry TEST SIZE MODE   (MODE: auto, or a FERRY_RNDV_MODE)
 run_ferry() {
     local test=$1 size=$2 mode=$3
-    local iters
+    local iters run_env=("${ferry_env[@]}")
     iters=$(iters_of "$test" "$size")
-    # the same environment for both processes; nothing inherited picks another path
-    local env=(env -u FERRY_RNDV_MODE -u FERRY_RNDV_THRESH -u FERRY_SHM_CMA)
-    [[ $mode != auto ]] && env+=("FERRY_RNDV_MODE=$mode")
-    next_port
+    [[ $mode != auto ]] && run_env+=("FERRY_RNDV_MODE=$mode")
     progress ferry "$test" "$size" "$mode"
-    start_server "$work/server.log" "${env[@]}" "$ferry_perf" -p "$port" -c 0
-    local out
-    if ! out=$("${env[@]}" timeout $run_timeout "$ferry_perf" localhost -p "$port" -c 1 \
-        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) -f csv -v \
-        2>"$work/client.log"); then
-        echo "compare_tag.sh: ferry_perf client failed (FERRY_RNDV_MODE=$mode):" >&2
-        cat "$work/client.log" "$work/server.log" >&2
-        exit 1
-    fi
-    finish_server || { echo "compare_tag.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
-    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
-    echo "$out" | awk -F, -v test="$test" -v mode="$mode" '$1 == test {
-        printf "ferry,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
+    bench_run "$ferry_perf" -c 0 -- localhost -c 1 -t "$test" -s "$size" -n "$iters" \
+        -w $(((iters + 9) / 10)) -f csv -v
+    ferry_record "$test" "$mode" "$run_out"
     [[ $mode == auto ]] || return 0
     awk -v test="$test" -v size="$size" '$1 == "tagged" && $2 == "of" {
         split($3, r, /\.\./); if (size + 0 < r[1] + 0 || size + 0 > r[2] + 0) next
@@ -181,31 +168,13 @@ run_ferry() {
 # run_ucx TEST SIZE TLS   (TLS: sm or posix; with self for the loopback)
 run_ucx() {
     local test=$1 size=$2 tls=$3
-    local iters extra=()
+    local iters extra=() run_env=("UCX_TLS=$tls,self")
     iters=$(iters_of "$test" "$size")
     [[ $test == tag_bw ]] && extra=(-O "$window")
-    next_port
     progress ucx "$test" "$size" "$tls"
-    start_server "$work/server.log" env UCX_TLS="$tls,self" ucx_perftest -p "$port" -c 0
-    local out
-    if ! out=$(UCX_TLS="$tls,self" timeout $run_timeout ucx_perftest localhost -p "$port" -c 1 \
-        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) "${extra[@]}" 2>&1); then
-        echo "compare_tag.sh: ucx_perftest client failed (UCX_TLS=$tls,self):" >&2
-        echo "$out" "$(cat "$work/server.log")" >&2
-        exit 1
-    fi
-    finish_server || true # ucx_perftest's server status carries no information
-    # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
-    # where avg is over the last report interval and overall over the whole run (UCX's MB is
-    # 2^20 bytes; tag_lat's latency is one way, half the round trip, like ferry's)
-    local line
-    line=$(ucx_final_line "$out") || exit 1
-    echo "$line" | awk -v test="$test" -v size="$size" -v mode="$tls" '{
-        if (test == "tag_lat")
-            printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $5
-        else
-            printf "ucx,%s,%s,%s,,,%.4f,%.4f\n", test, size, mode, $7 * 1048576 / 1e9, $9 / 1e6
-    }' >>"$raw"
+    bench_run ucx_perftest -c 0 -- localhost -c 1 -t "$test" -s "$size" -n "$iters" \
+        -w $(((iters + 9) / 10)) "${extra[@]}"
+    ucx_record "$test" "$size" "$tls" "$run_out"
 }
 
 # run_mpi TEST SIZE MODE   (MODE: cma = vader's default single copy, nocma = none)

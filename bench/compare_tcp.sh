@@ -81,55 +81,24 @@ progress() { # LIB TEST SIZE
 # run_ferry TEST SIZE
 run_ferry() {
     local test=$1 size=$2
-    local iters
+    local iters run_env=("${ferry_env[@]}" FERRY_TRANSPORTS=tcp)
     iters=$(iters_of "$test" "$size")
-    # the same environment for both processes: tcp only, nothing inherited picks another path
-    local env=(env -u FERRY_RNDV_MODE -u FERRY_RNDV_THRESH -u FERRY_TCP_IFACE FERRY_TRANSPORTS=tcp)
-    next_port
     progress ferry "$test" "$size"
-    start_server "$work/server.log" "${env[@]}" "$ferry_perf" -p "$port" -c 0
-    local out
-    if ! out=$("${env[@]}" timeout $run_timeout "$ferry_perf" 127.0.0.1 -p "$port" -c 1 \
-        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) -f csv \
-        2>"$work/client.log"); then
-        echo "compare_tcp.sh: ferry_perf client failed (FERRY_TRANSPORTS=tcp):" >&2
-        cat "$work/client.log" "$work/server.log" >&2
-        exit 1
-    fi
-    finish_server || { echo "compare_tcp.sh: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
-    # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
-    echo "$out" | awk -F, -v test="$test" '$1 == test {
-        printf "ferry,%s,%s,tcp,%s,%s,%s,%s\n", $1, $2, $4, $5, $6, $7 }' >>"$raw"
+    bench_run "$ferry_perf" -c 0 -- 127.0.0.1 -c 1 -t "$test" -s "$size" -n "$iters" \
+        -w $(((iters + 9) / 10)) -f csv
+    ferry_record "$test" tcp "$run_out"
 }
 
 # run_ucx TEST SIZE
 run_ucx() {
     local test=$1 size=$2
-    local iters extra=()
+    local iters extra=() run_env=(UCX_TLS=tcp UCX_NET_DEVICES=lo)
     iters=$(iters_of "$test" "$size")
     [[ $test == tag_bw ]] && extra=(-O "$window")
-    local env=(env UCX_TLS=tcp UCX_NET_DEVICES=lo)
-    next_port
     progress ucx "$test" "$size"
-    start_server "$work/server.log" "${env[@]}" ucx_perftest -p "$port" -c 0
-    local out
-    if ! out=$("${env[@]}" timeout $run_timeout ucx_perftest 127.0.0.1 -p "$port" -c 1 \
-        -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) "${extra[@]}" 2>&1); then
-        echo "compare_tcp.sh: ucx_perftest client failed (UCX_TLS=tcp):" >&2
-        echo "$out" "$(cat "$work/server.log")" >&2
-        exit 1
-    fi
-    finish_server || true # ucx_perftest's server status carries no information
-    # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
-    # (UCX's MB is 2^20 bytes; tag_lat's latency is one way, half the round trip, like ferry's)
-    local line
-    line=$(ucx_final_line "$out") || exit 1
-    echo "$line" | awk -v test="$test" -v size="$size" '{
-        if (test == "tag_lat")
-            printf "ucx,%s,%s,tcp,%s,%s,,\n", test, size, $3, $5
-        else
-            printf "ucx,%s,%s,tcp,,,%.4f,%.4f\n", test, size, $7 * 1048576 / 1e9, $9 / 1e6
-    }' >>"$raw"
+    bench_run ucx_perftest -c 0 -- 127.0.0.1 -c 1 -t "$test" -s "$size" -n "$iters" \
+        -w $(((iters + 9) / 10)) "${extra[@]}"
+    ucx_record "$test" "$size" tcp "$run_out"
 }
 
 # run_fi SIZE: fi_pingpong, tagged messages on an RDM endpoint of the tcp provider. It has its

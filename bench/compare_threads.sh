@@ -52,39 +52,25 @@ iters_of() { # short enough that 4 busy threads on 2 cores finish in seconds
 
 # run_ferry TEST THREADS
 run_ferry() {
-    local test=$1 threads=$2 iters out
+    local test=$1 threads=$2 iters
     iters=$(iters_of "$test")
-    next_port
     bench_progress "$(printf 'ferry %-8s 8 B, %s thread(s)' "$test" "$threads")"
-    start_server "$work/server.log" "$ferry_perf" -p "$port"
-    if ! out=$(timeout $run_timeout "$ferry_perf" localhost -p "$port" -t "$test" -s 8 \
-        -n "$iters" -w $((iters / 10)) --threads "$threads" -f csv 2>"$work/client.log"); then
-        echo "$bench_name: ferry_perf client failed:" >&2
-        cat "$work/client.log" "$work/server.log" >&2
-        exit 1
-    fi
-    finish_server || { echo "$bench_name: ferry_perf server failed:" >&2; cat "$work/server.log" >&2; exit 1; }
+    bench_run "$ferry_perf" -- localhost -t "$test" -s 8 -n "$iters" -w $((iters / 10)) \
+        --threads "$threads" -f csv
     # test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
-    echo "$out" | awk -F, -v t="$test" -v n="$threads" '$1 == t {
+    echo "$run_out" | awk -F, -v t="$test" -v n="$threads" '$1 == t {
         printf "ferry,%s,8,%s,%s,%s\n", t, n, $5, $7 }' >>"$raw"
 }
 
 # run_ucx TEST THREADS
 run_ucx() {
-    local test=$1 threads=$2 iters ucx_test=$1 out line
+    local test=$1 threads=$2 iters ucx_test=$1 line run_env=("UCX_TLS=sm,self")
     iters=$(iters_of "$test")
     [[ $test == am_* ]] && ucx_test=ucp_$test
-    next_port
     bench_progress "$(printf 'ucx   %-8s 8 B, %s thread(s)' "$ucx_test" "$threads")"
-    start_server "$work/server.log" env UCX_TLS=sm,self ucx_perftest -p "$port"
-    if ! out=$(UCX_TLS=sm,self timeout $run_timeout ucx_perftest localhost -p "$port" \
-        -t "$ucx_test" -s 8 -n "$iters" -w $((iters / 10)) -M multi -T "$threads" 2>&1); then
-        echo "$bench_name: ucx_perftest client failed:" >&2
-        echo "$out" "$(cat "$work/server.log")" >&2
-        exit 1
-    fi
-    finish_server || true # ucx_perftest's server status carries no information
-    line=$(ucx_final_line "$out") || exit 1
+    bench_run ucx_perftest -- localhost -t "$ucx_test" -s 8 -n "$iters" -w $((iters / 10)) \
+        -M multi -T "$threads"
+    line=$(ucx_final_line "$run_out") || exit 1
     # one thread: "Final: iters p50 avg overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall";
     # more: "Final: iters lat_overall MB/s_overall msg/s_overall" (its latency: one way)
     echo "$line" | awk -v t="$test" -v n="$threads" '{

@@ -61,6 +61,71 @@ finish_server() {
     return $rc
 }
 
+# ferry_env: env(1) arguments that clear the FERRY_* variables choosing a path, so that nothing
+# inherited picks another one; a script starts its run_env with them.
+# shellcheck disable=SC2034 # used by the sourcing scripts
+ferry_env=(-u FERRY_RNDV_MODE -u FERRY_RNDV_THRESH -u FERRY_SHM_CMA -u FERRY_TCP_IFACE
+    -u FERRY_TRANSPORTS)
+
+# bench_run PROGRAM SERVER_OPTION... -- CLIENT_ARGUMENT...: one client/server run of a
+# benchmark program (ferry_perf or ucx_perftest) on a fresh port: the server is
+# "PROGRAM -p PORT SERVER_OPTION...", the client "PROGRAM CLIENT_ARGUMENT... -p PORT" (the host is
+# among the client's arguments), both under "env ${run_env[@]}" (the caller's array of env(1)
+# arguments, -u VAR and VAR=VALUE; may be unset). What the client printed on stdout is left in
+# run_out (the function runs in the calling shell: no subshell, so the port and the server's pid
+# are kept); its stderr stays in $work/client.log. Exits with both logs when the client fails,
+# or when a ferry_perf server fails (ucx_perftest's server status carries no information).
+# shellcheck disable=SC2154 # work, run_timeout and run_env belong to the sourcing script
+bench_run() {
+    local program=$1 server=()
+    shift
+    while (($#)) && [[ $1 != -- ]]; do
+        server+=("$1")
+        shift
+    done
+    (($#)) && shift
+    local env=(env "${run_env[@]}")
+    next_port
+    start_server "$work/server.log" "${env[@]}" "$program" -p "$port" "${server[@]}"
+    if ! run_out=$("${env[@]}" timeout "$run_timeout" "$program" "$@" -p "$port" \
+        2>"$work/client.log"); then
+        echo "$bench_name: client failed: ${run_env[*]} $program $* -p $port" >&2
+        echo "$run_out" >&2
+        cat "$work/client.log" "$work/server.log" >&2
+        exit 1
+    fi
+    if ! finish_server && [[ $program != ucx_perftest ]]; then
+        echo "$bench_name: server failed: ${run_env[*]} $program -p $port ${server[*]}" >&2
+        cat "$work/server.log" >&2
+        exit 1
+    fi
+}
+
+# ferry_record TEST MODE CSV: ferry_perf's CSV (test,size,iterations,lat_p50_us,lat_avg_us,
+# bw_GBps,msgrate_Mps) as a line of $raw (lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,
+# msgrate_Mps).
+# shellcheck disable=SC2154 # raw belongs to the sourcing script
+ferry_record() {
+    echo "$3" | awk -F, -v test="$1" -v mode="$2" '$1 == test {
+        printf "ferry,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, mode, $4, $5, $6, $7 }' >>"$raw"
+}
+
+# ucx_record TEST SIZE MODE OUTPUT: the "Final:" line of ucx_perftest's OUTPUT as a line of $raw.
+# The figures are of the whole run ("overall"), not of its last report interval; UCX's MB is
+# 2^20 bytes; its latency is one way (half the round trip) like ferry's. A TEST ending in _lat
+# records latencies, any other a bandwidth and message rate.
+ucx_record() {
+    local line
+    line=$(ucx_final_line "$4") || exit 1
+    # "Final: iters lat_p50 lat_avg lat_overall MB/s_avg MB/s_overall msg/s_avg msg/s_overall"
+    echo "$line" | awk -v test="$1" -v size="$2" -v mode="$3" '{
+        if (test ~ /_lat$/)
+            printf "ucx,%s,%s,%s,%s,%s,,\n", test, size, mode, $3, $5
+        else
+            printf "ucx,%s,%s,%s,,,%.4f,%.4f\n", test, size, mode, $7 * 1048576 / 1e9, $9 / 1e6
+    }' >>"$raw"
+}
+
 # The "Final:" line of ucx_perftest's output $1, "Final: iters lat_p50 lat_avg lat_overall
 # MB/s_avg MB/s_overall msg/s_avg msg/s_overall" (avg: the last report interval, overall: the
 # whole run; UCX's MB is 2^20 bytes); fails (status 1) when there is none: call it as
