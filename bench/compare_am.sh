@@ -19,18 +19,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 # servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-root=$(cd "$here/.." && pwd)
 repeat=${1:-5}
-ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
 port=${BENCH_PORT:-23000}
-scale=${BENCH_ITERS_SCALE:-1}
 run_timeout=120 # seconds any one client or server may take
 
 check_args "runs per configuration, default 5"
 command -v ucx_perftest >/dev/null || apt_install ucx-utils
-for tool in ucx_perftest ss awk timeout; do
-    command -v $tool >/dev/null || { echo "compare_am.sh: $tool is missing" >&2; exit 1; }
-done
+need_tools ucx_perftest ss awk timeout
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_am.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps

@@ -23,12 +23,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-root=$(cd "$here/.." && pwd)
 old_perf=${1:-}
 new_perf=${2:-}
 repeat=${3:-9}
 port=${BENCH_PORT:-24000}
-scale=${BENCH_ITERS_SCALE:-1}
 run_timeout=120
 if [[ -z $old_perf || -z $new_perf ]]; then
     echo "usage: $0 OLD_PERF NEW_PERF [REPEAT]" >&2

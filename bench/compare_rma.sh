@@ -27,12 +27,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-root=$(cd "$here/.." && pwd)
 repeat=${1:-5}
-ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
 ferry_info=$(dirname "$ferry_perf")/ferry_info
 port=${BENCH_PORT:-24000}
-scale=${BENCH_ITERS_SCALE:-1}
 run_timeout=120 # seconds any one client or server may take
 sizes="8 4096 65536 1048576 16777216 67108864"
 bw_sizes="8 4096 8192 16384 32768 65536 131072 262144 524288 1048576 16777216 67108864"
@@ -40,16 +37,9 @@ fallback_sizes="65536 1048576 16777216"
 
 check_args "runs per configuration, default 5"
 command -v ucx_perftest >/dev/null || apt_install ucx-utils
-for tool in ucx_perftest ucx_info ss awk timeout; do
-    command -v $tool >/dev/null || { echo "compare_rma.sh: $tool is missing" >&2; exit 1; }
-done
+need_tools ucx_perftest ucx_info ss awk timeout
 # UCX's transports here: posix (mapped shared memory) and cma, both on device "memory".
-for tl in posix cma; do
-    if ! ucx_info -d 2>/dev/null | grep -q "Transport: $tl\$"; then
-        echo "compare_rma.sh: UCX has no '$tl' transport here (ucx_info -d)" >&2
-        exit 1
-    fi
-done
+ucx_need_transports posix cma
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_rma.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps

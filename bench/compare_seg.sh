@@ -28,9 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-root=$(cd "$here/.." && pwd)
 repeat=${1:-3}
-ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
 port=${BENCH_PORT:-26000}
 cc=${CC:-cc}
 run_timeout=120 # seconds any one client or server may take
@@ -39,9 +37,7 @@ size_list=64K,1M,16M,256M
 lat_iters=200000
 
 check_args "rounds, default 3"
-for tool in "$cc" ss awk timeout; do
-    command -v "$tool" >/dev/null || { echo "compare_seg.sh: $tool is missing" >&2; exit 1; }
-done
+need_tools "$cc" ss awk timeout
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_seg.XXXXXX")
 raw=$work/raw.csv # src,test,size,mode,p50_ns,avg_ns,bw_GBps

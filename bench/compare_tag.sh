@@ -31,16 +31,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 # servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-root=$(cd "$here/.." && pwd)
 short=0
 if [[ ${1:-} == --short ]]; then
     short=1
     shift
 fi
 repeat=${1:-5}
-ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
 port=${BENCH_PORT:-25000}
-scale=${BENCH_ITERS_SCALE:-1}
 mpicc=${MPICC:-mpicc}
 run_timeout=120 # seconds any one client, server or mpirun may take
 window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
@@ -63,16 +60,9 @@ command -v ucx_perftest >/dev/null || apt_install ucx-utils
 if ! command -v "$mpicc" >/dev/null || ! command -v mpirun.openmpi >/dev/null; then
     apt_install openmpi-bin libopenmpi-dev
 fi
-for tool in ucx_perftest ucx_info "$mpicc" mpirun.openmpi ompi_info ss awk timeout; do
-    command -v "$tool" >/dev/null || { echo "compare_tag.sh: $tool is missing" >&2; exit 1; }
-done
+need_tools ucx_perftest ucx_info "$mpicc" mpirun.openmpi ompi_info ss awk timeout
 # UCX's shared-memory transports: posix (mapped segments) and cma (cross-memory attach).
-for tl in posix cma; do
-    if ! ucx_info -d 2>/dev/null | grep -q "Transport: $tl\$"; then
-        echo "compare_tag.sh: UCX has no '$tl' transport here (ucx_info -d)" >&2
-        exit 1
-    fi
-done
+ucx_need_transports posix cma
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_tag.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps

@@ -24,11 +24,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # servers on fresh ports, cleanup on exit, apt_install, cpu_busy_percent (and lib.awk)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-root=$(cd "$here/.." && pwd)
 repeat=${1:-5}
-ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
 port=${BENCH_PORT:-27000}
-scale=${BENCH_ITERS_SCALE:-1}
 run_timeout=120 # seconds any one client or server may take
 window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
 sizes="8 4096 65536 1048576 16777216"
@@ -37,9 +34,7 @@ check_args "runs per configuration, default 5"
 
 command -v ucx_perftest >/dev/null || apt_install ucx-utils
 command -v fi_pingpong >/dev/null || apt_install libfabric-bin
-for tool in ucx_perftest fi_pingpong ss awk timeout; do
-    command -v "$tool" >/dev/null || { echo "compare_tcp.sh: $tool is missing" >&2; exit 1; }
-done
+need_tools ucx_perftest fi_pingpong ss awk timeout
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_tcp.XXXXXX")
 raw=$work/raw.csv # lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
@@ -110,7 +105,7 @@ run_fi() {
     local iters
     iters=$(iters_of tag_lat "$size")
     next_port
-    progress fi tag_lat "$size"
+    progress "fi" tag_lat "$size"
     start_server "$work/server.log" taskset -c 0 fi_pingpong -p tcp -e rdm -m tagged -B "$port" \
         -I "$iters" -S "$size"
     local out

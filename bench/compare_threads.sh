@@ -21,19 +21,14 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-root=$(cd "$here/.." && pwd)
 repeat=${1:-3}
-ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
 port=${BENCH_PORT:-25000}
-scale=${BENCH_ITERS_SCALE:-1}
 out_file=${BENCH_THREADS_OUT-$root/docs/perf/compare_threads.txt}
 run_timeout=60
 
 check_args "runs per configuration, default 3"
 command -v ucx_perftest >/dev/null || apt_install ucx-utils
-for tool in ucx_perftest ss awk timeout; do
-    command -v $tool >/dev/null || { echo "$bench_name: $tool is missing" >&2; exit 1; }
-done
+need_tools ucx_perftest ss awk timeout
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_threads.XXXXXX")
 trap 'cleanup; rm -rf "$work"' EXIT

@@ -7,6 +7,10 @@
 
 bench_name=$(basename "$0")
 server_pid=
+# the repository, and what every script measures unless told otherwise
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ferry_perf=${FERRY_PERF:-$root/build/tools/ferry_perf}
+scale=${BENCH_ITERS_SCALE:-1} # multiplies every iteration count
 
 cleanup() {
     if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
@@ -139,6 +143,25 @@ ucx_final_line() {
         return 1
     fi
     echo "$line"
+}
+
+# need_tools TOOL...: exit with a message naming the first TOOL that is not installed.
+need_tools() {
+    local tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || { echo "$bench_name: $tool is missing" >&2; exit 1; }
+    done
+}
+
+# ucx_need_transports TL...: exit unless UCX has each transport TL here (ucx_info -d).
+ucx_need_transports() {
+    local tl
+    for tl in "$@"; do
+        if ! ucx_info -d 2>/dev/null | grep -q "Transport: $tl\$"; then
+            echo "$bench_name: UCX has no '$tl' transport here (ucx_info -d)" >&2
+            exit 1
+        fi
+    done
 }
 
 # apt_install PACKAGE...: Debian packages, refreshing the package lists only when needed.

@@ -566,137 +566,132 @@ static uint64_t rma_iov_bytes(const ferry_iov_t *iov, size_t iovcnt)
     return total;
 }
 
-static inline ferry_status_t locked_put(ferry_ep_t *ep, const void *buffer, size_t length,
-                                        uint64_t remote_offset, ferry_rkey_t *rkey,
-                                        ferry_completion_t *comp)
+/* One contiguous put or get (kind), named for its log lines; the caller holds the worker's
+ * lock in multi-thread mode. */
+static inline ferry_status_t locked_rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep,
+                                               void *buffer, size_t length, uint64_t remote_offset,
+                                               ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
     if (ep != NULL && fy_ep_forked(ep))
         return FERRY_ERR_FORKED;
-    return rma_counted(
-        ep, FY_RMA_PUT, length,
-        rma_contig("ferry_put", FY_RMA_PUT, ep, (void *)buffer, length, remote_offset, rkey, comp));
+    return rma_counted(ep, kind, length,
+                       rma_contig(call, kind, ep, buffer, length, remote_offset, rkey, comp));
+}
+
+/* The entry of ferry_put and ferry_get: takes the worker's lock in multi-thread mode. */
+static inline ferry_status_t rma_contig_entry(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep,
+                                              void *buffer, size_t length, uint64_t remote_offset,
+                                              ferry_rkey_t *rkey, ferry_completion_t *comp)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rma_contig(call, kind, ep, buffer, length, remote_offset, rkey, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status =
+        locked_rma_contig(call, kind, ep, buffer, length, remote_offset, rkey, comp);
+    fy_worker_unlock(locked);
+    return status;
 }
 
 FERRY_EXPORT ferry_status_t ferry_put(ferry_ep_t *ep, const void *buffer, size_t length,
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
-    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_put(ep, buffer, length, remote_offset, rkey, comp);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_put(ep, buffer, length, remote_offset, rkey, comp);
-    fy_worker_unlock(locked);
-    return status_or_value;
-}
-
-static inline ferry_status_t locked_get(ferry_ep_t *ep, void *buffer, size_t length,
-                                        uint64_t remote_offset, ferry_rkey_t *rkey,
-                                        ferry_completion_t *comp)
-{
-    if (ep != NULL && fy_ep_forked(ep))
-        return FERRY_ERR_FORKED;
-    return rma_counted(
-        ep, FY_RMA_GET, length,
-        rma_contig("ferry_get", FY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp));
+    return rma_contig_entry("ferry_put", FY_RMA_PUT, ep, (void *)buffer, length, remote_offset,
+                            rkey, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_get(ferry_ep_t *ep, void *buffer, size_t length,
                                       uint64_t remote_offset, ferry_rkey_t *rkey,
                                       ferry_completion_t *comp)
 {
-    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_get(ep, buffer, length, remote_offset, rkey, comp);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_get(ep, buffer, length, remote_offset, rkey, comp);
-    fy_worker_unlock(locked);
-    return status_or_value;
+    return rma_contig_entry("ferry_get", FY_RMA_GET, ep, buffer, length, remote_offset, rkey, comp);
 }
 
-static inline ferry_status_t locked_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                                         const ferry_remote_iov_t *remote, size_t remote_count,
-                                         ferry_rkey_t *rkey, ferry_completion_t *comp)
+/* One vector put or get (kind); the caller holds the worker's lock in multi-thread mode. */
+static ferry_status_t locked_rma_vector(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep,
+                                        const ferry_iov_t *iov, size_t iovcnt,
+                                        const ferry_remote_iov_t *remote, size_t remote_count,
+                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
     if (ep != NULL && fy_ep_forked(ep))
         return FERRY_ERR_FORKED;
-    return rma_counted(
-        ep, FY_RMA_PUT, rma_iov_bytes(iov, iovcnt),
-        rma_vector("ferry_putv", FY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey, comp));
+    return rma_counted(ep, kind, rma_iov_bytes(iov, iovcnt),
+                       rma_vector(call, kind, ep, iov, iovcnt, remote, remote_count, rkey, comp));
+}
+
+/* The entry of ferry_putv and ferry_getv: takes the worker's lock in multi-thread mode. */
+static ferry_status_t rma_vector_entry(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep,
+                                       const ferry_iov_t *iov, size_t iovcnt,
+                                       const ferry_remote_iov_t *remote, size_t remote_count,
+                                       ferry_rkey_t *rkey, ferry_completion_t *comp)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rma_vector(call, kind, ep, iov, iovcnt, remote, remote_count, rkey, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status =
+        locked_rma_vector(call, kind, ep, iov, iovcnt, remote, remote_count, rkey, comp);
+    fy_worker_unlock(locked);
+    return status;
 }
 
 FERRY_EXPORT ferry_status_t ferry_putv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_putv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_putv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
-    fy_worker_unlock(locked);
-    return status_or_value;
-}
-
-static inline ferry_status_t locked_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                                         const ferry_remote_iov_t *remote, size_t remote_count,
-                                         ferry_rkey_t *rkey, ferry_completion_t *comp)
-{
-    if (ep != NULL && fy_ep_forked(ep))
-        return FERRY_ERR_FORKED;
-    return rma_counted(
-        ep, FY_RMA_GET, rma_iov_bytes(iov, iovcnt),
-        rma_vector("ferry_getv", FY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey, comp));
+    return rma_vector_entry("ferry_putv", FY_RMA_PUT, ep, iov, iovcnt, remote, remote_count, rkey,
+                            comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_getv(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                        const ferry_remote_iov_t *remote, size_t remote_count,
                                        ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_getv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_getv(ep, iov, iovcnt, remote, remote_count, rkey, comp);
-    fy_worker_unlock(locked);
-    return status_or_value;
+    return rma_vector_entry("ferry_getv", FY_RMA_GET, ep, iov, iovcnt, remote, remote_count, rkey,
+                            comp);
 }
 
-static inline ferry_status_t locked_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op,
-                                                uint64_t value, size_t size, uint64_t remote_offset,
-                                                ferry_rkey_t *rkey, ferry_completion_t *comp)
+/* One atomic, posted (kind FY_RMA_ATOMIC_POST, result NULL) or fetching; the caller holds the
+ * worker's lock in multi-thread mode. */
+static inline ferry_status_t locked_rma_atomic(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep,
+                                               ferry_atomic_op_t op, uint64_t value,
+                                               uint64_t compare, size_t size,
+                                               uint64_t remote_offset, ferry_rkey_t *rkey,
+                                               uint64_t *result, ferry_completion_t *comp)
 {
     if (ep != NULL && fy_ep_forked(ep))
         return FERRY_ERR_FORKED;
-    return rma_counted(ep, FY_RMA_ATOMIC_POST, size,
-                       rma_atomic("ferry_atomic_post", FY_RMA_ATOMIC_POST, ep, op, value, 0, size,
-                                  remote_offset, rkey, NULL, comp));
+    return rma_counted(
+        ep, kind, size,
+        rma_atomic(call, kind, ep, op, value, compare, size, remote_offset, rkey, result, comp));
+}
+
+/* The entry of ferry_atomic_post and ferry_atomic_fetch: takes the worker's lock in
+ * multi-thread mode. */
+static inline ferry_status_t rma_atomic_entry(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep,
+                                              ferry_atomic_op_t op, uint64_t value,
+                                              uint64_t compare, size_t size, uint64_t remote_offset,
+                                              ferry_rkey_t *rkey, uint64_t *result,
+                                              ferry_completion_t *comp)
+{
+    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_rma_atomic(call, kind, ep, op, value, compare, size, remote_offset, rkey,
+                                 result, comp);
+    fy_worker_lock(locked);
+    ferry_status_t status = locked_rma_atomic(call, kind, ep, op, value, compare, size,
+                                              remote_offset, rkey, result, comp);
+    fy_worker_unlock(locked);
+    return status;
 }
 
 FERRY_EXPORT ferry_status_t ferry_atomic_post(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
                                               size_t size, uint64_t remote_offset,
                                               ferry_rkey_t *rkey, ferry_completion_t *comp)
 {
-    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_atomic_post(ep, op, value, size, remote_offset, rkey, comp);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value =
-        locked_atomic_post(ep, op, value, size, remote_offset, rkey, comp);
-    fy_worker_unlock(locked);
-    return status_or_value;
-}
-
-static inline ferry_status_t locked_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t op,
-                                                 uint64_t value, uint64_t compare, size_t size,
-                                                 uint64_t remote_offset, ferry_rkey_t *rkey,
-                                                 uint64_t *result, ferry_completion_t *comp)
-{
-    if (ep != NULL && fy_ep_forked(ep))
-        return FERRY_ERR_FORKED;
-    return rma_counted(ep, FY_RMA_ATOMIC_FETCH, size,
-                       rma_atomic("ferry_atomic_fetch", FY_RMA_ATOMIC_FETCH, ep, op, value, compare,
-                                  size, remote_offset, rkey, result, comp));
+    return rma_atomic_entry("ferry_atomic_post", FY_RMA_ATOMIC_POST, ep, op, value, 0, size,
+                            remote_offset, rkey, NULL, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t op, uint64_t value,
@@ -704,14 +699,8 @@ FERRY_EXPORT ferry_status_t ferry_atomic_fetch(ferry_ep_t *ep, ferry_atomic_op_t
                                                uint64_t remote_offset, ferry_rkey_t *rkey,
                                                uint64_t *result, ferry_completion_t *comp)
 {
-    ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_atomic_fetch(ep, op, value, compare, size, remote_offset, rkey, result, comp);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value =
-        locked_atomic_fetch(ep, op, value, compare, size, remote_offset, rkey, result, comp);
-    fy_worker_unlock(locked);
-    return status_or_value;
+    return rma_atomic_entry("ferry_atomic_fetch", FY_RMA_ATOMIC_FETCH, ep, op, value, compare, size,
+                            remote_offset, rkey, result, comp);
 }
 
 static inline ferry_status_t locked_ep_fence(ferry_ep_t *ep)
