@@ -409,7 +409,15 @@ FERRY_EXPORT ferry_status_t ferry_segment_prepare(ferry_segment_t *segment, unsi
     return status_or_value;
 }
 
-static inline ferry_status_t locked_segment_set_available(ferry_segment_t *segment)
+/* What ferry_segment_set_available, _set_unavailable and _remove do to a segment. */
+typedef enum {
+    SEG_TO_AVAILABLE,   /* from prepared or unavailable */
+    SEG_TO_UNAVAILABLE, /* from available */
+    SEG_TO_REMOVED,     /* from any state */
+} seg_change_t;
+
+/* Applies change to segment; the caller holds the worker's lock in multi-thread mode. */
+static ferry_status_t locked_segment_change(ferry_segment_t *segment, seg_change_t change)
 {
     if (segment != NULL && fy_worker_forked(segment->worker))
         return FERRY_ERR_FORKED;
@@ -417,70 +425,50 @@ static inline ferry_status_t locked_segment_set_available(ferry_segment_t *segme
         return FERRY_ERR_INVALID_PARAM;
     if (segment->removed)
         return FERRY_ERR_REMOVED;
-    if (segment->state != SEG_PREPARED && segment->state != SEG_UNAVAILABLE)
-        return FERRY_ERR_ILLEGAL_STATE;
-    segment->state = SEG_AVAILABLE;
-    return FERRY_OK;
+    switch (change) {
+    case SEG_TO_AVAILABLE:
+        if (segment->state != SEG_PREPARED && segment->state != SEG_UNAVAILABLE)
+            return FERRY_ERR_ILLEGAL_STATE;
+        segment->state = SEG_AVAILABLE;
+        return FERRY_OK;
+    case SEG_TO_UNAVAILABLE:
+        if (segment->state != SEG_AVAILABLE)
+            return FERRY_ERR_ILLEGAL_STATE;
+        segment->state = SEG_UNAVAILABLE;
+        return FERRY_OK;
+    case SEG_TO_REMOVED:
+        segment->removed = 1;
+        seg_maybe_free(segment);
+        return FERRY_OK;
+    }
+    return FERRY_ERR_INVALID_PARAM;
+}
+
+/* The entry of the three calls below: takes the worker's lock in multi-thread mode. */
+static ferry_status_t segment_change_entry(ferry_segment_t *segment, seg_change_t change)
+{
+    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
+    if (fy_likely(locked == NULL))
+        return locked_segment_change(segment, change);
+    fy_worker_lock(locked);
+    ferry_status_t status = locked_segment_change(segment, change);
+    fy_worker_unlock(locked);
+    return status;
 }
 
 FERRY_EXPORT ferry_status_t ferry_segment_set_available(ferry_segment_t *segment)
 {
-    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_segment_set_available(segment);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_segment_set_available(segment);
-    fy_worker_unlock(locked);
-    return status_or_value;
-}
-
-static inline ferry_status_t locked_segment_set_unavailable(ferry_segment_t *segment)
-{
-    if (segment != NULL && fy_worker_forked(segment->worker))
-        return FERRY_ERR_FORKED;
-    if (segment == NULL)
-        return FERRY_ERR_INVALID_PARAM;
-    if (segment->removed)
-        return FERRY_ERR_REMOVED;
-    if (segment->state != SEG_AVAILABLE)
-        return FERRY_ERR_ILLEGAL_STATE;
-    segment->state = SEG_UNAVAILABLE;
-    return FERRY_OK;
+    return segment_change_entry(segment, SEG_TO_AVAILABLE);
 }
 
 FERRY_EXPORT ferry_status_t ferry_segment_set_unavailable(ferry_segment_t *segment)
 {
-    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_segment_set_unavailable(segment);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_segment_set_unavailable(segment);
-    fy_worker_unlock(locked);
-    return status_or_value;
-}
-
-static inline ferry_status_t locked_segment_remove(ferry_segment_t *segment)
-{
-    if (segment != NULL && fy_worker_forked(segment->worker))
-        return FERRY_ERR_FORKED;
-    if (segment == NULL)
-        return FERRY_ERR_INVALID_PARAM;
-    if (segment->removed)
-        return FERRY_ERR_REMOVED;
-    segment->removed = 1;
-    seg_maybe_free(segment);
-    return FERRY_OK;
+    return segment_change_entry(segment, SEG_TO_UNAVAILABLE);
 }
 
 FERRY_EXPORT ferry_status_t ferry_segment_remove(ferry_segment_t *segment)
 {
-    ferry_worker_t *locked = fy_worker_multi(segment != NULL ? segment->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_segment_remove(segment);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_segment_remove(segment);
-    fy_worker_unlock(locked);
-    return status_or_value;
+    return segment_change_entry(segment, SEG_TO_REMOVED);
 }
 
 static inline void locked_segment_release(ferry_segment_t *segment)

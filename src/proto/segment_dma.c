@@ -414,7 +414,7 @@ FERRY_EXPORT ferry_status_t ferry_dma_wait(ferry_dma_queue_t *queue, int timeout
     return status_or_value;
 }
 
-static inline ferry_status_t locked_dma_abort(ferry_dma_queue_t *queue)
+static ferry_status_t locked_dma_abort(ferry_dma_queue_t *queue)
 {
     if (queue != NULL && fy_worker_forked(queue->rseg->worker))
         return FERRY_ERR_FORKED;
@@ -428,19 +428,27 @@ static inline ferry_status_t locked_dma_abort(ferry_dma_queue_t *queue)
     return FERRY_OK;
 }
 
-FERRY_EXPORT ferry_status_t ferry_dma_abort(ferry_dma_queue_t *queue)
+/* Runs fn(queue) under the worker's lock in multi-thread mode (ferry_dma_abort and
+ * ferry_dma_destroy). */
+static ferry_status_t dma_queue_call(ferry_dma_queue_t *queue,
+                                     ferry_status_t (*fn)(ferry_dma_queue_t *queue))
 {
     ferry_worker_t *locked =
         fy_worker_multi(queue != NULL && queue->rseg != NULL ? queue->rseg->worker : NULL);
     if (fy_likely(locked == NULL))
-        return locked_dma_abort(queue);
+        return fn(queue);
     fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_dma_abort(queue);
+    ferry_status_t status = fn(queue);
     fy_worker_unlock(locked);
-    return status_or_value;
+    return status;
 }
 
-static inline ferry_status_t locked_dma_destroy(ferry_dma_queue_t *queue)
+FERRY_EXPORT ferry_status_t ferry_dma_abort(ferry_dma_queue_t *queue)
+{
+    return dma_queue_call(queue, locked_dma_abort);
+}
+
+static ferry_status_t locked_dma_destroy(ferry_dma_queue_t *queue)
 {
     if (queue != NULL && fy_worker_forked(queue->rseg->worker))
         return FERRY_ERR_FORKED;
@@ -457,14 +465,7 @@ static inline ferry_status_t locked_dma_destroy(ferry_dma_queue_t *queue)
 
 FERRY_EXPORT ferry_status_t ferry_dma_destroy(ferry_dma_queue_t *queue)
 {
-    ferry_worker_t *locked =
-        fy_worker_multi(queue != NULL && queue->rseg != NULL ? queue->rseg->worker : NULL);
-    if (fy_likely(locked == NULL))
-        return locked_dma_destroy(queue);
-    fy_worker_lock(locked);
-    ferry_status_t status_or_value = locked_dma_destroy(queue);
-    fy_worker_unlock(locked);
-    return status_or_value;
+    return dma_queue_call(queue, locked_dma_destroy);
 }
 
 void seg_dma_cleanup(ferry_worker_t *worker)
