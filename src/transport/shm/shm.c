@@ -144,29 +144,76 @@ static inline _Atomic uint64_t *shm_pool_bits(shm_region_t *region, unsigned poo
     return pool == SHM_POOL_BULK ? &region->free_bulk : &region->free_bufs;
 }
 
+/* The index to take from a mask of free buffers (not 0): round-robin, the first at or after
+ * next, else the lowest. */
+static inline unsigned shm_buf_pick(uint64_t bits, unsigned next)
+{
+    uint64_t after = next < 64 ? bits & (~0ull << next) : 0;
+    return (unsigned)__builtin_ctzll(after != 0 ? after : bits);
+}
+
+/* Medium buffers one bitmap read reserves at most, while at least half the pool stays free
+ * after the claim (so that senders' reservations ahead never starve another sender). Every
+ * claim pulls the bitmap's cache line from the receiver, which wrote it when it released a
+ * buffer: a 4 KiB message paid that line transfer and the cell's on top of its 64 data lines. */
+#define SHM_BUF_CLAIM 8u
+
 /* Reserve a buffer of the peer's pool; -1 when none is free. Buffers are taken round-robin
  * from after the last one this sender took, not lowest-first: the buffer the receiver freed a
  * moment ago still sits in the receiver's cache, and writing it again at once would pull every
- * line back across the cores. */
+ * line back across the cores. Medium buffers are claimed in batches of up to SHM_BUF_CLAIM
+ * (medium_ahead keeps the rest); bulk buffers (16 only) one at a time. */
 static inline int shm_buf_reserve(fy_tl_ep_t *tlep, unsigned pool)
 {
     shm_region_t *region = tlep->peer_region;
+    unsigned next = tlep->next_buf[pool];
+    if (pool == SHM_POOL_MEDIUM && tlep->medium_ahead != 0) {
+        unsigned index = shm_buf_pick(tlep->medium_ahead, next);
+        tlep->medium_ahead &= ~(1ull << index);
+        tlep->next_buf[pool] = index + 1;
+        return (int)index;
+    }
     _Atomic uint64_t *bits_p = shm_pool_bits(region, pool);
     uint64_t bits = atomic_load_explicit(bits_p, memory_order_relaxed);
-    unsigned next = tlep->next_buf[pool];
     while (bits != 0) {
-        uint64_t after = next < 64 ? bits & (~0ull << next) : 0;
-        int index = __builtin_ctzll(after != 0 ? after : bits);
-        if (atomic_compare_exchange_weak_explicit(bits_p, &bits, bits & ~(1ull << index),
-                                                  memory_order_acquire, memory_order_relaxed)) {
-            atomic_store_explicit(pool == SHM_POOL_BULK ? &region->bulk_owner[index]
-                                                        : &region->buf_owner[index],
-                                  tlep->my_sender_id, memory_order_relaxed);
-            tlep->next_buf[pool] = (unsigned)index + 1;
-            return index;
+        unsigned free_count = (unsigned)__builtin_popcountll(bits);
+        unsigned want = 1;
+        if (pool == SHM_POOL_MEDIUM && free_count > SHM_BUF_COUNT / 2)
+            want = free_count - SHM_BUF_COUNT / 2 < SHM_BUF_CLAIM ? free_count - SHM_BUF_COUNT / 2
+                                                                  : SHM_BUF_CLAIM;
+        uint64_t take = 0, rest = bits;
+        unsigned first = shm_buf_pick(rest, next);
+        for (unsigned i = 0, at = next; i < want; i++) {
+            unsigned index = shm_buf_pick(rest, at);
+            take |= 1ull << index;
+            rest &= ~(1ull << index);
+            at = index + 1;
+        }
+        if (atomic_compare_exchange_weak_explicit(bits_p, &bits, bits & ~take, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+            _Atomic uint32_t *owner =
+                pool == SHM_POOL_BULK ? region->bulk_owner : region->buf_owner;
+            for (uint64_t t = take; t != 0; t &= t - 1)
+                atomic_store_explicit(&owner[__builtin_ctzll(t)], tlep->my_sender_id,
+                                      memory_order_relaxed);
+            if (pool == SHM_POOL_MEDIUM)
+                tlep->medium_ahead = take & ~(1ull << first);
+            tlep->next_buf[pool] = first + 1;
+            return (int)first;
         }
     }
     return -1;
+}
+
+/* Give the peer back the medium buffers reserved ahead and not used (the endpoint shuts down;
+ * the peer's region is still mapped). */
+static void shm_buf_return_ahead(fy_tl_ep_t *tlep)
+{
+    if (tlep->medium_ahead == 0 || tlep->peer_region == NULL)
+        return;
+    atomic_fetch_or_explicit(&tlep->peer_region->free_bufs, tlep->medium_ahead,
+                             memory_order_release);
+    tlep->medium_ahead = 0;
 }
 
 static inline void shm_buf_release(shm_region_t *region, unsigned pool, unsigned index)
@@ -441,7 +488,8 @@ static bool shm_ep_has_room(fy_tl_ep_t *tlep)
     }
     if (shm_tx_cell(tlep) == NULL)
         return false;
-    return pool == SHM_POOL_NONE || atomic_load(shm_pool_bits(tlep->peer_region, pool)) != 0;
+    return pool == SHM_POOL_NONE || (pool == SHM_POOL_MEDIUM && tlep->medium_ahead != 0) ||
+           atomic_load(shm_pool_bits(tlep->peer_region, pool)) != 0;
 }
 
 /* Post what is queued, in order. Returns the number of events: requests finished, and a refused
@@ -969,6 +1017,7 @@ void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status)
     tlep->closing = false;
     while ((link = fy_list_first(&tlep->pending)) != fy_list_end(&tlep->pending))
         shm_req_complete(tlep, fy_list_entry(link, shm_req_t, link), status);
+    shm_buf_return_ahead(tlep);
     shm_conn_detach(tlep);
 }
 

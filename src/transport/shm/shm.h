@@ -83,11 +83,14 @@ struct fy_tl_ep {
     uint32_t tx_mask;
     uint64_t tx_pos;
     int peer_eventfd;
-    fy_list_t pending;     /* shm_req_t in order */
-    bool closing;          /* CLOSE cell to post once pending is empty */
-    bool waiting;          /* we set tx_ring->sender_waiting */
-    bool blocked;          /* a send was refused (no room): wake us when there is */
-    unsigned next_buf[3];  /* per pool: where the round-robin search for a buffer starts */
+    fy_list_t pending;    /* shm_req_t in order */
+    bool closing;         /* CLOSE cell to post once pending is empty */
+    bool waiting;         /* we set tx_ring->sender_waiting */
+    bool blocked;         /* a send was refused (no room): wake us when there is */
+    unsigned next_buf[3]; /* per pool: where the round-robin search for a buffer starts */
+    /* medium buffers of the peer's pool reserved ahead (a batch claim, shm_buf_reserve): ours
+     * until posted, returned to the peer's bitmap when the endpoint shuts down */
+    uint64_t medium_ahead;
     unsigned blocked_pool; /* the pool the refused send needs: SHM_POOL_* */
     /* receiving: the ring I own for the peer */
     shm_ring_header_t *rx_ring;
