@@ -723,7 +723,9 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
     shm_cell_verdict_t verdict =
         cell->type == SHM_CELL_INLINE
             ? shm_cell_check_inline(cell, &tlep->frag) /* the small messages' cell: no call */
-            : shm_cell_check(cell, atomic_load_explicit(&region->free_bufs, memory_order_relaxed),
+            : shm_cell_check(cell,
+                             atomic_load_explicit(&region->free_bufs, memory_order_relaxed) |
+                                 tlw->medium_done, /* free already for this check */
                              atomic_load_explicit(&region->free_bulk, memory_order_relaxed),
                              &tlep->frag, tlw->am_max);
     ferry_ep_t *ep = tlep->ep;
@@ -746,8 +748,12 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
         if (fy_am_deliver(tlw->worker, ep, cell->am_id, head ? cell->data : data,
                           cell->header_length, head ? data : data + cell->header_length,
                           cell->length - cell->header_length,
-                          FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS)
-            shm_buf_release(region, shm_cell_pool(cell), cell->buf);
+                          FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS) {
+            if (shm_cell_pool(cell) == SHM_POOL_MEDIUM)
+                tlw->medium_done |= 1ull << cell->buf;
+            else
+                shm_buf_release(region, SHM_POOL_BULK, cell->buf);
+        }
         return tlep->state != SHM_CONN_DETACHED;
     }
     case SHM_CELL_FRAG: {
@@ -812,6 +818,7 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
 /* Take up to budget cells from the endpoint's ring. */
 static unsigned shm_ep_poll_rx(fy_tl_ep_t *tlep, unsigned budget)
 {
+    fy_tl_worker_t *tlw = tlep->tlw; /* a cell's handler may free tlep */
     unsigned count = 0;
     while (count < budget) {
         shm_cell_t *slot = &tlep->rx_cells[tlep->rx_pos & tlep->rx_mask];
@@ -845,6 +852,10 @@ static unsigned shm_ep_poll_rx(fy_tl_ep_t *tlep, unsigned budget)
         count++;
         if (!shm_rx_cell(tlep, &cell, inline_data))
             break;
+    }
+    if (tlw->medium_done != 0) {
+        atomic_fetch_or_explicit(&tlw->region->free_bufs, tlw->medium_done, memory_order_release);
+        tlw->medium_done = 0;
     }
     return count;
 }

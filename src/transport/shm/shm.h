@@ -131,6 +131,9 @@ struct fy_tl_worker {
     uint32_t ring_cells;
     uint64_t am_max;     /* largest fragmented message accepted */
     uint64_t stream_min; /* FERRY_SHM_STREAM_MIN: non-temporal copies into bulk buffers */
+    /* medium buffers of my pool delivered in the ring batch being polled and not kept: freed
+     * with one atomic OR at the batch's end (shm_ep_poll_rx), not one per message */
+    uint64_t medium_done;
     uint32_t next_sender_id;
     fy_tl_ep_t **rx; /* connected endpoints whose rx rings are polled */
     unsigned rx_count;
