@@ -9,6 +9,8 @@ ferry_add_test(NAME am_self SOURCES mp/mp_am_pingpong.c ARGS self TIMEOUT 60
                ENV FERRY_TRANSPORTS=self)
 ferry_add_test(NAME mp_am_flood SOURCES mp/mp_am_flood.c TIMEOUT 120)
 ferry_add_test(NAME mp_am_backpressure SOURCES mp/mp_am_backpressure.c TIMEOUT 60)
+# shm's medium buffers reserved ahead by a sender come back when its endpoint closes
+ferry_add_test(NAME mp_shm_claim SOURCES mp/mp_shm_claim.c TIMEOUT 60)
 # measures an idle waiter's CPU time and its wake-up: run alone
 ferry_add_test(NAME mp_am_wait SOURCES mp/mp_am_wait.c TIMEOUT 60 LABELS perf_sensitive)
 ferry_add_test(NAME mp_peer_death SOURCES mp/mp_peer_death.c TIMEOUT 60)

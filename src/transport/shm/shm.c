@@ -144,29 +144,76 @@ static inline _Atomic uint64_t *shm_pool_bits(shm_region_t *region, unsigned poo
     return pool == SHM_POOL_BULK ? &region->free_bulk : &region->free_bufs;
 }
 
+/* The index to take from a mask of free buffers (not 0): round-robin, the first at or after
+ * next, else the lowest. */
+static inline unsigned shm_buf_pick(uint64_t bits, unsigned next)
+{
+    uint64_t after = next < 64 ? bits & (~0ull << next) : 0;
+    return (unsigned)__builtin_ctzll(after != 0 ? after : bits);
+}
+
+/* Medium buffers one bitmap read reserves at most, while at least half the pool stays free
+ * after the claim (so that senders' reservations ahead never starve another sender). Every
+ * claim pulls the bitmap's cache line from the receiver, which wrote it when it released a
+ * buffer: a 4 KiB message paid that line transfer and the cell's on top of its 64 data lines. */
+#define SHM_BUF_CLAIM 8u
+
 /* Reserve a buffer of the peer's pool; -1 when none is free. Buffers are taken round-robin
  * from after the last one this sender took, not lowest-first: the buffer the receiver freed a
  * moment ago still sits in the receiver's cache, and writing it again at once would pull every
- * line back across the cores. */
+ * line back across the cores. Medium buffers are claimed in batches of up to SHM_BUF_CLAIM
+ * (medium_ahead keeps the rest); bulk buffers (16 only) one at a time. */
 static inline int shm_buf_reserve(fy_tl_ep_t *tlep, unsigned pool)
 {
     shm_region_t *region = tlep->peer_region;
+    unsigned next = tlep->next_buf[pool];
+    if (pool == SHM_POOL_MEDIUM && tlep->medium_ahead != 0) {
+        unsigned index = shm_buf_pick(tlep->medium_ahead, next);
+        tlep->medium_ahead &= ~(1ull << index);
+        tlep->next_buf[pool] = index + 1;
+        return (int)index;
+    }
     _Atomic uint64_t *bits_p = shm_pool_bits(region, pool);
     uint64_t bits = atomic_load_explicit(bits_p, memory_order_relaxed);
-    unsigned next = tlep->next_buf[pool];
     while (bits != 0) {
-        uint64_t after = next < 64 ? bits & (~0ull << next) : 0;
-        int index = __builtin_ctzll(after != 0 ? after : bits);
-        if (atomic_compare_exchange_weak_explicit(bits_p, &bits, bits & ~(1ull << index),
-                                                  memory_order_acquire, memory_order_relaxed)) {
-            atomic_store_explicit(pool == SHM_POOL_BULK ? &region->bulk_owner[index]
-                                                        : &region->buf_owner[index],
-                                  tlep->my_sender_id, memory_order_relaxed);
-            tlep->next_buf[pool] = (unsigned)index + 1;
-            return index;
+        unsigned free_count = (unsigned)__builtin_popcountll(bits);
+        unsigned want = 1;
+        if (pool == SHM_POOL_MEDIUM && free_count > SHM_BUF_COUNT / 2)
+            want = free_count - SHM_BUF_COUNT / 2 < SHM_BUF_CLAIM ? free_count - SHM_BUF_COUNT / 2
+                                                                  : SHM_BUF_CLAIM;
+        uint64_t take = 0, rest = bits;
+        unsigned first = shm_buf_pick(rest, next);
+        for (unsigned i = 0, at = next; i < want; i++) {
+            unsigned index = shm_buf_pick(rest, at);
+            take |= 1ull << index;
+            rest &= ~(1ull << index);
+            at = index + 1;
+        }
+        if (atomic_compare_exchange_weak_explicit(bits_p, &bits, bits & ~take, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+            _Atomic uint32_t *owner =
+                pool == SHM_POOL_BULK ? region->bulk_owner : region->buf_owner;
+            for (uint64_t t = take; t != 0; t &= t - 1)
+                atomic_store_explicit(&owner[__builtin_ctzll(t)], tlep->my_sender_id,
+                                      memory_order_relaxed);
+            if (pool == SHM_POOL_MEDIUM)
+                tlep->medium_ahead = take & ~(1ull << first);
+            tlep->next_buf[pool] = first + 1;
+            return (int)first;
         }
     }
     return -1;
+}
+
+/* Give the peer back the medium buffers reserved ahead and not used (the endpoint shuts down;
+ * the peer's region is still mapped). */
+static void shm_buf_return_ahead(fy_tl_ep_t *tlep)
+{
+    if (tlep->medium_ahead == 0 || tlep->peer_region == NULL)
+        return;
+    atomic_fetch_or_explicit(&tlep->peer_region->free_bufs, tlep->medium_ahead,
+                             memory_order_release);
+    tlep->medium_ahead = 0;
 }
 
 static inline void shm_buf_release(shm_region_t *region, unsigned pool, unsigned index)
@@ -441,7 +488,8 @@ static bool shm_ep_has_room(fy_tl_ep_t *tlep)
     }
     if (shm_tx_cell(tlep) == NULL)
         return false;
-    return pool == SHM_POOL_NONE || atomic_load(shm_pool_bits(tlep->peer_region, pool)) != 0;
+    return pool == SHM_POOL_NONE || (pool == SHM_POOL_MEDIUM && tlep->medium_ahead != 0) ||
+           atomic_load(shm_pool_bits(tlep->peer_region, pool)) != 0;
 }
 
 /* Post what is queued, in order. Returns the number of events: requests finished, and a refused
@@ -675,7 +723,9 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
     shm_cell_verdict_t verdict =
         cell->type == SHM_CELL_INLINE
             ? shm_cell_check_inline(cell, &tlep->frag) /* the small messages' cell: no call */
-            : shm_cell_check(cell, atomic_load_explicit(&region->free_bufs, memory_order_relaxed),
+            : shm_cell_check(cell,
+                             atomic_load_explicit(&region->free_bufs, memory_order_relaxed) |
+                                 tlw->medium_done, /* free already for this check */
                              atomic_load_explicit(&region->free_bulk, memory_order_relaxed),
                              &tlep->frag, tlw->am_max);
     ferry_ep_t *ep = tlep->ep;
@@ -698,8 +748,12 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
         if (fy_am_deliver(tlw->worker, ep, cell->am_id, head ? cell->data : data,
                           cell->header_length, head ? data : data + cell->header_length,
                           cell->length - cell->header_length,
-                          FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS)
-            shm_buf_release(region, shm_cell_pool(cell), cell->buf);
+                          FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS) {
+            if (shm_cell_pool(cell) == SHM_POOL_MEDIUM)
+                tlw->medium_done |= 1ull << cell->buf;
+            else
+                shm_buf_release(region, SHM_POOL_BULK, cell->buf);
+        }
         return tlep->state != SHM_CONN_DETACHED;
     }
     case SHM_CELL_FRAG: {
@@ -764,6 +818,7 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
 /* Take up to budget cells from the endpoint's ring. */
 static unsigned shm_ep_poll_rx(fy_tl_ep_t *tlep, unsigned budget)
 {
+    fy_tl_worker_t *tlw = tlep->tlw; /* a cell's handler may free tlep */
     unsigned count = 0;
     while (count < budget) {
         shm_cell_t *slot = &tlep->rx_cells[tlep->rx_pos & tlep->rx_mask];
@@ -797,6 +852,10 @@ static unsigned shm_ep_poll_rx(fy_tl_ep_t *tlep, unsigned budget)
         count++;
         if (!shm_rx_cell(tlep, &cell, inline_data))
             break;
+    }
+    if (tlw->medium_done != 0) {
+        atomic_fetch_or_explicit(&tlw->region->free_bufs, tlw->medium_done, memory_order_release);
+        tlw->medium_done = 0;
     }
     return count;
 }
@@ -969,6 +1028,7 @@ void shm_ep_shutdown(fy_tl_ep_t *tlep, ferry_status_t status)
     tlep->closing = false;
     while ((link = fy_list_first(&tlep->pending)) != fy_list_end(&tlep->pending))
         shm_req_complete(tlep, fy_list_entry(link, shm_req_t, link), status);
+    shm_buf_return_ahead(tlep);
     shm_conn_detach(tlep);
 }
 

@@ -83,11 +83,14 @@ struct fy_tl_ep {
     uint32_t tx_mask;
     uint64_t tx_pos;
     int peer_eventfd;
-    fy_list_t pending;     /* shm_req_t in order */
-    bool closing;          /* CLOSE cell to post once pending is empty */
-    bool waiting;          /* we set tx_ring->sender_waiting */
-    bool blocked;          /* a send was refused (no room): wake us when there is */
-    unsigned next_buf[3];  /* per pool: where the round-robin search for a buffer starts */
+    fy_list_t pending;    /* shm_req_t in order */
+    bool closing;         /* CLOSE cell to post once pending is empty */
+    bool waiting;         /* we set tx_ring->sender_waiting */
+    bool blocked;         /* a send was refused (no room): wake us when there is */
+    unsigned next_buf[3]; /* per pool: where the round-robin search for a buffer starts */
+    /* medium buffers of the peer's pool reserved ahead (a batch claim, shm_buf_reserve): ours
+     * until posted, returned to the peer's bitmap when the endpoint shuts down */
+    uint64_t medium_ahead;
     unsigned blocked_pool; /* the pool the refused send needs: SHM_POOL_* */
     /* receiving: the ring I own for the peer */
     shm_ring_header_t *rx_ring;
@@ -128,6 +131,9 @@ struct fy_tl_worker {
     uint32_t ring_cells;
     uint64_t am_max;     /* largest fragmented message accepted */
     uint64_t stream_min; /* FERRY_SHM_STREAM_MIN: non-temporal copies into bulk buffers */
+    /* medium buffers of my pool delivered in the ring batch being polled and not kept: freed
+     * with one atomic OR at the batch's end (shm_ep_poll_rx), not one per message */
+    uint64_t medium_done;
     uint32_t next_sender_id;
     fy_tl_ep_t **rx; /* connected endpoints whose rx rings are polled */
     unsigned rx_count;
