@@ -151,10 +151,12 @@ void ft_files_check_new(const ft_files_t *before)
                    ft_files_diff("/tmp", ft_files_private_tmp, before->tmp, before->tmp_count,
                                  now.tmp, now.tmp_count);
     ft_files_free(&now);
-    FT_CHECK(bad == 0, "%u file(s) left in /dev/shm or /tmp (listed above; %s)", bad,
-             ft_files_private_shm || ft_files_private_tmp
-                 ? "a private tmpfs: only this test's processes wrote there"
-                 : "shared directories: files named like ferry's");
+    FT_CHECK(bad == 0, "%u file(s) left in /dev/shm or /tmp (listed above; /dev/shm: %s; /tmp: %s)",
+             bad,
+             ft_files_private_shm ? "a private tmpfs, only this test's processes wrote there"
+                                  : "shared, files named like ferry's",
+             ft_files_private_tmp ? "a private tmpfs, only this test's processes wrote there"
+                                  : "shared (this test runs from it), files named like ferry's");
 }
 
 static int ft_files_bad_path(const char *path)
