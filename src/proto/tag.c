@@ -270,14 +270,11 @@ void tag_cursor_advance(const tag_iovs_t *iovs, tag_cursor_t *cur, uint64_t n)
     }
 }
 
-/* Copy a whole eager message into the user's pieces, truncating at their end. */
-static ferry_status_t tag_scatter_message(const ferry_iov_t *iov, size_t iovcnt, const void *data,
-                                          size_t length)
+/* tag_scatter_message into several pieces, or one too short: out of line, so that the usual
+ * case saves no registers for this loop. */
+static fy_noinline ferry_status_t tag_scatter_pieces(const ferry_iov_t *iov, size_t iovcnt,
+                                                     const void *data, size_t length)
 {
-    if (fy_likely(iovcnt == 1 && iov[0].length >= length)) { /* the usual case: it fits */
-        fy_copy(iov[0].buffer, data, length);
-        return FERRY_OK;
-    }
     const uint8_t *src = data;
     size_t left = length;
     for (size_t i = 0; i < iovcnt && left > 0; i++) {
@@ -288,6 +285,17 @@ static ferry_status_t tag_scatter_message(const ferry_iov_t *iov, size_t iovcnt,
         left -= k;
     }
     return left > 0 ? FERRY_ERR_MESSAGE_TRUNCATED : FERRY_OK;
+}
+
+/* Copy a whole eager message into the user's pieces, truncating at their end. */
+static inline ferry_status_t tag_scatter_message(const ferry_iov_t *iov, size_t iovcnt,
+                                                 const void *data, size_t length)
+{
+    if (fy_likely(iovcnt == 1 && iov[0].length >= length)) { /* the usual case: it fits */
+        fy_copy(iov[0].buffer, data, length);
+        return FERRY_OK;
+    }
+    return tag_scatter_pieces(iov, iovcnt, data, length);
 }
 
 static unsigned tag_info_flags(unsigned wire_flags)
