@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/copy.h"
 #include "proto/am.h"
 #include "proto/tag_int.h"
 #include "wireup/ep.h"
@@ -152,6 +153,12 @@ static ferry_status_t tag_iov_check(const ferry_iov_t *iov, size_t iovcnt, uint6
     uint64_t total = 0;
     if (fy_unlikely(iov == NULL && iovcnt > 0))
         return FERRY_ERR_INVALID_PARAM;
+    if (fy_likely(iovcnt == 1)) { /* the usual receive: no loop, no sum to check */
+        if (fy_unlikely(iov[0].buffer == NULL && iov[0].length > 0))
+            return FERRY_ERR_INVALID_PARAM;
+        *length_p = iov[0].length;
+        return FERRY_OK;
+    }
     for (size_t i = 0; i < iovcnt; i++) {
         if (fy_unlikely((iov[i].buffer == NULL && iov[i].length > 0) ||
                         iov[i].length > UINT64_MAX - total))
@@ -168,6 +175,12 @@ ferry_status_t tag_iovs_copy(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iov
     ferry_status_t status = tag_iov_check(iov, iovcnt, &total);
     if (status != FERRY_OK)
         return status;
+    return tag_iovs_copy_checked(dst, iov, iovcnt, total);
+}
+
+ferry_status_t tag_iovs_copy_checked(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iovcnt,
+                                     uint64_t total)
+{
     dst->iov = dst->iov_inline;
     if (iovcnt > TAG_IOV_INLINE) {
         dst->iov = malloc(iovcnt * sizeof(*iov));
@@ -180,7 +193,7 @@ ferry_status_t tag_iovs_copy(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iov
         }
     }
     if (iovcnt > 0)
-        memcpy(dst->iov, iov, iovcnt * sizeof(*iov));
+        fy_copy(dst->iov, iov, iovcnt * sizeof(*iov)); /* one piece: two inline moves */
     dst->iovcnt = iovcnt;
     dst->length = total;
     return FERRY_OK;
@@ -257,9 +270,10 @@ void tag_cursor_advance(const tag_iovs_t *iovs, tag_cursor_t *cur, uint64_t n)
     }
 }
 
-/* Copy a whole eager message into the user's pieces, truncating at their end. */
-static ferry_status_t tag_scatter_message(const ferry_iov_t *iov, size_t iovcnt, const void *data,
-                                          size_t length)
+/* tag_scatter_message into several pieces, or one too short: out of line, so that the usual
+ * case saves no registers for this loop. */
+static fy_noinline ferry_status_t tag_scatter_pieces(const ferry_iov_t *iov, size_t iovcnt,
+                                                     const void *data, size_t length)
 {
     const uint8_t *src = data;
     size_t left = length;
@@ -271,6 +285,17 @@ static ferry_status_t tag_scatter_message(const ferry_iov_t *iov, size_t iovcnt,
         left -= k;
     }
     return left > 0 ? FERRY_ERR_MESSAGE_TRUNCATED : FERRY_OK;
+}
+
+/* Copy a whole eager message into the user's pieces, truncating at their end. */
+static inline ferry_status_t tag_scatter_message(const ferry_iov_t *iov, size_t iovcnt,
+                                                 const void *data, size_t length)
+{
+    if (fy_likely(iovcnt == 1 && iov[0].length >= length)) { /* the usual case: it fits */
+        fy_copy(iov[0].buffer, data, length);
+        return FERRY_OK;
+    }
+    return tag_scatter_pieces(iov, iovcnt, data, length);
 }
 
 static unsigned tag_info_flags(unsigned wire_flags)
@@ -411,7 +436,7 @@ void tag_send_complete_user_now(tag_send_t *send)
 
 /* A receive descriptor for the user's buffers (copied), or NULL with *status_p set. */
 tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
-                           ferry_tag_info_t *info, ferry_completion_t *comp,
+                           uint64_t length, ferry_tag_info_t *info, ferry_completion_t *comp,
                            ferry_status_t *status_p)
 {
     tag_recv_t *recv = tag_pool_get(&fy_tag_worker_of(worker)->recvs, TAG_MAGIC_RECV);
@@ -439,7 +464,7 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
     recv->cursor = (tag_cursor_t){0, 0, 0};
     recv->buf.iov = recv->buf.iov_inline;
     recv->buf.iovcnt = 0;
-    *status_p = tag_iovs_copy(&recv->buf, iov, iovcnt);
+    *status_p = tag_iovs_copy_checked(&recv->buf, iov, iovcnt, length);
     if (fy_unlikely(*status_p != FERRY_OK)) {
         tag_pool_put(&fy_tag_worker_of(worker)->recvs, recv);
         return NULL;
@@ -680,8 +705,8 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
         tag_pool_put(&tw->unexp, u);
         goto err_nomem;
     }
-    if (result == FERRY_OK && length > 0)
-        memcpy(u->data, data, length);
+    if (result == FERRY_OK)
+        fy_copy(u->data, data, length);
     u->accounted = length + TAG_UNEXP_OVERHEAD;
     tw->unexpected_bytes += u->accounted;
     fy_list_push_tail(&tw->unexpected, &u->obj.link);
@@ -734,7 +759,7 @@ static tag_unexp_t *tag_match_unexpected(fy_tag_worker_t *tw, ferry_peer_id_t so
  * FERRY_ERR_MESSAGE_TRUNCATED, comp untouched). RTS: the rendezvous starts (FERRY_INPROGRESS).
  * Nothing changes on an error. */
 static ferry_status_t tag_recv_message(ferry_worker_t *worker, tag_unexp_t *u,
-                                       const ferry_iov_t *iov, size_t iovcnt,
+                                       const ferry_iov_t *iov, size_t iovcnt, uint64_t length,
                                        ferry_tag_info_t *info, ferry_completion_t *comp)
 {
     ferry_status_t status;
@@ -750,7 +775,7 @@ static ferry_status_t tag_recv_message(ferry_worker_t *worker, tag_unexp_t *u,
         tag_flow_check_on(worker);
         return status;
     }
-    tag_recv_t *recv = tag_recv_alloc(worker, iov, iovcnt, info, comp, &status);
+    tag_recv_t *recv = tag_recv_alloc(worker, iov, iovcnt, length, info, comp, &status);
     if (recv == NULL)
         return status;
     fy_list_remove(&u->obj.link);
@@ -1098,9 +1123,9 @@ static inline ferry_status_t locked_tag_recv_from(ferry_worker_t *worker, ferry_
     if (fy_unlikely(!fy_list_is_empty(&tw->unexpected))) {
         tag_unexp_t *u = tag_match_unexpected(tw, source, tag, tag_mask);
         if (u != NULL)
-            return tag_recv_message(worker, u, iov, iovcnt, info, comp);
+            return tag_recv_message(worker, u, iov, iovcnt, length, info, comp);
     }
-    tag_recv_t *recv = tag_recv_alloc(worker, iov, iovcnt, info, comp, &status);
+    tag_recv_t *recv = tag_recv_alloc(worker, iov, iovcnt, length, info, comp, &status);
     if (fy_unlikely(recv == NULL))
         return status;
     recv->tag = tag;
@@ -1125,11 +1150,13 @@ FERRY_EXPORT ferry_status_t ferry_tag_recv_from(ferry_worker_t *worker, ferry_pe
     return status_or_value;
 }
 
+/* ferry_tag_recv_from's body in place (not a call of the exported function, which would check
+ * the mode again behind a PLT call). */
 static inline ferry_status_t locked_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov,
                                              size_t iovcnt, uint64_t tag, uint64_t tag_mask,
                                              ferry_tag_info_t *info, ferry_completion_t *comp)
 {
-    return ferry_tag_recv_from(worker, FERRY_PEER_ANY, iov, iovcnt, tag, tag_mask, info, comp);
+    return locked_tag_recv_from(worker, FERRY_PEER_ANY, iov, iovcnt, tag, tag_mask, info, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_tag_recv(ferry_worker_t *worker, const ferry_iov_t *iov,
@@ -1223,7 +1250,7 @@ static inline ferry_status_t locked_tag_message_recv(ferry_worker_t *worker,
                 (void *)message);
         return FERRY_ERR_INVALID_PARAM;
     }
-    return tag_recv_message(worker, message, iov, iovcnt, info, comp);
+    return tag_recv_message(worker, message, iov, iovcnt, length, info, comp);
 }
 
 FERRY_EXPORT ferry_status_t ferry_tag_message_recv(ferry_worker_t *worker,

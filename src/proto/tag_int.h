@@ -225,6 +225,10 @@ ferry_status_t tag_ctl_send(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wi
 /* Copy iov (count pieces) into a private tag_iovs_t; checks pieces. Returns FERRY_OK,
  * FERRY_ERR_INVALID_PARAM or FERRY_ERR_NO_MEMORY. */
 ferry_status_t tag_iovs_copy(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iovcnt);
+/* tag_iovs_copy of pieces tag_iov_check passed already (total: their length). Returns FERRY_OK
+ * or FERRY_ERR_NO_MEMORY. */
+ferry_status_t tag_iovs_copy_checked(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iovcnt,
+                                     uint64_t total);
 void tag_iovs_release(tag_iovs_t *iovs);
 
 /* Copy n bytes from src into the pieces at the cursor, advancing it (the caller bounds n). */
@@ -236,10 +240,11 @@ size_t tag_cursor_pieces(const tag_iovs_t *iovs, const tag_cursor_t *cur, uint64
                          ferry_iov_t *out, size_t max, uint64_t *bytes_p);
 void tag_cursor_advance(const tag_iovs_t *iovs, tag_cursor_t *cur, uint64_t n);
 
-/* A receive for the user's buffers (the iov array is copied), state POSTED, or NULL with
- * *status_p set (FERRY_ERR_INVALID_PARAM, FERRY_ERR_NO_MEMORY). */
+/* A receive for the user's buffers (the iov array is copied; the caller checked it with
+ * tag_iov_check, which gave length), state POSTED, or NULL with *status_p set
+ * (FERRY_ERR_NO_MEMORY). */
 tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
-                           ferry_tag_info_t *info, ferry_completion_t *comp,
+                           uint64_t length, ferry_tag_info_t *info, ferry_completion_t *comp,
                            ferry_status_t *status_p);
 /* A send with nothing set but its defaults (NULL: out of memory, logged). */
 tag_send_t *tag_send_alloc(ferry_worker_t *worker);

@@ -16,6 +16,7 @@
 
 #include "core/compiler.h"
 #include "core/config.h"
+#include "core/copy.h"
 #include "core/log.h"
 #include "transport/shm/shm.h"
 
@@ -575,27 +576,6 @@ static fy_noinline ferry_status_t shm_send_short_other(fy_tl_ep_t *tlep, uint8_t
     return shm_sendv(tlep, id, header, header_length, &iov, 1, NULL);
 }
 
-/* Copy n bytes (at most SHM_CELL_DATA) into a cell without a call: 8-byte words, the last one
- * overlapping the one before (under 8 bytes: two overlapping 4- or 2-byte words, or a byte).
- * Reads and writes only [0, n). */
-static fy_always_inline void shm_copy_small(uint8_t *dst, const void *src, size_t n)
-{
-    const uint8_t *s = src;
-    if (n >= 8) {
-        for (size_t i = 0; i + 8 < n; i += 8)
-            memcpy(dst + i, s + i, 8);
-        memcpy(dst + n - 8, s + n - 8, 8);
-    } else if (n >= 4) {
-        memcpy(dst, s, 4);
-        memcpy(dst + n - 4, s + n - 4, 4);
-    } else if (n >= 2) {
-        memcpy(dst, s, 2);
-        memcpy(dst + n - 2, s + n - 2, 2);
-    } else if (n == 1) {
-        dst[0] = s[0];
-    }
-}
-
 static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
                                      size_t header_length, const void *payload, size_t length)
 {
@@ -615,8 +595,9 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
     cell->header_length = (uint16_t)header_length;
     cell->length = (uint32_t)total;
     cell->flags = 0;
-    shm_copy_small(cell->data, header, header_length);
-    shm_copy_small(cell->data + header_length, payload, length);
+    _Static_assert(SHM_CELL_DATA <= FY_COPY_SMALL_MAX, "a cell's bytes are a small copy");
+    fy_copy_small(cell->data, header, header_length);
+    fy_copy_small(cell->data + header_length, payload, length);
     shm_tx_post(tlep, cell);
     shm_signal_peer(tlep);
     return FERRY_OK;
