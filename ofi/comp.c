@@ -16,10 +16,10 @@ void fy_ofi_req_complete(fy_ofi_req_t *req, ferry_status_t status)
     fy_ofi_ep_t *ep = req->ep;
     bool truncated = status == FERRY_ERR_MESSAGE_TRUNCATED;
     fy_ofi_cntr_count(req->cntr, status != FERRY_OK);
+    if (status == FERRY_OK && !(req->flags & FY_OFI_REQ_CQ))
+        goto out; /* injects, selective completions: no entry */
     fy_ofi_cq_t *cq = cq_of(req);
     if (ep->destroying || cq == NULL)
-        goto out;
-    if (status == FERRY_OK && !(req->flags & FY_OFI_REQ_CQ))
         goto out;
     if (status != FERRY_OK && req->context == NULL) {
         /* an operation without a context cannot be told apart in an error entry (Open MPI's

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
@@ -373,10 +374,15 @@ typedef enum fy_ofi_budget {
 typedef struct fy_ofi_rkey fy_ofi_rkey_t;
 
 typedef struct fy_ofi_req {
+    /* what a send hands ferry before it takes the request (fy_ofi_req_take) */
     ferry_completion_t comp;
+    void *buf;      /* the first buffer (receive completions report it) */
+    size_t len;     /* bytes of the application's buffers (receives: then bytes received) */
+    size_t iovcnt;  /* of iov */
+    uint32_t index; /* in the endpoint's pool */
+    /* the header: zeroed when the request is taken */
     fy_ofi_ep_t *ep;
     fy_ofi_list_t link; /* ep->posted, ep->claimed, an rkey's waiting list, ep->deferred */
-    uint32_t index;     /* in the endpoint's pool */
     fy_ofi_req_kind_t kind;
     fy_ofi_budget_t budget;
     unsigned flags;        /* FY_OFI_REQ_* */
@@ -385,8 +391,6 @@ typedef struct fy_ofi_req {
     uint64_t cq_flags;     /* FI_SEND | FI_TAGGED, ... */
     fi_addr_t addr;        /* peer (sends, one-sided) */
     ferry_ep_t *fep;       /* the ferry endpoint the operation uses */
-    void *buf;             /* the first buffer (receive completions report it) */
-    size_t len;            /* bytes of the application's buffers (receives: then bytes received) */
     size_t olen;           /* truncated receives: bytes of the message not delivered */
     uint64_t data;         /* remote CQ data */
     uint64_t tag;          /* the application's tag */
@@ -394,7 +398,7 @@ typedef struct fy_ofi_req {
     ferry_status_t status; /* FERRY_OK, or the first error of the operation's steps */
     ferry_tag_info_t info;
     ferry_tag_message_t *message; /* FY_OFI_REQ_CLAIMED */
-    size_t iovcnt;
+    /* not zeroed: each user fills what it reads */
     ferry_iov_t iov[FY_OFI_IOV_LIMIT];
     /* one-sided operations */
     uint64_t remote_addr;
@@ -424,10 +428,12 @@ typedef struct fy_ofi_req {
     uint8_t inject[FY_OFI_INJECT_SIZE]; /* copies of injected data */
 } fy_ofi_req_t;
 
-/** A request of the endpoint, zeroed but for index; NULL when its budget's queue is full
- *  (FY_OFI_QUEUE_SIZE) or memory is exhausted (the caller returns -FI_EAGAIN). */
-fy_ofi_req_t *fy_ofi_req_alloc(fy_ofi_ep_t *ep, fy_ofi_req_kind_t kind, fy_ofi_budget_t budget);
-void fy_ofi_req_free(fy_ofi_req_t *req);
+/** Add a chunk of free requests to the endpoint's pool. Returns false when memory or the
+ *  endpoint's limit is exhausted. */
+bool fy_ofi_req_pool_grow(fy_ofi_ep_t *ep);
+/** fy_ofi_req_free of a one-sided, atomic or control request: frees what it allocated and
+ *  resets that part first. */
+void fy_ofi_req_free_tail(fy_ofi_req_t *req);
 /** Free every chunk of the pool (and the payloads of requests still allocated). */
 void fy_ofi_req_pool_free(fy_ofi_ep_t *ep);
 
@@ -484,6 +490,69 @@ struct fy_ofi_ep {
     fy_ofi_list_t fetching; /* keys being fetched (rma.c) */
     uint32_t next_fetch_id;
 };
+
+/** The request fy_ofi_req_alloc would return next, left free: a send may fill its comp, buf,
+ *  len, iovcnt, iov and inject, hand them to ferry, and take it (fy_ofi_req_take) only when
+ *  ferry keeps them. NULL when the budget's queue is full (FY_OFI_QUEUE_SIZE) or memory is
+ *  exhausted (the caller returns -FI_EAGAIN). */
+static inline fy_ofi_req_t *fy_ofi_req_next(fy_ofi_ep_t *ep, fy_ofi_budget_t budget)
+{
+    size_t used = budget == FY_OFI_BUDGET_TX   ? ep->tx_used
+                  : budget == FY_OFI_BUDGET_RX ? ep->rx_used
+                                               : 0;
+    if (used >= FY_OFI_QUEUE_SIZE)
+        return NULL;
+    if (ep->free_reqs == NULL && !fy_ofi_req_pool_grow(ep))
+        return NULL;
+    return ep->free_reqs;
+}
+
+/** Take the request fy_ofi_req_next returned (nothing was taken or freed since): its header
+ *  zeroed, comp, buf, len, iovcnt and the buffers kept. */
+static inline void fy_ofi_req_take(fy_ofi_ep_t *ep, fy_ofi_req_t *req, fy_ofi_req_kind_t kind,
+                                   fy_ofi_budget_t budget)
+{
+    ep->free_reqs = (fy_ofi_req_t *)req->link.next;
+    memset(&req->ep, 0, offsetof(fy_ofi_req_t, iov) - offsetof(fy_ofi_req_t, ep));
+    req->ep = ep;
+    req->kind = kind;
+    req->budget = budget;
+    fy_ofi_list_init(&req->link);
+    if (budget == FY_OFI_BUDGET_TX)
+        ep->tx_used++;
+    else if (budget == FY_OFI_BUDGET_RX)
+        ep->rx_used++;
+}
+
+/** A request of the endpoint: everything before iov zeroed but index, its one-sided part reset
+ *  (req.c); NULL as fy_ofi_req_next. */
+static inline fy_ofi_req_t *fy_ofi_req_alloc(fy_ofi_ep_t *ep, fy_ofi_req_kind_t kind,
+                                             fy_ofi_budget_t budget)
+{
+    fy_ofi_req_t *req = fy_ofi_req_next(ep, budget);
+    if (req == NULL)
+        return NULL;
+    memset(req, 0, offsetof(fy_ofi_req_t, index));
+    fy_ofi_req_take(ep, req, kind, budget);
+    return req;
+}
+
+/** Return a request to its endpoint's free list. */
+static inline void fy_ofi_req_free(fy_ofi_req_t *req)
+{
+    if (req->kind >= FY_OFI_REQ_RMA) {
+        fy_ofi_req_free_tail(req);
+        return;
+    }
+    fy_ofi_ep_t *ep = req->ep;
+    if (req->budget == FY_OFI_BUDGET_TX)
+        ep->tx_used--;
+    else if (req->budget == FY_OFI_BUDGET_RX)
+        ep->rx_used--;
+    req->comp.count = -1;
+    req->link.next = (fy_ofi_list_t *)ep->free_reqs;
+    ep->free_reqs = req;
+}
 
 int fy_ofi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep_p,
                    void *context);
