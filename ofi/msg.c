@@ -34,6 +34,14 @@ static fy_ofi_ep_t *ep_of(struct fid_ep *fid)
  * pieces). */
 static int iov_build(fy_ofi_req_t *req, const struct iovec *iov, size_t count)
 {
+    if (count == 1 && iov != NULL) {
+        req->iov[0].buffer = iov[0].iov_base;
+        req->iov[0].length = iov[0].iov_len;
+        req->iovcnt = iov[0].iov_len > 0;
+        req->len = iov[0].iov_len;
+        req->buf = iov[0].iov_base;
+        return 0;
+    }
     if (count > FY_OFI_IOV_LIMIT || (count > 0 && iov == NULL))
         return -FI_EINVAL;
     size_t n = 0;
@@ -169,7 +177,7 @@ static void recv_finish(fy_ofi_req_t *req, ferry_status_t status)
         size_t msg_len = req->info.length;
         size_t placed = msg_len < req->len ? msg_len : req->len;
         req->tag = req->info.tag & ep->tag_format;
-        req->addr = fy_ofi_av_lookup_peer(ep->av, req->info.peer);
+        req->addr = fy_ofi_av_source(ep->av, req->info.peer);
         if (req->info.flags & FERRY_TAG_INFO_IMM) {
             req->data = req->info.imm;
             req->cq_flags |= FI_REMOTE_CQ_DATA;

@@ -229,6 +229,9 @@ typedef struct fy_ofi_av {
     fy_ofi_av_peer_entry_t *peer_table;
     size_t peer_table_size; /* entries, a power of two */
     size_t peer_table_used;
+    /* the last lookup's answer (FERRY_PEER_ANY: none), cleared by inserts and removes */
+    ferry_peer_id_t last_peer;
+    fi_addr_t last_addr;
 } fy_ofi_av_t;
 
 int fy_ofi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av_p,
@@ -238,6 +241,13 @@ fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr);
 /** The fi_addr of a sender's worker id (ferry_tag_info_t.peer); FI_ADDR_NOTAVAIL when no live
  *  name of the AV has it. */
 fi_addr_t fy_ofi_av_lookup_peer(fy_ofi_av_t *av, ferry_peer_id_t peer);
+/** fy_ofi_av_lookup_peer, first asking the last answer (the sender of a stream). */
+static inline fi_addr_t fy_ofi_av_source(fy_ofi_av_t *av, ferry_peer_id_t peer)
+{
+    if (av != NULL && peer == av->last_peer && peer != FERRY_PEER_ANY)
+        return av->last_addr;
+    return fy_ofi_av_lookup_peer(av, peer);
+}
 int fy_ofi_av_bind_ep(fy_ofi_av_t *av, fy_ofi_ep_t *ep);
 void fy_ofi_av_unbind_ep(fy_ofi_av_t *av, fy_ofi_ep_t *ep);
 
@@ -312,9 +322,23 @@ typedef struct fy_ofi_cq {
 
 int fy_ofi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq_p,
                    void *context);
+/** Double a full ring. Returns false (and logs that entry is lost) when memory is exhausted. */
+bool fy_ofi_cq_grow(fy_ofi_cq_t *cq, const fy_ofi_cq_entry_t *entry);
+/** Wake the threads sleeping in fi_cq_sread (its eventfd). */
+void fy_ofi_cq_wake(fy_ofi_cq_t *cq);
+
 /** Queue an entry (domain lock held). Returns false only when memory is exhausted (the entry is
  *  lost and logged). */
-bool fy_ofi_cq_write(fy_ofi_cq_t *cq, const fy_ofi_cq_entry_t *entry);
+static inline bool fy_ofi_cq_write(fy_ofi_cq_t *cq, const fy_ofi_cq_entry_t *entry)
+{
+    if (cq->count == cq->ring_size && !fy_ofi_cq_grow(cq, entry))
+        return false;
+    cq->ring[(cq->head + cq->count) & (cq->ring_size - 1)] = *entry;
+    cq->count++;
+    if (cq->waiters > 0)
+        fy_ofi_cq_wake(cq);
+    return true;
+}
 /** fi_trywait for a CQ: -FI_EAGAIN when entries or events are pending, else 0 (armed). */
 int fy_ofi_cq_trywait(fy_ofi_cq_t *cq);
 
@@ -380,25 +404,25 @@ typedef struct fy_ofi_req {
     size_t len;     /* bytes of the application's buffers (receives: then bytes received) */
     size_t iovcnt;  /* of iov */
     uint32_t index; /* in the endpoint's pool */
-    /* the header: zeroed when the request is taken */
+    /* the header: zeroed when the request is taken (fy_ofi_req_take names each field) */
     fy_ofi_ep_t *ep;
     fy_ofi_list_t link; /* ep->posted, ep->claimed, an rkey's waiting list, ep->deferred */
     fy_ofi_req_kind_t kind;
     fy_ofi_budget_t budget;
-    unsigned flags;        /* FY_OFI_REQ_* */
-    unsigned step;         /* RMA: the phase reached; atomics: elements issued */
-    void *context;         /* the application's */
-    uint64_t cq_flags;     /* FI_SEND | FI_TAGGED, ... */
-    fi_addr_t addr;        /* peer (sends, one-sided) */
-    ferry_ep_t *fep;       /* the ferry endpoint the operation uses */
-    size_t olen;           /* truncated receives: bytes of the message not delivered */
-    uint64_t data;         /* remote CQ data */
-    uint64_t tag;          /* the application's tag */
-    fy_ofi_cntr_t *cntr;   /* counted on completion (may be NULL) */
-    ferry_status_t status; /* FERRY_OK, or the first error of the operation's steps */
-    ferry_tag_info_t info;
+    unsigned flags;               /* FY_OFI_REQ_* */
+    unsigned step;                /* RMA: the phase reached; atomics: elements issued */
+    void *context;                /* the application's */
+    uint64_t cq_flags;            /* FI_SEND | FI_TAGGED, ... */
+    fi_addr_t addr;               /* peer (sends, one-sided) */
+    ferry_ep_t *fep;              /* the ferry endpoint the operation uses */
+    size_t olen;                  /* truncated receives: bytes of the message not delivered */
+    uint64_t data;                /* remote CQ data */
+    uint64_t tag;                 /* the application's tag */
+    fy_ofi_cntr_t *cntr;          /* counted on completion (may be NULL) */
+    ferry_status_t status;        /* FERRY_OK, or the first error of the operation's steps */
     ferry_tag_message_t *message; /* FY_OFI_REQ_CLAIMED */
     /* not zeroed: each user fills what it reads */
+    ferry_tag_info_t info; /* receives: ferry fills it before their completion */
     ferry_iov_t iov[FY_OFI_IOV_LIMIT];
     /* one-sided operations */
     uint64_t remote_addr;
@@ -513,11 +537,23 @@ static inline void fy_ofi_req_take(fy_ofi_ep_t *ep, fy_ofi_req_t *req, fy_ofi_re
                                    fy_ofi_budget_t budget)
 {
     ep->free_reqs = (fy_ofi_req_t *)req->link.next;
-    memset(&req->ep, 0, offsetof(fy_ofi_req_t, iov) - offsetof(fy_ofi_req_t, ep));
+    /* every field of the header, one by one (a memset of it is a rep stos) */
     req->ep = ep;
+    fy_ofi_list_init(&req->link);
     req->kind = kind;
     req->budget = budget;
-    fy_ofi_list_init(&req->link);
+    req->flags = 0;
+    req->step = 0;
+    req->context = NULL;
+    req->cq_flags = 0;
+    req->addr = 0;
+    req->fep = NULL;
+    req->olen = 0;
+    req->data = 0;
+    req->tag = 0;
+    req->cntr = NULL;
+    req->status = FERRY_OK;
+    req->message = NULL;
     if (budget == FY_OFI_BUDGET_TX)
         ep->tx_used++;
     else if (budget == FY_OFI_BUDGET_RX)
@@ -532,7 +568,10 @@ static inline fy_ofi_req_t *fy_ofi_req_alloc(fy_ofi_ep_t *ep, fy_ofi_req_kind_t 
     fy_ofi_req_t *req = fy_ofi_req_next(ep, budget);
     if (req == NULL)
         return NULL;
-    memset(req, 0, offsetof(fy_ofi_req_t, index));
+    req->comp = (ferry_completion_t){.cb = NULL};
+    req->buf = NULL;
+    req->len = 0;
+    req->iovcnt = 0;
     fy_ofi_req_take(ep, req, kind, budget);
     return req;
 }
