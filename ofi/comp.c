@@ -28,26 +28,28 @@ void fy_ofi_req_complete(fy_ofi_req_t *req, ferry_status_t status)
                     ferry_status_string(status));
         goto out;
     }
-    fy_ofi_cq_entry_t entry = {
-        .e =
-            {
-                .op_context = req->context,
-                .flags = req->cq_flags,
-                .len = req->len,
-                .buf = req->budget == FY_OFI_BUDGET_RX ? req->buf : NULL,
-                .data = req->data,
-                .tag = req->tag,
-            },
-        .src = req->addr,
-    };
+    fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, req->context);
+    if (entry == NULL)
+        goto out; /* out of memory: logged */
+    /* written in place, each field (a compound literal would be built and copied) */
+    entry->e.op_context = req->context;
+    entry->e.flags = req->cq_flags;
+    entry->e.len = req->len;
+    entry->e.buf = req->budget == FY_OFI_BUDGET_RX ? req->buf : NULL;
+    entry->e.data = req->data;
+    entry->e.tag = req->tag;
+    entry->src = req->addr;
+    entry->err = 0;
+    entry->prov_errno = 0;
+    entry->olen = 0;
     if (status != FERRY_OK) {
-        entry.err = truncated ? FI_ETRUNC : -fy_ofi_errno(status);
-        if (entry.err == 0)
-            entry.err = FI_EIO;
-        entry.prov_errno = status;
-        entry.olen = req->olen; /* truncated receives: len placed, olen dropped */
+        entry->err = truncated ? FI_ETRUNC : -fy_ofi_errno(status);
+        if (entry->err == 0)
+            entry->err = FI_EIO;
+        entry->prov_errno = status;
+        entry->olen = req->olen; /* truncated receives: len placed, olen dropped */
     }
-    fy_ofi_cq_write(cq, &entry);
+    fy_ofi_cq_commit(cq);
 out:
     fy_ofi_req_free(req);
 }

@@ -74,9 +74,9 @@ static void send_done_cb(ferry_completion_t *comp)
  * The request is taken only when ferry keeps it: a send ferry finished at once (FERRY_OK, the
  * small sends of a connected endpoint) that writes no entry leaves it free, so that the send
  * costs ferry's call, the copy of an inject and the counter. */
-static ssize_t send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
-                           uint64_t tag, uint64_t data, void *context, uint64_t flags, bool tagged,
-                           bool inject_call)
+static inline __attribute__((always_inline)) ssize_t
+send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t dest, uint64_t tag,
+            uint64_t data, void *context, uint64_t flags, bool tagged, bool inject_call)
 {
     if (flags & ~MSG_SEND_FLAGS)
         return -FI_EBADFLAGS;
@@ -367,9 +367,9 @@ static ssize_t recv_claimed(fy_ofi_ep_t *ep, const struct iovec *iov, size_t cou
     return recv_started(req, st);
 }
 
-static ssize_t recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t src,
-                           uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
-                           bool tagged)
+static inline __attribute__((always_inline)) ssize_t
+recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t src, uint64_t tag,
+            uint64_t ignore, void *context, uint64_t flags, bool tagged)
 {
     if (flags & ~(tagged ? TAGGED_RECV_FLAGS : MSG_RECV_FLAGS))
         return -FI_EBADFLAGS;

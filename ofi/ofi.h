@@ -268,8 +268,8 @@ void fy_ofi_epset_fini(fy_ofi_epset_t *set);
 int fy_ofi_epset_add(fy_ofi_epset_t *set, fy_ofi_ep_t *ep);
 void fy_ofi_epset_remove(fy_ofi_epset_t *set, fy_ofi_ep_t *ep);
 
-/** Progress every endpoint of the set (domain lock held). Returns the events handled. */
-unsigned fy_ofi_epset_progress(fy_ofi_epset_t *set);
+/** fy_ofi_epset_progress of a set of several endpoints (or none). */
+unsigned fy_ofi_epset_progress_all(fy_ofi_epset_t *set);
 
 /** Whether each endpoint's worker is armed (nothing pending): 0, or -FI_EAGAIN (domain lock
  *  held). */
@@ -322,23 +322,41 @@ typedef struct fy_ofi_cq {
 
 int fy_ofi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq_p,
                    void *context);
-/** Double a full ring. Returns false (and logs that entry is lost) when memory is exhausted. */
-bool fy_ofi_cq_grow(fy_ofi_cq_t *cq, const fy_ofi_cq_entry_t *entry);
+/** Double a full ring. Returns false (and logs that the completion of context is lost) when
+ *  memory is exhausted. */
+bool fy_ofi_cq_grow(fy_ofi_cq_t *cq, void *context);
 /** Wake the threads sleeping in fi_cq_sread (its eventfd). */
 void fy_ofi_cq_wake(fy_ofi_cq_t *cq);
+
+/** The ring slot of the next entry (domain lock held), to fill and then commit; NULL only
+ *  when memory is exhausted (the completion of context is lost and logged). */
+static inline fy_ofi_cq_entry_t *fy_ofi_cq_reserve(fy_ofi_cq_t *cq, void *context)
+{
+    if (cq->count == cq->ring_size && !fy_ofi_cq_grow(cq, context))
+        return NULL;
+    return &cq->ring[(cq->head + cq->count) & (cq->ring_size - 1)];
+}
+
+/** Queue the entry fy_ofi_cq_reserve gave. */
+static inline void fy_ofi_cq_commit(fy_ofi_cq_t *cq)
+{
+    cq->count++;
+    if (cq->waiters > 0)
+        fy_ofi_cq_wake(cq);
+}
 
 /** Queue an entry (domain lock held). Returns false only when memory is exhausted (the entry is
  *  lost and logged). */
 static inline bool fy_ofi_cq_write(fy_ofi_cq_t *cq, const fy_ofi_cq_entry_t *entry)
 {
-    if (cq->count == cq->ring_size && !fy_ofi_cq_grow(cq, entry))
+    fy_ofi_cq_entry_t *slot = fy_ofi_cq_reserve(cq, entry->e.op_context);
+    if (slot == NULL)
         return false;
-    cq->ring[(cq->head + cq->count) & (cq->ring_size - 1)] = *entry;
-    cq->count++;
-    if (cq->waiters > 0)
-        fy_ofi_cq_wake(cq);
+    *slot = *entry;
+    fy_ofi_cq_commit(cq);
     return true;
 }
+
 /** fi_trywait for a CQ: -FI_EAGAIN when entries or events are pending, else 0 (armed). */
 int fy_ofi_cq_trywait(fy_ofi_cq_t *cq);
 
@@ -616,8 +634,27 @@ static inline ferry_status_t fy_ofi_ep_peer(fy_ofi_ep_t *ep, fi_addr_t addr, fy_
 ferry_status_t fy_ofi_ep_peer_connect(fy_ofi_ep_t *ep, fi_addr_t addr);
 /** fi_av_remove: close the ferry endpoint of addr gracefully, in the background. */
 void fy_ofi_ep_peer_remove(fy_ofi_ep_t *ep, fi_addr_t addr);
-/** One round of progress: ferry, then the deferred work. Returns the events handled. */
-unsigned fy_ofi_ep_progress(fy_ofi_ep_t *ep);
+/** What progress runs after ferry's when there is any: the deferred work, the reaping of
+ *  closed ferry endpoints. Returns the deferred requests run. */
+unsigned fy_ofi_ep_progress_after(fy_ofi_ep_t *ep);
+
+/** One round of progress: ferry, then the deferred work. Returns the events handled. Inline:
+ *  every fi_cq_read of a polling application runs it. */
+static inline unsigned fy_ofi_ep_progress(fy_ofi_ep_t *ep)
+{
+    unsigned n = ferry_worker_progress(ep->worker);
+    if (!fy_ofi_list_empty(&ep->deferred) || !fy_ofi_list_empty(&ep->closing))
+        n += fy_ofi_ep_progress_after(ep);
+    return n;
+}
+
+/** Progress every endpoint of the set (domain lock held). Returns the events handled. */
+static inline unsigned fy_ofi_epset_progress(fy_ofi_epset_t *set)
+{
+    if (set->count == 1) /* an endpoint's own CQ or counter */
+        return fy_ofi_ep_progress(set->eps[0]);
+    return fy_ofi_epset_progress_all(set);
+}
 /** Queue a request to run after progress (fy_ofi_ep_progress calls back its kind's code). */
 void fy_ofi_ep_defer(fy_ofi_req_t *req);
 
