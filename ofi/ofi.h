@@ -660,10 +660,54 @@ void fy_ofi_ep_defer(fy_ofi_req_t *req);
 
 /* ---------------------------------------------------------------- completions (comp.c) */
 
+/** fy_ofi_req_complete of a failed request (an error entry unless its context is NULL). */
+void fy_ofi_req_complete_error(fy_ofi_req_t *req, ferry_status_t status);
+
+/** The CQ a request's entry goes to (NULL: none bound). */
+static inline fy_ofi_cq_t *fy_ofi_req_cq(const fy_ofi_req_t *req)
+{
+    return req->budget == FY_OFI_BUDGET_RX ? req->ep->rx_cq : req->ep->tx_cq;
+}
+
+/** A request's entry reserved in cq, filled as a success (err 0) from the request; the caller
+ *  commits it. NULL when memory is exhausted (logged). */
+static inline fy_ofi_cq_entry_t *fy_ofi_req_entry(const fy_ofi_req_t *req, fy_ofi_cq_t *cq)
+{
+    fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, req->context);
+    if (entry == NULL)
+        return NULL;
+    /* written in place, each field (a compound literal would be built and copied) */
+    entry->e.op_context = req->context;
+    entry->e.flags = req->cq_flags;
+    entry->e.len = req->len;
+    entry->e.buf = req->budget == FY_OFI_BUDGET_RX ? req->buf : NULL;
+    entry->e.data = req->data;
+    entry->e.tag = req->tag;
+    entry->src = req->addr;
+    entry->err = 0;
+    entry->prov_errno = 0;
+    entry->olen = 0;
+    return entry;
+}
+
 /** Write the entry of a finished request to its CQ (successes only with FY_OFI_REQ_CQ; errors
  *  always, unless its context is NULL) and count it; free the request. status: FERRY_OK or the
  *  error; a truncated receive reports FI_ETRUNC with len and olen. */
-void fy_ofi_req_complete(fy_ofi_req_t *req, ferry_status_t status);
+static inline void fy_ofi_req_complete(fy_ofi_req_t *req, ferry_status_t status)
+{
+    if (status != FERRY_OK) {
+        fy_ofi_req_complete_error(req, status);
+        return;
+    }
+    fy_ofi_cntr_count(req->cntr, false);
+    fy_ofi_cq_t *cq = fy_ofi_req_cq(req);
+    if ((req->flags & FY_OFI_REQ_CQ) && !req->ep->destroying && cq != NULL) {
+        fy_ofi_cq_entry_t *entry = fy_ofi_req_entry(req, cq);
+        if (entry != NULL)
+            fy_ofi_cq_commit(cq);
+    }
+    fy_ofi_req_free(req);
+}
 /** Write a request-less entry to the receive CQ (peeks, remote writes with data). */
 void fy_ofi_rx_entry(fy_ofi_ep_t *ep, const fy_ofi_cq_entry_t *entry);
 
