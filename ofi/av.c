@@ -75,6 +75,7 @@ static int peer_insert(fy_ofi_av_t *av, size_t index)
         av->peer_table_used++;
     e->peer = peer;
     e->index = index;
+    av->last_peer = FERRY_PEER_ANY; /* the peer may have a new index */
     return 0;
 }
 
@@ -88,6 +89,8 @@ fi_addr_t fy_ofi_av_lookup_peer(fy_ofi_av_t *av, ferry_peer_id_t peer)
     fy_ofi_av_slot_t *slot = &av->slots[e->index];
     if (!slot->live || slot->peer != peer)
         return FI_ADDR_NOTAVAIL;
+    av->last_peer = peer;
+    av->last_addr = e->index;
     return e->index;
 }
 
@@ -213,6 +216,7 @@ static int av_remove(struct fid_av *fid, fi_addr_t *fi_addr, size_t count, uint6
             continue;
         }
         slot->live = false;
+        av->last_peer = FERRY_PEER_ANY;
         for (size_t j = 0; j < av->ep_count; j++)
             fy_ofi_ep_peer_remove(av->eps[j], fi_addr[i]);
     }

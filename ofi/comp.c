@@ -1,53 +1,35 @@
 /*
  * libferry-fi — the end of an operation: its CQ entry (success or error), its counter, and the
- * request's release. Every kind of request ends here.
+ * request's release. Every kind of request ends here (successes inline: fy_ofi_req_complete in
+ * ofi.h).
  */
 #include <string.h>
 
 #include "ofi.h"
 
-static fy_ofi_cq_t *cq_of(const fy_ofi_req_t *req)
-{
-    return req->budget == FY_OFI_BUDGET_RX ? req->ep->rx_cq : req->ep->tx_cq;
-}
-
-void fy_ofi_req_complete(fy_ofi_req_t *req, ferry_status_t status)
+void fy_ofi_req_complete_error(fy_ofi_req_t *req, ferry_status_t status)
 {
     fy_ofi_ep_t *ep = req->ep;
-    bool truncated = status == FERRY_ERR_MESSAGE_TRUNCATED;
-    fy_ofi_cntr_count(req->cntr, status != FERRY_OK);
-    fy_ofi_cq_t *cq = cq_of(req);
+    fy_ofi_cntr_count(req->cntr, true);
+    fy_ofi_cq_t *cq = fy_ofi_req_cq(req);
     if (ep->destroying || cq == NULL)
         goto out;
-    if (status == FERRY_OK && !(req->flags & FY_OFI_REQ_CQ))
-        goto out;
-    if (status != FERRY_OK && req->context == NULL) {
+    if (req->context == NULL) {
         /* an operation without a context cannot be told apart in an error entry (Open MPI's
          * MTL dereferences it): log it instead */
         FY_OFI_WARN(FI_LOG_CQ, "an operation without context failed: %s\n",
                     ferry_status_string(status));
         goto out;
     }
-    fy_ofi_cq_entry_t entry = {
-        .e =
-            {
-                .op_context = req->context,
-                .flags = req->cq_flags,
-                .len = req->len,
-                .buf = req->budget == FY_OFI_BUDGET_RX ? req->buf : NULL,
-                .data = req->data,
-                .tag = req->tag,
-            },
-        .src = req->addr,
-    };
-    if (status != FERRY_OK) {
-        entry.err = truncated ? FI_ETRUNC : -fy_ofi_errno(status);
-        if (entry.err == 0)
-            entry.err = FI_EIO;
-        entry.prov_errno = status;
-        entry.olen = req->olen; /* truncated receives: len placed, olen dropped */
-    }
-    fy_ofi_cq_write(cq, &entry);
+    fy_ofi_cq_entry_t *entry = fy_ofi_req_entry(req, cq);
+    if (entry == NULL)
+        goto out; /* out of memory: logged */
+    entry->err = status == FERRY_ERR_MESSAGE_TRUNCATED ? FI_ETRUNC : -fy_ofi_errno(status);
+    if (entry->err == 0)
+        entry->err = FI_EIO;
+    entry->prov_errno = status;
+    entry->olen = req->olen; /* truncated receives: len placed, olen dropped */
+    fy_ofi_cq_commit(cq);
 out:
     fy_ofi_req_free(req);
 }

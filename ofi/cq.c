@@ -33,7 +33,7 @@ static size_t entry_size(enum fi_cq_format format)
     }
 }
 
-static void cq_wake(fy_ofi_cq_t *cq)
+void fy_ofi_cq_wake(fy_ofi_cq_t *cq)
 {
     uint64_t one = 1;
     if (cq->signal_fd >= 0 && write(cq->signal_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
@@ -62,20 +62,15 @@ static bool cq_grow(fy_ofi_cq_t *cq)
     return true;
 }
 
-bool fy_ofi_cq_write(fy_ofi_cq_t *cq, const fy_ofi_cq_entry_t *entry)
+bool fy_ofi_cq_grow(fy_ofi_cq_t *cq, void *context)
 {
-    if (cq->count == cq->ring_size && !cq_grow(cq)) {
-        FY_OFI_WARN(FI_LOG_CQ,
-                    "CQ of %zu entries: out of memory growing it; a completion of "
-                    "context %p is lost\n",
-                    cq->count, entry->e.op_context);
-        return false;
-    }
-    cq->ring[(cq->head + cq->count) & (cq->ring_size - 1)] = *entry;
-    cq->count++;
-    if (cq->waiters > 0)
-        cq_wake(cq);
-    return true;
+    if (cq_grow(cq))
+        return true;
+    FY_OFI_WARN(FI_LOG_CQ,
+                "CQ of %zu entries: out of memory growing it; a completion of "
+                "context %p is lost\n",
+                cq->count, context);
+    return false;
 }
 
 static fy_ofi_cq_entry_t *cq_head(fy_ofi_cq_t *cq)
@@ -89,8 +84,10 @@ static void cq_pop(fy_ofi_cq_t *cq)
     cq->count--;
 }
 
-/* Copy up to count successes (stopping at an error entry). Domain lock held. */
-static ssize_t cq_take(fy_ofi_cq_t *cq, void *buf, size_t count, fi_addr_t *src_addr)
+/* Copy up to count successes (stopping at an error entry). Domain lock held. Out of line: the
+ * empty reads skip its frame. */
+__attribute__((noinline)) static ssize_t cq_take(fy_ofi_cq_t *cq, void *buf, size_t count,
+                                                 fi_addr_t *src_addr)
 {
     size_t n = 0;
     uint8_t *out = buf;
@@ -127,7 +124,9 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
     /* every read progresses, also when entries are queued: an application that always finds
      * one would otherwise never answer its peers */
     fy_ofi_epset_progress(&cq->set);
-    ssize_t rc = cq_take(cq, buf, count, src_addr);
+    ssize_t rc = count == 0 ? 0 : -FI_EAGAIN; /* nothing queued: the polls of a waiting rank */
+    if (cq->count > 0)
+        rc = cq_take(cq, buf, count, src_addr);
     fy_ofi_domain_unlock(cq->domain);
     return rc;
 }
@@ -236,7 +235,7 @@ static int cq_signal(struct fid_cq *fid)
     fy_ofi_domain_lock(cq->domain);
     cq->signaled = true;
     fy_ofi_domain_unlock(cq->domain);
-    cq_wake(cq);
+    fy_ofi_cq_wake(cq);
     return 0;
 }
 

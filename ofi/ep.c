@@ -188,10 +188,9 @@ static unsigned deferred_run(fy_ofi_ep_t *ep)
     return n;
 }
 
-unsigned fy_ofi_ep_progress(fy_ofi_ep_t *ep)
+unsigned fy_ofi_ep_progress_after(fy_ofi_ep_t *ep)
 {
-    unsigned n = ferry_worker_progress(ep->worker);
-    n += deferred_run(ep);
+    unsigned n = deferred_run(ep);
     if (!fy_ofi_list_empty(&ep->closing))
         closing_reap(ep);
     return n;

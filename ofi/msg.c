@@ -34,6 +34,14 @@ static fy_ofi_ep_t *ep_of(struct fid_ep *fid)
  * pieces). */
 static int iov_build(fy_ofi_req_t *req, const struct iovec *iov, size_t count)
 {
+    if (count == 1 && iov != NULL) {
+        req->iov[0].buffer = iov[0].iov_base;
+        req->iov[0].length = iov[0].iov_len;
+        req->iovcnt = iov[0].iov_len > 0;
+        req->len = iov[0].iov_len;
+        req->buf = iov[0].iov_base;
+        return 0;
+    }
     if (count > FY_OFI_IOV_LIMIT || (count > 0 && iov == NULL))
         return -FI_EINVAL;
     size_t n = 0;
@@ -61,17 +69,21 @@ static void send_done_cb(ferry_completion_t *comp)
 }
 
 /* flags: the operation's (FI_INJECT copies the data; the entry follows FI_COMPLETION);
- * inject_call: fi_inject/fi_tinject*, which write no entry at all. */
-static ssize_t send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
-                           uint64_t tag, uint64_t data, void *context, uint64_t flags, bool tagged,
-                           bool inject_call)
+ * inject_call: fi_inject/fi_tinject*, which write no entry at all.
+ *
+ * The request is taken only when ferry keeps it: a send ferry finished at once (FERRY_OK, the
+ * small sends of a connected endpoint) that writes no entry leaves it free, so that the send
+ * costs ferry's call, the copy of an inject and the counter. */
+static inline __attribute__((always_inline)) ssize_t
+send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t dest, uint64_t tag,
+            uint64_t data, void *context, uint64_t flags, bool tagged, bool inject_call)
 {
     if (flags & ~MSG_SEND_FLAGS)
         return -FI_EBADFLAGS;
     if (tagged && (tag & ~ep->tag_format))
         return -FI_EINVAL;
-    size_t total = 0;
-    for (size_t i = 0; i < count && iov != NULL; i++)
+    size_t total = count == 1 && iov != NULL ? iov[0].iov_len : 0;
+    for (size_t i = 0; count > 1 && i < count && iov != NULL; i++)
         total += iov[i].iov_len;
     if (total > FY_OFI_MAX_MSG_SIZE)
         return -FI_EMSGSIZE;
@@ -90,25 +102,11 @@ static ssize_t send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t coun
         rc = st == FERRY_ERR_INVALID_ADDRESS ? -FI_EINVAL : fy_ofi_errno(st);
         goto out;
     }
-    fy_ofi_req_t *req = fy_ofi_req_alloc(ep, FY_OFI_REQ_SEND, FY_OFI_BUDGET_TX);
+    fy_ofi_req_t *req = fy_ofi_req_next(ep, FY_OFI_BUDGET_TX);
     if (req == NULL) {
         rc = -FI_EAGAIN;
         goto out;
     }
-    req->context = context;
-    req->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-    req->addr = dest;
-    req->tag = tag;
-    req->cntr = ep->cntr_send;
-    if (!inject_call && (!ep->tx_selective || (flags & FI_COMPLETION)))
-        req->flags |= FY_OFI_REQ_CQ;
-    ferry_tag_send_params_t params = {0};
-    if (flags & FI_REMOTE_CQ_DATA) {
-        params.flags |= FERRY_TAG_SEND_IMM;
-        params.imm = data;
-    }
-    if ((flags & FI_DELIVERY_COMPLETE) && !inject_call)
-        params.flags |= FERRY_TAG_SEND_SYNC;
     if (inject) {
         /* the caller's buffer is free when this returns: send a copy */
         size_t off = 0;
@@ -123,30 +121,44 @@ static ssize_t send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t coun
         req->len = total;
     } else {
         rc = iov_build(req, iov, count);
-        if (rc != 0) {
-            fy_ofi_req_free(req);
+        if (rc != 0)
             goto out;
-        }
     }
-    uint64_t wtag = tagged ? tag : FY_OFI_TAG_MSG_BIT;
-    req->fep = peer->fep;
+    ferry_tag_send_params_t params = {.flags = 0};
+    if (flags & FI_REMOTE_CQ_DATA) {
+        params.flags |= FERRY_TAG_SEND_IMM;
+        params.imm = data;
+    }
+    if ((flags & FI_DELIVERY_COMPLETE) && !inject_call)
+        params.flags |= FERRY_TAG_SEND_SYNC;
+    bool entry = !inject_call && (!ep->tx_selective || (flags & FI_COMPLETION));
     req->comp.cb = send_done_cb;
     req->comp.count = 1;
-    st = ferry_tag_send_ext(peer->fep, req->iov, req->iovcnt, wtag,
+    req->comp.status = FERRY_OK;
+    st = ferry_tag_send_ext(peer->fep, req->iov, req->iovcnt, tagged ? tag : FY_OFI_TAG_MSG_BIT,
                             params.flags != 0 ? &params : NULL, &req->comp);
-    switch (st) {
-    case FERRY_OK:
-        fy_ofi_req_complete(req, FERRY_OK);
-        rc = 0;
-        break;
-    case FERRY_INPROGRESS:
-        rc = 0;
-        break;
-    default:
-        fy_ofi_req_free(req);
+    if (st != FERRY_OK && st != FERRY_INPROGRESS) {
+        req->comp.count = -1; /* left free */
         rc = fy_ofi_errno(st);
-        break;
+        goto out;
     }
+    rc = 0;
+    if (st == FERRY_OK && !entry) {
+        req->comp.count = -1; /* left free */
+        fy_ofi_cntr_count(ep->cntr_send, false);
+        goto out;
+    }
+    fy_ofi_req_take(ep, req, FY_OFI_REQ_SEND, FY_OFI_BUDGET_TX);
+    req->context = context;
+    req->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+    req->addr = dest;
+    req->tag = tag;
+    req->cntr = ep->cntr_send;
+    req->fep = peer->fep;
+    if (entry)
+        req->flags |= FY_OFI_REQ_CQ;
+    if (st == FERRY_OK)
+        fy_ofi_req_complete(req, FERRY_OK);
 out:
     fy_ofi_domain_unlock(ep->domain);
     return rc;
@@ -165,7 +177,7 @@ static void recv_finish(fy_ofi_req_t *req, ferry_status_t status)
         size_t msg_len = req->info.length;
         size_t placed = msg_len < req->len ? msg_len : req->len;
         req->tag = req->info.tag & ep->tag_format;
-        req->addr = fy_ofi_av_lookup_peer(ep->av, req->info.peer);
+        req->addr = fy_ofi_av_source(ep->av, req->info.peer);
         if (req->info.flags & FERRY_TAG_INFO_IMM) {
             req->data = req->info.imm;
             req->cq_flags |= FI_REMOTE_CQ_DATA;
@@ -355,9 +367,9 @@ static ssize_t recv_claimed(fy_ofi_ep_t *ep, const struct iovec *iov, size_t cou
     return recv_started(req, st);
 }
 
-static ssize_t recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t src,
-                           uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
-                           bool tagged)
+static inline __attribute__((always_inline)) ssize_t
+recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t src, uint64_t tag,
+            uint64_t ignore, void *context, uint64_t flags, bool tagged)
 {
     if (flags & ~(tagged ? TAGGED_RECV_FLAGS : MSG_RECV_FLAGS))
         return -FI_EBADFLAGS;

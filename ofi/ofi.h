@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
@@ -228,6 +229,9 @@ typedef struct fy_ofi_av {
     fy_ofi_av_peer_entry_t *peer_table;
     size_t peer_table_size; /* entries, a power of two */
     size_t peer_table_used;
+    /* the last lookup's answer (FERRY_PEER_ANY: none), cleared by inserts and removes */
+    ferry_peer_id_t last_peer;
+    fi_addr_t last_addr;
 } fy_ofi_av_t;
 
 int fy_ofi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av_p,
@@ -237,6 +241,13 @@ fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr);
 /** The fi_addr of a sender's worker id (ferry_tag_info_t.peer); FI_ADDR_NOTAVAIL when no live
  *  name of the AV has it. */
 fi_addr_t fy_ofi_av_lookup_peer(fy_ofi_av_t *av, ferry_peer_id_t peer);
+/** fy_ofi_av_lookup_peer, first asking the last answer (the sender of a stream). */
+static inline fi_addr_t fy_ofi_av_source(fy_ofi_av_t *av, ferry_peer_id_t peer)
+{
+    if (av != NULL && peer == av->last_peer && peer != FERRY_PEER_ANY)
+        return av->last_addr;
+    return fy_ofi_av_lookup_peer(av, peer);
+}
 int fy_ofi_av_bind_ep(fy_ofi_av_t *av, fy_ofi_ep_t *ep);
 void fy_ofi_av_unbind_ep(fy_ofi_av_t *av, fy_ofi_ep_t *ep);
 
@@ -257,8 +268,8 @@ void fy_ofi_epset_fini(fy_ofi_epset_t *set);
 int fy_ofi_epset_add(fy_ofi_epset_t *set, fy_ofi_ep_t *ep);
 void fy_ofi_epset_remove(fy_ofi_epset_t *set, fy_ofi_ep_t *ep);
 
-/** Progress every endpoint of the set (domain lock held). Returns the events handled. */
-unsigned fy_ofi_epset_progress(fy_ofi_epset_t *set);
+/** fy_ofi_epset_progress of a set of several endpoints (or none). */
+unsigned fy_ofi_epset_progress_all(fy_ofi_epset_t *set);
 
 /** Whether each endpoint's worker is armed (nothing pending): 0, or -FI_EAGAIN (domain lock
  *  held). */
@@ -311,9 +322,41 @@ typedef struct fy_ofi_cq {
 
 int fy_ofi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq_p,
                    void *context);
+/** Double a full ring. Returns false (and logs that the completion of context is lost) when
+ *  memory is exhausted. */
+bool fy_ofi_cq_grow(fy_ofi_cq_t *cq, void *context);
+/** Wake the threads sleeping in fi_cq_sread (its eventfd). */
+void fy_ofi_cq_wake(fy_ofi_cq_t *cq);
+
+/** The ring slot of the next entry (domain lock held), to fill and then commit; NULL only
+ *  when memory is exhausted (the completion of context is lost and logged). */
+static inline fy_ofi_cq_entry_t *fy_ofi_cq_reserve(fy_ofi_cq_t *cq, void *context)
+{
+    if (cq->count == cq->ring_size && !fy_ofi_cq_grow(cq, context))
+        return NULL;
+    return &cq->ring[(cq->head + cq->count) & (cq->ring_size - 1)];
+}
+
+/** Queue the entry fy_ofi_cq_reserve gave. */
+static inline void fy_ofi_cq_commit(fy_ofi_cq_t *cq)
+{
+    cq->count++;
+    if (cq->waiters > 0)
+        fy_ofi_cq_wake(cq);
+}
+
 /** Queue an entry (domain lock held). Returns false only when memory is exhausted (the entry is
  *  lost and logged). */
-bool fy_ofi_cq_write(fy_ofi_cq_t *cq, const fy_ofi_cq_entry_t *entry);
+static inline bool fy_ofi_cq_write(fy_ofi_cq_t *cq, const fy_ofi_cq_entry_t *entry)
+{
+    fy_ofi_cq_entry_t *slot = fy_ofi_cq_reserve(cq, entry->e.op_context);
+    if (slot == NULL)
+        return false;
+    *slot = *entry;
+    fy_ofi_cq_commit(cq);
+    return true;
+}
+
 /** fi_trywait for a CQ: -FI_EAGAIN when entries or events are pending, else 0 (armed). */
 int fy_ofi_cq_trywait(fy_ofi_cq_t *cq);
 
@@ -373,28 +416,31 @@ typedef enum fy_ofi_budget {
 typedef struct fy_ofi_rkey fy_ofi_rkey_t;
 
 typedef struct fy_ofi_req {
+    /* what a send hands ferry before it takes the request (fy_ofi_req_take) */
     ferry_completion_t comp;
+    void *buf;      /* the first buffer (receive completions report it) */
+    size_t len;     /* bytes of the application's buffers (receives: then bytes received) */
+    size_t iovcnt;  /* of iov */
+    uint32_t index; /* in the endpoint's pool */
+    /* the header: zeroed when the request is taken (fy_ofi_req_take names each field) */
     fy_ofi_ep_t *ep;
     fy_ofi_list_t link; /* ep->posted, ep->claimed, an rkey's waiting list, ep->deferred */
-    uint32_t index;     /* in the endpoint's pool */
     fy_ofi_req_kind_t kind;
     fy_ofi_budget_t budget;
-    unsigned flags;        /* FY_OFI_REQ_* */
-    unsigned step;         /* RMA: the phase reached; atomics: elements issued */
-    void *context;         /* the application's */
-    uint64_t cq_flags;     /* FI_SEND | FI_TAGGED, ... */
-    fi_addr_t addr;        /* peer (sends, one-sided) */
-    ferry_ep_t *fep;       /* the ferry endpoint the operation uses */
-    void *buf;             /* the first buffer (receive completions report it) */
-    size_t len;            /* bytes of the application's buffers (receives: then bytes received) */
-    size_t olen;           /* truncated receives: bytes of the message not delivered */
-    uint64_t data;         /* remote CQ data */
-    uint64_t tag;          /* the application's tag */
-    fy_ofi_cntr_t *cntr;   /* counted on completion (may be NULL) */
-    ferry_status_t status; /* FERRY_OK, or the first error of the operation's steps */
-    ferry_tag_info_t info;
+    unsigned flags;               /* FY_OFI_REQ_* */
+    unsigned step;                /* RMA: the phase reached; atomics: elements issued */
+    void *context;                /* the application's */
+    uint64_t cq_flags;            /* FI_SEND | FI_TAGGED, ... */
+    fi_addr_t addr;               /* peer (sends, one-sided) */
+    ferry_ep_t *fep;              /* the ferry endpoint the operation uses */
+    size_t olen;                  /* truncated receives: bytes of the message not delivered */
+    uint64_t data;                /* remote CQ data */
+    uint64_t tag;                 /* the application's tag */
+    fy_ofi_cntr_t *cntr;          /* counted on completion (may be NULL) */
+    ferry_status_t status;        /* FERRY_OK, or the first error of the operation's steps */
     ferry_tag_message_t *message; /* FY_OFI_REQ_CLAIMED */
-    size_t iovcnt;
+    /* not zeroed: each user fills what it reads */
+    ferry_tag_info_t info; /* receives: ferry fills it before their completion */
     ferry_iov_t iov[FY_OFI_IOV_LIMIT];
     /* one-sided operations */
     uint64_t remote_addr;
@@ -424,10 +470,12 @@ typedef struct fy_ofi_req {
     uint8_t inject[FY_OFI_INJECT_SIZE]; /* copies of injected data */
 } fy_ofi_req_t;
 
-/** A request of the endpoint, zeroed but for index; NULL when its budget's queue is full
- *  (FY_OFI_QUEUE_SIZE) or memory is exhausted (the caller returns -FI_EAGAIN). */
-fy_ofi_req_t *fy_ofi_req_alloc(fy_ofi_ep_t *ep, fy_ofi_req_kind_t kind, fy_ofi_budget_t budget);
-void fy_ofi_req_free(fy_ofi_req_t *req);
+/** Add a chunk of free requests to the endpoint's pool. Returns false when memory or the
+ *  endpoint's limit is exhausted. */
+bool fy_ofi_req_pool_grow(fy_ofi_ep_t *ep);
+/** fy_ofi_req_free of a one-sided, atomic or control request: frees what it allocated and
+ *  resets that part first. */
+void fy_ofi_req_free_tail(fy_ofi_req_t *req);
 /** Free every chunk of the pool (and the payloads of requests still allocated). */
 void fy_ofi_req_pool_free(fy_ofi_ep_t *ep);
 
@@ -485,6 +533,84 @@ struct fy_ofi_ep {
     uint32_t next_fetch_id;
 };
 
+/** The request fy_ofi_req_alloc would return next, left free: a send may fill its comp, buf,
+ *  len, iovcnt, iov and inject, hand them to ferry, and take it (fy_ofi_req_take) only when
+ *  ferry keeps them. NULL when the budget's queue is full (FY_OFI_QUEUE_SIZE) or memory is
+ *  exhausted (the caller returns -FI_EAGAIN). */
+static inline fy_ofi_req_t *fy_ofi_req_next(fy_ofi_ep_t *ep, fy_ofi_budget_t budget)
+{
+    size_t used = budget == FY_OFI_BUDGET_TX   ? ep->tx_used
+                  : budget == FY_OFI_BUDGET_RX ? ep->rx_used
+                                               : 0;
+    if (used >= FY_OFI_QUEUE_SIZE)
+        return NULL;
+    if (ep->free_reqs == NULL && !fy_ofi_req_pool_grow(ep))
+        return NULL;
+    return ep->free_reqs;
+}
+
+/** Take the request fy_ofi_req_next returned (nothing was taken or freed since): its header
+ *  zeroed, comp, buf, len, iovcnt and the buffers kept. */
+static inline void fy_ofi_req_take(fy_ofi_ep_t *ep, fy_ofi_req_t *req, fy_ofi_req_kind_t kind,
+                                   fy_ofi_budget_t budget)
+{
+    ep->free_reqs = (fy_ofi_req_t *)req->link.next;
+    /* every field of the header, one by one (a memset of it is a rep stos) */
+    req->ep = ep;
+    fy_ofi_list_init(&req->link);
+    req->kind = kind;
+    req->budget = budget;
+    req->flags = 0;
+    req->step = 0;
+    req->context = NULL;
+    req->cq_flags = 0;
+    req->addr = 0;
+    req->fep = NULL;
+    req->olen = 0;
+    req->data = 0;
+    req->tag = 0;
+    req->cntr = NULL;
+    req->status = FERRY_OK;
+    req->message = NULL;
+    if (budget == FY_OFI_BUDGET_TX)
+        ep->tx_used++;
+    else if (budget == FY_OFI_BUDGET_RX)
+        ep->rx_used++;
+}
+
+/** A request of the endpoint: everything before iov zeroed but index, its one-sided part reset
+ *  (req.c); NULL as fy_ofi_req_next. */
+static inline fy_ofi_req_t *fy_ofi_req_alloc(fy_ofi_ep_t *ep, fy_ofi_req_kind_t kind,
+                                             fy_ofi_budget_t budget)
+{
+    fy_ofi_req_t *req = fy_ofi_req_next(ep, budget);
+    if (req == NULL)
+        return NULL;
+    req->comp = (ferry_completion_t){.cb = NULL};
+    req->buf = NULL;
+    req->len = 0;
+    req->iovcnt = 0;
+    fy_ofi_req_take(ep, req, kind, budget);
+    return req;
+}
+
+/** Return a request to its endpoint's free list. */
+static inline void fy_ofi_req_free(fy_ofi_req_t *req)
+{
+    if (req->kind >= FY_OFI_REQ_RMA) {
+        fy_ofi_req_free_tail(req);
+        return;
+    }
+    fy_ofi_ep_t *ep = req->ep;
+    if (req->budget == FY_OFI_BUDGET_TX)
+        ep->tx_used--;
+    else if (req->budget == FY_OFI_BUDGET_RX)
+        ep->rx_used--;
+    req->comp.count = -1;
+    req->link.next = (fy_ofi_list_t *)ep->free_reqs;
+    ep->free_reqs = req;
+}
+
 int fy_ofi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep_p,
                    void *context);
 /** Read FI_FERRY_CLOSE_TIMEOUT_MS (fi_prov_ini, once). */
@@ -508,17 +634,80 @@ static inline ferry_status_t fy_ofi_ep_peer(fy_ofi_ep_t *ep, fi_addr_t addr, fy_
 ferry_status_t fy_ofi_ep_peer_connect(fy_ofi_ep_t *ep, fi_addr_t addr);
 /** fi_av_remove: close the ferry endpoint of addr gracefully, in the background. */
 void fy_ofi_ep_peer_remove(fy_ofi_ep_t *ep, fi_addr_t addr);
-/** One round of progress: ferry, then the deferred work. Returns the events handled. */
-unsigned fy_ofi_ep_progress(fy_ofi_ep_t *ep);
+/** What progress runs after ferry's when there is any: the deferred work, the reaping of
+ *  closed ferry endpoints. Returns the deferred requests run. */
+unsigned fy_ofi_ep_progress_after(fy_ofi_ep_t *ep);
+
+/** One round of progress: ferry, then the deferred work. Returns the events handled. Inline:
+ *  every fi_cq_read of a polling application runs it. */
+static inline unsigned fy_ofi_ep_progress(fy_ofi_ep_t *ep)
+{
+    unsigned n = ferry_worker_progress(ep->worker);
+    if (!fy_ofi_list_empty(&ep->deferred) || !fy_ofi_list_empty(&ep->closing))
+        n += fy_ofi_ep_progress_after(ep);
+    return n;
+}
+
+/** Progress every endpoint of the set (domain lock held). Returns the events handled. */
+static inline unsigned fy_ofi_epset_progress(fy_ofi_epset_t *set)
+{
+    if (set->count == 1) /* an endpoint's own CQ or counter */
+        return fy_ofi_ep_progress(set->eps[0]);
+    return fy_ofi_epset_progress_all(set);
+}
 /** Queue a request to run after progress (fy_ofi_ep_progress calls back its kind's code). */
 void fy_ofi_ep_defer(fy_ofi_req_t *req);
 
 /* ---------------------------------------------------------------- completions (comp.c) */
 
+/** fy_ofi_req_complete of a failed request (an error entry unless its context is NULL). */
+void fy_ofi_req_complete_error(fy_ofi_req_t *req, ferry_status_t status);
+
+/** The CQ a request's entry goes to (NULL: none bound). */
+static inline fy_ofi_cq_t *fy_ofi_req_cq(const fy_ofi_req_t *req)
+{
+    return req->budget == FY_OFI_BUDGET_RX ? req->ep->rx_cq : req->ep->tx_cq;
+}
+
+/** A request's entry reserved in cq, filled as a success (err 0) from the request; the caller
+ *  commits it. NULL when memory is exhausted (logged). */
+static inline fy_ofi_cq_entry_t *fy_ofi_req_entry(const fy_ofi_req_t *req, fy_ofi_cq_t *cq)
+{
+    fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, req->context);
+    if (entry == NULL)
+        return NULL;
+    /* written in place, each field (a compound literal would be built and copied) */
+    entry->e.op_context = req->context;
+    entry->e.flags = req->cq_flags;
+    entry->e.len = req->len;
+    entry->e.buf = req->budget == FY_OFI_BUDGET_RX ? req->buf : NULL;
+    entry->e.data = req->data;
+    entry->e.tag = req->tag;
+    entry->src = req->addr;
+    entry->err = 0;
+    entry->prov_errno = 0;
+    entry->olen = 0;
+    return entry;
+}
+
 /** Write the entry of a finished request to its CQ (successes only with FY_OFI_REQ_CQ; errors
  *  always, unless its context is NULL) and count it; free the request. status: FERRY_OK or the
  *  error; a truncated receive reports FI_ETRUNC with len and olen. */
-void fy_ofi_req_complete(fy_ofi_req_t *req, ferry_status_t status);
+static inline void fy_ofi_req_complete(fy_ofi_req_t *req, ferry_status_t status)
+{
+    if (status != FERRY_OK) {
+        fy_ofi_req_complete_error(req, status);
+        return;
+    }
+    fy_ofi_cntr_count(req->cntr, false);
+    fy_ofi_cq_t *cq = fy_ofi_req_cq(req);
+    if ((req->flags & FY_OFI_REQ_CQ) && !req->ep->destroying && cq != NULL) {
+        fy_ofi_cq_entry_t *entry = fy_ofi_req_entry(req, cq);
+        if (entry != NULL)
+            fy_ofi_cq_commit(cq);
+    }
+    fy_ofi_req_free(req);
+}
 /** Write a request-less entry to the receive CQ (peeks, remote writes with data). */
 void fy_ofi_rx_entry(fy_ofi_ep_t *ep, const fy_ofi_cq_entry_t *entry);
 

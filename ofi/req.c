@@ -1,7 +1,9 @@
 /*
  * libferry-fi — the requests of an endpoint: allocated in chunks that are never freed before the
  * endpoint (a request's address stays valid for the life of the endpoint), kept on a free list.
- * No allocation and no lock in steady state.
+ * No allocation and no lock in steady state: taking and returning one (fy_ofi_req_alloc,
+ * fy_ofi_req_free, inline in ofi.h) touch the header only; the one-sided and control part is
+ * reset when such a request is freed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +13,7 @@
 #define CHUNK_REQS 64u
 #define REQS_MAX (1u << 20) /* requests of one endpoint, all budgets together */
 
-static bool pool_grow(fy_ofi_ep_t *ep)
+bool fy_ofi_req_pool_grow(fy_ofi_ep_t *ep)
 {
     if ((ep->chunk_count + 1) * CHUNK_REQS > REQS_MAX)
         return false;
@@ -34,43 +36,18 @@ static bool pool_grow(fy_ofi_ep_t *ep)
     return true;
 }
 
-/* What a request allocated for itself (control payloads, atomics of several elements); no
- * call for the requests that have none (sends and receives). */
-static void req_buffers_free(fy_ofi_req_t *req)
+/* The one-sided and control part of a request back to its free state (what it allocated freed,
+ * the fields reset): requests of other kinds never touch it, so a free request always has it
+ * reset and fy_ofi_req_alloc leaves it alone. */
+static void req_tail_reset(fy_ofi_req_t *req)
 {
-    if (req->payload != NULL) {
-        free(req->payload);
-        req->payload = NULL;
-    }
-    if (req->operands != &req->operand_one && req->operands != NULL)
+    free(req->payload);
+    if (req->operands != &req->operand_one)
         free(req->operands);
-    if (req->compares != &req->compare_one && req->compares != NULL)
+    if (req->compares != &req->compare_one)
         free(req->compares);
-    if (req->results != &req->result_one && req->results != NULL)
+    if (req->results != &req->result_one)
         free(req->results);
-    req->operands = NULL;
-    req->compares = NULL;
-    req->results = NULL;
-}
-
-fy_ofi_req_t *fy_ofi_req_alloc(fy_ofi_ep_t *ep, fy_ofi_req_kind_t kind, fy_ofi_budget_t budget)
-{
-    if ((budget == FY_OFI_BUDGET_TX && ep->tx_used >= FY_OFI_QUEUE_SIZE) ||
-        (budget == FY_OFI_BUDGET_RX && ep->rx_used >= FY_OFI_QUEUE_SIZE))
-        return NULL;
-    if (ep->free_reqs == NULL && !pool_grow(ep))
-        return NULL;
-    fy_ofi_req_t *req = ep->free_reqs;
-    ep->free_reqs = (fy_ofi_req_t *)req->link.next;
-    uint32_t index = req->index;
-    /* zero what a request carries from its last use (not the large buffers, which every user
-     * fills before reading) */
-    memset(req, 0, offsetof(fy_ofi_req_t, iov));
-    req->index = index;
-    req->ep = ep;
-    req->kind = kind;
-    req->budget = budget;
-    req->iovcnt = 0;
     req->rkey = NULL;
     req->count = 0;
     req->issued = 0;
@@ -80,26 +57,13 @@ fy_ofi_req_t *fy_ofi_req_alloc(fy_ofi_ep_t *ep, fy_ofi_req_kind_t kind, fy_ofi_b
     req->result_count = 0;
     req->payload = NULL;
     req->payload_len = 0;
-    fy_ofi_list_init(&req->link);
-    if (budget == FY_OFI_BUDGET_TX)
-        ep->tx_used++;
-    else if (budget == FY_OFI_BUDGET_RX)
-        ep->rx_used++;
-    return req;
 }
 
-void fy_ofi_req_free(fy_ofi_req_t *req)
+void fy_ofi_req_free_tail(fy_ofi_req_t *req)
 {
-    fy_ofi_ep_t *ep = req->ep;
-    if (req->budget == FY_OFI_BUDGET_TX)
-        ep->tx_used--;
-    else if (req->budget == FY_OFI_BUDGET_RX)
-        ep->rx_used--;
-    req_buffers_free(req);
-    req->comp.count = -1;
-    req->flags = 0;
-    req->link.next = (fy_ofi_list_t *)ep->free_reqs;
-    ep->free_reqs = req;
+    req_tail_reset(req);
+    req->kind = FY_OFI_REQ_SEND;
+    fy_ofi_req_free(req);
 }
 
 void fy_ofi_req_pool_free(fy_ofi_ep_t *ep)
@@ -107,8 +71,8 @@ void fy_ofi_req_pool_free(fy_ofi_ep_t *ep)
     for (size_t c = 0; c < ep->chunk_count; c++) {
         for (size_t i = 0; i < CHUNK_REQS; i++) {
             fy_ofi_req_t *req = &ep->chunks[c][i];
-            if (req->comp.count >= 0)
-                req_buffers_free(req);
+            if (req->comp.count >= 0 && req->kind >= FY_OFI_REQ_RMA)
+                req_tail_reset(req);
         }
         free(ep->chunks[c]);
     }

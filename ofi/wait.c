@@ -82,7 +82,7 @@ void fy_ofi_epset_remove(fy_ofi_epset_t *set, fy_ofi_ep_t *ep)
     }
 }
 
-unsigned fy_ofi_epset_progress(fy_ofi_epset_t *set)
+unsigned fy_ofi_epset_progress_all(fy_ofi_epset_t *set)
 {
     unsigned events = 0;
     for (size_t i = 0; i < set->count; i++)
