@@ -32,8 +32,17 @@ static const fy_config_var_t *const tag_unexpected_max_reg
 
 /* Objects allocated at once when a pool is empty. */
 #define TAG_BLOCK_OBJECTS 32
-/* Spare unexpected-message buffers kept for reuse. */
-#define TAG_SPARE_MAX 64
+/* Spare unexpected-message buffers kept for reuse, per class: 512 KiB of 8 KiB buffers and
+ * 1 MiB of 32 KiB ones at most. */
+static const unsigned tag_spare_max[TAG_SPARE_CLASSES] = {64, 32};
+static const size_t tag_spare_size[TAG_SPARE_CLASSES] = {TAG_UNEXP_BUF, TAG_UNEXP_BUF_LARGE};
+
+/* The class of recycled buffer a payload of length bytes (TAG_UNEXP_INLINE < length <=
+ * TAG_UNEXP_BUF_LARGE) uses. */
+static inline unsigned tag_spare_class(uint64_t length)
+{
+    return length <= TAG_UNEXP_BUF ? 0 : 1;
+}
 
 /* ------------------------------------------------------------------ pools */
 
@@ -617,15 +626,17 @@ static void tag_unexp_release(ferry_worker_t *worker, tag_unexp_t *u)
     switch (u->data_kind) {
     case TAG_DATA_INLINE:
         break;
-    case TAG_DATA_SPARE:
-        if (tw->spare_count < TAG_SPARE_MAX) {
-            *(void **)u->data = tw->spare_bufs;
-            tw->spare_bufs = u->data;
-            tw->spare_count++;
+    case TAG_DATA_SPARE: {
+        unsigned c = tag_spare_class(u->length);
+        if (tw->spare_count[c] < tag_spare_max[c]) {
+            *(void **)u->data = tw->spare_bufs[c];
+            tw->spare_bufs[c] = u->data;
+            tw->spare_count[c]++;
         } else {
             free(u->data);
         }
         break;
+    }
     case TAG_DATA_MALLOC:
         free(u->data);
         break;
@@ -640,17 +651,18 @@ static void tag_unexp_release(ferry_worker_t *worker, tag_unexp_t *u)
     tag_pool_put(&tw->unexp, u);
 }
 
-static void *tag_spare_get(fy_tag_worker_t *tw)
+/* A recycled buffer of class c (tag_spare_class), or a new one; NULL when out of memory. */
+static void *tag_spare_get(fy_tag_worker_t *tw, unsigned c)
 {
-    void *buf = tw->spare_bufs;
+    void *buf = tw->spare_bufs[c];
     if (buf != NULL) {
-        tw->spare_bufs = *(void **)buf;
-        tw->spare_count--;
+        tw->spare_bufs[c] = *(void **)buf;
+        tw->spare_count[c]--;
         return buf;
     }
-    buf = malloc(TAG_UNEXP_BUF);
+    buf = malloc(tag_spare_size[c]);
     if (buf == NULL)
-        fy_error("malloc(%u) for an unexpected tagged message failed", TAG_UNEXP_BUF);
+        fy_error("malloc(%zu) for an unexpected tagged message failed", tag_spare_size[c]);
     return buf;
 }
 
@@ -681,7 +693,7 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
         u->data = u->inline_data;
     } else if (length <= TAG_UNEXP_BUF) {
         u->data_kind = TAG_DATA_SPARE;
-        u->data = tag_spare_get(tw);
+        u->data = tag_spare_get(tw, tag_spare_class(length));
     } else {
         /* a private buffer of the transport (larger than what it copies through a shared
          * buffer) is kept as it is; a shared one is copied out so that it returns at once */
@@ -693,6 +705,9 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
             u->data_kind = TAG_DATA_AM;
             u->data = data;
             result = FERRY_INPROGRESS;
+        } else if (length <= TAG_UNEXP_BUF_LARGE) {
+            u->data_kind = TAG_DATA_SPARE;
+            u->data = tag_spare_get(tw, tag_spare_class(length));
         } else {
             u->data_kind = TAG_DATA_MALLOC;
             u->data = malloc(length);
@@ -1424,12 +1439,14 @@ static void tag_module_cleanup(ferry_worker_t *worker)
     fy_pool_destroy(&tw->sends, tag_release_send, worker);
     fy_pool_destroy(&tw->unexp, tag_release_unexp, worker);
     fy_pool_destroy(&tw->ctls, NULL, NULL);
-    while (tw->spare_bufs != NULL) {
-        void *buf = tw->spare_bufs;
-        tw->spare_bufs = *(void **)buf;
-        free(buf);
+    for (unsigned c = 0; c < TAG_SPARE_CLASSES; c++) {
+        while (tw->spare_bufs[c] != NULL) {
+            void *buf = tw->spare_bufs[c];
+            tw->spare_bufs[c] = *(void **)buf;
+            free(buf);
+        }
+        tw->spare_count[c] = 0;
     }
-    tw->spare_count = 0;
     tag_table_free(&tw->send_table);
     tag_table_free(&tw->recv_table);
     free(tw);

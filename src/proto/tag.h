@@ -304,8 +304,9 @@ typedef struct fy_tag_worker {
     fy_list_t pump;       /* COOP/NULL sends with DATA to hand to the transport */
     fy_list_t flow_off;   /* endpoints told EAGER_OFF (fy_tag_ep_t.flow_link) */
     fy_pool_t recvs, sends, unexp, ctls; /* tag_recv_t, tag_send_t, tag_unexp_t, tag_ctl_t */
-    void *spare_bufs; /* unexpected-message buffers of TAG_UNEXP_BUF bytes, a chain */
-    unsigned spare_count;
+    /* recycled unexpected-message buffers, a chain per class (tag_int.h, TAG_SPARE_CLASSES) */
+    void *spare_bufs[2];
+    unsigned spare_count[2];
     tag_table_t send_table, recv_table;
     uint64_t unexpected_bytes; /* eager bytes (plus overhead) buffered in unexpected/probed */
     uint64_t unexpected_max;   /* FERRY_TAG_UNEXPECTED_MAX */

@@ -24,10 +24,16 @@
 #define TAG_IOV_INLINE 4
 /* unexpected eager payloads up to this travel inside the descriptor */
 #define TAG_UNEXP_INLINE 256
-/* larger ones up to this use a recycled buffer; larger still, malloc (or the transport's):
- * the largest automatic eager payload on shm (8 KiB, tag_rndv.c), so no eager message of the
- * streaming path mallocs */
+/* larger ones up to this use a recycled buffer: the largest automatic eager payload on shm
+ * (8 KiB, tag_rndv.c), so no eager message of the streaming path mallocs */
 #define TAG_UNEXP_BUF 8192
+/* and up to this, a recycled buffer of the second class: a transport's largest copied message
+ * (shm's bulk buffer, 32 KiB) under a forced FERRY_RNDV_THRESH. Larger ones are malloc'd (or
+ * kept in the transport's buffer). A malloc and free per message of a streaming backlog cost
+ * page faults each time the heap was trimmed: 16 KiB eager streams ran at 0.4 GB/s. */
+#define TAG_UNEXP_BUF_LARGE 32768
+/* the classes of recycled buffers: 0 (TAG_UNEXP_BUF bytes) and 1 (TAG_UNEXP_BUF_LARGE) */
+#define TAG_SPARE_CLASSES 2
 /* accounted per unexpected eager message on top of its bytes (the descriptor) */
 #define TAG_UNEXP_OVERHEAD 64
 /* local pieces described on the stack for one-sided operations and DATA */
