@@ -200,7 +200,10 @@ step_consumer() {
             tests/consumer/consumer_bootstrap.c \
             $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ferry-bootstrap)
         LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/consumer_bootstrap_cc"
-    ) || rc=1
+    )
+    # not "( ... ) || rc=1": bash ignores set -e inside a subshell on the left of ||, and every
+    # command but the last could fail unnoticed (the consumer's find_package did, for a while)
+    rc=$?
     rm -rf "$tmp"
     return $rc
 }
