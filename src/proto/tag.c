@@ -666,6 +666,18 @@ static void *tag_spare_get(fy_tag_worker_t *tw, unsigned c)
     return buf;
 }
 
+/* Whether an unexpected eager message stays in the transport's buffer: a private one (larger
+ * than what the transport copies through a shared buffer) is kept as it is; a shared one is
+ * copied out so that it returns at once. */
+static bool tag_unexp_keeps(const ferry_ep_t *ep, size_t header_length, size_t length,
+                            unsigned flags)
+{
+    size_t apart = ep->caps.header_apart >= header_length
+                       ? header_length
+                       : 0; /* the header travelled beside the shared buffer */
+    return (flags & FERRY_AM_RECV_KEEPABLE) && length + header_length > ep->caps.max_bcopy + apart;
+}
+
 /* An eager message no receive was posted for: keep it (never drop it, unless out of memory). */
 static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *ep,
                                            const tag_wire_eager_t *eager, size_t header_length,
@@ -691,29 +703,18 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
     if (length <= TAG_UNEXP_INLINE) {
         u->data_kind = TAG_DATA_INLINE;
         u->data = u->inline_data;
-    } else if (length <= TAG_UNEXP_BUF) {
+    } else if (length > TAG_UNEXP_BUF && tag_unexp_keeps(ep, header_length, length, flags)) {
+        u->data_kind = TAG_DATA_AM;
+        u->data = data;
+        result = FERRY_INPROGRESS;
+    } else if (length <= TAG_UNEXP_BUF_LARGE) {
         u->data_kind = TAG_DATA_SPARE;
         u->data = tag_spare_get(tw, tag_spare_class(length));
     } else {
-        /* a private buffer of the transport (larger than what it copies through a shared
-         * buffer) is kept as it is; a shared one is copied out so that it returns at once */
-        size_t apart = ep->caps.header_apart >= header_length
-                           ? header_length
-                           : 0; /* the header travelled beside the shared buffer */
-        if ((flags & FERRY_AM_RECV_KEEPABLE) &&
-            length + header_length > ep->caps.max_bcopy + apart) {
-            u->data_kind = TAG_DATA_AM;
-            u->data = data;
-            result = FERRY_INPROGRESS;
-        } else if (length <= TAG_UNEXP_BUF_LARGE) {
-            u->data_kind = TAG_DATA_SPARE;
-            u->data = tag_spare_get(tw, tag_spare_class(length));
-        } else {
-            u->data_kind = TAG_DATA_MALLOC;
-            u->data = malloc(length);
-            if (u->data == NULL)
-                fy_error("malloc(%zu) for an unexpected tagged message failed", length);
-        }
+        u->data_kind = TAG_DATA_MALLOC;
+        u->data = malloc(length);
+        if (u->data == NULL)
+            fy_error("malloc(%zu) for an unexpected tagged message failed", length);
     }
     if (u->data == NULL) {
         u->data_kind = TAG_DATA_INLINE;
