@@ -17,8 +17,8 @@
 # of medians over the REPEAT runs with ratios to the best peer, and the targets.
 #
 # Usage: bench/compare_tag.sh [--short] [REPEAT]     (default 5; see bench/README.md)
-# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 25000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1), MPICC
+# Environment: FERRY_PERF (default build/tools/ferry_perf),
+# BENCH_ITERS_SCALE (multiplies every iteration count, default 1), MPICC
 # (default mpicc),
 # BENCH_SIZES, BENCH_MODE_SIZES (replace the sizes of the main runs and of the forced-mode runs,
 # e.g. "65536 131072 262144": powers of two from 4096 to 67108864, and 8),
@@ -37,7 +37,6 @@ if [[ ${1:-} == --short ]]; then
     shift
 fi
 repeat=${1:-5}
-port=${BENCH_PORT:-25000}
 mpicc=${MPICC:-mpicc}
 run_timeout=120 # seconds any one client, server or mpirun may take
 window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW

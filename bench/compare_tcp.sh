@@ -13,8 +13,8 @@
 # bandwidth >= UCX's tcp at >= 64 KiB).
 #
 # Usage: bench/compare_tcp.sh [REPEAT]     (default 5; see bench/README.md)
-# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 27000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
+# Environment: FERRY_PERF (default build/tools/ferry_perf),
+# BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
 # BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
 # when, where, with which versions and under what load it ran; bench/report.sh sets it).
 # Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
@@ -25,7 +25,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 repeat=${1:-5}
-port=${BENCH_PORT:-27000}
 run_timeout=120 # seconds any one client or server may take
 window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
 sizes="8 4096 65536 1048576 16777216"

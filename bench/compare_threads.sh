@@ -13,8 +13,8 @@
 # docs/perf/compare_threads.txt (BENCH_THREADS_OUT: elsewhere; empty: nowhere).
 #
 # Usage: bench/compare_threads.sh [REPEAT]     (default 3; a few minutes: 48 runs)
-# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 25000), BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_RESULTS (keep
+# Environment: FERRY_PERF (default build/tools/ferry_perf),
+# BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_RESULTS (keep
 # the raw CSV: lib,test,size,threads,lat_us,msgrate_Mps).
 set -euo pipefail
 
@@ -22,7 +22,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 repeat=${1:-3}
-port=${BENCH_PORT:-25000}
 out_file=${BENCH_THREADS_OUT-$root/docs/perf/compare_threads.txt}
 run_timeout=60
 

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared by the bench/compare_*.sh scripts (sourced, not run): background servers on fresh TCP
 # ports, and their cleanup. The sourcing script sets run_timeout (seconds any one client or
-# server may take) and port (the last port used), and calls next_port before each run.
+# server may take) and calls next_port before each run (it sets port).
 # Also: the progress line of every run (bench_progress), and the results a run leaves in
 # $BENCH_RESULTS (bench_keep_results).
 
@@ -21,18 +21,35 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The next free TCP port: a new one for every run (no TIME_WAIT surprises).
+# shellcheck source=tools/free_port.sh
+source "$root/tools/free_port.sh"
+
+# The port of the next run: a new free one every run (no TIME_WAIT surprises), at random, so
+# that two scripts running at the same time do not pick the same sequence.
 next_port() {
-    port=$((port + 1))
-    while ss -Htan "( sport = :$port )" | grep -q .; do
-        port=$((port + 1))
-    done
+    free_port || exit 1
 }
 
-# Wait until something listens on TCP port $1 (at most 10 s) while server $2 is alive.
+# listener_of PORT PID: whether the TCP listener on PORT belongs to process PID or one of its
+# descendants (the server under timeout, env, taskset). Another script's server may listen on
+# the same port: its clients must not measure ours, nor ours its.
+listener_of() {
+    local pid p
+    for pid in $(ss -Hltnp "( sport = :$1 )" | grep -o 'pid=[0-9]*' | cut -d= -f2); do
+        p=$pid
+        while [[ -n $p && $p -gt 1 ]]; do
+            [[ $p == "$2" ]] && return 0
+            p=$(awk '$1 == "PPid:" { print $2 }' "/proc/$p/status" 2>/dev/null)
+        done
+    done
+    return 1
+}
+
+# Wait until server $2 (or a process under it) listens on TCP port $1 (at most 10 s) while it
+# is alive.
 wait_listening() {
     local deadline=$((SECONDS + 10))
-    until ss -Hltn "( sport = :$1 )" | grep -q .; do
+    until listener_of "$1" "$2"; do
         if ! kill -0 "$2" 2>/dev/null; then
             return 1
         fi
@@ -52,6 +69,7 @@ start_server() {
     server_pid=$!
     if ! wait_listening "$port" "$server_pid"; then
         echo "$bench_name: server did not listen on port $port: $*" >&2
+        ss -Hltnp "( sport = :$port )" | sed 's/^/  listening there instead: /' >&2
         cat "$log" >&2
         exit 1
     fi
@@ -200,6 +218,32 @@ check_args() {
         echo "  cmake -S $root -B $root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $root/build -j" >&2
         exit 1
     fi
+}
+
+# provider_setup REPEAT_NOTE TOOL...: the set-up of the scripts that measure the libfabric
+# provider (compare_fi.sh, compare_mpi.sh), after they set repeat: build (BUILD, default build)
+# and its ferry_perf (checked by check_args with REPEAT_NOTE), the provider
+# $build/ofi/libferry-fi.so and each TOOL, else exit; out_dir (BENCH_RESULTS, default
+# /tmp/ferry-bench, created), work (a temporary folder, removed on exit with the servers) and
+# raw ($work/raw.csv, empty).
+# shellcheck disable=SC2034 # out_dir and raw are the sourcing script's
+provider_setup() {
+    local note=$1
+    shift
+    build=$(cd "${BUILD:-$root/build}" && pwd)
+    ferry_perf=$build/tools/ferry_perf
+    check_args "$note"
+    need_tools "$@"
+    if [[ ! -f $build/ofi/libferry-fi.so ]]; then
+        echo "$bench_name: $build/ofi/libferry-fi.so is not built" >&2
+        exit 1
+    fi
+    out_dir=${BENCH_RESULTS:-/tmp/ferry-bench}
+    mkdir -p "$out_dir"
+    work=$(mktemp -d "${TMPDIR:-/tmp}/bench_${bench_name%.sh}.XXXXXX")
+    trap 'cleanup; rm -rf "$work"' EXIT
+    raw=$work/raw.csv
+    : >"$raw"
 }
 
 # The load average (1, 5, 15 minutes) when the script started: the benchmark's figures mean
