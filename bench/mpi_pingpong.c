@@ -1,5 +1,6 @@
 /* mpi_pingpong: the MPI counterpart of ferry_perf's tag_lat and tag_bw, for bench/compare_tag.sh.
- * Built by that script with mpicc (Open MPI is only a benchmark dependency, not a CMake one):
+ * Built by that script with mpicc (Open MPI is only a benchmark dependency, not a CMake one),
+ * with ferry_perf's clock.c and parse.c (the same clock and option parsing):
  *
  *   mpirun -np 2 --bind-to core mpi_pingpong -t tag_lat|tag_bw [-s SIZE[,SIZE...]] [-n ITERS]
  *          [-w WARMUP] [--no-thp]
@@ -24,7 +25,6 @@
  *
  * Exit status: 0 success, 1 a run failed (wrong data), 2 bad options. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,10 +33,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define MP_HAVE_TSC 1
-#endif
+
+#include "../tools/ferry_perf/clock.h"
+#include "../tools/ferry_perf/parse.h"
 
 #define MP_WINDOW 16 /* as ferry_perf's PERF_TAG_WINDOW */
 #define MP_MAX_SIZES 32
@@ -67,38 +66,7 @@ typedef struct mp_state {
     bool no_thp;
 } mp_state_t;
 
-/* ---------------------------------------------------------------- time */
-
-static double ns_per_tick = 1.0;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void ticks_init(void)
-{
-#ifdef MP_HAVE_TSC
-    uint64_t t0 = now_ns(), c0 = __rdtsc();
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = 20000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-    uint64_t t1 = now_ns(), c1 = __rdtsc();
-    if (c1 > c0 && t1 > t0)
-        ns_per_tick = (double)(t1 - t0) / (double)(c1 - c0);
-#endif
-}
-
-static uint64_t ticks(void)
-{
-#ifdef MP_HAVE_TSC
-    return __rdtsc();
-#else
-    return now_ns();
-#endif
-}
+/* time: tools/ferry_perf/clock.c (perf_now_ns, perf_ticks) */
 
 /* ---------------------------------------------------------------- patterns (as ferry_perf's) */
 
@@ -211,12 +179,12 @@ static uint64_t lat_phase(mp_state_t *st, int rank, size_t size, uint64_t count,
     fill(st, st->send, size, seed);
     MPI_Barrier(MPI_COMM_WORLD);
     for (uint64_t i = 0; i < count; i++) {
-        uint64_t begin = ticks();
+        uint64_t begin = perf_ticks();
         MPI_Irecv(st->recv, (int)size, MPI_BYTE, MP_SERVER, pong, MPI_COMM_WORLD, &recv);
         MPI_Send(st->send, (int)size, MPI_BYTE, MP_SERVER, ping, MPI_COMM_WORLD);
         MPI_Wait(&recv, &status);
         if (samples != NULL)
-            samples[i] = ticks() - begin;
+            samples[i] = perf_ticks() - begin;
         MPI_Get_count(&status, MPI_BYTE, &n);
         bad += n != (int)size || status.MPI_TAG != pong;
     }
@@ -265,14 +233,14 @@ static uint64_t bw_phase(mp_state_t *st, int rank, size_t size, uint64_t count,
 
     fill(st, st->send, size, seed);
     MPI_Barrier(MPI_COMM_WORLD);
-    uint64_t begin = now_ns();
+    uint64_t begin = perf_now_ns();
     for (uint64_t i = 0; i < count; i++) {
         unsigned s = (unsigned)(i % MP_WINDOW);
         MPI_Wait(&req[s], MPI_STATUS_IGNORE);
         MPI_Isend(st->send, (int)size, MPI_BYTE, MP_SERVER, data, MPI_COMM_WORLD, &req[s]);
     }
     MPI_Recv(r, 3, MPI_UINT64_T, MP_SERVER, received, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    *elapsed_ns = now_ns() - begin;
+    *elapsed_ns = perf_now_ns() - begin;
     MPI_Waitall(MP_WINDOW, req, MPI_STATUSES_IGNORE);
     MPI_Recv(&r[2], 1, MPI_UINT64_T, MP_SERVER, result, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (r[0] != count || r[1] != count * size)
@@ -294,31 +262,6 @@ static uint64_t default_iters(uint64_t size)
         return 100000;
     uint64_t n = (1ull << 30) / size;
     return n < 20 ? 20 : n > 100000 ? 100000 : n;
-}
-
-static int parse_u64(const char *text, bool suffix, uint64_t max, uint64_t *value_p)
-{
-    char *end;
-    if (text == NULL || *text < '0' || *text > '9')
-        return -1;
-    errno = 0;
-    unsigned long long value = strtoull(text, &end, 10);
-    if (errno != 0 || end == text)
-        return -1;
-    if (suffix && *end != '\0' && end[1] == '\0') {
-        unsigned shift = *end == 'k' || *end == 'K'   ? 10
-                         : *end == 'm' || *end == 'M' ? 20
-                         : *end == 'g' || *end == 'G' ? 30
-                                                      : 0;
-        if (shift == 0 || value > (UINT64_MAX >> shift))
-            return -1;
-        value <<= shift;
-        end++;
-    }
-    if (*end != '\0' || value > max)
-        return -1;
-    *value_p = value;
-    return 0;
 }
 
 static int usage(const char *why, const char *arg)
@@ -357,7 +300,7 @@ static int parse_options(int argc, char **argv, mp_options_t *opt)
             for (char *item = strtok_r(copy, ",", &save); item != NULL;
                  item = strtok_r(NULL, ",", &save)) {
                 if (opt->size_count == MP_MAX_SIZES ||
-                    parse_u64(item, true, MP_MAX_MESSAGE, &v) != 0 || v > INT32_MAX) {
+                    perf_parse_u64(item, true, MP_MAX_MESSAGE, &v) != 0 || v > INT32_MAX) {
                     free(copy);
                     return usage("bad size (at most 32 sizes, each below 2 GiB)", item);
                 }
@@ -367,11 +310,11 @@ static int parse_options(int argc, char **argv, mp_options_t *opt)
             if (opt->size_count == 0)
                 return usage("no size in", value);
         } else if (strcmp(arg, "-n") == 0) {
-            if (parse_u64(value, false, UINT32_MAX, &v) != 0 || v == 0)
+            if (perf_parse_u64(value, false, UINT32_MAX, &v) != 0 || v == 0)
                 return usage("bad iteration count", value);
             opt->iters = v;
         } else if (strcmp(arg, "-w") == 0) {
-            if (parse_u64(value, false, UINT32_MAX, &v) != 0)
+            if (perf_parse_u64(value, false, UINT32_MAX, &v) != 0)
                 return usage("bad warm-up count", value);
             opt->warmup = (int64_t)v;
         } else {
@@ -435,7 +378,7 @@ static int run(const mp_options_t *opt, int rank)
             bad = lat_phase(st, rank, size, warmup, NULL);
             bad += lat_phase(st, rank, size, iters, samples);
             if (rank == MP_CLIENT && bad == 0) {
-                double sum = 0, us = ns_per_tick / 1000.0 / 2.0; /* one way */
+                double sum = 0, us = perf_ticks_ns(1) / 1000.0 / 2.0; /* one way */
                 qsort(samples, iters, sizeof(*samples), compare_u64);
                 for (uint64_t k = 0; k < iters; k++)
                     sum += (double)samples[k];
@@ -482,7 +425,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    ticks_init();
+    perf_ticks_init();
     rc = run(&opt, rank);
     /* both ranks agree on the verdict (a rank that saw wrong data exits 1, so does mpirun) */
     int local = rc != 0, any = 0;

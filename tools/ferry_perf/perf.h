@@ -21,6 +21,9 @@
 #include <ferry/counters.h>
 #include <ferry/ferry.h>
 
+#include "clock.h"
+#include "parse.h"
+
 #define PERF_DEFAULT_PORT 13337
 #define PERF_DEFAULT_TIMEOUT_S 10
 #define PERF_ACCEPT_TIMEOUT_MIN_S 60
@@ -131,13 +134,7 @@ bool perf_test_is_seg(perf_test_t test);
 bool perf_test_is_lat(perf_test_t test);
 /* Ping-pong tests: a sample is a round trip, the one-way latency half of it. */
 bool perf_test_is_pingpong(perf_test_t test);
-uint64_t perf_now_ns(void);
-/* A cheap time stamp for latency samples: the TSC on x86 (what ucx_perftest uses too: a
- * clock_gettime per sample would add ~20 ns to each), else perf_now_ns. perf_ticks_init
- * measures the tick against CLOCK_MONOTONIC (20 ms); perf_ticks_ns converts a difference. */
-void perf_ticks_init(void);
-uint64_t perf_ticks(void);
-double perf_ticks_ns(uint64_t ticks);
+/* perf_now_ns, perf_ticks: clock.h */
 
 /* ---------------------------------------------------------------- bootstrap.c */
 /* Each returns 0, or -1 after printing why. Every call waits at most timeout_s seconds. */
@@ -358,6 +355,15 @@ static inline void perf_count(uint64_t *counter)
 void perf_fail(perf_ctx_t *ctx, ferry_status_t status, const char *what);
 /* One round of progress (busy: never sleep in --wait mode); 0, or -1 when the run must stop. */
 int perf_poll(perf_ctx_t *ctx, bool busy);
+/* What the status of a send call means for the caller's loop (perf_send, tag.c): 0 the message
+ * is on its way (FERRY_INPROGRESS counts one more in *pending), 1 FERRY_ERR_NO_RESOURCE and the
+ * worker was polled (send again), -1 the run must stop (a failure is reported as call's). */
+int perf_send_status(perf_ctx_t *ctx, ferry_status_t status, uint64_t *pending, const char *call);
+/* A control message or reply of a test's handler: accepted when ok (the handler's checks of
+ * its side and state) and header_length is size: copied to dst, true. Otherwise reported as an
+ * unexpected what (with the number of requests still unanswered) and the run fails. */
+bool perf_ctrl_accept(perf_ctx_t *ctx, bool ok, const void *header, size_t header_length, void *dst,
+                      size_t size, uint64_t unanswered, const char *what);
 /* Send an active message with length bytes of the pattern; retries FERRY_ERR_NO_RESOURCE. */
 int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_length,
               size_t length);

@@ -186,18 +186,10 @@ ferry_status_t perf_tag_on_ctrl(void *arg, const void *header, size_t header_len
 {
     perf_ctx_t *ctx = arg;
     (void)data, (void)length, (void)params;
-    if (!ctx->is_server || header_length != sizeof(ctx->tag_ctrl) ||
-        ctx->tag_ctrls != ctx->tag_ctrls_done) {
-        fprintf(stderr,
-                "ferry_perf: unexpected tag control message (%zu header bytes, %s, %llu "
-                "unanswered)\n",
-                header_length, ctx->is_server ? "server" : "client",
-                (unsigned long long)(ctx->tag_ctrls - ctx->tag_ctrls_done));
-        perf_fail(ctx, FERRY_ERR_PROTOCOL, "tag control message");
-        return FERRY_OK;
-    }
-    memcpy(&ctx->tag_ctrl, header, sizeof(ctx->tag_ctrl));
-    perf_count(&ctx->tag_ctrls);
+    if (perf_ctrl_accept(ctx, ctx->is_server && ctx->tag_ctrls == ctx->tag_ctrls_done, header,
+                         header_length, &ctx->tag_ctrl, sizeof(ctx->tag_ctrl),
+                         ctx->tag_ctrls - ctx->tag_ctrls_done, "tag control message"))
+        perf_count(&ctx->tag_ctrls);
     return FERRY_OK;
 }
 
@@ -206,15 +198,12 @@ ferry_status_t perf_tag_on_reply(void *arg, const void *header, size_t header_le
 {
     perf_ctx_t *ctx = arg;
     (void)data, (void)length, (void)params;
-    perf_tag_ctrl_t reply;
+    perf_tag_ctrl_t reply = {.op = PERF_TAG_OPS};
     if (header_length == sizeof(reply))
         memcpy(&reply, header, sizeof(reply));
-    if (ctx->is_server || header_length != sizeof(reply) || reply.op >= PERF_TAG_OPS) {
-        fprintf(stderr, "ferry_perf: unexpected tag control reply (%zu header bytes)\n",
-                header_length);
-        perf_fail(ctx, FERRY_ERR_PROTOCOL, "tag control reply");
+    if (!perf_ctrl_accept(ctx, !ctx->is_server && reply.op < PERF_TAG_OPS, header, header_length,
+                          &reply, sizeof(reply), 0, "tag control reply"))
         return FERRY_OK;
-    }
     /* kept per kind: READY, RECEIVED and RESULT may all come in one progress call */
     ctx->tag_reply[reply.op] = reply;
     perf_count(&ctx->tag_replies[reply.op]);
@@ -246,26 +235,14 @@ static int tag_send(perf_ctx_t *ctx, size_t size, uint64_t tag)
 {
     perf_tag_t *t = ctx->tag;
     ferry_iov_t iov = {.buffer = t->send, .length = size};
-    for (;;) {
-        ferry_tag_send_params_t sync = {.flags = FERRY_TAG_SEND_SYNC};
+    ferry_tag_send_params_t sync = {.flags = FERRY_TAG_SEND_SYNC};
+    int rc;
+    do {
         ferry_status_t status = ferry_tag_send_ext(ctx->ep, &iov, 1, tag,
                                                    ctx->params.tag_sync ? &sync : NULL, &t->sends);
-        if (status == FERRY_INPROGRESS) {
-            t->sends_pending++;
-            ctx->idle_since_ns = 0;
-            return 0;
-        }
-        if (status == FERRY_OK) {
-            ctx->idle_since_ns = 0;
-            return 0;
-        }
-        if (status != FERRY_ERR_NO_RESOURCE) {
-            perf_fail(ctx, status, "ferry_tag_send");
-            return -1;
-        }
-        if (perf_poll(ctx, true) != 0)
-            return -1;
-    }
+        rc = perf_send_status(ctx, status, &t->sends_pending, "ferry_tag_send");
+    } while (rc == 1);
+    return rc;
 }
 
 /* Wait until at most limit sends are in flight; one that failed fails the run. */

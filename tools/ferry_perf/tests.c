@@ -241,25 +241,42 @@ int perf_poll(perf_ctx_t *ctx, bool busy)
 int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_length, size_t length)
 {
     ferry_iov_t iov = {.buffer = ctx->pattern, .length = length};
-    for (;;) {
+    int rc;
+    do {
         ferry_status_t status =
             ferry_am_send(ctx->ep, ctx->am_base + id, header, header_length, &iov, 1, &ctx->comp);
-        if (status == FERRY_INPROGRESS) {
-            ctx->sends_pending++;
-            ctx->idle_since_ns = 0;
-            return 0;
-        }
-        if (status == FERRY_OK) {
-            ctx->idle_since_ns = 0;
-            return 0;
-        }
-        if (status != FERRY_ERR_NO_RESOURCE) {
-            perf_fail(ctx, status, "ferry_am_send");
-            return -1;
-        }
-        if (perf_poll(ctx, true) != 0)
-            return -1;
+        rc = perf_send_status(ctx, status, &ctx->sends_pending, "ferry_am_send");
+    } while (rc == 1);
+    return rc;
+}
+
+int perf_send_status(perf_ctx_t *ctx, ferry_status_t status, uint64_t *pending, const char *call)
+{
+    if (status == FERRY_INPROGRESS)
+        (*pending)++;
+    if (status == FERRY_INPROGRESS || status == FERRY_OK) {
+        ctx->idle_since_ns = 0;
+        return 0;
     }
+    if (status != FERRY_ERR_NO_RESOURCE) {
+        perf_fail(ctx, status, call);
+        return -1;
+    }
+    return perf_poll(ctx, true) != 0 ? -1 : 1;
+}
+
+bool perf_ctrl_accept(perf_ctx_t *ctx, bool ok, const void *header, size_t header_length, void *dst,
+                      size_t size, uint64_t unanswered, const char *what)
+{
+    if (!ok || header_length != size) {
+        fprintf(stderr, "ferry_perf: unexpected %s (%zu header bytes, %s, %llu unanswered)\n", what,
+                header_length, ctx->is_server ? "server" : "client",
+                (unsigned long long)unanswered);
+        perf_fail(ctx, FERRY_ERR_PROTOCOL, what);
+        return false;
+    }
+    memcpy(dst, header, size);
+    return true;
 }
 
 /* Wait until at most limit sends are in flight. */
