@@ -458,6 +458,10 @@ int perf_seg_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
 void perf_latency_stats(perf_samples_t *samples, bool pingpong, double *p50_us, double *avg_us,
                         double *p99_us);
 double perf_median(double *values, unsigned count);
+/* Bandwidth (GB/s: bytes per ns) and message rate (M/s) of iters operations of size bytes in
+ * elapsed_ns (taken as at least 1). */
+void perf_rates(uint64_t size, uint64_t iters, uint64_t elapsed_ns, double *bw_GBps,
+                double *msgrate_Mps);
 void perf_print_header(perf_format_t format);
 void perf_print_result(perf_format_t format, const perf_result_t *result);
 /* Progress on stderr, only when it is a terminal and the run lasts longer than a second. */

@@ -660,10 +660,9 @@ int perf_rma_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
         if (rma_server_check_word(ctx, name, size, (base + total) & mask) != 0)
             goto out;
     }
-    if (elapsed == 0)
-        elapsed = 1;
-    *bw_GBps = kind == RMA_POST_ADD ? NAN : (double)size * (double)iters / (double)elapsed;
-    *msgrate_Mps = (double)iters * 1e3 / (double)elapsed;
+    perf_rates(size, iters, elapsed, bw_GBps, msgrate_Mps);
+    if (kind == RMA_POST_ADD)
+        *bw_GBps = NAN; /* a counter's adds: a rate, not a bandwidth */
     result = 0;
 out:
     perf_progress_end();

@@ -612,10 +612,7 @@ int perf_seg_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
             goto out;
         }
     }
-    if (elapsed == 0)
-        elapsed = 1;
-    *bw_GBps = (double)size * (double)iters / (double)elapsed; /* bytes per ns = GB/s */
-    *msgrate_Mps = (double)iters * 1e3 / (double)elapsed;
+    perf_rates(size, iters, elapsed, bw_GBps, msgrate_Mps);
     result = 0;
 out:
     perf_progress_end();

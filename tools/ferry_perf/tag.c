@@ -569,9 +569,6 @@ int perf_tag_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
     perf_progress_end();
     if (rc != 0)
         return -1;
-    if (elapsed == 0)
-        elapsed = 1;
-    *bw_GBps = (double)size * (double)iters / (double)elapsed; /* bytes per ns = GB/s */
-    *msgrate_Mps = (double)iters * 1e3 / (double)elapsed;
+    perf_rates(size, iters, elapsed, bw_GBps, msgrate_Mps);
     return 0;
 }

@@ -595,8 +595,7 @@ int perf_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrat
     uint64_t elapsed = perf_now_ns() - start;
     if (perf_window(ctx, 0) != 0)
         goto out;
-    *bw_GBps = (double)size * (double)iters / (double)elapsed; /* bytes per ns = GB/s */
-    *msgrate_Mps = (double)iters * 1e3 / (double)elapsed;      /* per ns * 1e3 = M per s */
+    perf_rates(size, iters, elapsed, bw_GBps, msgrate_Mps);
     result = 0;
 out:
     perf_progress_end();
