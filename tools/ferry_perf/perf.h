@@ -369,6 +369,10 @@ int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_le
               size_t length);
 /* Wait until at most limit sends are in flight. */
 int perf_window_wait(perf_ctx_t *ctx, int64_t limit);
+/* Wait until at most limit operations counted by comp (biased, *pending of them returned
+ * FERRY_INPROGRESS) are in flight; one that failed fails the run (reported as what). */
+int perf_comp_window(perf_ctx_t *ctx, const ferry_completion_t *comp, const uint64_t *pending,
+                     int64_t limit, const char *what);
 static inline int perf_window(perf_ctx_t *ctx, int64_t limit)
 {
     /* inline: the streaming loops check it after every send, and it is almost always open */

@@ -249,15 +249,7 @@ static int tag_send(perf_ctx_t *ctx, size_t size, uint64_t tag)
 static int tag_send_window(perf_ctx_t *ctx, int64_t limit)
 {
     perf_tag_t *t = ctx->tag;
-    while (perf_in_flight(&t->sends, t->sends_pending) > limit) {
-        if (perf_poll(ctx, false) != 0)
-            return -1;
-    }
-    if (t->sends.status != FERRY_OK) {
-        perf_fail(ctx, t->sends.status, "a tagged send completed");
-        return -1;
-    }
-    return 0;
+    return perf_comp_window(ctx, &t->sends, &t->sends_pending, limit, "a tagged send completed");
 }
 
 /* Post a receive of size bytes into slot's buffer for exactly tag. */

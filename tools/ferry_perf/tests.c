@@ -282,12 +282,18 @@ bool perf_ctrl_accept(perf_ctx_t *ctx, bool ok, const void *header, size_t heade
 /* Wait until at most limit sends are in flight. */
 int perf_window_wait(perf_ctx_t *ctx, int64_t limit)
 {
-    while (perf_in_flight(&ctx->comp, ctx->sends_pending) > limit) {
+    return perf_comp_window(ctx, &ctx->comp, &ctx->sends_pending, limit, "a send failed");
+}
+
+int perf_comp_window(perf_ctx_t *ctx, const ferry_completion_t *comp, const uint64_t *pending,
+                     int64_t limit, const char *what)
+{
+    while (perf_in_flight(comp, *pending) > limit) {
         if (perf_poll(ctx, false) != 0)
             return -1;
     }
-    if (ctx->comp.status != FERRY_OK) {
-        perf_fail(ctx, ctx->comp.status, "a send failed");
+    if (comp->status != FERRY_OK) {
+        perf_fail(ctx, comp->status, what);
         return -1;
     }
     return 0;
