@@ -355,13 +355,14 @@ static void cl_check_peer_saw_close(ferry_worker_t *worker, ft_peer_t *receiver,
 }
 
 /* cl_graceful, then the receiver got all messages of conn before its endpoint was closed;
- * ep destroyed. */
+ * ep destroyed; a note says so. */
 static void cl_graceful_seen(ferry_worker_t *worker, ft_peer_t *receiver, ferry_ep_t *ep,
                              unsigned sends, uint32_t conn, uint32_t messages, const char *what)
 {
     cl_graceful(worker, ep, sends, what);
     cl_check_peer_saw_close(worker, receiver, conn, messages, what);
     ferry_ep_destroy(ep);
+    ft_note("%s: all delivered, then the peer saw the close", what);
 }
 
 static void cl_graceful_queued(ferry_worker_t *worker, ft_peer_t *receiver, const void *address,
@@ -376,7 +377,6 @@ static void cl_graceful_queued(ferry_worker_t *worker, ft_peer_t *receiver, cons
             cl_send_tracked(worker, ep, 1, (uint32_t)i, 4u << 20, &sends[i], i) == FERRY_INPROGRESS;
     FT_CHECK(queued > 0, "%s: no 4 MiB send was queued", what);
     cl_graceful_seen(worker, receiver, ep, 8, 1, 8, what);
-    ft_note("%s: all delivered, then the peer saw the close", what);
 }
 
 static void cl_graceful_connecting(ferry_worker_t *worker, ft_peer_t *receiver, const void *address,
@@ -391,7 +391,6 @@ static void cl_graceful_connecting(ferry_worker_t *worker, ft_peer_t *receiver, 
     for (int i = 0; i < 2; i++, seq++)
         cl_send_tracked(worker, ep, 2, seq, 1u << 20, &sends[i], i);
     cl_graceful_seen(worker, receiver, ep, 2, 2, 7, what);
-    ft_note("%s: all delivered, then the peer saw the close", what);
 }
 
 static void cl_forced(ferry_worker_t *worker, ft_peer_t *receiver, const void *address,
