@@ -40,40 +40,19 @@ iters_of() {
     esac
 }
 
-# run_fi CONFIG SIZE: one fi_pingpong pair; its result line "bytes #sent #ack total time MB/sec
-# usec/xfer Mxfers/sec" becomes a line of raw.
+# run_fi CONFIG SIZE: one fi_pingpong pair (fi_pingpong_run); its usec/xfer and MB/sec become
+# a line of raw.
 run_fi() {
-    local config=$1 size=$2 iters prov env=()
-    iters=$(iters_of "$size")
+    local config=$1 size=$2 prov env=()
     case $config in
     ferry-shm) prov=ferry env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn) ;;
     ferry-tcp) prov=ferry env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn FERRY_TRANSPORTS=tcp) ;;
     fi-shm) prov=shm ;;
     fi-tcp) prov=tcp ;;
     esac
-    next_port
     bench_progress "$config" "$size B"
-    start_server "$work/server.log" env "${env[@]}" taskset -c 0 fi_pingpong -p "$prov" -e rdm \
-        -m tagged -B "$port" -I "$iters" -S "$size"
-    local out
-    if ! out=$(timeout $run_timeout env "${env[@]}" taskset -c 1 fi_pingpong -p "$prov" -e rdm \
-        -m tagged -P "$port" -I "$iters" -S "$size" 127.0.0.1 2>&1); then
-        echo "compare_fi.sh: $config $size: the fi_pingpong client failed:" >&2
-        echo "$out" >&2
-        cat "$work/server.log" >&2
-        finish_server || true
-        return 0
-    fi
-    finish_server || true
-    # (its bytes column says 4k, 64k, 1m, 16m: the one line after the header is this size's)
-    local line
-    line=$(echo "$out" | awk '$1 == "bytes" { getline; if (NF == 8) print; exit }')
-    if [[ -z $line ]]; then
-        echo "compare_fi.sh: $config $size: no result line from fi_pingpong:" >&2
-        echo "$out" >&2
-        return 0
-    fi
-    echo "$line" | awk -v c="$config" -v s="$size" '{ printf "%s,%s,%s,%s\n", c, s, $7, $6 }' >>"$raw"
+    fi_pingpong_run "$prov" "$size" "$(iters_of "$size")" "${env[@]}" || return 0
+    echo "$fi_line" | awk -v c="$config" -v s="$size" '{ printf "%s,%s,%s,%s\n", c, s, $7, $6 }' >>"$raw"
 }
 
 nsizes=$(wc -w <<<"$sizes")

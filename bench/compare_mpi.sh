@@ -39,7 +39,7 @@ raw_iters=20000
 provider_setup "rounds, default 3" "$mpicc" mpirun.openmpi fi_pingpong taskset ss awk timeout
 # raw: config,test,size,value (tag_lat: one-way us; tag_bw: GB/s)
 prog=$work/mpi_pingpong
-"$mpicc" -std=c11 -O2 -o "$prog" "$here/mpi_pingpong.c"
+mpi_pingpong_build "$prog"
 
 run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]
     local config=$1 test=$2 size=$3
@@ -75,26 +75,23 @@ run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]
 # one-way mean latency becomes a line "TOOL,raw_lat,8,us" of raw.
 run_raw() {
     local tool=$1 out env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn)
-    next_port
     bench_progress "$tool" "tag_lat 8 B"
     case $tool in
     ferry_perf)
+        next_port
         start_server "$work/server.log" "$ferry_perf" -c 0 -p "$port"
         out=$(timeout $run_timeout "$ferry_perf" 127.0.0.1 -c 1 -p "$port" -t tag_lat -s 8 \
             -n $raw_iters -w $((raw_iters / 10)) -f csv 2>&1) || out="failed: $out"
         # test,size,iterations,lat_p50_us,lat_avg_us,...: the mean, as fi_pingpong's
         out=$(echo "$out" | awk -F, '$1 == "tag_lat" { print $5 }')
+        finish_server || true
         ;;
     fi_pingpong)
-        start_server "$work/server.log" env "${env[@]}" taskset -c 0 fi_pingpong -p ferry -e rdm \
-            -m tagged -S 8 -I $raw_iters -B "$port"
-        out=$(timeout $run_timeout env "${env[@]}" taskset -c 1 fi_pingpong -p ferry -e rdm \
-            -m tagged -S 8 -I $raw_iters -P "$port" 127.0.0.1 2>&1) || out="failed: $out"
-        # "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec": usec/xfer, the mean
-        out=$(echo "$out" | awk '$1 == "8" && NF == 8 { print $7 }')
+        # usec/xfer, the mean
+        out=
+        fi_pingpong_run ferry 8 $raw_iters "${env[@]}" && out=$(echo "$fi_line" | awk '{ print $7 }')
         ;;
     esac
-    finish_server || true
     if [[ -z $out ]]; then
         echo "compare_mpi.sh: $tool 8 B gave no result; its server said:" >&2
         cat "$work/server.log" >&2

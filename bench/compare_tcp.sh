@@ -58,26 +58,17 @@ bw_iters() {
     16777216) echo 40 ;;
     esac
 }
-iters_of() { # TEST SIZE
-    local n
-    if [[ $1 == tag_lat ]]; then n=$(lat_iters "$2"); else n=$(bw_iters "$2"); fi
-    echo $((n * scale))
-}
 
 nsizes=$(wc -w <<<"$sizes")
 count=0
 total_runs=$((nsizes * 5 * repeat)) # per size: 2 ferry, 2 UCX, 1 fi_pingpong
 
-progress() { # LIB TEST SIZE
-    bench_progress "$(printf '%-5s %-7s %9s B' "$1" "$2" "$3")"
-}
-
 # run_ferry TEST SIZE
 run_ferry() {
     local test=$1 size=$2
     local iters run_env=("${ferry_env[@]}" FERRY_TRANSPORTS=tcp)
-    iters=$(iters_of "$test" "$size")
-    progress ferry "$test" "$size"
+    iters=$(tag_iters_of "$test" "$size")
+    run_progress ferry "$test" "$size"
     bench_run "$ferry_perf" -c 0 -- 127.0.0.1 -c 1 -t "$test" -s "$size" -n "$iters" \
         -w $(((iters + 9) / 10)) -f csv
     ferry_record "$test" tcp "$run_out"
@@ -87,42 +78,21 @@ run_ferry() {
 run_ucx() {
     local test=$1 size=$2
     local iters extra=() run_env=(UCX_TLS=tcp UCX_NET_DEVICES=lo)
-    iters=$(iters_of "$test" "$size")
+    iters=$(tag_iters_of "$test" "$size")
     [[ $test == tag_bw ]] && extra=(-O "$window")
-    progress ucx "$test" "$size"
+    run_progress ucx "$test" "$size"
     bench_run ucx_perftest -c 0 -- 127.0.0.1 -c 1 -t "$test" -s "$size" -n "$iters" \
         -w $(((iters + 9) / 10)) "${extra[@]}"
     ucx_record "$test" "$size" tcp "$run_out"
 }
 
-# run_fi SIZE: fi_pingpong, tagged messages on an RDM endpoint of the tcp provider. It has its
-# own control port (-B on the server, -P on the client). Its line:
-# "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec" where usec/xfer is one way (the
-# run's time over both directions' transfers) and MB/sec is 10^6 B/s over both directions.
+# run_fi SIZE: fi_pingpong (fi_pingpong_run), tagged messages on an RDM endpoint of the tcp
+# provider; its usec/xfer (one way) is both latency columns, its MB/sec the bandwidth.
 run_fi() {
     local size=$1
-    local iters
-    iters=$(iters_of tag_lat "$size")
-    next_port
-    progress "fi" tag_lat "$size"
-    start_server "$work/server.log" taskset -c 0 fi_pingpong -p tcp -e rdm -m tagged -B "$port" \
-        -I "$iters" -S "$size"
-    local out
-    if ! out=$(timeout $run_timeout taskset -c 1 fi_pingpong -p tcp -e rdm -m tagged -P "$port" \
-        -I "$iters" -S "$size" 127.0.0.1 2>&1); then
-        echo "compare_tcp.sh: fi_pingpong client failed:" >&2
-        echo "$out" "$(cat "$work/server.log")" >&2
-        exit 1
-    fi
-    finish_server || true
-    local line
-    line=$(echo "$out" | awk 'NR > 1 && NF == 8 { l = $0 } END { print l }')
-    if [[ -z $line ]]; then
-        echo "compare_tcp.sh: no result line from fi_pingpong:" >&2
-        echo "$out" >&2
-        exit 1
-    fi
-    echo "$line" | awk -v size="$size" '{
+    run_progress "fi" tag_lat "$size"
+    fi_pingpong_run tcp "$size" "$(tag_iters_of tag_lat "$size")" || exit 1
+    echo "$fi_line" | awk -v size="$size" '{
         printf "fi,tag_lat,%s,tcp,%s,%s,%.4f,%.4f\n", size, $7, $7, $6 / 1e3, $8
     }' >>"$raw"
 }

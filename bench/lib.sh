@@ -123,6 +123,38 @@ bench_run() {
     fi
 }
 
+# fi_pingpong_run PROVIDER SIZE ITERS [VAR=VALUE...]: one fi_pingpong pair, ITERS round trips of
+# SIZE-byte tagged messages on RDM endpoints of PROVIDER (server on core 0, client on core 1 to
+# 127.0.0.1, their control connection on a fresh port), both under env VAR=VALUE...; sets
+# fi_line to its result "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec" (usec/xfer:
+# one way, the run's time over both directions' transfers; MB/sec: 10^6 B/s over both
+# directions). Returns 1 with the client's output and the server's log on stderr when the
+# client fails or prints no result.
+# shellcheck disable=SC2154 # work and run_timeout belong to the sourcing script
+fi_pingpong_run() {
+    local prov=$1 size=$2 iters=$3 out
+    shift 3
+    local args=(-p "$prov" -e rdm -m tagged -I "$iters" -S "$size")
+    next_port
+    start_server "$work/server.log" env "$@" taskset -c 0 fi_pingpong "${args[@]}" -B "$port"
+    if ! out=$(timeout "$run_timeout" env "$@" taskset -c 1 fi_pingpong "${args[@]}" -P "$port" \
+        127.0.0.1 2>&1); then
+        echo "$bench_name: fi_pingpong -p $prov, $size B: the client failed:" >&2
+        echo "$out" >&2
+        cat "$work/server.log" >&2
+        finish_server || true
+        return 1
+    fi
+    finish_server || true
+    # the line after the header (its bytes column says 4k, 64k, 1m, 16m, not the size)
+    fi_line=$(echo "$out" | awk '$1 == "bytes" { getline; if (NF == 8) print; exit }')
+    if [[ -z $fi_line ]]; then
+        echo "$bench_name: fi_pingpong -p $prov, $size B: no result line:" >&2
+        echo "$out" >&2
+        return 1
+    fi
+}
+
 # ferry_record TEST MODE CSV: ferry_perf's CSV (test,size,iterations,lat_p50_us,lat_avg_us,
 # bw_GBps,msgrate_Mps) as a line of $raw (lib,test,size,mode,lat_p50_us,lat_avg_us,bw_GBps,
 # msgrate_Mps).
@@ -246,6 +278,20 @@ provider_setup() {
     : >"$raw"
 }
 
+# mpi_pingpong_build OUT: bench/mpi_pingpong.c with ferry_perf's clock.c and parse.c, built
+# with $mpicc (Open MPI's compiler wrapper: a benchmark dependency, not a CMake one) into OUT;
+# exits with the compiler's messages when it fails.
+# shellcheck disable=SC2154 # mpicc and work belong to the sourcing script
+mpi_pingpong_build() {
+    local perf=$root/tools/ferry_perf
+    if ! "$mpicc" -std=c11 -O2 -Wall -Wextra -Werror -o "$1" "$root/bench/mpi_pingpong.c" \
+        "$perf/clock.c" "$perf/parse.c" 2>"$work/mpicc.log"; then
+        echo "$bench_name: $mpicc failed to build bench/mpi_pingpong.c:" >&2
+        cat "$work/mpicc.log" >&2
+        exit 1
+    fi
+}
+
 # The load average (1, 5, 15 minutes) when the script started: the benchmark's figures mean
 # little when other work shares the machine.
 bench_load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -274,6 +320,19 @@ bench_progress() {
     fi
     printf '[%3d/%d %6s elapsed%s] %s\n' "$count" "$total_runs" "$(bench_duration "$elapsed")" \
         "$left" "$*" >&2
+}
+
+# tag_iters_of TEST SIZE: the iterations of a run of TEST at SIZE: the sourcing script's
+# lat_iters SIZE for tag_lat, its bw_iters SIZE otherwise, times BENCH_ITERS_SCALE.
+tag_iters_of() {
+    local n
+    if [[ $1 == tag_lat ]]; then n=$(lat_iters "$2"); else n=$(bw_iters "$2"); fi
+    echo $((n * scale))
+}
+
+# run_progress LIB TEST SIZE [MODE]: bench_progress in columns ("ferry tag_lat    4096 B auto").
+run_progress() {
+    bench_progress "$(printf '%-5s %-7s %9s B%s' "$1" "$2" "$3" "${4:+ $4}")"
 }
 
 # bench_version TOOL: the version of a peer library, or nothing when its tool is missing.
