@@ -278,14 +278,14 @@ provider_setup() {
     : >"$raw"
 }
 
-# mpi_pingpong_build OUT: bench/mpi_pingpong.c with ferry_perf's clock.c and parse.c, built
-# with $mpicc (Open MPI's compiler wrapper: a benchmark dependency, not a CMake one) into OUT;
-# exits with the compiler's messages when it fails.
+# mpi_pingpong_build OUT: bench/mpi_pingpong.c with ferry_perf's clock.c, parse.c and keyed.c,
+# built with $mpicc (Open MPI's compiler wrapper: a benchmark dependency, not a CMake one) into
+# OUT; exits with the compiler's messages when it fails.
 # shellcheck disable=SC2154 # mpicc and work belong to the sourcing script
 mpi_pingpong_build() {
     local perf=$root/tools/ferry_perf
     if ! "$mpicc" -std=c11 -O2 -Wall -Wextra -Werror -o "$1" "$root/bench/mpi_pingpong.c" \
-        "$perf/clock.c" "$perf/parse.c" 2>"$work/mpicc.log"; then
+        "$perf/clock.c" "$perf/parse.c" "$perf/keyed.c" 2>"$work/mpicc.log"; then
         echo "$bench_name: $mpicc failed to build bench/mpi_pingpong.c:" >&2
         cat "$work/mpicc.log" >&2
         exit 1

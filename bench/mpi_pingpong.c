@@ -1,6 +1,7 @@
 /* mpi_pingpong: the MPI counterpart of ferry_perf's tag_lat and tag_bw, for bench/compare_tag.sh.
  * Built by that script with mpicc (Open MPI is only a benchmark dependency, not a CMake one),
- * with ferry_perf's clock.c and parse.c (the same clock and option parsing):
+ * with ferry_perf's clock.c, parse.c and keyed.c (the same clock, option parsing and byte
+ * pattern):
  *
  *   mpirun -np 2 --bind-to core mpi_pingpong -t tag_lat|tag_bw [-s SIZE[,SIZE...]] [-n ITERS]
  *          [-w WARMUP] [--no-thp]
@@ -35,12 +36,12 @@
 #include <time.h>
 
 #include "../tools/ferry_perf/clock.h"
+#include "../tools/ferry_perf/keyed.h"
 #include "../tools/ferry_perf/parse.h"
 
 #define MP_WINDOW 16 /* as ferry_perf's PERF_TAG_WINDOW */
 #define MP_MAX_SIZES 32
 #define MP_MAX_MESSAGE (1ull << 30)
-#define MP_BLOCK 65536u
 #define MP_ALIGN 4096u
 #define MP_HUGE_PAGE (2u << 20)
 #define MP_SERVER 0
@@ -60,45 +61,18 @@ typedef struct mp_options {
 typedef struct mp_state {
     uint8_t *send, *recv;
     size_t max_size, recv_alloc;
-    uint8_t period[MP_BLOCK];
-    uint8_t expect[MP_BLOCK];
+    perf_keyed_t keyed; /* the pattern: ferry_perf's tag tests' (keyed.h) */
     uint64_t next_seed;
     bool no_thp;
 } mp_state_t;
 
 /* time: tools/ferry_perf/clock.c (perf_now_ns, perf_ticks) */
 
-/* ---------------------------------------------------------------- patterns (as ferry_perf's) */
-
-static uint8_t block_key(uint64_t seed, uint64_t block)
+/* Bytes of p[0, length) that differ from the pattern of seed. */
+static uint64_t keyed_bad(mp_state_t *st, const uint8_t *p, size_t length, uint64_t seed)
 {
-    return (uint8_t)(seed * 0x9d + block * 31 + (block >> 8) * 7);
-}
-
-static void fill(const mp_state_t *st, uint8_t *p, size_t length, uint64_t seed)
-{
-    for (size_t done = 0, block = 0; done < length; done += MP_BLOCK, block++) {
-        size_t n = length - done < MP_BLOCK ? length - done : MP_BLOCK;
-        uint8_t key = block_key(seed, block);
-        for (size_t i = 0; i < n; i++)
-            p[done + i] = st->period[i] ^ key;
-    }
-}
-
-static uint64_t check(mp_state_t *st, const uint8_t *p, size_t length, uint64_t seed)
-{
-    uint64_t bad = 0;
-    for (size_t done = 0, block = 0; done < length; done += MP_BLOCK, block++) {
-        size_t n = length - done < MP_BLOCK ? length - done : MP_BLOCK;
-        uint8_t key = block_key(seed, block);
-        for (size_t i = 0; i < n; i++)
-            st->expect[i] = st->period[i] ^ key;
-        if (memcmp(p + done, st->expect, n) == 0)
-            continue;
-        for (size_t i = 0; i < n; i++)
-            bad += p[done + i] != st->expect[i];
-    }
-    return bad;
+    uint64_t first;
+    return perf_keyed_check(&st->keyed, p, length, seed, &first);
 }
 
 static uint64_t next_seed(mp_state_t *st)
@@ -154,7 +128,7 @@ static uint64_t lat_phase(mp_state_t *st, int rank, size_t size, uint64_t count,
         uint8_t *buf[2] = {st->recv, st->recv + stride};
         MPI_Request recv[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, send;
         unsigned posted = count < 2 ? (unsigned)count : 2;
-        fill(st, st->send, size, seed ^ 0x80);
+        perf_keyed_fill(&st->keyed, st->send, size, seed ^ 0x80);
         for (unsigned s = 0; s < posted; s++)
             MPI_Irecv(buf[s], (int)size, MPI_BYTE, MP_CLIENT, ping, MPI_COMM_WORLD, &recv[s]);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -169,14 +143,14 @@ static uint64_t lat_phase(mp_state_t *st, int rank, size_t size, uint64_t count,
             MPI_Wait(&send, MPI_STATUS_IGNORE);
         }
         for (unsigned s = 0; s < posted; s++)
-            bad += check(st, buf[s], size, seed);
+            bad += keyed_bad(st, buf[s], size, seed);
         MPI_Send(&bad, 1, MPI_UINT64_T, MP_CLIENT, result, MPI_COMM_WORLD);
         return bad;
     }
 
     MPI_Request recv;
     uint64_t server_bad = 0;
-    fill(st, st->send, size, seed);
+    perf_keyed_fill(&st->keyed, st->send, size, seed);
     MPI_Barrier(MPI_COMM_WORLD);
     for (uint64_t i = 0; i < count; i++) {
         uint64_t begin = perf_ticks();
@@ -190,7 +164,7 @@ static uint64_t lat_phase(mp_state_t *st, int rank, size_t size, uint64_t count,
     }
     MPI_Recv(&server_bad, 1, MPI_UINT64_T, MP_SERVER, result, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (count > 0)
-        bad += check(st, st->recv, size, seed ^ 0x80);
+        bad += keyed_bad(st, st->recv, size, seed ^ 0x80);
     return bad + server_bad;
 }
 
@@ -226,12 +200,12 @@ static uint64_t bw_phase(mp_state_t *st, int rank, size_t size, uint64_t count,
         }
         MPI_Send(r, 3, MPI_UINT64_T, MP_CLIENT, received, MPI_COMM_WORLD); /* ends the timing */
         if (count > 0)
-            r[2] += check(st, st->recv, size, seed);
+            r[2] += keyed_bad(st, st->recv, size, seed);
         MPI_Send(&r[2], 1, MPI_UINT64_T, MP_CLIENT, result, MPI_COMM_WORLD);
         return r[2];
     }
 
-    fill(st, st->send, size, seed);
+    perf_keyed_fill(&st->keyed, st->send, size, seed);
     MPI_Barrier(MPI_COMM_WORLD);
     uint64_t begin = perf_now_ns();
     for (uint64_t i = 0; i < count; i++) {
@@ -335,8 +309,10 @@ static int run(const mp_options_t *opt, int rank)
     if (st == NULL)
         return -1;
     st->no_thp = opt->no_thp;
-    for (size_t i = 0; i < MP_BLOCK; i++)
-        st->period[i] = (uint8_t)(i * 7 + (i >> 8) * 13 + 1);
+    if (perf_keyed_init(&st->keyed) != 0) {
+        free(st);
+        return -1;
+    }
     for (unsigned i = 0; i < opt->size_count; i++) {
         uint64_t size = opt->sizes[i];
         uint64_t bufs = rank == MP_SERVER && !opt->bw ? 2 : 1;
@@ -403,6 +379,7 @@ static int run(const mp_options_t *opt, int rank)
     }
     free(st->send);
     free(st->recv);
+    perf_keyed_cleanup(&st->keyed);
     free(st);
     return bad_total || failed ? -1 : 0;
 }

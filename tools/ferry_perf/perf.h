@@ -22,6 +22,7 @@
 #include <ferry/ferry.h>
 
 #include "clock.h"
+#include "keyed.h"
 #include "parse.h"
 
 #define PERF_DEFAULT_PORT 13337
@@ -228,7 +229,6 @@ typedef struct perf_pattern {
     uint8_t *period; /* one period of the pattern of seed */
     uint64_t seed;
 } perf_pattern_t;
-uint8_t perf_pattern_byte(size_t i);            /* the base pattern */
 int perf_pattern_init(perf_pattern_t *pattern); /* -1: out of memory */
 void perf_pattern_cleanup(perf_pattern_t *pattern);
 /* Fill length bytes with the pattern of seed (0: zeros); count the bytes that differ from it
