@@ -126,7 +126,7 @@ done
 tables=$out_dir/compare_mpi.txt
 {
     echo "Open MPI $(bench_version openmpi) over the ferry provider beside its own transports: bench/compare_mpi.sh $repeat"
-    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)), ferry $(git -C "$root" describe --always --dirty 2>/dev/null || true), libfabric $(bench_version libfabric)"
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(bench_cpu)), ferry $(git -C "$root" describe --always --dirty 2>/dev/null || true), libfabric $(bench_version libfabric)"
     echo "load average at the start: $load (CPUs ${busy_before} % busy), at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "(the machine is shared with other developers' builds and tests: compare within a table, not across sessions)"
     awk -F, -v configs="$configs" -v repeat="$repeat" -v iters="$raw_iters" -f "$here/lib.awk" \

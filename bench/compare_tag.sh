@@ -195,9 +195,9 @@ elapsed=$((SECONDS - start_time))
 echo "compare_tag.sh: $count runs in $elapsed s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
-ucx_version=$(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}')
-ompi_version=$(ompi_info 2>/dev/null | awk -F: '/Open MPI:/ {gsub(/ /, "", $2); print $2; exit}')
+cpu=$(bench_cpu)
+ucx_version=$(bench_version ucx)
+ompi_version=$(bench_version openmpi)
 single_copy=$(ompi_info --param btl vader --level 9 2>/dev/null |
     awk -F'"' '/"btl_vader_single_copy_mechanism"/ {print $4; exit}')
 echo

@@ -113,9 +113,9 @@ elapsed=$((SECONDS - start_time))
 echo "compare_tcp.sh: $count runs in $elapsed s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
-ucx_version=$(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}')
-fi_version=$(fi_info --version 2>/dev/null | awk '/libfabric:/ {print $2; exit}')
+cpu=$(bench_cpu)
+ucx_version=$(bench_version ucx)
+fi_version=$(bench_version libfabric)
 echo
 echo "tagged messages over TCP (loopback): ferry ($ferry_perf, FERRY_TRANSPORTS=tcp) vs UCX $ucx_version (ucx_perftest, UCX_TLS=tcp) vs libfabric ${fi_version:-?} (fi_pingpong -p tcp)"
 echo "servers on core 0, clients on core 1, busy polling, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -93,7 +93,7 @@ echo "$bench_name: $count runs in $((SECONDS - start_time)) s" >&2
 report() {
     echo "ferry ($ferry_perf --threads N) vs UCX $(bench_version ucx) (ucx_perftest -M multi -T N, UCX_TLS=sm,self)"
     echo "8-byte messages over shared memory, unpinned, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "host: $(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo), $(nproc) CPUs, $(uname -r)"
+    echo "host: $(bench_cpu), $(nproc) CPUs, $(uname -r)"
     echo "load average at the start: $bench_load_start, at the end: $(cut -d' ' -f1-3 /proc/loadavg); CPUs busy with other work before: ${busy_before}%"
     awk -F, -f "$here/lib.awk" -f <(printf '%s\n' '
 NR > 1 { k = $1 "," $2 "," $4; add(k ",lat", $5); add(k ",rate", $6) }

@@ -335,6 +335,11 @@ run_progress() {
     bench_progress "$(printf '%-5s %-7s %9s B%s' "$1" "$2" "$3" "${4:+ $4}")"
 }
 
+# bench_cpu: the CPU's model name.
+bench_cpu() {
+    awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo
+}
+
 # bench_version TOOL: the version of a peer library, or nothing when its tool is missing.
 bench_version() {
     case $1 in
@@ -361,7 +366,7 @@ bench_keep_results() {
         echo "iters_scale=${scale:-1}"
         echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
         echo "elapsed_s=$((SECONDS - start_time))"
-        echo "cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)"
+        echo "cpu=$(bench_cpu)"
         echo "nproc=$(nproc)"
         echo "kernel=$(uname -r)"
         echo "load_start=$bench_load_start"
