@@ -9,6 +9,11 @@
  *   report.c     statistics, table / CSV / JSON output, the progress line
  *   launch.c     under a launcher (mpirun): rank 0 serves, rank 1 is the client
  *   streams.c    --threads N: N threads on one FERRY_THREAD_MULTI worker, a stream each
+ *   pattern.c    the byte patterns of every test
+ * and, plain libc, also compiled into bench/mpi_pingpong.c by the bench scripts:
+ *   clock.c      CLOCK_MONOTONIC and the TSC (clock.h)
+ *   parse.c      option values with K/M/G suffixes (parse.h)
+ *   keyed.c      the tagged tests' byte pattern (keyed.h)
  * Only the public API (ferry/ferry.h) is used. */
 #ifndef FERRY_PERF_H
 #define FERRY_PERF_H
