@@ -97,9 +97,9 @@ done
 echo "compare_am.sh: $count runs in $((SECONDS - start_time)) s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+cpu=$(bench_cpu)
 echo
-echo "ferry ($ferry_perf) vs UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}') (ucx_perftest -x posix -d memory)"
+echo "ferry ($ferry_perf) vs UCX $(bench_version ucx) (ucx_perftest -x posix -d memory)"
 echo "shared memory, server on core 0, client on core 1, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "host: $cpu, $(nproc) CPUs, $(uname -r)"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"

@@ -151,10 +151,10 @@ elapsed=$((SECONDS - start_time))
 echo "compare_rma.sh: $count runs in $elapsed s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+cpu=$(bench_cpu)
 cma_line=$("$ferry_info" -d 2>/dev/null | grep -o 'cross-memory attach usable: .*' || true)
 echo
-echo "ferry ($ferry_perf) vs UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}') (ucx_perftest, UCT: posix and cma on device memory)"
+echo "ferry ($ferry_perf) vs UCX $(bench_version ucx) (ucx_perftest, UCT: posix and cma on device memory)"
 echo "one-sided operations over shared memory, server on core 0, client on core 1, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "host: $cpu, $(nproc) CPUs, $(uname -r); ferry: ${cma_line:-ferry_info -d says nothing about cross-memory attach}"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"

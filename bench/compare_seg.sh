@@ -110,7 +110,7 @@ elapsed=$((SECONDS - start_time))
 echo "compare_seg.sh: $count runs in $elapsed s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+cpu=$(bench_cpu)
 shmem_thp=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null || echo unknown)
 echo
 echo "ferry named segments ($ferry_perf) beside the physical limits of this host (bench/physical_limits.c, $cc -O2)"
