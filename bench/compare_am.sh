@@ -8,8 +8,8 @@
 # Servers run on core 0, clients on core 1. Prints tables of medians over the REPEAT runs.
 #
 # Usage: bench/compare_am.sh [REPEAT]     (default 5; see bench/README.md)
-# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 23000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
+# Environment: FERRY_PERF (default build/tools/ferry_perf),
+# BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
 # BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
 # when, where, with which versions and under what load it ran; bench/report.sh sets it).
 # Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
@@ -20,7 +20,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 repeat=${1:-5}
-port=${BENCH_PORT:-23000}
 run_timeout=120 # seconds any one client or server may take
 
 check_args "runs per configuration, default 5"
@@ -98,9 +97,9 @@ done
 echo "compare_am.sh: $count runs in $((SECONDS - start_time)) s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+cpu=$(bench_cpu)
 echo
-echo "ferry ($ferry_perf) vs UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}') (ucx_perftest -x posix -d memory)"
+echo "ferry ($ferry_perf) vs UCX $(bench_version ucx) (ucx_perftest -x posix -d memory)"
 echo "shared memory, server on core 0, client on core 1, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "host: $cpu, $(nproc) CPUs, $(uname -r)"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"

@@ -9,8 +9,8 @@
 #     bench/compare_builds.sh /tmp/old/build/tools/ferry_perf build/tools/ferry_perf 9
 #   REPEAT: runs per configuration and build (default 9).
 # Environment: BENCH_CASES (default: the fast-path set below, "test:size:iterations" words),
-# BENCH_TRANSPORTS (exported FERRY_TRANSPORTS for both, e.g. tcp), BENCH_PORT (first TCP port,
-# default 24000), BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_OLD_ARGS and
+# BENCH_TRANSPORTS (exported FERRY_TRANSPORTS for both, e.g. tcp),
+# BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_OLD_ARGS and
 # BENCH_NEW_ARGS (more ferry_perf options for each build's server and client, e.g.
 # BENCH_NEW_ARGS=--thread-multi with the same binary twice: a mode against the other),
 # BENCH_RAW (a file that gets every run's value: build,test,size,value).
@@ -26,7 +26,6 @@ source "$here/lib.sh"
 old_perf=${1:-}
 new_perf=${2:-}
 repeat=${3:-9}
-port=${BENCH_PORT:-24000}
 run_timeout=120
 if [[ -z $old_perf || -z $new_perf ]]; then
     echo "usage: $0 OLD_PERF NEW_PERF [REPEAT]" >&2

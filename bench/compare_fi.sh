@@ -14,39 +14,22 @@
 # ratios ferry-shm / fi-shm and ferry-tcp / fi-tcp.
 #
 # Usage: bench/compare_fi.sh [REPEAT]     (default 3: the fewest runs with a median)
-# Environment: BUILD (default build), BENCH_PORT (first TCP port, default 28000),
-# BENCH_RESULTS (a folder: the tables go to BENCH_RESULTS/compare_fi.txt and the raw CSV to
-# compare_fi.csv; default /tmp/ferry-bench). The path is printed at the end. About 2 minutes
-# on an idle 2-core machine at REPEAT 3 (8 minutes under a load average of 20).
+# Environment: BUILD (default build), BENCH_RESULTS (a folder: the tables go to
+# BENCH_RESULTS/compare_fi.txt and the raw CSV to compare_fi.csv; default /tmp/ferry-bench).
+# The path is printed at the end. About 2 minutes on an idle 2-core machine at REPEAT 3
+# (8 minutes under a load average of 20).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-root=$(cd "$here/.." && pwd)
 repeat=${1:-3}
-build=$(cd "${BUILD:-$root/build}" && pwd)
-ferry_perf=$build/tools/ferry_perf # check_args wants it: the same build
-port=$((${BENCH_PORT:-28000} - 1))
 run_timeout=60
 sizes="8 4096 65536 1048576 16777216"
 configs="ferry-shm ferry-tcp fi-shm fi-tcp"
-out_dir=${BENCH_RESULTS:-/tmp/ferry-bench}
-check_args "runs per configuration, default 3"
-
 command -v fi_pingpong >/dev/null || apt_install libfabric-bin
-for tool in fi_pingpong taskset ss awk timeout; do
-    command -v "$tool" >/dev/null || { echo "compare_fi.sh: $tool is missing" >&2; exit 1; }
-done
-[ -f "$build/ofi/libferry-fi.so" ] || {
-    echo "compare_fi.sh: $build/ofi/libferry-fi.so is not built" >&2
-    exit 1
-}
-mkdir -p "$out_dir"
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_fi.XXXXXX")
-trap 'cleanup; rm -rf "$work"' EXIT
-raw=$work/raw.csv # config,size,usec_per_xfer,MBps
-: >"$raw"
+provider_setup "runs per configuration, default 3" fi_pingpong taskset ss awk timeout
+# raw: config,size,usec_per_xfer,MBps
 
 iters_of() {
     case $1 in
@@ -57,40 +40,19 @@ iters_of() {
     esac
 }
 
-# run_fi CONFIG SIZE: one fi_pingpong pair; its result line "bytes #sent #ack total time MB/sec
-# usec/xfer Mxfers/sec" becomes a line of raw.
+# run_fi CONFIG SIZE: one fi_pingpong pair (fi_pingpong_run); its usec/xfer and MB/sec become
+# a line of raw.
 run_fi() {
-    local config=$1 size=$2 iters prov env=()
-    iters=$(iters_of "$size")
+    local config=$1 size=$2 prov env=()
     case $config in
     ferry-shm) prov=ferry env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn) ;;
     ferry-tcp) prov=ferry env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn FERRY_TRANSPORTS=tcp) ;;
     fi-shm) prov=shm ;;
     fi-tcp) prov=tcp ;;
     esac
-    next_port
     bench_progress "$config" "$size B"
-    start_server "$work/server.log" env "${env[@]}" taskset -c 0 fi_pingpong -p "$prov" -e rdm \
-        -m tagged -B "$port" -I "$iters" -S "$size"
-    local out
-    if ! out=$(timeout $run_timeout env "${env[@]}" taskset -c 1 fi_pingpong -p "$prov" -e rdm \
-        -m tagged -P "$port" -I "$iters" -S "$size" 127.0.0.1 2>&1); then
-        echo "compare_fi.sh: $config $size: the fi_pingpong client failed:" >&2
-        echo "$out" >&2
-        cat "$work/server.log" >&2
-        finish_server || true
-        return 0
-    fi
-    finish_server || true
-    # (its bytes column says 4k, 64k, 1m, 16m: the one line after the header is this size's)
-    local line
-    line=$(echo "$out" | awk '$1 == "bytes" { getline; if (NF == 8) print; exit }')
-    if [[ -z $line ]]; then
-        echo "compare_fi.sh: $config $size: no result line from fi_pingpong:" >&2
-        echo "$out" >&2
-        return 0
-    fi
-    echo "$line" | awk -v c="$config" -v s="$size" '{ printf "%s,%s,%s,%s\n", c, s, $7, $6 }' >>"$raw"
+    fi_pingpong_run "$prov" "$size" "$(iters_of "$size")" "${env[@]}" || return 0
+    echo "$fi_line" | awk -v c="$config" -v s="$size" '{ printf "%s,%s,%s,%s\n", c, s, $7, $6 }' >>"$raw"
 }
 
 nsizes=$(wc -w <<<"$sizes")
@@ -114,14 +76,8 @@ tables=$out_dir/compare_fi.txt
     echo "fi_pingpong -e rdm -m tagged, medians of $repeat alternating runs ($(date -u '+%Y-%m-%d %H:%M UTC'))"
     echo "load at start: $load; CPUs ${busy_before} % busy; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "libfabric $(bench_version libfabric); ferry provider $build/ofi/libferry-fi.so ($(git -C "$root" describe --always --dirty 2>/dev/null || true))"
-    awk -F, -v configs="$configs" -v sizes="$sizes" '
-    function median(list,   n, a, i, j, t) {
-        n = split(list, a, " ")
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
-    }
-    function ratio(x, y) { return (x == "" || y == "" || y + 0 == 0) ? "-" : sprintf("%.2f", x / y) }
-    { lat[$2 "," $1] = lat[$2 "," $1] " " $3; bw[$2 "," $1] = bw[$2 "," $1] " " $4 }
+    awk -F, -v configs="$configs" -v sizes="$sizes" -f "$here/lib.awk" -f <(printf '%s\n' '
+    { add("lat," $2 "," $1, $3); add("bw," $2 "," $1, $4) }
     END {
         nc = split(configs, c, " "); ns = split(sizes, s, " ")
         for (k = 1; k <= 2; k++) {
@@ -131,13 +87,13 @@ tables=$out_dir/compare_fi.txt
             for (j = 1; j <= ns; j++) {
                 printf "%9s", s[j]
                 for (i = 1; i <= nc; i++) {
-                    m[i] = median(k == 1 ? lat[s[j] "," c[i]] : bw[s[j] "," c[i]])
+                    m[i] = median((k == 1 ? "lat," : "bw,") s[j] "," c[i])
                     printf " %10s", m[i] == "" ? "-" : m[i]
                 }
                 printf " %14s %14s\n", ratio(m[1], m[3]), ratio(m[2], m[4])
             }
         }
-    }' "$raw"
+    }') "$raw"
 } >"$tables"
 cp "$raw" "$out_dir/compare_fi.csv"
 cat "$tables"

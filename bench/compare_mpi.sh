@@ -24,43 +24,22 @@
 # path is printed). About 3 minutes on an idle 2-core machine at REPEAT 3.
 #
 # Usage: bench/compare_mpi.sh [REPEAT]      (default 3: the fewest runs with a median)
-# Environment: BUILD (default build), MPICC (default mpicc), BENCH_PORT (first TCP port of the
-# raw-ferry runs, default 26000), BENCH_RESULTS.
+# Environment: BUILD (default build), MPICC (default mpicc), BENCH_RESULTS.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
-root=$(cd "$here/.." && pwd)
 repeat=${1:-3}
-build=$(cd "${BUILD:-$root/build}" && pwd)
-ferry_perf=$build/tools/ferry_perf # check_args wants it built
 mpicc=${MPICC:-mpicc}
-port=$((${BENCH_PORT:-26000} - 1))
 run_timeout=60
-out_dir=${BENCH_RESULTS:-/tmp/ferry-bench}
 configs="ferry-ofi ob1-cma ob1-nocma ucx"
 raw_iters=20000
-check_args "rounds, default 3"
-
-for tool in "$mpicc" mpirun.openmpi fi_pingpong taskset ss awk timeout; do
-    command -v "$tool" >/dev/null || {
-        echo "compare_mpi.sh: $tool is missing (apt-get install openmpi-bin libopenmpi-dev libfabric-bin)" >&2
-        exit 1
-    }
-done
-[ -f "$build/ofi/libferry-fi.so" ] || {
-    echo "compare_mpi.sh: $build/ofi/libferry-fi.so is not built" >&2
-    exit 1
-}
-
-mkdir -p "$out_dir"
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench_compare_mpi.XXXXXX")
-trap 'cleanup; rm -rf "$work"' EXIT
-raw=$work/raw.csv # config,test,size,value (tag_lat: one-way us; tag_bw: GB/s)
-: >"$raw"
+# (Debian: openmpi-bin libopenmpi-dev libfabric-bin)
+provider_setup "rounds, default 3" "$mpicc" mpirun.openmpi fi_pingpong taskset ss awk timeout
+# raw: config,test,size,value (tag_lat: one-way us; tag_bw: GB/s)
 prog=$work/mpi_pingpong
-"$mpicc" -std=c11 -O2 -o "$prog" "$here/mpi_pingpong.c"
+mpi_pingpong_build "$prog"
 
 run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]
     local config=$1 test=$2 size=$3
@@ -96,26 +75,23 @@ run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]
 # one-way mean latency becomes a line "TOOL,raw_lat,8,us" of raw.
 run_raw() {
     local tool=$1 out env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn)
-    next_port
     bench_progress "$tool" "tag_lat 8 B"
     case $tool in
     ferry_perf)
+        next_port
         start_server "$work/server.log" "$ferry_perf" -c 0 -p "$port"
         out=$(timeout $run_timeout "$ferry_perf" 127.0.0.1 -c 1 -p "$port" -t tag_lat -s 8 \
             -n $raw_iters -w $((raw_iters / 10)) -f csv 2>&1) || out="failed: $out"
         # test,size,iterations,lat_p50_us,lat_avg_us,...: the mean, as fi_pingpong's
         out=$(echo "$out" | awk -F, '$1 == "tag_lat" { print $5 }')
+        finish_server || true
         ;;
     fi_pingpong)
-        start_server "$work/server.log" env "${env[@]}" taskset -c 0 fi_pingpong -p ferry -e rdm \
-            -m tagged -S 8 -I $raw_iters -B "$port"
-        out=$(timeout $run_timeout env "${env[@]}" taskset -c 1 fi_pingpong -p ferry -e rdm \
-            -m tagged -S 8 -I $raw_iters -P "$port" 127.0.0.1 2>&1) || out="failed: $out"
-        # "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec": usec/xfer, the mean
-        out=$(echo "$out" | awk '$1 == "8" && NF == 8 { print $7 }')
+        # usec/xfer, the mean
+        out=
+        fi_pingpong_run ferry 8 $raw_iters "${env[@]}" && out=$(echo "$fi_line" | awk '{ print $7 }')
         ;;
     esac
-    finish_server || true
     if [[ -z $out ]]; then
         echo "compare_mpi.sh: $tool 8 B gave no result; its server said:" >&2
         cat "$work/server.log" >&2
@@ -150,16 +126,12 @@ done
 tables=$out_dir/compare_mpi.txt
 {
     echo "Open MPI $(bench_version openmpi) over the ferry provider beside its own transports: bench/compare_mpi.sh $repeat"
-    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)), ferry $(git -C "$root" describe --always --dirty 2>/dev/null || true), libfabric $(bench_version libfabric)"
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(bench_cpu)), ferry $(git -C "$root" describe --always --dirty 2>/dev/null || true), libfabric $(bench_version libfabric)"
     echo "load average at the start: $load (CPUs ${busy_before} % busy), at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "(the machine is shared with other developers' builds and tests: compare within a table, not across sessions)"
-    awk -F, -v configs="$configs" -v repeat="$repeat" -v iters="$raw_iters" '
-    function median(list,   n, a, i, j, t) {
-        n = split(list, a, " ")
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
-    }
-    { v[$2 "," $3 "," $1] = v[$2 "," $3 "," $1] " " $4 }
+    awk -F, -v configs="$configs" -v repeat="$repeat" -v iters="$raw_iters" -f "$here/lib.awk" \
+        -f <(printf '%s\n' '
+    { add($2 "," $3 "," $1, $4) }
     END {
         nc = split(configs, c, " ")
         split("8 4096 65536 1048576 16777216", sz, " ")
@@ -175,7 +147,7 @@ tables=$out_dir/compare_mpi.txt
                 printf "%9s", sz[s]
                 best = ""
                 for (i = 1; i <= nc; i++) {
-                    m[i] = median(v[tests[t] "," sz[s] "," c[i]])
+                    m[i] = median(tests[t] "," sz[s] "," c[i])
                     printf " %10s", m[i] == "" ? "-" : m[i]
                     if (i > 1 && m[i] != "" && (best == "" || (t == 1 ? m[i] + 0 < best + 0 : m[i] + 0 > best + 0)))
                         best = m[i]
@@ -187,12 +159,12 @@ tables=$out_dir/compare_mpi.txt
         split("ferry_perf fi_pingpong", tool, " ")
         split("raw ferry (ferry_perf tag_lat)|the provider (fi_pingpong -p ferry -e rdm -m tagged)", what, "|")
         for (i = 1; i <= 2; i++) {
-            m[i] = median(v["raw_lat,8," tool[i]])
-            printf "%-55s %8s   runs:%s\n", what[i], m[i] == "" ? "-" : m[i], v["raw_lat,8," tool[i]]
+            m[i] = median("raw_lat,8," tool[i])
+            printf "%-55s %8s   runs: %s\n", what[i], m[i] == "" ? "-" : m[i], vals["raw_lat,8," tool[i]]
         }
         if (m[1] != "" && m[2] != "" && m[1] + 0 > 0)
             printf "%-55s %8.2f\n", "provider / raw ferry", m[2] / m[1]
-    }' "$raw"
+    }') "$raw"
 } >"$tables"
 cp "$raw" "$out_dir/compare_mpi.csv"
 cat "$tables"

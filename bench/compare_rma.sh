@@ -16,8 +16,8 @@
 # a summary of the targets.
 #
 # Usage: bench/compare_rma.sh [REPEAT]     (default 5; see bench/README.md)
-# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 24000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
+# Environment: FERRY_PERF (default build/tools/ferry_perf),
+# BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
 # BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
 # when, where, with which versions and under what load it ran; bench/report.sh sets it).
 # Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
@@ -29,7 +29,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 repeat=${1:-5}
 ferry_info=$(dirname "$ferry_perf")/ferry_info
-port=${BENCH_PORT:-24000}
 run_timeout=120 # seconds any one client or server may take
 sizes="8 4096 65536 1048576 16777216 67108864"
 bw_sizes="8 4096 8192 16384 32768 65536 131072 262144 524288 1048576 16777216 67108864"
@@ -152,10 +151,10 @@ elapsed=$((SECONDS - start_time))
 echo "compare_rma.sh: $count runs in $elapsed s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+cpu=$(bench_cpu)
 cma_line=$("$ferry_info" -d 2>/dev/null | grep -o 'cross-memory attach usable: .*' || true)
 echo
-echo "ferry ($ferry_perf) vs UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}') (ucx_perftest, UCT: posix and cma on device memory)"
+echo "ferry ($ferry_perf) vs UCX $(bench_version ucx) (ucx_perftest, UCT: posix and cma on device memory)"
 echo "one-sided operations over shared memory, server on core 0, client on core 1, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "host: $cpu, $(nproc) CPUs, $(uname -r); ferry: ${cma_line:-ferry_info -d says nothing about cross-memory attach}"
 echo "CPUs busy with other work in the second before the start: ${busy_before}% (above ~10%: rerun)"

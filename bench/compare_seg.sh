@@ -17,8 +17,7 @@
 # table of medians over the REPEAT rounds with the physical limits beside ferry's figures.
 #
 # Usage: bench/compare_seg.sh [REPEAT]     (default 3; see bench/README.md)
-# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 26000), CC (default cc),
+# Environment: FERRY_PERF (default build/tools/ferry_perf), CC (default cc),
 # BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
 # when, where, with which versions and under what load it ran; bench/report.sh sets it).
 # Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
@@ -29,7 +28,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 repeat=${1:-3}
-port=${BENCH_PORT:-26000}
 cc=${CC:-cc}
 run_timeout=120 # seconds any one client or server may take
 sizes="65536 1048576 16777216 268435456"
@@ -112,7 +110,7 @@ elapsed=$((SECONDS - start_time))
 echo "compare_seg.sh: $count runs in $elapsed s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+cpu=$(bench_cpu)
 shmem_thp=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null || echo unknown)
 echo
 echo "ferry named segments ($ferry_perf) beside the physical limits of this host (bench/physical_limits.c, $cc -O2)"

@@ -17,8 +17,8 @@
 # of medians over the REPEAT runs with ratios to the best peer, and the issue's targets.
 #
 # Usage: bench/compare_tag.sh [--short] [REPEAT]     (default 5; see bench/README.md)
-# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 25000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1), MPICC
+# Environment: FERRY_PERF (default build/tools/ferry_perf),
+# BENCH_ITERS_SCALE (multiplies every iteration count, default 1), MPICC
 # (default mpicc),
 # BENCH_SIZES, BENCH_MODE_SIZES (replace the sizes of the main runs and of the forced-mode runs,
 # e.g. "65536 131072 262144": powers of two from 4096 to 67108864, and 8),
@@ -37,7 +37,6 @@ if [[ ${1:-} == --short ]]; then
     shift
 fi
 repeat=${1:-5}
-port=${BENCH_PORT:-25000}
 mpicc=${MPICC:-mpicc}
 run_timeout=120 # seconds any one client, server or mpirun may take
 window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
@@ -74,12 +73,7 @@ modes_csv=$work/modes.csv
 
 # The MPI program: built here, with Open MPI's compiler wrapper (not a CMake dependency).
 mpi_prog=$work/mpi_pingpong
-if ! "$mpicc" -std=c11 -O2 -Wall -Wextra -Werror -o "$mpi_prog" "$here/mpi_pingpong.c" \
-    2>"$work/mpicc.log"; then
-    echo "compare_tag.sh: $mpicc failed to build bench/mpi_pingpong.c:" >&2
-    cat "$work/mpicc.log" >&2
-    exit 1
-fi
+mpi_pingpong_build "$mpi_prog"
 mpirun_args=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ob1
     --mca btl "self,vader")
 
@@ -123,28 +117,19 @@ bw_iters() {
     67108864) echo 30 ;;
     esac
 }
-iters_of() { # TEST SIZE
-    local n
-    if [[ $1 == tag_lat ]]; then n=$(lat_iters "$2"); else n=$(bw_iters "$2"); fi
-    echo $((n * scale))
-}
 
 nsizes=$(wc -w <<<"$sizes")
 nmodes=$(($(wc -w <<<"$modes") * $(wc -w <<<"$mode_sizes")))
 count=0
 total_runs=$(((nsizes * 2 * 5 + nmodes) * repeat))
 
-progress() { # LIB TEST SIZE MODE
-    bench_progress "$(printf '%-5s %-7s %9s B %s' "$1" "$2" "$3" "$4")"
-}
-
 # run_ferry TEST SIZE MODE   (MODE: auto, or a FERRY_RNDV_MODE)
 run_ferry() {
     local test=$1 size=$2 mode=$3
     local iters run_env=("${ferry_env[@]}")
-    iters=$(iters_of "$test" "$size")
+    iters=$(tag_iters_of "$test" "$size")
     [[ $mode != auto ]] && run_env+=("FERRY_RNDV_MODE=$mode")
-    progress ferry "$test" "$size" "$mode"
+    run_progress ferry "$test" "$size" "$mode"
     bench_run "$ferry_perf" -c 0 -- localhost -c 1 -t "$test" -s "$size" -n "$iters" \
         -w $(((iters + 9) / 10)) -f csv -v
     ferry_record "$test" "$mode" "$run_out"
@@ -159,9 +144,9 @@ run_ferry() {
 run_ucx() {
     local test=$1 size=$2 tls=$3
     local iters extra=() run_env=("UCX_TLS=$tls,self")
-    iters=$(iters_of "$test" "$size")
+    iters=$(tag_iters_of "$test" "$size")
     [[ $test == tag_bw ]] && extra=(-O "$window")
-    progress ucx "$test" "$size" "$tls"
+    run_progress ucx "$test" "$size" "$tls"
     bench_run ucx_perftest -c 0 -- localhost -c 1 -t "$test" -s "$size" -n "$iters" \
         -w $(((iters + 9) / 10)) "${extra[@]}"
     ucx_record "$test" "$size" "$tls" "$run_out"
@@ -171,9 +156,9 @@ run_ucx() {
 run_mpi() {
     local test=$1 size=$2 mode=$3
     local iters extra=()
-    iters=$(iters_of "$test" "$size")
+    iters=$(tag_iters_of "$test" "$size")
     [[ $mode == nocma ]] && extra=(--mca btl_vader_single_copy_mechanism none)
-    progress mpi "$test" "$size" "$mode"
+    run_progress mpi "$test" "$size" "$mode"
     local out
     if ! out=$(timeout $run_timeout mpirun.openmpi "${mpirun_args[@]}" "${extra[@]}" \
         "$mpi_prog" -t "$test" -s "$size" -n "$iters" -w $(((iters + 9) / 10)) \
@@ -210,9 +195,9 @@ elapsed=$((SECONDS - start_time))
 echo "compare_tag.sh: $count runs in $elapsed s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
-ucx_version=$(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}')
-ompi_version=$(ompi_info 2>/dev/null | awk -F: '/Open MPI:/ {gsub(/ /, "", $2); print $2; exit}')
+cpu=$(bench_cpu)
+ucx_version=$(bench_version ucx)
+ompi_version=$(bench_version openmpi)
 single_copy=$(ompi_info --param btl vader --level 9 2>/dev/null |
     awk -F'"' '/"btl_vader_single_copy_mechanism"/ {print $4; exit}')
 echo

@@ -13,8 +13,8 @@
 # bandwidth >= UCX's tcp at >= 64 KiB).
 #
 # Usage: bench/compare_tcp.sh [REPEAT]     (default 5; see bench/README.md)
-# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 27000), BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
+# Environment: FERRY_PERF (default build/tools/ferry_perf),
+# BENCH_ITERS_SCALE (multiplies every iteration count, default 1),
 # BENCH_RESULTS (a folder: keep the raw CSV there as <script>.csv, with <script>.info saying
 # when, where, with which versions and under what load it ran; bench/report.sh sets it).
 # Progress (run k of n, elapsed, estimated time left) goes to stderr, the tables to stdout.
@@ -25,7 +25,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 repeat=${1:-5}
-port=${BENCH_PORT:-27000}
 run_timeout=120 # seconds any one client or server may take
 window=16       # sends (and receives) in flight in tag_bw: ferry_perf's PERF_TAG_WINDOW
 sizes="8 4096 65536 1048576 16777216"
@@ -59,26 +58,17 @@ bw_iters() {
     16777216) echo 40 ;;
     esac
 }
-iters_of() { # TEST SIZE
-    local n
-    if [[ $1 == tag_lat ]]; then n=$(lat_iters "$2"); else n=$(bw_iters "$2"); fi
-    echo $((n * scale))
-}
 
 nsizes=$(wc -w <<<"$sizes")
 count=0
 total_runs=$((nsizes * 5 * repeat)) # per size: 2 ferry, 2 UCX, 1 fi_pingpong
 
-progress() { # LIB TEST SIZE
-    bench_progress "$(printf '%-5s %-7s %9s B' "$1" "$2" "$3")"
-}
-
 # run_ferry TEST SIZE
 run_ferry() {
     local test=$1 size=$2
     local iters run_env=("${ferry_env[@]}" FERRY_TRANSPORTS=tcp)
-    iters=$(iters_of "$test" "$size")
-    progress ferry "$test" "$size"
+    iters=$(tag_iters_of "$test" "$size")
+    run_progress ferry "$test" "$size"
     bench_run "$ferry_perf" -c 0 -- 127.0.0.1 -c 1 -t "$test" -s "$size" -n "$iters" \
         -w $(((iters + 9) / 10)) -f csv
     ferry_record "$test" tcp "$run_out"
@@ -88,42 +78,21 @@ run_ferry() {
 run_ucx() {
     local test=$1 size=$2
     local iters extra=() run_env=(UCX_TLS=tcp UCX_NET_DEVICES=lo)
-    iters=$(iters_of "$test" "$size")
+    iters=$(tag_iters_of "$test" "$size")
     [[ $test == tag_bw ]] && extra=(-O "$window")
-    progress ucx "$test" "$size"
+    run_progress ucx "$test" "$size"
     bench_run ucx_perftest -c 0 -- 127.0.0.1 -c 1 -t "$test" -s "$size" -n "$iters" \
         -w $(((iters + 9) / 10)) "${extra[@]}"
     ucx_record "$test" "$size" tcp "$run_out"
 }
 
-# run_fi SIZE: fi_pingpong, tagged messages on an RDM endpoint of the tcp provider. It has its
-# own control port (-B on the server, -P on the client). Its line:
-# "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec" where usec/xfer is one way (the
-# run's time over both directions' transfers) and MB/sec is 10^6 B/s over both directions.
+# run_fi SIZE: fi_pingpong (fi_pingpong_run), tagged messages on an RDM endpoint of the tcp
+# provider; its usec/xfer (one way) is both latency columns, its MB/sec the bandwidth.
 run_fi() {
     local size=$1
-    local iters
-    iters=$(iters_of tag_lat "$size")
-    next_port
-    progress "fi" tag_lat "$size"
-    start_server "$work/server.log" taskset -c 0 fi_pingpong -p tcp -e rdm -m tagged -B "$port" \
-        -I "$iters" -S "$size"
-    local out
-    if ! out=$(timeout $run_timeout taskset -c 1 fi_pingpong -p tcp -e rdm -m tagged -P "$port" \
-        -I "$iters" -S "$size" 127.0.0.1 2>&1); then
-        echo "compare_tcp.sh: fi_pingpong client failed:" >&2
-        echo "$out" "$(cat "$work/server.log")" >&2
-        exit 1
-    fi
-    finish_server || true
-    local line
-    line=$(echo "$out" | awk 'NR > 1 && NF == 8 { l = $0 } END { print l }')
-    if [[ -z $line ]]; then
-        echo "compare_tcp.sh: no result line from fi_pingpong:" >&2
-        echo "$out" >&2
-        exit 1
-    fi
-    echo "$line" | awk -v size="$size" '{
+    run_progress "fi" tag_lat "$size"
+    fi_pingpong_run tcp "$size" "$(tag_iters_of tag_lat "$size")" || exit 1
+    echo "$fi_line" | awk -v size="$size" '{
         printf "fi,tag_lat,%s,tcp,%s,%s,%.4f,%.4f\n", size, $7, $7, $6 / 1e3, $8
     }' >>"$raw"
 }
@@ -144,9 +113,9 @@ elapsed=$((SECONDS - start_time))
 echo "compare_tcp.sh: $count runs in $elapsed s" >&2
 
 # ------------------------------------------------------------------ report: medians
-cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
-ucx_version=$(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}')
-fi_version=$(fi_info --version 2>/dev/null | awk '/libfabric:/ {print $2; exit}')
+cpu=$(bench_cpu)
+ucx_version=$(bench_version ucx)
+fi_version=$(bench_version libfabric)
 echo
 echo "tagged messages over TCP (loopback): ferry ($ferry_perf, FERRY_TRANSPORTS=tcp) vs UCX $ucx_version (ucx_perftest, UCX_TLS=tcp) vs libfabric ${fi_version:-?} (fi_pingpong -p tcp)"
 echo "servers on core 0, clients on core 1, busy polling, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"

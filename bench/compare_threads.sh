@@ -13,8 +13,8 @@
 # docs/perf/compare_threads.txt (BENCH_THREADS_OUT: elsewhere; empty: nowhere).
 #
 # Usage: bench/compare_threads.sh [REPEAT]     (default 3; a few minutes: 48 runs)
-# Environment: FERRY_PERF (default build/tools/ferry_perf), BENCH_PORT (first TCP port,
-# default 25000), BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_RESULTS (keep
+# Environment: FERRY_PERF (default build/tools/ferry_perf),
+# BENCH_ITERS_SCALE (multiplies every iteration count), BENCH_RESULTS (keep
 # the raw CSV: lib,test,size,threads,lat_us,msgrate_Mps).
 set -euo pipefail
 
@@ -22,7 +22,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 repeat=${1:-3}
-port=${BENCH_PORT:-25000}
 out_file=${BENCH_THREADS_OUT-$root/docs/perf/compare_threads.txt}
 run_timeout=60
 
@@ -94,7 +93,7 @@ echo "$bench_name: $count runs in $((SECONDS - start_time)) s" >&2
 report() {
     echo "ferry ($ferry_perf --threads N) vs UCX $(bench_version ucx) (ucx_perftest -M multi -T N, UCX_TLS=sm,self)"
     echo "8-byte messages over shared memory, unpinned, medians of $repeat runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "host: $(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo), $(nproc) CPUs, $(uname -r)"
+    echo "host: $(bench_cpu), $(nproc) CPUs, $(uname -r)"
     echo "load average at the start: $bench_load_start, at the end: $(cut -d' ' -f1-3 /proc/loadavg); CPUs busy with other work before: ${busy_before}%"
     awk -F, -f "$here/lib.awk" -f <(printf '%s\n' '
 NR > 1 { k = $1 "," $2 "," $4; add(k ",lat", $5); add(k ",rate", $6) }

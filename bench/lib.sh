@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared by the bench/compare_*.sh scripts (sourced, not run): background servers on fresh TCP
 # ports, and their cleanup. The sourcing script sets run_timeout (seconds any one client or
-# server may take) and port (the last port used), and calls next_port before each run.
+# server may take) and calls next_port before each run (it sets port).
 # Also: the progress line of every run (bench_progress), and the results a run leaves in
 # $BENCH_RESULTS (bench_keep_results).
 
@@ -21,18 +21,35 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The next free TCP port: a new one for every run (no TIME_WAIT surprises).
+# shellcheck source=tools/free_port.sh
+source "$root/tools/free_port.sh"
+
+# The port of the next run: a new free one every run (no TIME_WAIT surprises), at random, so
+# that two scripts running at the same time do not pick the same sequence.
 next_port() {
-    port=$((port + 1))
-    while ss -Htan "( sport = :$port )" | grep -q .; do
-        port=$((port + 1))
-    done
+    free_port || exit 1
 }
 
-# Wait until something listens on TCP port $1 (at most 10 s) while server $2 is alive.
+# listener_of PORT PID: whether the TCP listener on PORT belongs to process PID or one of its
+# descendants (the server under timeout, env, taskset). Another script's server may listen on
+# the same port: its clients must not measure ours, nor ours its.
+listener_of() {
+    local pid p
+    for pid in $(ss -Hltnp "( sport = :$1 )" | grep -o 'pid=[0-9]*' | cut -d= -f2); do
+        p=$pid
+        while [[ -n $p && $p -gt 1 ]]; do
+            [[ $p == "$2" ]] && return 0
+            p=$(awk '$1 == "PPid:" { print $2 }' "/proc/$p/status" 2>/dev/null)
+        done
+    done
+    return 1
+}
+
+# Wait until server $2 (or a process under it) listens on TCP port $1 (at most 10 s) while it
+# is alive.
 wait_listening() {
     local deadline=$((SECONDS + 10))
-    until ss -Hltn "( sport = :$1 )" | grep -q .; do
+    until listener_of "$1" "$2"; do
         if ! kill -0 "$2" 2>/dev/null; then
             return 1
         fi
@@ -52,6 +69,7 @@ start_server() {
     server_pid=$!
     if ! wait_listening "$port" "$server_pid"; then
         echo "$bench_name: server did not listen on port $port: $*" >&2
+        ss -Hltnp "( sport = :$port )" | sed 's/^/  listening there instead: /' >&2
         cat "$log" >&2
         exit 1
     fi
@@ -102,6 +120,38 @@ bench_run() {
         echo "$bench_name: server failed: ${run_env[*]} $program -p $port ${server[*]}" >&2
         cat "$work/server.log" >&2
         exit 1
+    fi
+}
+
+# fi_pingpong_run PROVIDER SIZE ITERS [VAR=VALUE...]: one fi_pingpong pair, ITERS round trips of
+# SIZE-byte tagged messages on RDM endpoints of PROVIDER (server on core 0, client on core 1 to
+# 127.0.0.1, their control connection on a fresh port), both under env VAR=VALUE...; sets
+# fi_line to its result "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec" (usec/xfer:
+# one way, the run's time over both directions' transfers; MB/sec: 10^6 B/s over both
+# directions). Returns 1 with the client's output and the server's log on stderr when the
+# client fails or prints no result.
+# shellcheck disable=SC2154 # work and run_timeout belong to the sourcing script
+fi_pingpong_run() {
+    local prov=$1 size=$2 iters=$3 out
+    shift 3
+    local args=(-p "$prov" -e rdm -m tagged -I "$iters" -S "$size")
+    next_port
+    start_server "$work/server.log" env "$@" taskset -c 0 fi_pingpong "${args[@]}" -B "$port"
+    if ! out=$(timeout "$run_timeout" env "$@" taskset -c 1 fi_pingpong "${args[@]}" -P "$port" \
+        127.0.0.1 2>&1); then
+        echo "$bench_name: fi_pingpong -p $prov, $size B: the client failed:" >&2
+        echo "$out" >&2
+        cat "$work/server.log" >&2
+        finish_server || true
+        return 1
+    fi
+    finish_server || true
+    # the line after the header (its bytes column says 4k, 64k, 1m, 16m, not the size)
+    fi_line=$(echo "$out" | awk '$1 == "bytes" { getline; if (NF == 8) print; exit }')
+    if [[ -z $fi_line ]]; then
+        echo "$bench_name: fi_pingpong -p $prov, $size B: no result line:" >&2
+        echo "$out" >&2
+        return 1
     fi
 }
 
@@ -202,6 +252,46 @@ check_args() {
     fi
 }
 
+# provider_setup REPEAT_NOTE TOOL...: the set-up of the scripts that measure the libfabric
+# provider (compare_fi.sh, compare_mpi.sh), after they set repeat: build (BUILD, default build)
+# and its ferry_perf (checked by check_args with REPEAT_NOTE), the provider
+# $build/ofi/libferry-fi.so and each TOOL, else exit; out_dir (BENCH_RESULTS, default
+# /tmp/ferry-bench, created), work (a temporary folder, removed on exit with the servers) and
+# raw ($work/raw.csv, empty).
+# shellcheck disable=SC2034 # out_dir and raw are the sourcing script's
+provider_setup() {
+    local note=$1
+    shift
+    build=$(cd "${BUILD:-$root/build}" && pwd)
+    ferry_perf=$build/tools/ferry_perf
+    check_args "$note"
+    need_tools "$@"
+    if [[ ! -f $build/ofi/libferry-fi.so ]]; then
+        echo "$bench_name: $build/ofi/libferry-fi.so is not built" >&2
+        exit 1
+    fi
+    out_dir=${BENCH_RESULTS:-/tmp/ferry-bench}
+    mkdir -p "$out_dir"
+    work=$(mktemp -d "${TMPDIR:-/tmp}/bench_${bench_name%.sh}.XXXXXX")
+    trap 'cleanup; rm -rf "$work"' EXIT
+    raw=$work/raw.csv
+    : >"$raw"
+}
+
+# mpi_pingpong_build OUT: bench/mpi_pingpong.c with ferry_perf's clock.c, parse.c and keyed.c,
+# built with $mpicc (Open MPI's compiler wrapper: a benchmark dependency, not a CMake one) into
+# OUT; exits with the compiler's messages when it fails.
+# shellcheck disable=SC2154 # mpicc and work belong to the sourcing script
+mpi_pingpong_build() {
+    local perf=$root/tools/ferry_perf
+    if ! "$mpicc" -std=c11 -O2 -Wall -Wextra -Werror -o "$1" "$root/bench/mpi_pingpong.c" \
+        "$perf/clock.c" "$perf/parse.c" "$perf/keyed.c" 2>"$work/mpicc.log"; then
+        echo "$bench_name: $mpicc failed to build bench/mpi_pingpong.c:" >&2
+        cat "$work/mpicc.log" >&2
+        exit 1
+    fi
+}
+
 # The load average (1, 5, 15 minutes) when the script started: the benchmark's figures mean
 # little when other work shares the machine.
 bench_load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -232,6 +322,24 @@ bench_progress() {
         "$left" "$*" >&2
 }
 
+# tag_iters_of TEST SIZE: the iterations of a run of TEST at SIZE: the sourcing script's
+# lat_iters SIZE for tag_lat, its bw_iters SIZE otherwise, times BENCH_ITERS_SCALE.
+tag_iters_of() {
+    local n
+    if [[ $1 == tag_lat ]]; then n=$(lat_iters "$2"); else n=$(bw_iters "$2"); fi
+    echo $((n * scale))
+}
+
+# run_progress LIB TEST SIZE [MODE]: bench_progress in columns ("ferry tag_lat    4096 B auto").
+run_progress() {
+    bench_progress "$(printf '%-5s %-7s %9s B%s' "$1" "$2" "$3" "${4:+ $4}")"
+}
+
+# bench_cpu: the CPU's model name.
+bench_cpu() {
+    awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo
+}
+
 # bench_version TOOL: the version of a peer library, or nothing when its tool is missing.
 bench_version() {
     case $1 in
@@ -258,7 +366,7 @@ bench_keep_results() {
         echo "iters_scale=${scale:-1}"
         echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
         echo "elapsed_s=$((SECONDS - start_time))"
-        echo "cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)"
+        echo "cpu=$(bench_cpu)"
         echo "nproc=$(nproc)"
         echo "kernel=$(uname -r)"
         echo "load_start=$bench_load_start"

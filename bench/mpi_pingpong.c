@@ -1,5 +1,7 @@
 /* mpi_pingpong: the MPI counterpart of ferry_perf's tag_lat and tag_bw, for bench/compare_tag.sh.
- * Built by that script with mpicc (Open MPI is only a benchmark dependency, not a CMake one):
+ * Built by that script with mpicc (Open MPI is only a benchmark dependency, not a CMake one),
+ * with ferry_perf's clock.c, parse.c and keyed.c (the same clock, option parsing and byte
+ * pattern):
  *
  *   mpirun -np 2 --bind-to core mpi_pingpong -t tag_lat|tag_bw [-s SIZE[,SIZE...]] [-n ITERS]
  *          [-w WARMUP] [--no-thp]
@@ -24,7 +26,6 @@
  *
  * Exit status: 0 success, 1 a run failed (wrong data), 2 bad options. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,15 +34,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define MP_HAVE_TSC 1
-#endif
+
+#include "../tools/ferry_perf/clock.h"
+#include "../tools/ferry_perf/keyed.h"
+#include "../tools/ferry_perf/parse.h"
 
 #define MP_WINDOW 16 /* as ferry_perf's PERF_TAG_WINDOW */
 #define MP_MAX_SIZES 32
 #define MP_MAX_MESSAGE (1ull << 30)
-#define MP_BLOCK 65536u
 #define MP_ALIGN 4096u
 #define MP_HUGE_PAGE (2u << 20)
 #define MP_SERVER 0
@@ -61,76 +61,18 @@ typedef struct mp_options {
 typedef struct mp_state {
     uint8_t *send, *recv;
     size_t max_size, recv_alloc;
-    uint8_t period[MP_BLOCK];
-    uint8_t expect[MP_BLOCK];
+    perf_keyed_t keyed; /* the pattern: ferry_perf's tag tests' (keyed.h) */
     uint64_t next_seed;
     bool no_thp;
 } mp_state_t;
 
-/* ---------------------------------------------------------------- time */
+/* time: tools/ferry_perf/clock.c (perf_now_ns, perf_ticks) */
 
-static double ns_per_tick = 1.0;
-
-static uint64_t now_ns(void)
+/* Bytes of p[0, length) that differ from the pattern of seed. */
+static uint64_t keyed_bad(mp_state_t *st, const uint8_t *p, size_t length, uint64_t seed)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void ticks_init(void)
-{
-#ifdef MP_HAVE_TSC
-    uint64_t t0 = now_ns(), c0 = __rdtsc();
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = 20000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-    uint64_t t1 = now_ns(), c1 = __rdtsc();
-    if (c1 > c0 && t1 > t0)
-        ns_per_tick = (double)(t1 - t0) / (double)(c1 - c0);
-#endif
-}
-
-static uint64_t ticks(void)
-{
-#ifdef MP_HAVE_TSC
-    return __rdtsc();
-#else
-    return now_ns();
-#endif
-}
-
-/* ---------------------------------------------------------------- patterns (as ferry_perf's) */
-
-static uint8_t block_key(uint64_t seed, uint64_t block)
-{
-    return (uint8_t)(seed * 0x9d + block * 31 + (block >> 8) * 7);
-}
-
-static void fill(const mp_state_t *st, uint8_t *p, size_t length, uint64_t seed)
-{
-    for (size_t done = 0, block = 0; done < length; done += MP_BLOCK, block++) {
-        size_t n = length - done < MP_BLOCK ? length - done : MP_BLOCK;
-        uint8_t key = block_key(seed, block);
-        for (size_t i = 0; i < n; i++)
-            p[done + i] = st->period[i] ^ key;
-    }
-}
-
-static uint64_t check(mp_state_t *st, const uint8_t *p, size_t length, uint64_t seed)
-{
-    uint64_t bad = 0;
-    for (size_t done = 0, block = 0; done < length; done += MP_BLOCK, block++) {
-        size_t n = length - done < MP_BLOCK ? length - done : MP_BLOCK;
-        uint8_t key = block_key(seed, block);
-        for (size_t i = 0; i < n; i++)
-            st->expect[i] = st->period[i] ^ key;
-        if (memcmp(p + done, st->expect, n) == 0)
-            continue;
-        for (size_t i = 0; i < n; i++)
-            bad += p[done + i] != st->expect[i];
-    }
-    return bad;
+    uint64_t first;
+    return perf_keyed_check(&st->keyed, p, length, seed, &first);
 }
 
 static uint64_t next_seed(mp_state_t *st)
@@ -186,7 +128,7 @@ static uint64_t lat_phase(mp_state_t *st, int rank, size_t size, uint64_t count,
         uint8_t *buf[2] = {st->recv, st->recv + stride};
         MPI_Request recv[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, send;
         unsigned posted = count < 2 ? (unsigned)count : 2;
-        fill(st, st->send, size, seed ^ 0x80);
+        perf_keyed_fill(&st->keyed, st->send, size, seed ^ 0x80);
         for (unsigned s = 0; s < posted; s++)
             MPI_Irecv(buf[s], (int)size, MPI_BYTE, MP_CLIENT, ping, MPI_COMM_WORLD, &recv[s]);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -201,28 +143,28 @@ static uint64_t lat_phase(mp_state_t *st, int rank, size_t size, uint64_t count,
             MPI_Wait(&send, MPI_STATUS_IGNORE);
         }
         for (unsigned s = 0; s < posted; s++)
-            bad += check(st, buf[s], size, seed);
+            bad += keyed_bad(st, buf[s], size, seed);
         MPI_Send(&bad, 1, MPI_UINT64_T, MP_CLIENT, result, MPI_COMM_WORLD);
         return bad;
     }
 
     MPI_Request recv;
     uint64_t server_bad = 0;
-    fill(st, st->send, size, seed);
+    perf_keyed_fill(&st->keyed, st->send, size, seed);
     MPI_Barrier(MPI_COMM_WORLD);
     for (uint64_t i = 0; i < count; i++) {
-        uint64_t begin = ticks();
+        uint64_t begin = perf_ticks();
         MPI_Irecv(st->recv, (int)size, MPI_BYTE, MP_SERVER, pong, MPI_COMM_WORLD, &recv);
         MPI_Send(st->send, (int)size, MPI_BYTE, MP_SERVER, ping, MPI_COMM_WORLD);
         MPI_Wait(&recv, &status);
         if (samples != NULL)
-            samples[i] = ticks() - begin;
+            samples[i] = perf_ticks() - begin;
         MPI_Get_count(&status, MPI_BYTE, &n);
         bad += n != (int)size || status.MPI_TAG != pong;
     }
     MPI_Recv(&server_bad, 1, MPI_UINT64_T, MP_SERVER, result, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (count > 0)
-        bad += check(st, st->recv, size, seed ^ 0x80);
+        bad += keyed_bad(st, st->recv, size, seed ^ 0x80);
     return bad + server_bad;
 }
 
@@ -258,21 +200,21 @@ static uint64_t bw_phase(mp_state_t *st, int rank, size_t size, uint64_t count,
         }
         MPI_Send(r, 3, MPI_UINT64_T, MP_CLIENT, received, MPI_COMM_WORLD); /* ends the timing */
         if (count > 0)
-            r[2] += check(st, st->recv, size, seed);
+            r[2] += keyed_bad(st, st->recv, size, seed);
         MPI_Send(&r[2], 1, MPI_UINT64_T, MP_CLIENT, result, MPI_COMM_WORLD);
         return r[2];
     }
 
-    fill(st, st->send, size, seed);
+    perf_keyed_fill(&st->keyed, st->send, size, seed);
     MPI_Barrier(MPI_COMM_WORLD);
-    uint64_t begin = now_ns();
+    uint64_t begin = perf_now_ns();
     for (uint64_t i = 0; i < count; i++) {
         unsigned s = (unsigned)(i % MP_WINDOW);
         MPI_Wait(&req[s], MPI_STATUS_IGNORE);
         MPI_Isend(st->send, (int)size, MPI_BYTE, MP_SERVER, data, MPI_COMM_WORLD, &req[s]);
     }
     MPI_Recv(r, 3, MPI_UINT64_T, MP_SERVER, received, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    *elapsed_ns = now_ns() - begin;
+    *elapsed_ns = perf_now_ns() - begin;
     MPI_Waitall(MP_WINDOW, req, MPI_STATUSES_IGNORE);
     MPI_Recv(&r[2], 1, MPI_UINT64_T, MP_SERVER, result, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (r[0] != count || r[1] != count * size)
@@ -294,31 +236,6 @@ static uint64_t default_iters(uint64_t size)
         return 100000;
     uint64_t n = (1ull << 30) / size;
     return n < 20 ? 20 : n > 100000 ? 100000 : n;
-}
-
-static int parse_u64(const char *text, bool suffix, uint64_t max, uint64_t *value_p)
-{
-    char *end;
-    if (text == NULL || *text < '0' || *text > '9')
-        return -1;
-    errno = 0;
-    unsigned long long value = strtoull(text, &end, 10);
-    if (errno != 0 || end == text)
-        return -1;
-    if (suffix && *end != '\0' && end[1] == '\0') {
-        unsigned shift = *end == 'k' || *end == 'K'   ? 10
-                         : *end == 'm' || *end == 'M' ? 20
-                         : *end == 'g' || *end == 'G' ? 30
-                                                      : 0;
-        if (shift == 0 || value > (UINT64_MAX >> shift))
-            return -1;
-        value <<= shift;
-        end++;
-    }
-    if (*end != '\0' || value > max)
-        return -1;
-    *value_p = value;
-    return 0;
 }
 
 static int usage(const char *why, const char *arg)
@@ -357,7 +274,7 @@ static int parse_options(int argc, char **argv, mp_options_t *opt)
             for (char *item = strtok_r(copy, ",", &save); item != NULL;
                  item = strtok_r(NULL, ",", &save)) {
                 if (opt->size_count == MP_MAX_SIZES ||
-                    parse_u64(item, true, MP_MAX_MESSAGE, &v) != 0 || v > INT32_MAX) {
+                    perf_parse_u64(item, true, MP_MAX_MESSAGE, &v) != 0 || v > INT32_MAX) {
                     free(copy);
                     return usage("bad size (at most 32 sizes, each below 2 GiB)", item);
                 }
@@ -367,11 +284,11 @@ static int parse_options(int argc, char **argv, mp_options_t *opt)
             if (opt->size_count == 0)
                 return usage("no size in", value);
         } else if (strcmp(arg, "-n") == 0) {
-            if (parse_u64(value, false, UINT32_MAX, &v) != 0 || v == 0)
+            if (perf_parse_u64(value, false, UINT32_MAX, &v) != 0 || v == 0)
                 return usage("bad iteration count", value);
             opt->iters = v;
         } else if (strcmp(arg, "-w") == 0) {
-            if (parse_u64(value, false, UINT32_MAX, &v) != 0)
+            if (perf_parse_u64(value, false, UINT32_MAX, &v) != 0)
                 return usage("bad warm-up count", value);
             opt->warmup = (int64_t)v;
         } else {
@@ -392,8 +309,10 @@ static int run(const mp_options_t *opt, int rank)
     if (st == NULL)
         return -1;
     st->no_thp = opt->no_thp;
-    for (size_t i = 0; i < MP_BLOCK; i++)
-        st->period[i] = (uint8_t)(i * 7 + (i >> 8) * 13 + 1);
+    if (perf_keyed_init(&st->keyed) != 0) {
+        free(st);
+        return -1;
+    }
     for (unsigned i = 0; i < opt->size_count; i++) {
         uint64_t size = opt->sizes[i];
         uint64_t bufs = rank == MP_SERVER && !opt->bw ? 2 : 1;
@@ -435,7 +354,7 @@ static int run(const mp_options_t *opt, int rank)
             bad = lat_phase(st, rank, size, warmup, NULL);
             bad += lat_phase(st, rank, size, iters, samples);
             if (rank == MP_CLIENT && bad == 0) {
-                double sum = 0, us = ns_per_tick / 1000.0 / 2.0; /* one way */
+                double sum = 0, us = perf_ticks_ns(1) / 1000.0 / 2.0; /* one way */
                 qsort(samples, iters, sizeof(*samples), compare_u64);
                 for (uint64_t k = 0; k < iters; k++)
                     sum += (double)samples[k];
@@ -460,6 +379,7 @@ static int run(const mp_options_t *opt, int rank)
     }
     free(st->send);
     free(st->recv);
+    perf_keyed_cleanup(&st->keyed);
     free(st);
     return bad_total || failed ? -1 : 0;
 }
@@ -482,7 +402,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    ticks_init();
+    perf_ticks_init();
     rc = run(&opt, rank);
     /* both ranks agree on the verdict (a rank that saw wrong data exits 1, so does mpirun) */
     int local = rc != 0, any = 0;

@@ -303,57 +303,28 @@ out:
     return rc;
 }
 
-static ssize_t atomic_write(struct fid_ep *ep, const void *buf, size_t count, void *desc,
-                            fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-                            enum fi_datatype datatype, enum fi_op op, void *context)
-{
-    (void)desc;
-    fy_ofi_ep_t *e = FY_OFI_CONTAINER(ep, fy_ofi_ep_t, ep_fid);
-    struct fi_ioc ioc = {.addr = (void *)buf, .count = count};
-    atomic_args_t a = {.iov = &ioc,
-                       .pieces = 1,
-                       .addr = dest_addr,
-                       .remote_addr = addr,
-                       .key = key,
-                       .datatype = datatype,
-                       .op = op,
-                       .context = context,
-                       .flags = e->tx_op_flags,
-                       .cls = CLASS_BASE};
-    return atomic_common(ep, &a);
-}
-
-static ssize_t atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
-                             fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-                             enum fi_datatype datatype, enum fi_op op, void *context)
-{
-    (void)desc;
-    fy_ofi_ep_t *e = FY_OFI_CONTAINER(ep, fy_ofi_ep_t, ep_fid);
-    atomic_args_t a = {.iov = iov,
-                       .pieces = count,
-                       .addr = dest_addr,
-                       .remote_addr = addr,
-                       .key = key,
-                       .datatype = datatype,
-                       .op = op,
-                       .context = context,
-                       .flags = e->tx_op_flags,
-                       .cls = CLASS_BASE};
-    return atomic_common(ep, &a);
-}
-
 /* fi_msg_atomic: one remote range (rma_iov_limit is 1). */
 static bool msg_ok(const struct fi_msg_atomic *msg)
 {
     return msg != NULL && msg->rma_iov_count == 1 && msg->rma_iov != NULL;
 }
 
-static ssize_t atomic_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
+/* Every call comes down to this one, the msg form of its class (fi_atomicmsg,
+ * fi_fetch_atomicmsg, fi_compare_atomicmsg): compare and result are NULL/0 where the class has
+ * none. */
+static ssize_t atomic_msg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+                          const struct fi_ioc *comparev, size_t compare_count,
+                          struct fi_ioc *resultv, size_t result_count, uint64_t flags,
+                          enum atomic_class cls)
 {
     if (!msg_ok(msg))
         return -FI_EINVAL;
     atomic_args_t a = {.iov = msg->msg_iov,
                        .pieces = msg->iov_count,
+                       .compare = comparev,
+                       .compare_pieces = compare_count,
+                       .result = resultv,
+                       .result_pieces = result_count,
                        .addr = msg->addr,
                        .remote_addr = msg->rma_iov[0].addr,
                        .key = msg->rma_iov[0].key,
@@ -361,8 +332,54 @@ static ssize_t atomic_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *ms
                        .op = msg->op,
                        .context = msg->context,
                        .flags = flags,
-                       .cls = CLASS_BASE};
+                       .cls = cls};
     return atomic_common(ep, &a);
+}
+
+/* The vector forms (and, with one piece each, the plain ones): the remote range at addr with
+ * key, the endpoint's tx_op_flags. */
+static ssize_t atomic_vector(struct fid_ep *ep, const struct fi_ioc *iov, size_t count,
+                             const struct fi_ioc *comparev, size_t compare_count,
+                             struct fi_ioc *resultv, size_t result_count, fi_addr_t dest_addr,
+                             uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op,
+                             void *context, enum atomic_class cls)
+{
+    fy_ofi_ep_t *e = FY_OFI_CONTAINER(ep, fy_ofi_ep_t, ep_fid);
+    struct fi_rma_ioc rma = {.addr = addr, .key = key}; /* (its count is not read) */
+    struct fi_msg_atomic msg = {.msg_iov = iov,
+                                .iov_count = count,
+                                .addr = dest_addr,
+                                .rma_iov = &rma,
+                                .rma_iov_count = 1,
+                                .datatype = datatype,
+                                .op = op,
+                                .context = context};
+    return atomic_msg(ep, &msg, comparev, compare_count, resultv, result_count, e->tx_op_flags,
+                      cls);
+}
+
+static ssize_t atomic_write(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+                            fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+                            enum fi_datatype datatype, enum fi_op op, void *context)
+{
+    (void)desc;
+    struct fi_ioc ioc = {.addr = (void *)buf, .count = count};
+    return atomic_vector(ep, &ioc, 1, NULL, 0, NULL, 0, dest_addr, addr, key, datatype, op, context,
+                         CLASS_BASE);
+}
+
+static ssize_t atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+                             fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+                             enum fi_datatype datatype, enum fi_op op, void *context)
+{
+    (void)desc;
+    return atomic_vector(ep, iov, count, NULL, 0, NULL, 0, dest_addr, addr, key, datatype, op,
+                         context, CLASS_BASE);
+}
+
+static ssize_t atomic_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
+{
+    return atomic_msg(ep, msg, NULL, 0, NULL, 0, flags, CLASS_BASE);
 }
 
 static ssize_t atomic_inject(struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest_addr,
@@ -387,22 +404,10 @@ static ssize_t atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count
                                 void *context)
 {
     (void)desc, (void)result_desc;
-    fy_ofi_ep_t *e = FY_OFI_CONTAINER(ep, fy_ofi_ep_t, ep_fid);
     struct fi_ioc ioc = {.addr = (void *)buf, .count = count};
     struct fi_ioc res = {.addr = result, .count = count};
-    atomic_args_t a = {.iov = &ioc,
-                       .pieces = 1,
-                       .result = &res,
-                       .result_pieces = 1,
-                       .addr = dest_addr,
-                       .remote_addr = addr,
-                       .key = key,
-                       .datatype = datatype,
-                       .op = op,
-                       .context = context,
-                       .flags = e->tx_op_flags,
-                       .cls = CLASS_FETCH};
-    return atomic_common(ep, &a);
+    return atomic_vector(ep, &ioc, 1, NULL, 0, &res, 1, dest_addr, addr, key, datatype, op, context,
+                         CLASS_FETCH);
 }
 
 static ssize_t atomic_readwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
@@ -412,20 +417,8 @@ static ssize_t atomic_readwritev(struct fid_ep *ep, const struct fi_ioc *iov, vo
                                  void *context)
 {
     (void)desc, (void)result_desc;
-    fy_ofi_ep_t *e = FY_OFI_CONTAINER(ep, fy_ofi_ep_t, ep_fid);
-    atomic_args_t a = {.iov = iov,
-                       .pieces = count,
-                       .result = resultv,
-                       .result_pieces = result_count,
-                       .addr = dest_addr,
-                       .remote_addr = addr,
-                       .key = key,
-                       .datatype = datatype,
-                       .op = op,
-                       .context = context,
-                       .flags = e->tx_op_flags,
-                       .cls = CLASS_FETCH};
-    return atomic_common(ep, &a);
+    return atomic_vector(ep, iov, count, NULL, 0, resultv, result_count, dest_addr, addr, key,
+                         datatype, op, context, CLASS_FETCH);
 }
 
 static ssize_t atomic_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
@@ -433,21 +426,7 @@ static ssize_t atomic_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic
                                    uint64_t flags)
 {
     (void)result_desc;
-    if (!msg_ok(msg))
-        return -FI_EINVAL;
-    atomic_args_t a = {.iov = msg->msg_iov,
-                       .pieces = msg->iov_count,
-                       .result = resultv,
-                       .result_pieces = result_count,
-                       .addr = msg->addr,
-                       .remote_addr = msg->rma_iov[0].addr,
-                       .key = msg->rma_iov[0].key,
-                       .datatype = msg->datatype,
-                       .op = msg->op,
-                       .context = msg->context,
-                       .flags = flags,
-                       .cls = CLASS_FETCH};
-    return atomic_common(ep, &a);
+    return atomic_msg(ep, msg, NULL, 0, resultv, result_count, flags, CLASS_FETCH);
 }
 
 static ssize_t atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc,
@@ -456,25 +435,11 @@ static ssize_t atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count
                                 enum fi_datatype datatype, enum fi_op op, void *context)
 {
     (void)desc, (void)compare_desc, (void)result_desc;
-    fy_ofi_ep_t *e = FY_OFI_CONTAINER(ep, fy_ofi_ep_t, ep_fid);
     struct fi_ioc ioc = {.addr = (void *)buf, .count = count};
     struct fi_ioc cmp = {.addr = (void *)compare, .count = count};
     struct fi_ioc res = {.addr = result, .count = count};
-    atomic_args_t a = {.iov = &ioc,
-                       .pieces = 1,
-                       .compare = &cmp,
-                       .compare_pieces = 1,
-                       .result = &res,
-                       .result_pieces = 1,
-                       .addr = dest_addr,
-                       .remote_addr = addr,
-                       .key = key,
-                       .datatype = datatype,
-                       .op = op,
-                       .context = context,
-                       .flags = e->tx_op_flags,
-                       .cls = CLASS_COMPARE};
-    return atomic_common(ep, &a);
+    return atomic_vector(ep, &ioc, 1, &cmp, 1, &res, 1, dest_addr, addr, key, datatype, op, context,
+                         CLASS_COMPARE);
 }
 
 static ssize_t atomic_compwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
@@ -485,22 +450,8 @@ static ssize_t atomic_compwritev(struct fid_ep *ep, const struct fi_ioc *iov, vo
                                  void *context)
 {
     (void)desc, (void)compare_desc, (void)result_desc;
-    fy_ofi_ep_t *e = FY_OFI_CONTAINER(ep, fy_ofi_ep_t, ep_fid);
-    atomic_args_t a = {.iov = iov,
-                       .pieces = count,
-                       .compare = comparev,
-                       .compare_pieces = compare_count,
-                       .result = resultv,
-                       .result_pieces = result_count,
-                       .addr = dest_addr,
-                       .remote_addr = addr,
-                       .key = key,
-                       .datatype = datatype,
-                       .op = op,
-                       .context = context,
-                       .flags = e->tx_op_flags,
-                       .cls = CLASS_COMPARE};
-    return atomic_common(ep, &a);
+    return atomic_vector(ep, iov, count, comparev, compare_count, resultv, result_count, dest_addr,
+                         addr, key, datatype, op, context, CLASS_COMPARE);
 }
 
 static ssize_t atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
@@ -509,23 +460,8 @@ static ssize_t atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic
                                    size_t result_count, uint64_t flags)
 {
     (void)compare_desc, (void)result_desc;
-    if (!msg_ok(msg))
-        return -FI_EINVAL;
-    atomic_args_t a = {.iov = msg->msg_iov,
-                       .pieces = msg->iov_count,
-                       .compare = comparev,
-                       .compare_pieces = compare_count,
-                       .result = resultv,
-                       .result_pieces = result_count,
-                       .addr = msg->addr,
-                       .remote_addr = msg->rma_iov[0].addr,
-                       .key = msg->rma_iov[0].key,
-                       .datatype = msg->datatype,
-                       .op = msg->op,
-                       .context = msg->context,
-                       .flags = flags,
-                       .cls = CLASS_COMPARE};
-    return atomic_common(ep, &a);
+    return atomic_msg(ep, msg, comparev, compare_count, resultv, result_count, flags,
+                      CLASS_COMPARE);
 }
 
 struct fi_ops_atomic fy_ofi_ops_atomic = {

@@ -2,33 +2,22 @@
 #define _GNU_SOURCE
 #include "ft_echo.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ft_chan.h"
 #include "ft_check.h"
 #include "ft_ferry.h"
-#include "ft_pattern.h"
 #include "ft_progress.h"
+#include "ft_seq.h"
 
 #define FT_ECHO_MAGIC 0x4f484345u /* "ECHO" */
 #define FT_ECHO_CLIENT_ID 0xec0u
 #define FT_ECHO_SERVER_ID 0xec1u
 
-typedef struct ft_echo_hdr {
-    uint32_t magic;
-    uint32_t seq;
-    uint32_t size;
-    uint32_t reserved;
-} ft_echo_hdr_t;
-
+/* pings and pongs are numbered streams (ft_seq.h) */
 typedef struct ft_echo_rx {
-    uint32_t sender;
-    uint32_t next_seq;
-    uint64_t received;
-    ferry_ep_t *reply_ep;
+    ft_seq_rx_t seq;
     size_t last_size;
 } ft_echo_rx_t;
 
@@ -37,42 +26,15 @@ static ferry_status_t ft_echo_handler(void *arg, const void *header, size_t head
                                       const ferry_am_recv_params_t *params)
 {
     ft_echo_rx_t *rx = arg;
-    ft_echo_hdr_t h;
-    char what[64];
-    FT_CHECK(header_length == sizeof(h), "echo: a %zu-byte header", header_length);
-    memcpy(&h, header, sizeof(h));
-    FT_CHECK(h.magic == FT_ECHO_MAGIC, "echo: bad magic 0x%x", h.magic);
-    FT_CHECK(h.seq == rx->next_seq, "echo: seq %u where %u was expected", h.seq, rx->next_seq);
-    FT_CHECK(length == h.size, "echo: seq %u has %zu bytes, its header says %u", h.seq, length,
-             h.size);
-    snprintf(what, sizeof(what), "echo message seq %u", h.seq);
-    ft_pattern_check(data, length, ft_pattern_seed(rx->sender, h.seq, length), 0, what);
-    rx->next_seq++;
-    rx->received++;
-    rx->reply_ep = params->reply_ep;
+    ft_seq_hdr_t h;
+    ft_seq_recv(&rx->seq, header, header_length, &h, sizeof(h), data, length, params);
     rx->last_size = length;
     return FERRY_OK;
 }
 
-/* Send (seq, size) with sender's pattern and wait until the buffer is free. */
-static void ft_echo_send(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, uint32_t sender,
-                         uint32_t seq, size_t size)
-{
-    ft_echo_hdr_t h = {.magic = FT_ECHO_MAGIC, .seq = seq, .size = (uint32_t)size};
-    ferry_completion_t comp = {.cb = NULL, .count = 0, .status = FERRY_OK};
-    uint8_t *buf = malloc(size ? size : 1);
-    FT_CHECK(buf != NULL, "out of memory");
-    ft_pattern_fill(buf, size, ft_pattern_seed(sender, seq, size), 0);
-    ft_am_send_ok(worker, ep, id, &h, sizeof(h), buf, size, &comp, 30000);
-    ft_progress_until_completion(worker, 30000, &comp, "an echo send");
-    FT_CHECK(comp.status == FERRY_OK, "echo: seq %u completed with %s", seq,
-             ferry_status_name(comp.status));
-    free(buf);
-}
-
 int ft_echo_role(int chan, void *arg)
 {
-    ft_echo_rx_t rx = {.sender = FT_ECHO_CLIENT_ID};
+    ft_echo_rx_t rx = {.seq = {.magic = FT_ECHO_MAGIC, .sender = FT_ECHO_CLIENT_ID}};
     uint64_t replied = 0;
     ft_token_t token;
     ft_ferry_t f;
@@ -84,9 +46,9 @@ int ft_echo_role(int chan, void *arg)
     ft_deadline_t deadline = ft_deadline_in_ms(120000);
     for (unsigned spins = 0;; spins++) {
         ft_progress_once(f.worker);
-        if (rx.received > replied) {
-            ft_echo_send(f.worker, rx.reply_ep, FT_ECHO_ID_PONG, FT_ECHO_SERVER_ID,
-                         (uint32_t)replied, rx.last_size);
+        if (rx.seq.received > replied) {
+            ft_seq_send(f.worker, rx.seq.reply_ep, FT_ECHO_ID_PONG, FT_ECHO_MAGIC,
+                        FT_ECHO_SERVER_ID, (uint32_t)replied, rx.last_size);
             replied++;
         }
         if ((spins & 0x3f) == 0 && ft_chan_try_token(chan, FT_ECHO_TOKEN_DONE, &token))
@@ -120,7 +82,8 @@ void ft_echo_connect(ft_echo_client_t *c, ferry_worker_t *worker, ft_peer_t *ech
     ft_echo_rx_t *rx = ft_echo_client_rx(c);
     memset(c, 0, sizeof(*c));
     memset(rx, 0, sizeof(*rx));
-    rx->sender = FT_ECHO_SERVER_ID;
+    rx->seq.magic = FT_ECHO_MAGIC;
+    rx->seq.sender = FT_ECHO_SERVER_ID;
     c->worker = worker;
     size_t length = ft_recv_address(echo->chan, address, sizeof(address), 30000);
     ferry_ep_params_t params = {.error_cb = ft_echo_error_cb, .error_arg = c};
@@ -132,15 +95,16 @@ void ft_echo_pingpong(ft_echo_client_t *c, unsigned n, size_t size)
 {
     ft_echo_rx_t *rx = ft_echo_client_rx(c);
     for (unsigned i = 0; i < n; i++, c->seq++) {
-        ft_echo_send(c->worker, c->ep, FT_ECHO_ID_PING, FT_ECHO_CLIENT_ID, c->seq, size);
-        ft_progress_until_count(c->worker, 30000, &rx->received, c->seq + 1ull,
+        ft_seq_send(c->worker, c->ep, FT_ECHO_ID_PING, FT_ECHO_MAGIC, FT_ECHO_CLIENT_ID, c->seq,
+                    size);
+        ft_progress_until_count(c->worker, 30000, &rx->seq.received, c->seq + 1ull,
                                 "the echo peer's pong");
         FT_CHECK(rx->last_size == size, "echo: a pong of %zu bytes for a ping of %zu",
                  rx->last_size, size);
     }
     FT_CHECK(c->errors == 0, "the endpoint to the echo peer failed: %s",
              ferry_status_name(c->error));
-    c->pongs = rx->received;
+    c->pongs = rx->seq.received;
 }
 
 void ft_echo_finish(ft_echo_client_t *c, ft_peer_t *echo)

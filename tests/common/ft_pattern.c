@@ -14,6 +14,11 @@ static inline uint64_t ft_splitmix64(uint64_t x)
     return z ^ (z >> 31);
 }
 
+uint64_t ft_mix64(uint64_t x)
+{
+    return ft_splitmix64(x);
+}
+
 uint64_t ft_pattern_seed(uint32_t sender, uint64_t seq, uint64_t size)
 {
     return ft_splitmix64(ft_splitmix64(((uint64_t)sender << 32) ^ 0x5eed) ^ ft_splitmix64(seq) ^

@@ -11,6 +11,10 @@
 
 uint64_t ft_pattern_seed(uint32_t sender, uint64_t seq, uint64_t size);
 
+/* splitmix64 of x: a well-mixed 64-bit value, for tests that derive sizes or operands from a
+ * counter (both sides compute the same). */
+uint64_t ft_mix64(uint64_t x);
+
 /* The byte of the pattern at offset. */
 uint8_t ft_pattern_byte(uint64_t seed, uint64_t offset);
 

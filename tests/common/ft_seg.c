@@ -73,3 +73,21 @@ void ft_seg_dma_poll_done(ferry_worker_t *worker, const ferry_dma_queue_t *q, in
     }
     FT_CHECK(ferry_dma_state(q, &st) == FERRY_DMA_DONE && st == FERRY_OK, "state");
 }
+
+ferry_dma_entry_t *ft_seg_scatter(size_t count, uint64_t seq0, uint8_t **bufs)
+{
+    ferry_dma_entry_t *e = calloc(count, sizeof(*e));
+    *bufs = malloc(count * 2000);
+    FT_CHECK(e != NULL && *bufs != NULL, "malloc for a scatter list of %zu entries", count);
+    for (size_t k = 0; k < count; k++) {
+        size_t length = 1 + (k * 7919u) % 2000u;
+        if (length + (k % 13) > 2000)
+            length = 2000 - (k % 13);
+        e[k] = (ferry_dma_entry_t){.local = *bufs + k * 2000,
+                                   .remote_offset = (uint64_t)k * 2000 + (k % 13),
+                                   .length = length,
+                                   .direction = FERRY_DMA_WRITE};
+        ft_pattern_fill(e[k].local, length, ft_pattern_seed(FT_SEG_IMPORTER, seq0 + k, length), 0);
+    }
+    return e;
+}

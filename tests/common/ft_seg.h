@@ -35,4 +35,10 @@ void ft_seg_owner_check(ferry_worker_t *worker, int chan, unsigned s, uint64_t o
  * timeout_ms. */
 void ft_seg_dma_poll_done(ferry_worker_t *worker, const ferry_dma_queue_t *q, int timeout_ms);
 
+/* A scatter list of count entries over one allocation of count * 2000 bytes, *bufs (the caller
+ * frees it and the list): entry k is 1 + (k * 7919) % 2000 bytes (kept within its 2000) at
+ * *bufs + k * 2000 and at segment offset k * 2000 + k % 13: disjoint, of many lengths and
+ * alignments; each is FERRY_DMA_WRITE and holds the importer's pattern of seq0 + k. */
+ferry_dma_entry_t *ft_seg_scatter(size_t count, uint64_t seq0, uint8_t **bufs);
+
 #endif

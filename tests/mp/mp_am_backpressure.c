@@ -39,18 +39,9 @@ typedef struct bp_hdr {
     uint32_t reserved;
 } bp_hdr_t;
 
-static uint64_t bp_mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
-
 static size_t bp_small_size(uint64_t n)
 {
-    uint64_t r = bp_mix(n + 1);
+    uint64_t r = ft_mix64(n + 1);
     if (r % 16 == 0)
         return 1024 + (size_t)(r >> 8) % 3000;
     return (size_t)(r >> 8) % 60;
@@ -171,7 +162,7 @@ static void bp_sender(ft_peer_t *receiver)
     uint64_t stall_start = ft_now_ns();
     uint64_t refused_before = tx.no_resource, filled = 0;
     while (tx.no_resource == refused_before) {
-        bp_try_send(&tx, (size_t)(bp_mix(tx.seq) % 29)); /* header + payload fit in a cell */
+        bp_try_send(&tx, (size_t)(ft_mix64(tx.seq) % 29)); /* header + payload fit in a cell */
         filled++;
         FT_CHECK(filled < 1000000, "1000000 sends to a stalled receiver were all accepted");
     }

@@ -26,19 +26,10 @@ typedef struct flood_hdr {
     uint32_t size;
 } flood_hdr_t;
 
-static uint64_t flood_mix(uint64_t x)
-{
-    x ^= x >> 31;
-    x *= 0x7fb5d329728ea185ull;
-    x ^= x >> 27;
-    x *= 0x81dadef4bc2dd44dull;
-    return x ^ (x >> 33);
-}
-
 /* The payload size of (sender, seq): both sides compute it. */
 static size_t flood_size(uint32_t sender, uint32_t seq)
 {
-    uint64_t r = flood_mix(((uint64_t)sender << 32) | seq);
+    uint64_t r = ft_mix64(((uint64_t)sender << 32) | seq);
     if (r % 16 == 0)
         return 1024 + (size_t)(r >> 8) % (4096 - sizeof(flood_hdr_t) - 1024 + 1);
     return (size_t)(r >> 8) % 64;

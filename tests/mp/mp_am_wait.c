@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 
 #include "ft.h"
+#include "ft_seq.h"
 
 #define W_MAGIC 0x54494157u /* "WAIT" */
 #define W_IDLE_MS 2000
@@ -43,6 +44,7 @@ enum { W_ID_FLOOD = 4 };
 #define W_FLOOD 20000u
 #define W_FLOOD_SEQ0 1000000u /* flood messages have sequence numbers of their own */
 
+/* Begins as ft_seq_hdr_t: PING and PONG are numbered streams (ft_seq.h). */
 typedef struct w_hdr {
     uint32_t magic;
     uint32_t seq;
@@ -65,10 +67,7 @@ static size_t w_size(const w_phase_t *phase, unsigned i)
 }
 
 typedef struct w_side {
-    uint16_t peer;
-    uint32_t next_seq; /* of the next message expected */
-    uint64_t received;
-    ferry_ep_t *reply_ep;
+    ft_seq_rx_t rx;        /* from the peer */
     uint64_t wake_sent_ns; /* W_ID_WAKE: when it was sent, 0 before it arrived */
     uint64_t wake_seen_ns;
 } w_side_t;
@@ -77,21 +76,8 @@ static ferry_status_t w_handler(void *arg, const void *header, size_t header_len
                                 size_t length, const ferry_am_recv_params_t *params)
 {
     w_side_t *side = arg;
-    w_hdr_t hcopy = {0}; /* headers are not aligned for 8-byte fields: copy */
-    const w_hdr_t *h = &hcopy;
-    if (header != NULL && header_length == sizeof(hcopy))
-        memcpy(&hcopy, header, sizeof(hcopy));
-    char what[64];
-    FT_CHECK(header_length == sizeof(*h) && h->magic == W_MAGIC, "bad header (%zu bytes)",
-             header_length);
-    FT_CHECK(h->seq == side->next_seq, "seq %u where %u was expected", h->seq, side->next_seq);
-    FT_CHECK(length == h->size, "seq %u: %zu bytes, the header says %llu", h->seq, length,
-             (unsigned long long)h->size);
-    snprintf(what, sizeof(what), "message seq %u", h->seq);
-    ft_pattern_check(data, length, ft_pattern_seed(side->peer, h->seq, length), 0, what);
-    side->next_seq++;
-    side->received++;
-    side->reply_ep = params->reply_ep;
+    w_hdr_t h;
+    ft_seq_recv(&side->rx, header, header_length, &h, sizeof(h), data, length, params);
     return FERRY_OK;
 }
 
@@ -120,7 +106,7 @@ typedef struct w_cond {
 static bool w_received(void *arg)
 {
     w_cond_t *c = arg;
-    return c->side->received >= c->target;
+    return c->side->rx.received >= c->target;
 }
 
 static bool w_comp_done(void *arg)
@@ -185,7 +171,7 @@ static void w_poll_until(ferry_worker_t *worker, w_side_t *side, uint64_t target
     unsigned sleeps = 0;
     FT_CHECK_OK(ferry_worker_get_fd(worker, &fd));
     ft_deadline_t deadline = ft_deadline_in_ms(30000);
-    while (side->received < target) {
+    while (side->rx.received < target) {
         if (ferry_worker_progress(worker) > 0)
             continue;
         ferry_status_t status = ferry_worker_arm(worker);
@@ -204,7 +190,7 @@ static void w_poll_until(ferry_worker_t *worker, w_side_t *side, uint64_t target
 
 static int w_server_role(int chan, void *arg)
 {
-    w_side_t side = {.peer = W_CLIENT};
+    w_side_t side = {.rx = {.magic = W_MAGIC, .sender = W_CLIENT}};
     ft_ferry_t f;
     uint32_t seq = 0;
     (void)arg;
@@ -217,9 +203,10 @@ static int w_server_role(int chan, void *arg)
     /* 1. ping-pong in ferry_worker_wait */
     for (unsigned p = 0; p < 3; p++) {
         for (unsigned i = 0; i < w_phases[p].count; i++, seq++) {
-            w_cond_t c = {.side = &side, .target = side.received + 1};
+            w_cond_t c = {.side = &side, .target = side.rx.received + 1};
             ft_wait_until(f.worker, 30000, w_received, &c, "the next ping");
-            w_send_wait(f.worker, side.reply_ep, W_ID_PONG, W_SERVER, seq, w_size(&w_phases[p], i));
+            w_send_wait(f.worker, side.rx.reply_ep, W_ID_PONG, W_SERVER, seq,
+                        w_size(&w_phases[p], i));
         }
     }
 
@@ -265,8 +252,8 @@ static int w_server_role(int chan, void *arg)
 
     /* 4. poll(2) on the worker's fd */
     for (unsigned i = 0; i < w_phases[3].count; i++, seq++) {
-        w_poll_until(f.worker, &side, side.received + 1);
-        w_send_wait(f.worker, side.reply_ep, W_ID_PONG, W_SERVER, seq, w_size(&w_phases[3], i));
+        w_poll_until(f.worker, &side, side.rx.received + 1);
+        w_send_wait(f.worker, side.rx.reply_ep, W_ID_PONG, W_SERVER, seq, w_size(&w_phases[3], i));
     }
     /* 5. a blocking sender that was refused: wait (not polling) until it is */
     w_flood_t flood = {0};
@@ -283,7 +270,7 @@ static int w_server_role(int chan, void *arg)
 int main(void)
 {
     uint8_t address[FT_CHAN_MSG_MAX];
-    w_side_t side = {.peer = W_SERVER};
+    w_side_t side = {.rx = {.magic = W_MAGIC, .sender = W_SERVER}};
     ft_peer_t server;
     ft_ferry_t f;
     uint32_t seq = 0;
@@ -299,7 +286,7 @@ int main(void)
     for (unsigned p = 0; p < 3; p++) {
         uint64_t start = ft_now_ns();
         for (unsigned i = 0; i < w_phases[p].count; i++, seq++) {
-            w_cond_t c = {.side = &side, .target = side.received + 1};
+            w_cond_t c = {.side = &side, .target = side.rx.received + 1};
             w_send_wait(f.worker, ep, W_ID_PING, W_CLIENT, seq, w_size(&w_phases[p], i));
             ft_wait_until(f.worker, 30000, w_received, &c, "the pong");
         }
@@ -316,7 +303,7 @@ int main(void)
 
     uint64_t start = ft_now_ns();
     for (unsigned i = 0; i < w_phases[3].count; i++, seq++) {
-        w_cond_t c = {.side = &side, .target = side.received + 1};
+        w_cond_t c = {.side = &side, .target = side.rx.received + 1};
         w_send_wait(f.worker, ep, W_ID_PING, W_CLIENT, seq, w_size(&w_phases[3], i));
         ft_wait_until(f.worker, 30000, w_received, &c, "the pong (server in poll)");
     }

@@ -273,6 +273,39 @@ static ft_token_t cl_ask(ferry_worker_t *worker, ft_peer_t *receiver, uint32_t t
     return t;
 }
 
+/* A new endpoint to address, with no completion recorded yet. */
+static ferry_ep_t *cl_open(ferry_worker_t *worker, const void *address, size_t length)
+{
+    ferry_ep_t *ep = ft_ep_create(worker, address, length, NULL);
+    memset(&cl_events, 0, sizeof(cl_events));
+    return ep;
+}
+
+/* One message of 100 B on conn, delivered; then the receiver stalls (stops polling) and
+ * sends[0..n) of 1 MiB (seq 1..n, tracked) must stay queued. */
+static void cl_queue_at_stalled(ferry_worker_t *worker, ft_peer_t *receiver, ferry_ep_t *ep,
+                                uint32_t conn, cl_send_t *sends, int n, const char *what)
+{
+    cl_send_small(worker, ep, conn, 0, 100);
+    cl_ask(worker, receiver, CL_TOKEN_WAIT_COUNT, conn, 1); /* connected and delivering */
+    ft_chan_send_token(receiver->chan, CL_TOKEN_STALL, 0, 0, 0, 0);
+    ft_progress_until_token(worker, receiver->chan, CL_TOKEN_STALLED, 30000, NULL);
+    for (int i = 0; i < n; i++)
+        FT_CHECK(cl_send_tracked(worker, ep, conn, 1 + (uint32_t)i, 1u << 20, &sends[i], i) ==
+                     FERRY_INPROGRESS,
+                 "%s: a 1 MiB send to a stalled peer was not queued", what);
+}
+
+/* ferry_ep_close(FERRY_EP_CLOSE_FORCE) must return FERRY_OK (no completion runs inside it). */
+static void cl_close_forced(ferry_ep_t *ep, const char *what)
+{
+    cl_in_close = true;
+    ferry_status_t status = ferry_ep_close(ep, FERRY_EP_CLOSE_FORCE, NULL);
+    cl_in_close = false;
+    FT_CHECK(status == FERRY_OK, "%s: ferry_ep_close returned %s, expected FERRY_OK", what,
+             ferry_status_name(status));
+}
+
 /* Close gracefully; every completion (sends, then the close) must come with FERRY_OK, the
  * sends before the close. */
 static void cl_graceful(ferry_worker_t *worker, ferry_ep_t *ep, unsigned sends, const char *what)
@@ -321,22 +354,29 @@ static void cl_check_peer_saw_close(ferry_worker_t *worker, ft_peer_t *receiver,
              what, (unsigned long long)t.v[3], messages);
 }
 
+/* cl_graceful, then the receiver got all messages of conn before its endpoint was closed;
+ * ep destroyed; a note says so. */
+static void cl_graceful_seen(ferry_worker_t *worker, ft_peer_t *receiver, ferry_ep_t *ep,
+                             unsigned sends, uint32_t conn, uint32_t messages, const char *what)
+{
+    cl_graceful(worker, ep, sends, what);
+    cl_check_peer_saw_close(worker, receiver, conn, messages, what);
+    ferry_ep_destroy(ep);
+    ft_note("%s: all delivered, then the peer saw the close", what);
+}
+
 static void cl_graceful_queued(ferry_worker_t *worker, ft_peer_t *receiver, const void *address,
                                size_t length)
 {
     static cl_send_t sends[8];
     const char *what = "graceful close, 8 x 4 MiB queued";
-    ferry_ep_t *ep = ft_ep_create(worker, address, length, NULL);
-    memset(&cl_events, 0, sizeof(cl_events));
+    ferry_ep_t *ep = cl_open(worker, address, length);
     unsigned queued = 0;
     for (int i = 0; i < 8; i++)
         queued +=
             cl_send_tracked(worker, ep, 1, (uint32_t)i, 4u << 20, &sends[i], i) == FERRY_INPROGRESS;
     FT_CHECK(queued > 0, "%s: no 4 MiB send was queued", what);
-    cl_graceful(worker, ep, 8, what);
-    cl_check_peer_saw_close(worker, receiver, 1, 8, what);
-    ferry_ep_destroy(ep);
-    ft_note("%s: all delivered, then the peer saw the close", what);
+    cl_graceful_seen(worker, receiver, ep, 8, 1, 8, what);
 }
 
 static void cl_graceful_connecting(ferry_worker_t *worker, ft_peer_t *receiver, const void *address,
@@ -344,17 +384,13 @@ static void cl_graceful_connecting(ferry_worker_t *worker, ft_peer_t *receiver, 
 {
     static cl_send_t sends[2];
     const char *what = "graceful close while connecting";
-    ferry_ep_t *ep = ft_ep_create(worker, address, length, NULL);
-    memset(&cl_events, 0, sizeof(cl_events));
+    ferry_ep_t *ep = cl_open(worker, address, length);
     uint32_t seq = 0;
     for (int i = 0; i < 5; i++, seq++)
         cl_send_small(worker, ep, 2, seq, (size_t)i * 900);
     for (int i = 0; i < 2; i++, seq++)
         cl_send_tracked(worker, ep, 2, seq, 1u << 20, &sends[i], i);
-    cl_graceful(worker, ep, 2, what);
-    cl_check_peer_saw_close(worker, receiver, 2, 7, what);
-    ferry_ep_destroy(ep);
-    ft_note("%s: all delivered, then the peer saw the close", what);
+    cl_graceful_seen(worker, receiver, ep, 2, 2, 7, what);
 }
 
 static void cl_forced(ferry_worker_t *worker, ft_peer_t *receiver, const void *address,
@@ -362,24 +398,12 @@ static void cl_forced(ferry_worker_t *worker, ft_peer_t *receiver, const void *a
 {
     static cl_send_t sends[4];
     const char *what = "forced close";
-    ferry_ep_t *ep = ft_ep_create(worker, address, length, NULL);
-    memset(&cl_events, 0, sizeof(cl_events));
-    cl_send_small(worker, ep, 3, 0, 100);
-    cl_ask(worker, receiver, CL_TOKEN_WAIT_COUNT, 3, 1); /* connected and delivering */
-    ft_chan_send_token(receiver->chan, CL_TOKEN_STALL, 0, 0, 0, 0);
-    ft_progress_until_token(worker, receiver->chan, CL_TOKEN_STALLED, 30000, NULL);
-    for (int i = 0; i < 4; i++)
-        FT_CHECK(cl_send_tracked(worker, ep, 3, 1 + (uint32_t)i, 1u << 20, &sends[i], i) ==
-                     FERRY_INPROGRESS,
-                 "%s: a 1 MiB send to a stalled peer was not queued", what);
+    ferry_ep_t *ep = cl_open(worker, address, length);
+    cl_queue_at_stalled(worker, receiver, ep, 3, sends, 4, what);
     ft_progress_for_ms(worker, 50);
     FT_CHECK(cl_events.count == 0, "%s: %u sends completed while the peer was stalled", what,
              cl_events.count);
-    cl_in_close = true;
-    ferry_status_t status = ferry_ep_close(ep, FERRY_EP_CLOSE_FORCE, NULL);
-    cl_in_close = false;
-    FT_CHECK(status == FERRY_OK, "%s: ferry_ep_close returned %s, expected FERRY_OK", what,
-             ferry_status_name(status));
+    cl_close_forced(ep, what);
     cl_expect_closed(ep, what);
     FT_CHECK(cl_events.count == 0, "%s: completions ran inside ferry_ep_close", what);
     for (unsigned i = 0; i < 4; i++)
@@ -403,15 +427,12 @@ static void cl_forced(ferry_worker_t *worker, ft_peer_t *receiver, const void *a
             ferry_status_name(error));
 
     /* a new endpoint works, and needs the peer's whole buffer pool */
-    ep = ft_ep_create(worker, address, length, NULL);
-    memset(&cl_events, 0, sizeof(cl_events));
+    ep = cl_open(worker, address, length);
     uint32_t seq = 0;
     for (; seq < 200; seq++)
         cl_send_small(worker, ep, 4, seq, 4000);
     cl_send_tracked(worker, ep, 4, seq++, 1u << 20, &sends[0], 0);
-    cl_graceful(worker, ep, 1, "a new endpoint after a forced close");
-    cl_check_peer_saw_close(worker, receiver, 4, seq, "a new endpoint after a forced close");
-    ferry_ep_destroy(ep);
+    cl_graceful_seen(worker, receiver, ep, 1, 4, seq, "a new endpoint after a forced close");
 }
 
 /* A message without a completion from a heap buffer freed at once: the send must have copied
@@ -441,8 +462,7 @@ static void cl_forced_connecting(ferry_worker_t *worker, ft_peer_t *receiver, co
     const char *what = big ? "forced close while connecting, large copies and a canceled send"
                            : "forced close while connecting";
     static cl_send_t tracked;
-    ferry_ep_t *ep = ft_ep_create(worker, address, length, NULL);
-    memset(&cl_events, 0, sizeof(cl_events));
+    ferry_ep_t *ep = cl_open(worker, address, length);
     uint32_t seq = 0;
     for (; seq < 5; seq++)
         cl_send_small(worker, ep, conn, seq, (size_t)seq * 300);
@@ -453,11 +473,7 @@ static void cl_forced_connecting(ferry_worker_t *worker, ft_peer_t *receiver, co
         cl_send_copied(ep, conn, seq++, 256u << 10);
         cl_send_small(worker, ep, conn, seq++, 17);
     }
-    cl_in_close = true;
-    ferry_status_t status = ferry_ep_close(ep, FERRY_EP_CLOSE_FORCE, NULL);
-    cl_in_close = false;
-    FT_CHECK(status == FERRY_OK, "%s: ferry_ep_close returned %s, expected FERRY_OK", what,
-             ferry_status_name(status));
+    cl_close_forced(ep, what);
     ferry_ep_destroy(ep);
     cl_check_peer_saw_close(worker, receiver, conn, seq, what);
     if (big) {
@@ -480,16 +496,8 @@ static void cl_worker_destroyed(ferry_context_t *context, ft_peer_t *receiver, c
     const char *what = "worker destroyed";
     ferry_worker_t *worker = NULL;
     FT_CHECK_OK(ferry_worker_create(context, NULL, &worker));
-    ferry_ep_t *ep = ft_ep_create(worker, address, length, NULL);
-    memset(&cl_events, 0, sizeof(cl_events));
-    cl_send_small(worker, ep, 6, 0, 100);
-    cl_ask(worker, receiver, CL_TOKEN_WAIT_COUNT, 6, 1);
-    ft_chan_send_token(receiver->chan, CL_TOKEN_STALL, 0, 0, 0, 0);
-    ft_progress_until_token(worker, receiver->chan, CL_TOKEN_STALLED, 30000, NULL);
-    for (int i = 0; i < 2; i++)
-        FT_CHECK(cl_send_tracked(worker, ep, 6, 1 + (uint32_t)i, 1u << 20, &sends[i], i) ==
-                     FERRY_INPROGRESS,
-                 "%s: a 1 MiB send to a stalled peer was not queued", what);
+    ferry_ep_t *ep = cl_open(worker, address, length);
+    cl_queue_at_stalled(worker, receiver, ep, 6, sends, 2, what);
     ferry_worker_destroy(worker);
     FT_CHECK(cl_events.count == 2, "%s: %u of 2 queued sends completed", what, cl_events.count);
     for (unsigned i = 0; i < 2; i++)

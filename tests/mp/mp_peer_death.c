@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "ft.h"
+#include "ft_seq.h"
 
 #define PD_MAGIC 0x48544544u /* "DETH" */
 #define PD_DETECT_MS 1000
@@ -41,9 +42,8 @@ static size_t pd_stall_size(void)
 #define PD_SMALL 4000
 
 enum { PD_ID_PING = 10, PD_ID_PONG = 11, PD_ID_HELLO = 12, PD_ID_BIG = 13 };
-enum { PD_SURVIVOR = 1, PD_THIRD = 2, PD_VICTIM = 3 };
+enum { PD_SURVIVOR = 1, PD_VICTIM = 3 };
 enum {
-    PD_TOKEN_DONE = 0x444f4e45,
     PD_TOKEN_STOP = 0x53544f50,
     PD_TOKEN_STOPPED = 0x53544f44,
     PD_TOKEN_GO = 0x474f2121,
@@ -51,69 +51,7 @@ enum {
     PD_TOKEN_DYING = 0x44594e47, /* v0: the time of the SIGKILL (ns) */
 };
 
-typedef struct pd_hdr {
-    uint32_t magic;
-    uint32_t seq;
-    uint64_t size;
-} pd_hdr_t;
-
-/* ------------------------------------------------------------------ receiving */
-
-/* What one process receives: messages of one kind, checked in order. */
-typedef struct pd_rx {
-    uint16_t sender;
-    uint32_t next_seq;
-    uint64_t received;
-    ferry_ep_t *reply_ep;
-} pd_rx_t;
-
-static ferry_status_t pd_handler(void *arg, const void *header, size_t header_length, void *data,
-                                 size_t length, const ferry_am_recv_params_t *params)
-{
-    pd_rx_t *rx = arg;
-    pd_hdr_t hcopy = {0}; /* headers are not aligned for 8-byte fields: copy */
-    const pd_hdr_t *h = &hcopy;
-    if (header != NULL && header_length == sizeof(hcopy))
-        memcpy(&hcopy, header, sizeof(hcopy));
-    char what[64];
-    FT_CHECK(header_length == sizeof(*h) && h->magic == PD_MAGIC, "bad header (%zu bytes)",
-             header_length);
-    FT_CHECK(h->seq == rx->next_seq, "seq %u where %u was expected", h->seq, rx->next_seq);
-    FT_CHECK(length == h->size, "seq %u: %zu bytes, the header says %llu", h->seq, length,
-             (unsigned long long)h->size);
-    snprintf(what, sizeof(what), "message seq %u from %u", h->seq, rx->sender);
-    ft_pattern_check(data, length, ft_pattern_seed(rx->sender, h->seq, length), 0, what);
-    rx->next_seq++;
-    rx->received++;
-    rx->reply_ep = params->reply_ep;
-    return FERRY_OK;
-}
-
-/* ------------------------------------------------------------------ sending */
-
-/* Send seq (size bytes, pattern of sender) and wait until its buffer is free. */
-static void pd_send(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, uint16_t sender,
-                    uint32_t seq, size_t size)
-{
-    static uint8_t *buf;
-    static size_t cap;
-    if (cap < size) {
-        free(buf);
-        buf = malloc(size);
-        cap = size;
-        FT_CHECK(buf != NULL, "out of memory");
-    }
-    pd_hdr_t h = {.magic = PD_MAGIC, .seq = seq, .size = size};
-    ferry_completion_t comp = {.cb = NULL, .count = 0, .status = FERRY_OK};
-    ft_pattern_fill(buf, size, ft_pattern_seed(sender, seq, size), 0);
-    ferry_iov_t iov = {.buffer = buf, .length = size};
-    ferry_status_t status = ft_am_send(worker, ep, id, &h, sizeof(h), &iov, 1, &comp, 30000, NULL);
-    FT_CHECK(status == FERRY_OK || status == FERRY_INPROGRESS, "send of seq %u returned %s", seq,
-             ferry_status_name(status));
-    ft_progress_until_completion(worker, 30000, &comp, "a send's completion");
-    FT_CHECK(comp.status == FERRY_OK, "seq %u completed with %s", seq,
-             ferry_status_name(comp.status));
-}
+/* Messages are numbered streams (ft_seq.h): ft_seq_hdr_t headers of PD_MAGIC. */
 
 /* ------------------------------------------------------------------ error callbacks */
 
@@ -141,75 +79,8 @@ static bool pd_error_seen(void *arg)
 
 /* ------------------------------------------------------------------ the third process */
 
-/* Replies to every PING with a PONG of the same size, until told DONE. */
-static int pd_third_role(int chan, void *arg)
-{
-    pd_rx_t rx = {.sender = PD_SURVIVOR};
-    uint64_t replied = 0;
-    ft_token_t token;
-    ft_ferry_t f;
-    (void)arg;
-
-    ft_ferry_init(&f, NULL, NULL);
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PING, pd_handler, &rx));
-    ft_send_address(chan, f.worker);
-    ft_deadline_t deadline = ft_deadline_in_ms(60000);
-    for (unsigned spins = 0;; spins++) {
-        ft_progress_once(f.worker);
-        if (rx.received > replied) {
-            pd_send(f.worker, rx.reply_ep, PD_ID_PONG, PD_THIRD, (uint32_t)replied, PD_SMALL);
-            replied++;
-        }
-        if ((spins & 0x3f) == 0 && ft_chan_try_token(chan, PD_TOKEN_DONE, &token))
-            break;
-        FT_CHECK(!ft_deadline_passed(deadline), "not told DONE within 60 s");
-    }
-    ft_chan_expect_eof(chan, 30000);
-    ft_ferry_fini(&f);
-    return 0;
-}
-
-/* Survivor side of the third process: n round trips of PD_SMALL bytes. */
-typedef struct pd_third {
-    ferry_ep_t *ep;
-    pd_rx_t rx; /* PONGs */
-    uint32_t seq;
-    pd_errors_t errors;
-} pd_third_t;
-
-static void pd_third_connect(ferry_worker_t *worker, pd_third_t *third, ft_peer_t *peer)
-{
-    uint8_t address[FT_CHAN_MSG_MAX];
-    third->rx.sender = PD_THIRD;
-    size_t length = ft_recv_address(peer->chan, address, sizeof(address), 30000);
-    ferry_ep_params_t params = {.error_cb = pd_error_cb, .error_arg = &third->errors};
-    third->ep = ft_ep_create(worker, address, length, &params);
-}
-
-static void pd_third_pingpong(ferry_worker_t *worker, pd_third_t *third, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++, third->seq++) {
-        pd_send(worker, third->ep, PD_ID_PING, PD_SURVIVOR, third->seq, PD_SMALL);
-        ft_progress_until_count(worker, 30000, &third->rx.received, third->seq + 1ull,
-                                "the third process's pong");
-    }
-    FT_CHECK(third->errors.count == 0, "the endpoint to the third process failed: %s",
-             ferry_status_name(third->errors.status));
-}
-
-static void pd_third_finish(ferry_worker_t *worker, pd_third_t *third, ft_peer_t *peer)
-{
-    ferry_completion_t comp = {.cb = NULL, .count = 1, .status = FERRY_OK};
-    ft_chan_send_token(peer->chan, PD_TOKEN_DONE, 0, 0, 0, 0);
-    ferry_status_t status = ferry_ep_close(third->ep, 0, &comp);
-    FT_CHECK(status == FERRY_OK || status == FERRY_INPROGRESS, "ferry_ep_close returned %s",
-             ferry_status_name(status));
-    if (status == FERRY_INPROGRESS)
-        ft_progress_until_completion(worker, 10000, &comp, "the graceful close");
-    ferry_ep_destroy(third->ep);
-    close(peer->chan);
-    ft_peer_expect_exit(peer, 30000, 0);
-}
+/* The third process is the echo peer (ft_echo.h): it answers every ping with a pong of the same
+ * size; the survivor pings it with PD_SMALL bytes. */
 
 /* The time from the kill to the error callback; fails beyond PD_DETECT_MS. */
 static double pd_detect(ferry_worker_t *worker, pd_errors_t *errors, uint64_t killed_ns,
@@ -236,34 +107,34 @@ static int pd_streaming_client_role(int chan, void *arg)
     ft_ferry_init(&f, NULL, NULL);
     size_t length = ft_recv_address(chan, address, sizeof(address), 30000);
     ferry_ep_t *ep = ft_ep_create(f.worker, address, length, NULL);
-    pd_send(f.worker, ep, PD_ID_HELLO, PD_VICTIM, 0, 8);
+    ft_seq_send(f.worker, ep, PD_ID_HELLO, PD_MAGIC, PD_VICTIM, 0, 8);
     ft_deadline_t deadline = ft_deadline_in_ms(60000);
     for (uint32_t seq = 0; !ft_deadline_passed(deadline); seq++)
-        pd_send(f.worker, ep, PD_ID_BIG, PD_VICTIM, seq, PD_BIG);
+        ft_seq_send(f.worker, ep, PD_ID_BIG, PD_MAGIC, PD_VICTIM, seq, PD_BIG);
     ft_fail_at(__FILE__, __LINE__, "still alive after 60 s of streaming");
 }
 
 static int pd_kill_client(int chan, void *arg)
 {
     ft_peer_t client, third_peer;
-    pd_third_t third = {0};
+    ft_echo_client_t third;
     pd_errors_t accepted = {0};
-    pd_rx_t hello = {.sender = PD_VICTIM}, big = {.sender = PD_VICTIM};
+    ft_seq_rx_t hello = {.magic = PD_MAGIC, .sender = PD_VICTIM},
+                big = {.magic = PD_MAGIC, .sender = PD_VICTIM};
     ft_ferry_t f;
     (void)chan;
     (void)arg;
 
     ft_peer_spawn(&client, "client", pd_streaming_client_role, NULL);
-    ft_peer_spawn(&third_peer, "third", pd_third_role, NULL);
+    ft_peer_spawn(&third_peer, "third", ft_echo_role, NULL);
     ferry_worker_params_t wparams = {.accepted_ep_error_cb = pd_error_cb,
                                      .accepted_ep_error_arg = &accepted};
     ft_ferry_init(&f, NULL, &wparams);
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PONG, pd_handler, &third.rx));
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_HELLO, pd_handler, &hello));
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_BIG, pd_handler, &big));
-    pd_third_connect(f.worker, &third, &third_peer);
+    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_HELLO, ft_seq_handler, &hello));
+    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_BIG, ft_seq_handler, &big));
+    ft_echo_connect(&third, f.worker, &third_peer);
     ft_send_address(client.chan, f.worker);
-    pd_third_pingpong(f.worker, &third, 20);
+    ft_echo_pingpong(&third, 20, PD_SMALL);
 
     ft_progress_until_count(f.worker, 30000, &big.received, 3, "three 1 MiB messages");
     ferry_ep_t *client_ep = hello.reply_ep;
@@ -278,11 +149,11 @@ static int pd_kill_client(int chan, void *arg)
     ft_note("kill_client: the client's death was reported after %.1f ms (%llu 1 MiB messages "
             "had arrived)",
             ms, (unsigned long long)big.received);
-    pd_third_pingpong(f.worker, &third, 200);
+    ft_echo_pingpong(&third, 200, PD_SMALL);
     ft_progress_for_ms(f.worker, 50);
     FT_CHECK(accepted.count == 1, "%u accepted-endpoint errors, expected 1", accepted.count);
     ft_files_check_self();
-    pd_third_finish(f.worker, &third, &third_peer);
+    ft_echo_finish(&third, &third_peer);
     ft_ferry_fini(&f);
     return 0;
 }
@@ -292,19 +163,20 @@ static int pd_kill_client(int chan, void *arg)
 /* Replies to pings until told to stop; then waits (without polling) to be killed. */
 static int pd_stopping_server_role(int chan, void *arg)
 {
-    pd_rx_t rx = {.sender = PD_SURVIVOR};
+    ft_seq_rx_t rx = {.magic = PD_MAGIC, .sender = PD_SURVIVOR};
     uint64_t replied = 0;
     ft_token_t token;
     ft_ferry_t f;
     (void)arg;
 
     ft_ferry_init(&f, NULL, NULL);
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PING, pd_handler, &rx));
+    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PING, ft_seq_handler, &rx));
     ft_send_address(chan, f.worker);
     for (unsigned spins = 0;; spins++) {
         ft_progress_once(f.worker);
         if (rx.received > replied) {
-            pd_send(f.worker, rx.reply_ep, PD_ID_PONG, PD_VICTIM, (uint32_t)replied, PD_SMALL);
+            ft_seq_send(f.worker, rx.reply_ep, PD_ID_PONG, PD_MAGIC, PD_VICTIM, (uint32_t)replied,
+                        PD_SMALL);
             replied++;
         }
         if ((spins & 0x3f) == 0 && ft_chan_try_token(chan, PD_TOKEN_STOP, &token))
@@ -328,30 +200,28 @@ static int pd_kill_server(int chan, void *arg)
 {
     uint8_t address[FT_CHAN_MSG_MAX];
     ft_peer_t server, third_peer;
-    pd_third_t third = {0};
+    ft_echo_client_t third;
     pd_errors_t errors = {0};
-    pd_rx_t pongs = {.sender = PD_VICTIM};
+    ft_seq_rx_t pongs = {.magic = PD_MAGIC, .sender = PD_VICTIM};
     ft_ferry_t f;
     (void)chan;
     (void)arg;
 
     ft_peer_spawn(&server, "server", pd_stopping_server_role, NULL);
-    ft_peer_spawn(&third_peer, "third", pd_third_role, NULL);
+    ft_peer_spawn(&third_peer, "third", ft_echo_role, NULL);
     ft_ferry_init(&f, NULL, NULL);
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PONG, pd_handler, &third.rx));
-    pd_third_connect(f.worker, &third, &third_peer);
+    ft_echo_connect(&third, f.worker, &third_peer);
     size_t length = ft_recv_address(server.chan, address, sizeof(address), 30000);
     ferry_ep_params_t params = {.error_cb = pd_error_cb, .error_arg = &errors};
     ferry_ep_t *ep = ft_ep_create(f.worker, address, length, &params);
-    pd_third_pingpong(f.worker, &third, 20);
+    ft_echo_pingpong(&third, 20, PD_SMALL);
 
-    /* a few round trips with the server, on a handler of their own */
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PONG, pd_handler, &pongs));
+    /* a few round trips with the server (its pongs: PD_ID_PONG; the echo peer's: its own id) */
+    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PONG, ft_seq_handler, &pongs));
     for (uint32_t seq = 0; seq < 20; seq++) {
-        pd_send(f.worker, ep, PD_ID_PING, PD_SURVIVOR, seq, PD_SMALL);
+        ft_seq_send(f.worker, ep, PD_ID_PING, PD_MAGIC, PD_SURVIVOR, seq, PD_SMALL);
         ft_progress_until_count(f.worker, 30000, &pongs.received, seq + 1ull, "the server's pong");
     }
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PONG, pd_handler, &third.rx));
 
     /* the server stops polling; a large send to it stays queued */
     ft_chan_send_token(server.chan, PD_TOKEN_STOP, 0, 0, 0, 0);
@@ -360,7 +230,7 @@ static int pd_kill_server(int chan, void *arg)
     uint8_t *big = malloc(stall);
     FT_CHECK(big != NULL, "out of memory");
     ft_pattern_fill(big, stall, ft_pattern_seed(PD_SURVIVOR, 20, stall), 0);
-    pd_hdr_t h = {.magic = PD_MAGIC, .seq = 20, .size = stall};
+    ft_seq_hdr_t h = {.magic = PD_MAGIC, .seq = 20, .size = stall};
     ferry_iov_t iov = {.buffer = big, .length = stall};
     ferry_completion_t queued = {.cb = pd_queued_done, .count = 1, .status = FERRY_OK};
     FT_CHECK_STATUS(ferry_am_send(ep, PD_ID_PING, &h, sizeof(h), &iov, 1, &queued),
@@ -384,11 +254,11 @@ static int pd_kill_server(int chan, void *arg)
     ft_note("kill_server: the server's death was reported after %.1f ms; the queued send "
             "completed with %s",
             ms, ferry_status_name(queued.status));
-    pd_third_pingpong(f.worker, &third, 200);
+    ft_echo_pingpong(&third, 200, PD_SMALL);
     FT_CHECK(errors.count == 1, "%u errors on the endpoint, expected 1", errors.count);
     ferry_ep_destroy(ep);
     ft_files_check_self();
-    pd_third_finish(f.worker, &third, &third_peer);
+    ft_echo_finish(&third, &third_peer);
     ft_ferry_fini(&f);
     return 0;
 }
@@ -402,19 +272,19 @@ static int pd_kill_asleep(int chan, void *arg)
     uint8_t address[FT_CHAN_MSG_MAX];
     ft_peer_t server;
     pd_errors_t errors = {0};
-    pd_rx_t pongs = {.sender = PD_VICTIM};
+    ft_seq_rx_t pongs = {.magic = PD_MAGIC, .sender = PD_VICTIM};
     ft_ferry_t f;
     (void)chan;
     (void)arg;
 
     ft_peer_spawn(&server, "server", pd_stopping_server_role, NULL);
     ft_ferry_init(&f, NULL, NULL);
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PONG, pd_handler, &pongs));
+    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PONG, ft_seq_handler, &pongs));
     size_t length = ft_recv_address(server.chan, address, sizeof(address), 30000);
     ferry_ep_params_t params = {.error_cb = pd_error_cb, .error_arg = &errors};
     ferry_ep_t *ep = ft_ep_create(f.worker, address, length, &params);
     for (uint32_t seq = 0; seq < 5; seq++) {
-        pd_send(f.worker, ep, PD_ID_PING, PD_SURVIVOR, seq, PD_SMALL);
+        ft_seq_send(f.worker, ep, PD_ID_PING, PD_MAGIC, PD_SURVIVOR, seq, PD_SMALL);
         ft_progress_until_count(f.worker, 30000, &pongs.received, seq + 1ull, "the server's pong");
     }
     ft_chan_send_token(server.chan, PD_TOKEN_STOP, 0, 0, 0, 0);
@@ -503,16 +373,15 @@ static int pd_exited(int chan, void *arg)
 {
     uint8_t clean[FT_CHAN_MSG_MAX], killed[FT_CHAN_MSG_MAX];
     ft_peer_t d1, d2, third_peer;
-    pd_third_t third = {0};
+    ft_echo_client_t third;
     ft_ferry_t f;
     (void)chan;
     (void)arg;
 
     ft_peer_spawn(&d1, "exits", pd_short_lived_role, NULL);
     ft_peer_spawn(&d2, "killed", pd_short_lived_role, (void *)1);
-    ft_peer_spawn(&third_peer, "third", pd_third_role, NULL);
+    ft_peer_spawn(&third_peer, "third", ft_echo_role, NULL);
     ft_ferry_init(&f, NULL, NULL);
-    FT_CHECK_OK(ferry_am_set_handler(f.worker, PD_ID_PONG, pd_handler, &third.rx));
     size_t clean_length = ft_recv_address(d1.chan, clean, sizeof(clean), 30000);
     size_t killed_length = ft_recv_address(d2.chan, killed, sizeof(killed), 30000);
     ft_chan_send_token(d1.chan, PD_TOKEN_GO, 0, 0, 0, 0);
@@ -524,11 +393,11 @@ static int pd_exited(int chan, void *arg)
         pd_connect_dead(f.worker, killed, killed_length, "a worker whose process was killed");
     }
     /* the worker still connects to live peers */
-    pd_third_connect(f.worker, &third, &third_peer);
-    pd_third_pingpong(f.worker, &third, 20);
+    ft_echo_connect(&third, f.worker, &third_peer);
+    ft_echo_pingpong(&third, 20, PD_SMALL);
     pd_connect_dead(f.worker, clean, clean_length, "a worker that was destroyed");
-    pd_third_pingpong(f.worker, &third, 20);
-    pd_third_finish(f.worker, &third, &third_peer);
+    ft_echo_pingpong(&third, 20, PD_SMALL);
+    ft_echo_finish(&third, &third_peer);
     ft_ferry_fini(&f);
     return 0;
 }

@@ -117,18 +117,10 @@ static uint64_t at_long(uint64_t shm_count)
 
 /* ------------------------------------------------------------------ values */
 
-static uint64_t at_mix(uint64_t x)
-{
-    uint64_t z = x + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* The post operands of hammer id (1 or 2), round i. */
 static uint64_t at_add_value(unsigned id, uint64_t i)
 {
-    return at_mix(id * 1000003ull + i) >> 20;
+    return ft_mix64(id * 1000003ull + i) >> 20;
 }
 static uint64_t at_and_value(unsigned id, uint64_t i, unsigned bits)
 {
@@ -140,7 +132,7 @@ static uint64_t at_or_value(unsigned id, uint64_t i, unsigned bits)
 }
 static uint64_t at_xor_value(unsigned id, uint64_t i)
 {
-    return at_mix(id * 7919ull + i * 31ull + 5);
+    return ft_mix64(id * 7919ull + i * 31ull + 5);
 }
 static uint64_t at_swap64_value(unsigned id, uint64_t i)
 {

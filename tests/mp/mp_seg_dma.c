@@ -107,21 +107,8 @@ static void sd_sizes(sd_t *d, unsigned s)
 
 static void sd_scatter(sd_t *d, unsigned s)
 {
-    ferry_dma_entry_t *e = calloc(SD_SCATTER, sizeof(*e));
-    uint8_t *bufs = malloc((size_t)SD_SCATTER * 2000);
-    FT_CHECK(e != NULL && bufs != NULL, "malloc");
-    /* entry k: length 1 + (k * 7919) % 2000 at offset k * 2000 + (k % 13): disjoint */
-    for (unsigned k = 0; k < SD_SCATTER; k++) {
-        size_t length = 1 + (k * 7919u) % 2000u;
-        if (length + (k % 13) > 2000)
-            length = 2000 - (k % 13);
-        e[k] = (ferry_dma_entry_t){.local = bufs + (size_t)k * 2000,
-                                   .remote_offset = (uint64_t)k * 2000 + (k % 13),
-                                   .length = length,
-                                   .direction = FERRY_DMA_WRITE};
-        ft_pattern_fill(e[k].local, length, ft_pattern_seed(FT_SEG_IMPORTER, 1000000 + k, length),
-                        0);
-    }
+    uint8_t *bufs;
+    ferry_dma_entry_t *e = ft_seg_scatter(SD_SCATTER, 1000000, &bufs);
     ferry_dma_queue_t *q;
     FT_CHECK_OK(ferry_dma_create(d->rs[s], &q));
     FT_CHECK_OK(ferry_dma_post(q, e, 400));

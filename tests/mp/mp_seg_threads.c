@@ -197,21 +197,11 @@ static void st_list(st_t *d, unsigned s, ferry_dma_entry_t *e, size_t count, uin
 
 static void st_scatter(st_t *d)
 {
-    ferry_dma_entry_t *e = calloc(ST_SCATTER, sizeof(*e));
-    uint8_t *bufs = malloc((size_t)ST_SCATTER * 2000);
-    FT_CHECK(e != NULL && bufs != NULL, "malloc");
-    /* entry k: length 1 + (k * 7919) % 2000 at offset k * 2000 + (k % 13): disjoint; every
-     * 100th is empty (and has no buffer) */
-    for (unsigned k = 0; k < ST_SCATTER; k++) {
-        size_t length = 1 + (k * 7919u) % 2000u;
-        if (length + (k % 13) > 2000)
-            length = 2000 - (k % 13);
-        e[k] = (ferry_dma_entry_t){.local = bufs + (size_t)k * 2000,
-                                   .remote_offset = (uint64_t)k * 2000 + (k % 13),
-                                   .length = length};
-        if (k % 100 == 50)
-            e[k] = (ferry_dma_entry_t){.local = NULL, .remote_offset = 0, .length = 0};
-    }
+    uint8_t *bufs;
+    ferry_dma_entry_t *e = ft_seg_scatter(ST_SCATTER, 1000000, &bufs);
+    /* every 100th is empty (and has no buffer) */
+    for (unsigned k = 50; k < ST_SCATTER; k += 100)
+        e[k] = (ferry_dma_entry_t){.local = NULL, .remote_offset = 0, .length = 0};
     st_list(d, 1, e, ST_SCATTER, 1000000);
     free(bufs);
     free(e);

@@ -13,22 +13,12 @@ fi
 n=$1 seconds=$2
 shift 2
 
-# a free port for rank 0's bootstrap listener: below the kernel's ephemeral range
-# (net.ipv4.ip_local_port_range, 32768 and up), where another test's outgoing connection may
-# hold it without listening ("Address already in use" in a full-suite run), and used by no
-# socket in any state
+# a free port for rank 0's bootstrap listener (tools/free_port.sh: random, below the kernel's
+# ephemeral range, used by no socket in any state)
+# shellcheck source=tools/free_port.sh
+source "$(dirname "$0")/../../tools/free_port.sh"
 port=
-for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 12000))
-    if ! ss -Htan "( sport = :$p )" | grep -q .; then
-        port=$p
-        break
-    fi
-done
-if [ -z "$port" ]; then
-    echo "local_job.sh: no free TCP port found" >&2
-    exit 1
-fi
+free_port || exit 1
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/local_job.XXXXXX")
 pids=()

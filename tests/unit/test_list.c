@@ -49,6 +49,15 @@ static void init_items(item_t *items, size_t count)
     }
 }
 
+/* list holds items[0..count), values 0..count-1, pushed at its tail in that order. */
+static void fill_list(fy_list_t *list, item_t *items, size_t count)
+{
+    fy_list_init(list);
+    init_items(items, count);
+    for (size_t i = 0; i < count; ++i)
+        fy_list_push_tail(list, &items[i].link);
+}
+
 static void test_empty(void **state)
 {
     (void)state;
@@ -66,10 +75,7 @@ static void test_push_tail_is_fifo(void **state)
     (void)state;
     item_t items[5];
     fy_list_t list;
-    fy_list_init(&list);
-    init_items(items, 5);
-    for (int i = 0; i < 5; ++i)
-        fy_list_push_tail(&list, &items[i].link);
+    fill_list(&list, items, 5);
     check_list(&list, (const int[]){0, 1, 2, 3, 4}, 5);
     assert_ptr_equal(fy_list_peek_head(&list), &items[0].link);
 
@@ -110,10 +116,7 @@ static void test_remove_anywhere(void **state)
     (void)state;
     item_t items[5];
     fy_list_t list;
-    fy_list_init(&list);
-    init_items(items, 5);
-    for (int i = 0; i < 5; ++i)
-        fy_list_push_tail(&list, &items[i].link);
+    fill_list(&list, items, 5);
     assert_true(fy_list_is_linked(&items[2].link));
 
     fy_list_remove(&items[2].link); /* middle */
@@ -142,10 +145,7 @@ static void test_walk_and_remove(void **state)
     (void)state;
     item_t items[10];
     fy_list_t list;
-    fy_list_init(&list);
-    init_items(items, 10);
-    for (int i = 0; i < 10; ++i)
-        fy_list_push_tail(&list, &items[i].link);
+    fill_list(&list, items, 10);
 
     /* The documented idiom: remove the odd values while walking. */
     for (fy_list_link_t *l = fy_list_first(&list), *next; l != fy_list_end(&list); l = next) {
@@ -176,10 +176,7 @@ static void test_foreach(void **state)
     (void)state;
     item_t items[10];
     fy_list_t list;
-    fy_list_init(&list);
-    init_items(items, 10);
-    for (int i = 0; i < 10; ++i)
-        fy_list_push_tail(&list, &items[i].link);
+    fill_list(&list, items, 10);
 
     int visited = 0;
     assert_null(fy_list_foreach(&list, remove_multiples_of_4, &visited));

@@ -17,21 +17,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define PERF_HAVE_TSC 1
-#endif
 
 #include "perf.h"
 
 #define EXIT_USAGE 2
-
-uint64_t perf_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static const char *const test_names[PERF_TEST_LAST + 1] = {
     [PERF_TEST_NONE] = "none",
@@ -53,36 +42,6 @@ static const char *const test_names[PERF_TEST_LAST + 1] = {
 const char *perf_test_name(perf_test_t test)
 {
     return (unsigned)test <= PERF_TEST_LAST ? test_names[test] : "none";
-}
-
-static double ns_per_tick = 1.0;
-
-void perf_ticks_init(void)
-{
-#ifdef PERF_HAVE_TSC
-    /* the TSC of every x86 CPU of the last decade runs at a constant rate (constant_tsc) */
-    uint64_t t0 = perf_now_ns(), c0 = __rdtsc();
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = 20000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-    uint64_t t1 = perf_now_ns(), c1 = __rdtsc();
-    if (c1 > c0 && t1 > t0)
-        ns_per_tick = (double)(t1 - t0) / (double)(c1 - c0);
-#endif
-}
-
-uint64_t perf_ticks(void)
-{
-#ifdef PERF_HAVE_TSC
-    return __rdtsc();
-#else
-    return perf_now_ns();
-#endif
-}
-
-double perf_ticks_ns(uint64_t ticks)
-{
-    return (double)ticks * ns_per_tick;
 }
 
 const char *perf_mem_name(perf_mem_t mem)
@@ -230,45 +189,6 @@ static int usage_error(const char *format, const char *arg)
     return -1;
 }
 
-/* A decimal number with an optional K/M/G suffix (x1024) when suffix is set. */
-static int parse_u64(const char *text, bool suffix, uint64_t max, uint64_t *value_p)
-{
-    char *end;
-    if (text == NULL || *text < '0' || *text > '9')
-        return -1;
-    errno = 0;
-    unsigned long long value = strtoull(text, &end, 10);
-    if (errno != 0 || end == text)
-        return -1;
-    if (suffix && *end != '\0' && end[1] == '\0') {
-        unsigned shift = 0;
-        switch (*end) {
-        case 'k':
-        case 'K':
-            shift = 10;
-            break;
-        case 'm':
-        case 'M':
-            shift = 20;
-            break;
-        case 'g':
-        case 'G':
-            shift = 30;
-            break;
-        default:
-            return -1;
-        }
-        if (value > (UINT64_MAX >> shift))
-            return -1;
-        value <<= shift;
-        end++;
-    }
-    if (*end != '\0' || value > max)
-        return -1;
-    *value_p = value;
-    return 0;
-}
-
 static int parse_sizes(const char *text, perf_params_t *params)
 {
     char *copy = strdup(text);
@@ -284,7 +204,7 @@ static int parse_sizes(const char *text, perf_params_t *params)
         uint64_t size;
         if (params->size_count == PERF_MAX_SIZES)
             result = usage_error("too many sizes in '%s'", text);
-        else if (parse_u64(item, true, PERF_MAX_MESSAGE, &size) != 0)
+        else if (perf_parse_u64(item, true, PERF_MAX_MESSAGE, &size) != 0)
             result =
                 usage_error("bad size '%s' (a number of bytes, suffix K/M/G, at most 1G)", item);
         else
@@ -333,17 +253,17 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
     while ((c = getopt_long(argc, argv, ":p:c:t:s:n:w:r:f:T:vh", long_options, NULL)) != -1) {
         switch (c) {
         case 'p':
-            if (parse_u64(optarg, false, 65535, &value) != 0 || value == 0)
+            if (perf_parse_u64(optarg, false, 65535, &value) != 0 || value == 0)
                 return usage_error("bad port '%s' (1..65535)", optarg);
             opt->port = (unsigned)value;
             break;
         case 'c':
-            if (parse_u64(optarg, false, CPU_SETSIZE - 1, &value) != 0)
+            if (perf_parse_u64(optarg, false, CPU_SETSIZE - 1, &value) != 0)
                 return usage_error("bad core '%s' (a CPU number)", optarg);
             opt->core = (int)value;
             break;
         case 'T':
-            if (parse_u64(optarg, false, 86400, &value) != 0 || value == 0)
+            if (perf_parse_u64(optarg, false, 86400, &value) != 0 || value == 0)
                 return usage_error("bad timeout '%s' (seconds, 1..86400)", optarg);
             opt->timeout_s = (unsigned)value;
             break;
@@ -364,19 +284,19 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
             break;
         case 'n':
             client_option = true;
-            if (parse_u64(optarg, false, 1000000000000ull, &value) != 0 || value == 0)
+            if (perf_parse_u64(optarg, false, 1000000000000ull, &value) != 0 || value == 0)
                 return usage_error("bad iteration count '%s' (at least 1)", optarg);
             opt->iters = value;
             break;
         case 'w':
             client_option = true;
-            if (parse_u64(optarg, false, 1000000000000ull, &value) != 0)
+            if (perf_parse_u64(optarg, false, 1000000000000ull, &value) != 0)
                 return usage_error("bad warm-up count '%s'", optarg);
             opt->warmup = (int64_t)value;
             break;
         case 'r':
             client_option = true;
-            if (parse_u64(optarg, false, 1000, &value) != 0 || value == 0)
+            if (perf_parse_u64(optarg, false, 1000, &value) != 0 || value == 0)
                 return usage_error("bad repeat count '%s' (1..1000)", optarg);
             opt->params.repeat = (unsigned)value;
             break;
@@ -411,7 +331,7 @@ static int parse_options(int argc, char **argv, perf_options_t *opt)
             break;
         case 'N':
             client_option = true;
-            if (parse_u64(optarg, false, PERF_MAX_THREADS, &value) != 0 || value == 0)
+            if (perf_parse_u64(optarg, false, PERF_MAX_THREADS, &value) != 0 || value == 0)
                 return usage_error("bad thread count '%s' (1..8)", optarg);
             opt->params.threads = (unsigned)value;
             perf_thread_multi = true; /* both sides (the server: from the parameters) */

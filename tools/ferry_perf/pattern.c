@@ -7,11 +7,6 @@
 
 #include "perf.h"
 
-uint8_t perf_pattern_byte(size_t i)
-{
-    return (uint8_t)(i * 7 + (i >> 8) * 13 + 1);
-}
-
 int perf_pattern_init(perf_pattern_t *pattern)
 {
     pattern->seed = UINT64_MAX;

@@ -9,6 +9,11 @@
  *   report.c     statistics, table / CSV / JSON output, the progress line
  *   launch.c     under a launcher (mpirun): rank 0 serves, rank 1 is the client
  *   streams.c    --threads N: N threads on one FERRY_THREAD_MULTI worker, a stream each
+ *   pattern.c    the byte patterns of every test
+ * and, plain libc, also compiled into bench/mpi_pingpong.c by the bench scripts:
+ *   clock.c      CLOCK_MONOTONIC and the TSC (clock.h)
+ *   parse.c      option values with K/M/G suffixes (parse.h)
+ *   keyed.c      the tagged tests' byte pattern (keyed.h)
  * Only the public API (ferry/ferry.h) is used. */
 #ifndef FERRY_PERF_H
 #define FERRY_PERF_H
@@ -20,6 +25,10 @@
 #include <ferry/bootstrap.h>
 #include <ferry/counters.h>
 #include <ferry/ferry.h>
+
+#include "clock.h"
+#include "keyed.h"
+#include "parse.h"
 
 #define PERF_DEFAULT_PORT 13337
 #define PERF_DEFAULT_TIMEOUT_S 10
@@ -131,13 +140,7 @@ bool perf_test_is_seg(perf_test_t test);
 bool perf_test_is_lat(perf_test_t test);
 /* Ping-pong tests: a sample is a round trip, the one-way latency half of it. */
 bool perf_test_is_pingpong(perf_test_t test);
-uint64_t perf_now_ns(void);
-/* A cheap time stamp for latency samples: the TSC on x86 (what ucx_perftest uses too: a
- * clock_gettime per sample would add ~20 ns to each), else perf_now_ns. perf_ticks_init
- * measures the tick against CLOCK_MONOTONIC (20 ms); perf_ticks_ns converts a difference. */
-void perf_ticks_init(void);
-uint64_t perf_ticks(void);
-double perf_ticks_ns(uint64_t ticks);
+/* perf_now_ns, perf_ticks: clock.h */
 
 /* ---------------------------------------------------------------- bootstrap.c */
 /* Each returns 0, or -1 after printing why. Every call waits at most timeout_s seconds. */
@@ -231,7 +234,6 @@ typedef struct perf_pattern {
     uint8_t *period; /* one period of the pattern of seed */
     uint64_t seed;
 } perf_pattern_t;
-uint8_t perf_pattern_byte(size_t i);            /* the base pattern */
 int perf_pattern_init(perf_pattern_t *pattern); /* -1: out of memory */
 void perf_pattern_cleanup(perf_pattern_t *pattern);
 /* Fill length bytes with the pattern of seed (0: zeros); count the bytes that differ from it
@@ -358,11 +360,24 @@ static inline void perf_count(uint64_t *counter)
 void perf_fail(perf_ctx_t *ctx, ferry_status_t status, const char *what);
 /* One round of progress (busy: never sleep in --wait mode); 0, or -1 when the run must stop. */
 int perf_poll(perf_ctx_t *ctx, bool busy);
+/* What the status of a send call means for the caller's loop (perf_send, tag.c): 0 the message
+ * is on its way (FERRY_INPROGRESS counts one more in *pending), 1 FERRY_ERR_NO_RESOURCE and the
+ * worker was polled (send again), -1 the run must stop (a failure is reported as call's). */
+int perf_send_status(perf_ctx_t *ctx, ferry_status_t status, uint64_t *pending, const char *call);
+/* A control message or reply of a test's handler: accepted when ok (the handler's checks of
+ * its side and state) and header_length is size: copied to dst, true. Otherwise reported as an
+ * unexpected what (with the number of requests still unanswered) and the run fails. */
+bool perf_ctrl_accept(perf_ctx_t *ctx, bool ok, const void *header, size_t header_length, void *dst,
+                      size_t size, uint64_t unanswered, const char *what);
 /* Send an active message with length bytes of the pattern; retries FERRY_ERR_NO_RESOURCE. */
 int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_length,
               size_t length);
 /* Wait until at most limit sends are in flight. */
 int perf_window_wait(perf_ctx_t *ctx, int64_t limit);
+/* Wait until at most limit operations counted by comp (biased, *pending of them returned
+ * FERRY_INPROGRESS) are in flight; one that failed fails the run (reported as what). */
+int perf_comp_window(perf_ctx_t *ctx, const ferry_completion_t *comp, const uint64_t *pending,
+                     int64_t limit, const char *what);
 static inline int perf_window(perf_ctx_t *ctx, int64_t limit)
 {
     /* inline: the streaming loops check it after every send, and it is almost always open */
@@ -452,6 +467,10 @@ int perf_seg_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
 void perf_latency_stats(perf_samples_t *samples, bool pingpong, double *p50_us, double *avg_us,
                         double *p99_us);
 double perf_median(double *values, unsigned count);
+/* Bandwidth (GB/s: bytes per ns) and message rate (M/s) of iters operations of size bytes in
+ * elapsed_ns (taken as at least 1). */
+void perf_rates(uint64_t size, uint64_t iters, uint64_t elapsed_ns, double *bw_GBps,
+                double *msgrate_Mps);
 void perf_print_header(perf_format_t format);
 void perf_print_result(perf_format_t format, const perf_result_t *result);
 /* Progress on stderr, only when it is a terminal and the run lasts longer than a second. */

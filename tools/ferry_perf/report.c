@@ -166,3 +166,11 @@ void perf_progress_end(void)
         fprintf(stderr, "\r\033[K");
     progress.shown = false;
 }
+
+void perf_rates(uint64_t size, uint64_t iters, uint64_t elapsed_ns, double *bw_GBps,
+                double *msgrate_Mps)
+{
+    double ns = elapsed_ns == 0 ? 1.0 : (double)elapsed_ns;
+    *bw_GBps = (double)size * (double)iters / ns; /* bytes per ns = GB/s */
+    *msgrate_Mps = (double)iters * 1e3 / ns;      /* per ns * 1e3 = M per s */
+}

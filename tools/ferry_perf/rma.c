@@ -322,17 +322,10 @@ ferry_status_t perf_rma_on_ctrl(void *arg, const void *header, size_t header_len
 {
     perf_ctx_t *ctx = arg;
     (void)data, (void)length, (void)params;
-    if (!ctx->is_server || header_length != sizeof(ctx->ctrl) || ctx->ctrls != ctx->ctrls_done) {
-        fprintf(stderr,
-                "ferry_perf: unexpected control message (%zu header bytes, %s, %llu "
-                "unanswered)\n",
-                header_length, ctx->is_server ? "server" : "client",
-                (unsigned long long)(ctx->ctrls - ctx->ctrls_done));
-        perf_fail(ctx, FERRY_ERR_PROTOCOL, "control message");
-        return FERRY_OK;
-    }
-    memcpy(&ctx->ctrl, header, sizeof(ctx->ctrl));
-    ctx->ctrls++;
+    if (perf_ctrl_accept(ctx, ctx->is_server && ctx->ctrls == ctx->ctrls_done, header,
+                         header_length, &ctx->ctrl, sizeof(ctx->ctrl), ctx->ctrls - ctx->ctrls_done,
+                         "control message"))
+        ctx->ctrls++;
     return FERRY_OK;
 }
 
@@ -341,13 +334,9 @@ ferry_status_t perf_rma_on_reply(void *arg, const void *header, size_t header_le
 {
     perf_ctx_t *ctx = arg;
     (void)data, (void)length, (void)params;
-    if (ctx->is_server || header_length != sizeof(ctx->reply)) {
-        fprintf(stderr, "ferry_perf: unexpected control reply (%zu header bytes)\n", header_length);
-        perf_fail(ctx, FERRY_ERR_PROTOCOL, "control reply");
-        return FERRY_OK;
-    }
-    memcpy(&ctx->reply, header, sizeof(ctx->reply));
-    ctx->replies++;
+    if (perf_ctrl_accept(ctx, !ctx->is_server, header, header_length, &ctx->reply,
+                         sizeof(ctx->reply), 0, "control reply"))
+        ctx->replies++;
     return FERRY_OK;
 }
 
@@ -671,10 +660,9 @@ int perf_rma_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
         if (rma_server_check_word(ctx, name, size, (base + total) & mask) != 0)
             goto out;
     }
-    if (elapsed == 0)
-        elapsed = 1;
-    *bw_GBps = kind == RMA_POST_ADD ? NAN : (double)size * (double)iters / (double)elapsed;
-    *msgrate_Mps = (double)iters * 1e3 / (double)elapsed;
+    perf_rates(size, iters, elapsed, bw_GBps, msgrate_Mps);
+    if (kind == RMA_POST_ADD)
+        *bw_GBps = NAN; /* a counter's adds: a rate, not a bandwidth */
     result = 0;
 out:
     perf_progress_end();

@@ -344,15 +344,12 @@ ferry_status_t perf_seg_on_ctrl(void *arg, const void *header, size_t header_len
 {
     perf_ctx_t *ctx = arg;
     (void)data, (void)length, (void)params;
-    if (!ctx->is_server || ctx->seg == NULL || header_length != sizeof(ctx->seg->ctrl) ||
-        ctx->seg_ctrls != ctx->seg_ctrls_done) {
-        fprintf(stderr, "ferry_perf: unexpected segment control message (%zu header bytes)\n",
-                header_length);
-        perf_fail(ctx, FERRY_ERR_PROTOCOL, "segment control message");
-        return FERRY_OK;
-    }
-    memcpy(&ctx->seg->ctrl, header, sizeof(ctx->seg->ctrl));
-    ctx->seg_ctrls++;
+    perf_seg_t *seg = ctx->seg;
+    if (perf_ctrl_accept(
+            ctx, ctx->is_server && seg != NULL && ctx->seg_ctrls == ctx->seg_ctrls_done, header,
+            header_length, seg != NULL ? &seg->ctrl : NULL, sizeof(perf_ctrl_t),
+            ctx->seg_ctrls - ctx->seg_ctrls_done, "segment control message"))
+        ctx->seg_ctrls++;
     return FERRY_OK;
 }
 
@@ -361,14 +358,11 @@ ferry_status_t perf_seg_on_reply(void *arg, const void *header, size_t header_le
 {
     perf_ctx_t *ctx = arg;
     (void)data, (void)length, (void)params;
-    if (ctx->is_server || ctx->seg == NULL || header_length != sizeof(ctx->seg->reply)) {
-        fprintf(stderr, "ferry_perf: unexpected segment control reply (%zu header bytes)\n",
-                header_length);
-        perf_fail(ctx, FERRY_ERR_PROTOCOL, "segment control reply");
-        return FERRY_OK;
-    }
-    memcpy(&ctx->seg->reply, header, sizeof(ctx->seg->reply));
-    ctx->seg->replies++;
+    perf_seg_t *seg = ctx->seg;
+    if (perf_ctrl_accept(ctx, !ctx->is_server && seg != NULL, header, header_length,
+                         seg != NULL ? &seg->reply : NULL, sizeof(perf_ctrl_reply_t), 0,
+                         "segment control reply"))
+        seg->replies++;
     return FERRY_OK;
 }
 
@@ -618,10 +612,7 @@ int perf_seg_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
             goto out;
         }
     }
-    if (elapsed == 0)
-        elapsed = 1;
-    *bw_GBps = (double)size * (double)iters / (double)elapsed; /* bytes per ns = GB/s */
-    *msgrate_Mps = (double)iters * 1e3 / (double)elapsed;
+    perf_rates(size, iters, elapsed, bw_GBps, msgrate_Mps);
     result = 0;
 out:
     perf_progress_end();

@@ -32,7 +32,6 @@
 
 #include "perf.h"
 
-#define TAG_BLOCK 65536u /* the pattern's base period */
 #define TAG_ALIGN 4096u
 #define TAG_PROGRESS_EVERY_SIZE 65536
 
@@ -60,8 +59,7 @@ struct perf_tag {
     size_t max_size, stride;
     unsigned recv_count;
     void *send_block, *recv_block; /* to free */
-    uint8_t *period;               /* TAG_BLOCK bytes: the base period */
-    uint8_t *expect;               /* TAG_BLOCK bytes: one block of the pattern being checked */
+    perf_keyed_t keyed;            /* the pattern (keyed.h) */
     ferry_completion_t sends;      /* of the tagged sends in flight (perf_in_flight) */
     uint64_t sends_pending;        /* tagged sends that returned FERRY_INPROGRESS */
     tag_slot_t slots[PERF_TAG_WINDOW];
@@ -70,44 +68,7 @@ struct perf_tag {
 
 /* ---------------------------------------------------------------- patterns */
 
-/* Byte i of the pattern of seed: the 64 KiB base period of tests.c's pattern, each 64 KiB
- * block XORed with a key of the seed and the block's number (a period of 4 GiB: larger than
- * any message; a different byte for every seed). */
-static uint8_t tag_block_key(uint64_t seed, uint64_t block)
-{
-    return (uint8_t)(seed * 0x9d + block * 31 + (block >> 8) * 7);
-}
-
-static void tag_fill(perf_tag_t *t, uint8_t *p, size_t length, uint64_t seed)
-{
-    for (size_t done = 0, block = 0; done < length; done += TAG_BLOCK, block++) {
-        size_t n = length - done < TAG_BLOCK ? length - done : TAG_BLOCK;
-        uint8_t key = tag_block_key(seed, block);
-        for (size_t i = 0; i < n; i++)
-            p[done + i] = t->period[i] ^ key;
-    }
-}
-
-/* Bytes of [0, length) that differ from the pattern of seed; *first_p: the first one. */
-static uint64_t tag_check(perf_tag_t *t, const uint8_t *p, size_t length, uint64_t seed,
-                          uint64_t *first_p)
-{
-    uint64_t bad = 0;
-    *first_p = UINT64_MAX;
-    for (size_t done = 0, block = 0; done < length; done += TAG_BLOCK, block++) {
-        size_t n = length - done < TAG_BLOCK ? length - done : TAG_BLOCK;
-        uint8_t key = tag_block_key(seed, block);
-        for (size_t i = 0; i < n; i++)
-            t->expect[i] = t->period[i] ^ key;
-        if (memcmp(p + done, t->expect, n) == 0)
-            continue;
-        for (size_t i = 0; i < n; i++) {
-            if (p[done + i] != t->expect[i] && bad++ == 0)
-                *first_p = done + i;
-        }
-    }
-    return bad;
-}
+/* the pattern: keyed.h */
 
 static uint64_t tag_next_seed(perf_tag_t *t)
 {
@@ -139,14 +100,12 @@ int perf_tag_create(perf_ctx_t *ctx)
     /* client: one PONG buffer; server: two PING buffers (tag_lat) or one (tag_bw) */
     t->recv_count = ctx->is_server && ctx->params.test == PERF_TEST_TAG_LAT ? 2 : 1;
     recv_bytes = (uint64_t)t->stride * t->recv_count;
-    t->period = malloc(TAG_BLOCK);
-    t->expect = malloc(TAG_BLOCK);
+    if (perf_keyed_init(&t->keyed) != 0)
+        goto err_free_t;
     t->send_block = perf_buffer_alloc(ctx, t->max_size);
     t->recv_block = perf_buffer_alloc(ctx, (size_t)recv_bytes);
-    if (t->period == NULL || t->expect == NULL || t->send_block == NULL || t->recv_block == NULL)
+    if (t->send_block == NULL || t->recv_block == NULL)
         goto err_free;
-    for (size_t i = 0; i < TAG_BLOCK; i++)
-        t->period[i] = perf_pattern_byte(i);
     t->send = t->send_block;
     t->recv = t->recv_block;
     t->sends.count = PERF_COMP_BIAS;
@@ -155,10 +114,10 @@ int perf_tag_create(perf_ctx_t *ctx)
     return 0;
 
 err_free:
-    free(t->period);
-    free(t->expect);
+    perf_keyed_cleanup(&t->keyed);
     free(t->send_block);
     free(t->recv_block);
+err_free_t:
     free(t);
 err_nomem:
     fprintf(stderr, "ferry_perf: out of memory for the message buffers (%llu bytes and more)\n",
@@ -171,8 +130,7 @@ void perf_tag_destroy(perf_ctx_t *ctx)
     perf_tag_t *t = ctx->tag;
     if (t == NULL)
         return;
-    free(t->period);
-    free(t->expect);
+    perf_keyed_cleanup(&t->keyed);
     free(t->send_block);
     free(t->recv_block);
     free(t);
@@ -186,18 +144,10 @@ ferry_status_t perf_tag_on_ctrl(void *arg, const void *header, size_t header_len
 {
     perf_ctx_t *ctx = arg;
     (void)data, (void)length, (void)params;
-    if (!ctx->is_server || header_length != sizeof(ctx->tag_ctrl) ||
-        ctx->tag_ctrls != ctx->tag_ctrls_done) {
-        fprintf(stderr,
-                "ferry_perf: unexpected tag control message (%zu header bytes, %s, %llu "
-                "unanswered)\n",
-                header_length, ctx->is_server ? "server" : "client",
-                (unsigned long long)(ctx->tag_ctrls - ctx->tag_ctrls_done));
-        perf_fail(ctx, FERRY_ERR_PROTOCOL, "tag control message");
-        return FERRY_OK;
-    }
-    memcpy(&ctx->tag_ctrl, header, sizeof(ctx->tag_ctrl));
-    perf_count(&ctx->tag_ctrls);
+    if (perf_ctrl_accept(ctx, ctx->is_server && ctx->tag_ctrls == ctx->tag_ctrls_done, header,
+                         header_length, &ctx->tag_ctrl, sizeof(ctx->tag_ctrl),
+                         ctx->tag_ctrls - ctx->tag_ctrls_done, "tag control message"))
+        perf_count(&ctx->tag_ctrls);
     return FERRY_OK;
 }
 
@@ -206,15 +156,12 @@ ferry_status_t perf_tag_on_reply(void *arg, const void *header, size_t header_le
 {
     perf_ctx_t *ctx = arg;
     (void)data, (void)length, (void)params;
-    perf_tag_ctrl_t reply;
+    perf_tag_ctrl_t reply = {.op = PERF_TAG_OPS};
     if (header_length == sizeof(reply))
         memcpy(&reply, header, sizeof(reply));
-    if (ctx->is_server || header_length != sizeof(reply) || reply.op >= PERF_TAG_OPS) {
-        fprintf(stderr, "ferry_perf: unexpected tag control reply (%zu header bytes)\n",
-                header_length);
-        perf_fail(ctx, FERRY_ERR_PROTOCOL, "tag control reply");
+    if (!perf_ctrl_accept(ctx, !ctx->is_server && reply.op < PERF_TAG_OPS, header, header_length,
+                          &reply, sizeof(reply), 0, "tag control reply"))
         return FERRY_OK;
-    }
     /* kept per kind: READY, RECEIVED and RESULT may all come in one progress call */
     ctx->tag_reply[reply.op] = reply;
     perf_count(&ctx->tag_replies[reply.op]);
@@ -246,41 +193,21 @@ static int tag_send(perf_ctx_t *ctx, size_t size, uint64_t tag)
 {
     perf_tag_t *t = ctx->tag;
     ferry_iov_t iov = {.buffer = t->send, .length = size};
-    for (;;) {
-        ferry_tag_send_params_t sync = {.flags = FERRY_TAG_SEND_SYNC};
+    ferry_tag_send_params_t sync = {.flags = FERRY_TAG_SEND_SYNC};
+    int rc;
+    do {
         ferry_status_t status = ferry_tag_send_ext(ctx->ep, &iov, 1, tag,
                                                    ctx->params.tag_sync ? &sync : NULL, &t->sends);
-        if (status == FERRY_INPROGRESS) {
-            t->sends_pending++;
-            ctx->idle_since_ns = 0;
-            return 0;
-        }
-        if (status == FERRY_OK) {
-            ctx->idle_since_ns = 0;
-            return 0;
-        }
-        if (status != FERRY_ERR_NO_RESOURCE) {
-            perf_fail(ctx, status, "ferry_tag_send");
-            return -1;
-        }
-        if (perf_poll(ctx, true) != 0)
-            return -1;
-    }
+        rc = perf_send_status(ctx, status, &t->sends_pending, "ferry_tag_send");
+    } while (rc == 1);
+    return rc;
 }
 
 /* Wait until at most limit sends are in flight; one that failed fails the run. */
 static int tag_send_window(perf_ctx_t *ctx, int64_t limit)
 {
     perf_tag_t *t = ctx->tag;
-    while (perf_in_flight(&t->sends, t->sends_pending) > limit) {
-        if (perf_poll(ctx, false) != 0)
-            return -1;
-    }
-    if (t->sends.status != FERRY_OK) {
-        perf_fail(ctx, t->sends.status, "a tagged send completed");
-        return -1;
-    }
-    return 0;
+    return perf_comp_window(ctx, &t->sends, &t->sends_pending, limit, "a tagged send completed");
 }
 
 /* Post a receive of size bytes into slot's buffer for exactly tag. */
@@ -350,7 +277,7 @@ static int tag_serve_lat(perf_ctx_t *ctx, const perf_tag_ctrl_t *c)
     unsigned posted = count < 2 ? (unsigned)count : 2;
     bool reported = false;
 
-    tag_fill(t, t->send, size, c->seed ^ 0x80);
+    perf_keyed_fill(&t->keyed, t->send, size, c->seed ^ 0x80);
     for (unsigned s = 0; s < 2; s++)
         t->slots[s].buffer = t->recv + s * t->stride;
     for (unsigned s = 0; s < posted; s++) {
@@ -376,7 +303,7 @@ static int tag_serve_lat(perf_ctx_t *ctx, const perf_tag_ctrl_t *c)
     if (tag_send_window(ctx, 0) != 0)
         return -1;
     for (unsigned s = 0; s < posted && bad == 0; s++) {
-        uint64_t wrong = tag_check(t, t->slots[s].buffer, size, c->seed, &first);
+        uint64_t wrong = perf_keyed_check(&t->keyed, t->slots[s].buffer, size, c->seed, &first);
         if (wrong != 0) {
             tag_report_bad("tag_lat", size, "the server's PING buffer", wrong, first);
             bad++;
@@ -423,7 +350,8 @@ static int tag_serve_bw(perf_ctx_t *ctx, const perf_tag_ctrl_t *c)
     perf_tag_ctrl_t received = {.op = TAG_OP_RECEIVED, .count = count, .bytes = bytes, .bad = bad};
     if (tag_ctrl_send(ctx, AM_TAG_REPLY, &received) != 0)
         return -1;
-    uint64_t wrong = count > 0 && bad == 0 ? tag_check(t, t->recv, size, c->seed, &first) : 0;
+    uint64_t wrong =
+        count > 0 && bad == 0 ? perf_keyed_check(&t->keyed, t->recv, size, c->seed, &first) : 0;
     if (wrong != 0) {
         tag_report_bad("tag_bw", size, "the server's receive buffer", wrong, first);
         bad++;
@@ -482,7 +410,7 @@ static int tag_lat_phase(perf_ctx_t *ctx, size_t size, uint64_t count, uint64_t 
     tag_slot_t *slot = &t->slots[0];
     bool reported = false;
 
-    tag_fill(t, t->send, size, seed);
+    perf_keyed_fill(&t->keyed, t->send, size, seed);
     slot->buffer = t->recv;
     perf_tag_ctrl_t start = {.op = TAG_OP_START_LAT, .seed = seed, .size = size, .count = count};
     uint64_t ready = tag_next_reply(ctx, TAG_OP_READY), result = tag_next_reply(ctx, TAG_OP_RESULT);
@@ -510,7 +438,7 @@ static int tag_lat_phase(perf_ctx_t *ctx, size_t size, uint64_t count, uint64_t 
                 (unsigned long long)wrong);
         return -1;
     }
-    wrong = count > 0 ? tag_check(t, slot->buffer, size, seed ^ 0x80, &first) : 0;
+    wrong = count > 0 ? perf_keyed_check(&t->keyed, slot->buffer, size, seed ^ 0x80, &first) : 0;
     if (wrong != 0)
         return tag_report_bad("tag_lat", size, "the client's PONG buffer", wrong, first);
     return 0;
@@ -551,7 +479,7 @@ static int tag_bw_phase(perf_ctx_t *ctx, size_t size, uint64_t count, uint64_t d
     uint64_t seed = tag_next_seed(t);
     uint64_t data = tag_of(ctx, seed, TAG_KIND_DATA);
 
-    tag_fill(t, t->send, size, seed);
+    perf_keyed_fill(&t->keyed, t->send, size, seed);
     perf_tag_ctrl_t start = {.op = TAG_OP_START_BW,
                              .window = PERF_TAG_WINDOW,
                              .seed = seed,
@@ -592,9 +520,6 @@ int perf_tag_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *ms
     perf_progress_end();
     if (rc != 0)
         return -1;
-    if (elapsed == 0)
-        elapsed = 1;
-    *bw_GBps = (double)size * (double)iters / (double)elapsed; /* bytes per ns = GB/s */
-    *msgrate_Mps = (double)iters * 1e3 / (double)elapsed;
+    perf_rates(size, iters, elapsed, bw_GBps, msgrate_Mps);
     return 0;
 }

@@ -241,36 +241,59 @@ int perf_poll(perf_ctx_t *ctx, bool busy)
 int perf_send(perf_ctx_t *ctx, unsigned id, const void *header, size_t header_length, size_t length)
 {
     ferry_iov_t iov = {.buffer = ctx->pattern, .length = length};
-    for (;;) {
+    int rc;
+    do {
         ferry_status_t status =
             ferry_am_send(ctx->ep, ctx->am_base + id, header, header_length, &iov, 1, &ctx->comp);
-        if (status == FERRY_INPROGRESS) {
-            ctx->sends_pending++;
-            ctx->idle_since_ns = 0;
-            return 0;
-        }
-        if (status == FERRY_OK) {
-            ctx->idle_since_ns = 0;
-            return 0;
-        }
-        if (status != FERRY_ERR_NO_RESOURCE) {
-            perf_fail(ctx, status, "ferry_am_send");
-            return -1;
-        }
-        if (perf_poll(ctx, true) != 0)
-            return -1;
+        rc = perf_send_status(ctx, status, &ctx->sends_pending, "ferry_am_send");
+    } while (rc == 1);
+    return rc;
+}
+
+int perf_send_status(perf_ctx_t *ctx, ferry_status_t status, uint64_t *pending, const char *call)
+{
+    if (status == FERRY_INPROGRESS)
+        (*pending)++;
+    if (status == FERRY_INPROGRESS || status == FERRY_OK) {
+        ctx->idle_since_ns = 0;
+        return 0;
     }
+    if (status != FERRY_ERR_NO_RESOURCE) {
+        perf_fail(ctx, status, call);
+        return -1;
+    }
+    return perf_poll(ctx, true) != 0 ? -1 : 1;
+}
+
+bool perf_ctrl_accept(perf_ctx_t *ctx, bool ok, const void *header, size_t header_length, void *dst,
+                      size_t size, uint64_t unanswered, const char *what)
+{
+    if (!ok || header_length != size) {
+        fprintf(stderr, "ferry_perf: unexpected %s (%zu header bytes, %s, %llu unanswered)\n", what,
+                header_length, ctx->is_server ? "server" : "client",
+                (unsigned long long)unanswered);
+        perf_fail(ctx, FERRY_ERR_PROTOCOL, what);
+        return false;
+    }
+    memcpy(dst, header, size);
+    return true;
 }
 
 /* Wait until at most limit sends are in flight. */
 int perf_window_wait(perf_ctx_t *ctx, int64_t limit)
 {
-    while (perf_in_flight(&ctx->comp, ctx->sends_pending) > limit) {
+    return perf_comp_window(ctx, &ctx->comp, &ctx->sends_pending, limit, "a send failed");
+}
+
+int perf_comp_window(perf_ctx_t *ctx, const ferry_completion_t *comp, const uint64_t *pending,
+                     int64_t limit, const char *what)
+{
+    while (perf_in_flight(comp, *pending) > limit) {
         if (perf_poll(ctx, false) != 0)
             return -1;
     }
-    if (ctx->comp.status != FERRY_OK) {
-        perf_fail(ctx, ctx->comp.status, "a send failed");
+    if (comp->status != FERRY_OK) {
+        perf_fail(ctx, comp->status, what);
         return -1;
     }
     return 0;
@@ -578,8 +601,7 @@ int perf_run_bw(perf_ctx_t *ctx, unsigned index, double *bw_GBps, double *msgrat
     uint64_t elapsed = perf_now_ns() - start;
     if (perf_window(ctx, 0) != 0)
         goto out;
-    *bw_GBps = (double)size * (double)iters / (double)elapsed; /* bytes per ns = GB/s */
-    *msgrate_Mps = (double)iters * 1e3 / (double)elapsed;      /* per ns * 1e3 = M per s */
+    perf_rates(size, iters, elapsed, bw_GBps, msgrate_Mps);
     result = 0;
 out:
     perf_progress_end();
