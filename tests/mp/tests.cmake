@@ -89,7 +89,8 @@ foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_match_${mode} SOURCES mp/mp_tag_match.c TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})
     ferry_add_test(NAME mp_tag_match_unexpmax_${mode} SOURCES mp/mp_tag_match.c TIMEOUT 120
-                   ENV FERRY_RNDV_MODE=${mode} FERRY_TAG_UNEXPECTED_MAX=65536)
+                   ENV FERRY_RNDV_MODE=${mode} FERRY_TAG_UNEXPECTED_MAX=65536
+                       FERRY_TAG_UNEXPECTED_COUNT=64)
     ferry_add_test(NAME mp_tag_concurrent_${mode} SOURCES mp/mp_tag_concurrent.c TIMEOUT 60
                    ENV FERRY_RNDV_MODE=${mode})
     ferry_add_test(NAME mp_tag_death_${mode} SOURCES mp/mp_tag_death.c INTERNAL TIMEOUT 120
