@@ -598,16 +598,6 @@ static unsigned tag_ctl_progress(ferry_worker_t *worker)
 
 /* ------------------------------------------------------------------ unexpected messages */
 
-/* The worker's counters keep the largest backlog of unexpected eager messages (worker-wide:
- * in retired, which endpoints never add to). */
-static inline void tag_unexpected_peaks(ferry_worker_t *worker, const fy_tag_worker_t *tw)
-{
-    if (fy_unlikely(tw->unexpected_count > worker->retired.tag_unexpected_peak_count))
-        worker->retired.tag_unexpected_peak_count = tw->unexpected_count;
-    if (fy_unlikely(tw->unexpected_bytes > worker->retired.tag_unexpected_peak_bytes))
-        worker->retired.tag_unexpected_peak_bytes = tw->unexpected_bytes;
-}
-
 /* The name of a FLOW.eager value, for debug lines. */
 static const char *tag_flow_name(unsigned eager)
 {
@@ -652,13 +642,26 @@ static void tag_flow_check_on(ferry_worker_t *worker)
     }
 }
 
-/* An eager message of length bytes from ep was buffered: if it crossed a bound, restrict ep's
- * eager sends (EAGER_SMALL past the bytes, EAGER_OFF past the messages), unless they are
- * restricted that much already. */
-static void tag_flow_check_off(ferry_worker_t *worker, ferry_ep_t *ep, size_t length)
+/* The buffered messages or bytes went past a watch mark (tag_unexpected_eager) with an eager
+ * message of length bytes from ep: keep the peaks (the worker's counters, worker-wide: in
+ * retired, which endpoints never add to), set the marks again, and if a bound was crossed,
+ * restrict ep's eager sends (EAGER_SMALL past the bytes, EAGER_OFF past the messages) unless
+ * they are restricted that much already. */
+static fy_noinline void tag_unexpected_grew(ferry_worker_t *worker, ferry_ep_t *ep, size_t length)
 {
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     fy_tag_ep_t *tep = fy_tag_ep_of(ep);
+    ferry_counters_t *peaks = &worker->retired;
+    if (tw->unexpected_count > peaks->tag_unexpected_peak_count)
+        peaks->tag_unexpected_peak_count = tw->unexpected_count;
+    if (tw->unexpected_bytes > peaks->tag_unexpected_peak_bytes)
+        peaks->tag_unexpected_peak_bytes = tw->unexpected_bytes;
+    tw->count_watch = peaks->tag_unexpected_peak_count < tw->unexpected_count_max
+                          ? peaks->tag_unexpected_peak_count
+                          : tw->unexpected_count_max;
+    tw->bytes_watch = peaks->tag_unexpected_peak_bytes < tw->unexpected_max
+                          ? peaks->tag_unexpected_peak_bytes
+                          : tw->unexpected_max;
     unsigned limit = 0;
     if (tw->unexpected_count > tw->unexpected_count_max)
         limit = TAG_LIMIT_OFF;
@@ -785,12 +788,17 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
     }
     if (result == FERRY_OK)
         fy_copy(u->data, data, length);
-    u->accounted = length > TAG_FLOW_SMALL_MAX ? length : 0;
-    tw->unexpected_bytes += u->accounted;
+    u->accounted = 0;
+    if (length > TAG_FLOW_SMALL_MAX) {
+        u->accounted = length;
+        tw->unexpected_bytes += length;
+    }
     tw->unexpected_count++;
-    tag_unexpected_peaks(worker, tw);
     fy_list_push_tail(&tw->unexpected, &u->obj.link);
-    tag_flow_check_off(worker, ep, length);
+    /* one compare each while the backlog stays below its peaks and the bounds */
+    if (fy_unlikely(tw->unexpected_count > tw->count_watch ||
+                    tw->unexpected_bytes > tw->bytes_watch))
+        tag_unexpected_grew(worker, ep, length);
     return result;
 
 err_nomem:

@@ -332,11 +332,13 @@ typedef struct fy_tag_worker {
     uint64_t unexpected_count;     /* eager messages buffered in unexpected/probed */
     uint64_t unexpected_max;       /* FERRY_TAG_UNEXPECTED_MAX */
     uint64_t unexpected_count_max; /* FERRY_TAG_UNEXPECTED_COUNT */
-    size_t thresh_forced;          /* FERRY_RNDV_THRESH, or SIZE_MAX (automatic) */
-    unsigned mode_forced;          /* FERRY_RNDV_MODE, or 0 (automatic) */
-    uint64_t section;              /* FERRY_RNDV_SECTION */
-    uint64_t null_chunk;           /* FERRY_RNDV_NULL_CHUNK (0: automatic, tag_null_chunk) */
-    uint64_t split_min;            /* FERRY_RNDV_SPLIT_MIN (0: calibrated, tag_calib.c) */
+    /* marks past which an arrival looks at the peaks and the bounds: min(peak, bound) */
+    uint64_t count_watch, bytes_watch;
+    size_t thresh_forced; /* FERRY_RNDV_THRESH, or SIZE_MAX (automatic) */
+    unsigned mode_forced; /* FERRY_RNDV_MODE, or 0 (automatic) */
+    uint64_t section;     /* FERRY_RNDV_SECTION */
+    uint64_t null_chunk;  /* FERRY_RNDV_NULL_CHUNK (0: automatic, tag_null_chunk) */
+    uint64_t split_min;   /* FERRY_RNDV_SPLIT_MIN (0: calibrated, tag_calib.c) */
     tag_calib_class_t calib[TAG_CALIB_CLASSES]; /* the automatic choice, by size class */
     unsigned need_progress; /* ctl + retry + pump entries: fy_tag_progress has work */
     uint32_t ctl_pass;      /* passes over the control queue */
