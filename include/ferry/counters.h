@@ -80,6 +80,17 @@ typedef struct ferry_counters {
     uint64_t errors[FERRY_COUNTERS_STATUSES];
     uint64_t connections_made; /**< endpoints whose connection was established */
     uint64_t connections_lost; /**< endpoints that failed (not a graceful close) */
+    /** times the receiver restricted this endpoint's eager tagged sends because its backlog
+     *  of unexpected messages crossed a bound (FERRY_TAG_UNEXPECTED_MAX or
+     *  FERRY_TAG_UNEXPECTED_COUNT; the sender then uses rendezvous until told otherwise) */
+    uint64_t tag_flow_limited;
+    /** worker-wide (0 in ferry_ep_counters): the most unexpected eager tagged messages the
+     *  worker held at once */
+    uint64_t tag_unexpected_peak_count;
+    /** worker-wide (0 in ferry_ep_counters): the most payload bytes of unexpected eager tagged
+     *  messages of more than 256 bytes the worker held at once (what FERRY_TAG_UNEXPECTED_MAX
+     *  bounds, softly: messages in flight when the bound is crossed still arrive) */
+    uint64_t tag_unexpected_peak_bytes;
 } ferry_counters_t;
 
 /**

@@ -190,6 +190,13 @@ FERRY_EXPORT size_t ferry_counters_format(const ferry_counters_t *counters, char
                             ferry_status_name(-(ferry_status_t)s),
                             (unsigned long long)counters->errors[s]);
     }
+    if (counters->tag_unexpected_peak_count != 0 || counters->tag_flow_limited != 0)
+        counters_append(buffer, length, &used,
+                        "  unexpected tagged backlog: peak %llu messages, %llu bytes of the "
+                        "larger ones; senders restricted %llu times\n",
+                        (unsigned long long)counters->tag_unexpected_peak_count,
+                        (unsigned long long)counters->tag_unexpected_peak_bytes,
+                        (unsigned long long)counters->tag_flow_limited);
     counters_append(buffer, length, &used, "  connections made %llu, lost %llu\n",
                     (unsigned long long)counters->connections_made,
                     (unsigned long long)counters->connections_lost);

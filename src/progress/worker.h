@@ -72,7 +72,8 @@ struct ferry_worker {
     unsigned in_progress;   /* > 0 inside ferry_worker_progress: callbacks may be running */
     int destroying;         /* ferry_worker_destroy is under way: it frees every endpoint */
     uint64_t wait_spin_ns;
-    ferry_counters_t retired; /* the counters of the endpoints already freed */
+    ferry_counters_t retired; /* the counters of the endpoints already freed, and the worker's
+                               * own (tag_unexpected_peak_*: endpoints leave them 0) */
     uint8_t address[FERRY_ADDRESS_MAX_SIZE];
     size_t address_length;
     uint8_t address_compact[FERRY_ADDRESS_COMPACT_SIZE]; /* the compact form (address.h) */

@@ -16,7 +16,7 @@
 #define FY_AM_ID_TAG_DATA 213u
 #define FY_AM_ID_TAG_DONE 214u
 #define FY_AM_ID_TAG_COOKIE 215u
-#define FY_AM_ID_TAG_FLOW 216u /* EAGER_OFF / EAGER_ON */
+#define FY_AM_ID_TAG_FLOW 216u /* EAGER_OFF / EAGER_SMALL / EAGER_ON */
 
 /* Named segments (proto/segment.c, proto/rsegment.c; wire format in proto/segment.h). */
 #define FY_AM_ID_SEG_CONNECT 220u

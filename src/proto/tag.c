@@ -23,12 +23,24 @@
 static const fy_config_var_t tag_unexpected_max_var = {
     .name = "FERRY_TAG_UNEXPECTED_MAX",
     .type = FERRY_CONFIG_SIZE,
-    .default_value = "8M",
-    .description = "bytes of unexpected eager messages a worker buffers before it asks their "
-                   "senders to use rendezvous for everything (EAGER_OFF) until it has consumed "
-                   "half of them (EAGER_ON): back-pressure, never loss"};
+    .default_value = "512K",
+    .description = "payload bytes of unexpected eager messages larger than 256 bytes a worker "
+                   "buffers before it asks their senders to send such messages by rendezvous "
+                   "(EAGER_SMALL; small ones stay eager) until it has consumed half of them "
+                   "(EAGER_ON): back-pressure, never loss; cache-sized, so that a sender that "
+                   "outruns its receiver does not push the backlog out of the caches"};
 static const fy_config_var_t *const tag_unexpected_max_reg
     __attribute__((used, section("ferry_config_registry"))) = &tag_unexpected_max_var;
+
+static const fy_config_var_t tag_unexpected_count_var = {
+    .name = "FERRY_TAG_UNEXPECTED_COUNT",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "65536",
+    .description = "unexpected eager messages (of any size) a worker buffers before it asks "
+                   "their senders to use rendezvous for everything (EAGER_OFF) until it has "
+                   "consumed half of them and half of FERRY_TAG_UNEXPECTED_MAX (EAGER_ON)"};
+static const fy_config_var_t *const tag_unexpected_count_reg
+    __attribute__((used, section("ferry_config_registry"))) = &tag_unexpected_count_var;
 
 /* Objects allocated at once when a pool is empty. */
 #define TAG_BLOCK_OBJECTS 32
@@ -586,14 +598,21 @@ static unsigned tag_ctl_progress(ferry_worker_t *worker)
 
 /* ------------------------------------------------------------------ unexpected messages */
 
-static void tag_flow_send(ferry_worker_t *worker, ferry_ep_t *ep, bool on)
+/* The name of a FLOW.eager value, for debug lines. */
+static const char *tag_flow_name(unsigned eager)
+{
+    return eager == TAG_FLOW_ON ? "ON" : eager == TAG_FLOW_SMALL ? "SMALL" : "OFF";
+}
+
+/* FLOW {eager} to ep (TAG_FLOW_*). */
+static void tag_flow_send(ferry_worker_t *worker, ferry_ep_t *ep, unsigned eager)
 {
     tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_FLOW};
     msg.u.flow.version = TAG_WIRE_VERSION;
-    msg.u.flow.eager_on = on ? 1 : 0;
+    msg.u.flow.eager = (uint8_t)eager;
     ferry_status_t status = tag_ctl_send(worker, ep, &msg);
     if (status != FERRY_OK)
-        fy_debug("tagged messages: EAGER_%s to endpoint %p not sent: %s", on ? "ON" : "OFF",
+        fy_debug("tagged messages: EAGER_%s to endpoint %p not sent: %s", tag_flow_name(eager),
                  (void *)ep, ferry_status_string(status));
 }
 
@@ -606,18 +625,62 @@ static void tag_flow_forget(ferry_worker_t *worker, ferry_ep_t *ep)
     fy_list_remove(&fy_tag_ep_of(ep)->flow_link);
 }
 
-/* After buffered bytes were consumed: EAGER_ON to every sender told OFF once we are at half. */
+/* After buffered messages were consumed: EAGER_ON to every sender told SMALL or OFF once the
+ * buffered bytes and messages are both at most half their bounds. */
 static void tag_flow_check_on(ferry_worker_t *worker)
 {
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     fy_list_link_t *link;
-    if (fy_likely(fy_list_is_empty(&tw->flow_off)) || tw->unexpected_bytes > tw->unexpected_max / 2)
+    if (fy_likely(fy_list_is_empty(&tw->flow_off)) ||
+        tw->unexpected_bytes > tw->unexpected_max / 2 ||
+        tw->unexpected_count > tw->unexpected_count_max / 2)
         return;
     while ((link = fy_list_pop_head(&tw->flow_off)) != NULL) {
         ferry_ep_t *ep = fy_container_of(link, fy_tag_ep_t, flow_link)->ep;
         fy_tag_ep_of(ep)->told_off = 0;
-        tag_flow_send(worker, ep, true);
+        tag_flow_send(worker, ep, TAG_FLOW_ON);
     }
+}
+
+/* The buffered messages or bytes went past a watch mark (tag_unexpected_eager) with an eager
+ * message of length bytes from ep: keep the peaks (the worker's counters, worker-wide: in
+ * retired, which endpoints never add to), set the marks again, and if a bound was crossed,
+ * restrict ep's eager sends (EAGER_SMALL past the bytes, EAGER_OFF past the messages) unless
+ * they are restricted that much already. */
+static fy_noinline void tag_unexpected_grew(ferry_worker_t *worker, ferry_ep_t *ep, size_t length)
+{
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    fy_tag_ep_t *tep = fy_tag_ep_of(ep);
+    ferry_counters_t *peaks = &worker->retired;
+    if (tw->unexpected_count > peaks->tag_unexpected_peak_count)
+        peaks->tag_unexpected_peak_count = tw->unexpected_count;
+    if (tw->unexpected_bytes > peaks->tag_unexpected_peak_bytes)
+        peaks->tag_unexpected_peak_bytes = tw->unexpected_bytes;
+    tw->count_watch = peaks->tag_unexpected_peak_count < tw->unexpected_count_max
+                          ? peaks->tag_unexpected_peak_count
+                          : tw->unexpected_count_max;
+    tw->bytes_watch = peaks->tag_unexpected_peak_bytes < tw->unexpected_max
+                          ? peaks->tag_unexpected_peak_bytes
+                          : tw->unexpected_max;
+    unsigned limit = 0;
+    if (tw->unexpected_count > tw->unexpected_count_max)
+        limit = TAG_LIMIT_OFF;
+    else if (tw->unexpected_bytes > tw->unexpected_max && length > TAG_FLOW_SMALL_MAX)
+        limit = TAG_LIMIT_SMALL;
+    if (fy_likely(limit <= tep->told_off) || ep->state != FY_EP_OPEN)
+        return;
+    unsigned eager = limit == TAG_LIMIT_OFF ? TAG_FLOW_OFF : TAG_FLOW_SMALL;
+    fy_debug("tagged messages: %llu unexpected messages, %llu bytes of the larger ones "
+             "buffered (FERRY_TAG_UNEXPECTED_COUNT %llu, FERRY_TAG_UNEXPECTED_MAX %llu): "
+             "EAGER_%s to endpoint %p",
+             (unsigned long long)tw->unexpected_count, (unsigned long long)tw->unexpected_bytes,
+             (unsigned long long)tw->unexpected_count_max, (unsigned long long)tw->unexpected_max,
+             tag_flow_name(eager), (void *)ep);
+    if (tep->told_off == 0)
+        fy_list_push_tail(&tw->flow_off, &tep->flow_link);
+    tep->told_off = (uint8_t)limit;
+    ep->counters.tag_flow_limited++;
+    tag_flow_send(worker, ep, eager);
 }
 
 static void tag_unexp_release(ferry_worker_t *worker, tag_unexp_t *u)
@@ -648,6 +711,8 @@ static void tag_unexp_release(ferry_worker_t *worker, tag_unexp_t *u)
     u->data_kind = TAG_DATA_INLINE;
     tw->unexpected_bytes -= u->accounted;
     u->accounted = 0;
+    if (u->kind == TAG_UNEXP_EAGER)
+        tw->unexpected_count--;
     tag_pool_put(&tw->unexp, u);
 }
 
@@ -723,19 +788,17 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
     }
     if (result == FERRY_OK)
         fy_copy(u->data, data, length);
-    u->accounted = length + TAG_UNEXP_OVERHEAD;
-    tw->unexpected_bytes += u->accounted;
-    fy_list_push_tail(&tw->unexpected, &u->obj.link);
-    if (tw->unexpected_bytes > tw->unexpected_max && !fy_tag_ep_of(ep)->told_off &&
-        ep->state == FY_EP_OPEN) {
-        fy_debug("tagged messages: %llu unexpected bytes buffered (FERRY_TAG_UNEXPECTED_MAX "
-                 "%llu): EAGER_OFF to endpoint %p",
-                 (unsigned long long)tw->unexpected_bytes, (unsigned long long)tw->unexpected_max,
-                 (void *)ep);
-        fy_tag_ep_of(ep)->told_off = 1;
-        fy_list_push_tail(&tw->flow_off, &fy_tag_ep_of(ep)->flow_link);
-        tag_flow_send(worker, ep, false);
+    u->accounted = 0;
+    if (length > TAG_FLOW_SMALL_MAX) {
+        u->accounted = length;
+        tw->unexpected_bytes += length;
     }
+    tw->unexpected_count++;
+    fy_list_push_tail(&tw->unexpected, &u->obj.link);
+    /* one compare each while the backlog stays below its peaks and the bounds */
+    if (fy_unlikely(tw->unexpected_count > tw->count_watch ||
+                    tw->unexpected_bytes > tw->bytes_watch))
+        tag_unexpected_grew(worker, ep, length);
     return result;
 
 err_nomem:
@@ -968,14 +1031,24 @@ static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_l
     (void)data;
     if (tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_FLOW, header, header_length, length,
                    &msg)) {
-        fy_debug("tagged messages: EAGER_%s from endpoint %p", msg.u.flow.eager_on ? "ON" : "OFF",
+        unsigned eager = msg.u.flow.eager;
+        fy_debug("tagged messages: EAGER_%s from endpoint %p", tag_flow_name(eager),
                  (void *)params->reply_ep);
-        fy_tag_ep_of(params->reply_ep)->eager_off = msg.u.flow.eager_on ? 0 : 1;
+        fy_tag_ep_of(params->reply_ep)->eager_off = eager == TAG_FLOW_ON      ? 0
+                                                    : eager == TAG_FLOW_SMALL ? TAG_LIMIT_SMALL
+                                                                              : TAG_LIMIT_OFF;
     }
     return FERRY_OK;
 }
 
 /* ------------------------------------------------------------------ public calls */
+
+/* Whether ep's receiver lets a message of length bytes go eagerly (its threshold aside). */
+static inline bool tag_flow_allows(const ferry_ep_t *ep, uint64_t length)
+{
+    unsigned limit = fy_tag_ep_of(ep)->eager_off;
+    return limit == 0 || (limit == TAG_LIMIT_SMALL && length <= TAG_FLOW_SMALL_MAX);
+}
 
 /* An eager send started (FERRY_OK, FERRY_INPROGRESS) counts; returns status. */
 static fy_always_inline ferry_status_t tag_eager_counted(ferry_ep_t *ep, uint64_t length,
@@ -1016,7 +1089,7 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
         return ep->error;
     if (fy_unlikely(!fy_tag_ep_of(ep)->ready))
         tag_rndv_ep_setup(ep->worker, ep);
-    if (fy_likely(length <= fy_tag_ep_of(ep)->eager_max && !fy_tag_ep_of(ep)->eager_off)) {
+    if (fy_likely(length <= fy_tag_ep_of(ep)->eager_max && tag_flow_allows(ep, length))) {
         if (params == NULL || params->flags == 0)
             return tag_send_eager_plain(ep, iov, iovcnt, length, tag, comp);
         tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
@@ -1347,6 +1420,8 @@ static ferry_status_t tag_module_init(ferry_worker_t *worker, void **state_p)
     fy_pool_init(&tw->unexp, sizeof(tag_unexp_t), TAG_BLOCK_OBJECTS, "unexpected tagged messages");
     fy_pool_init(&tw->ctls, sizeof(tag_ctl_t), TAG_BLOCK_OBJECTS, "tagged control messages");
     tw->unexpected_max = fy_config_size_in(fy_worker_config(worker), &tag_unexpected_max_var);
+    tw->unexpected_count_max =
+        fy_config_size_in(fy_worker_config(worker), &tag_unexpected_count_var);
     tag_rndv_config(tw, fy_worker_config(worker));
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(handlers); i++) {
         status = fy_am_set_internal_handler(worker, handlers[i].id, handlers[i].cb, worker);

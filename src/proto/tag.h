@@ -12,12 +12,20 @@
  * until ferry_tag_message_recv receives it.
  *
  * Eager (length <= the endpoint's eager threshold): EAGER carries the data. On arrival it
- * matches the first posted receive, or waits in the unexpected queue (bounded by
- * FERRY_TAG_UNEXPECTED_MAX bytes: past that the receiver sends EAGER_OFF to the sender whose
- * message crossed the bound, which then uses rendezvous for everything, even 0 bytes, until
- * EAGER_ON, sent when the buffered bytes fell to half the bound: back-pressure, never loss.
- * Messages already in flight when EAGER_OFF is sent are still buffered: the bound is soft by
- * at most what the transport had in flight).
+ * matches the first posted receive, or waits in the unexpected queue, under two bounds
+ * (back-pressure, never loss):
+ *   bytes  FERRY_TAG_UNEXPECTED_MAX (cache-sized) payload bytes of the buffered messages of
+ *          more than TAG_FLOW_SMALL_MAX bytes: past it the receiver sends EAGER_SMALL to the
+ *          sender whose large message crossed it, which then sends only messages of up to
+ *          TAG_FLOW_SMALL_MAX bytes eagerly and larger ones by rendezvous (an RTS holds no
+ *          data: the receiver reads the data when it posts the receive, from the sender's
+ *          buffer, in cache or not, instead of keeping a copy);
+ *   count  FERRY_TAG_UNEXPECTED_COUNT past that many buffered messages (generous: a small
+ *          message costs a descriptor) the receiver sends EAGER_OFF to the sender whose
+ *          message crossed it, which then uses rendezvous for everything, even 0 bytes.
+ * EAGER_ON lifts either once the buffered bytes and messages are both at most half their
+ * bounds. Messages already in flight when EAGER_SMALL/OFF is sent are still buffered: each
+ * bound is soft by at most what the transport had in flight.
  *
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
  * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
@@ -184,9 +192,15 @@ typedef struct tag_wire_cookie {
     uint8_t rkey[RKEY_PACKED_SIZE];
 } tag_wire_cookie_t; /* 96 B, no payload */
 
+/* FLOW.eager: what the receiver lets its sender send eagerly from now on */
+#define TAG_FLOW_OFF 0u   /* nothing: rendezvous for everything, even 0 bytes (EAGER_OFF) */
+#define TAG_FLOW_ON 1u    /* up to the endpoint's eager threshold (EAGER_ON) */
+#define TAG_FLOW_SMALL 2u /* up to TAG_FLOW_SMALL_MAX bytes only (EAGER_SMALL) */
+#define TAG_FLOW_SMALL_MAX 256u
+
 typedef struct tag_wire_flow {
     uint8_t version;
-    uint8_t eager_on; /* 0: use rendezvous for everything until 1 */
+    uint8_t eager; /* TAG_FLOW_OFF, TAG_FLOW_ON or TAG_FLOW_SMALL */
     uint8_t reserved[6];
 } tag_wire_flow_t; /* 8 B, no payload */
 
@@ -253,6 +267,11 @@ typedef struct tag_table {
     uint32_t free_count;
 } tag_table_t;
 
+/* Eager sends restricted by FLOW, in increasing strictness (fy_tag_ep_t.eager_off on the
+ * sender, told_off on the receiver; 0: not restricted, eager up to the threshold). */
+#define TAG_LIMIT_SMALL 1u /* EAGER_SMALL: eager only up to TAG_FLOW_SMALL_MAX bytes */
+#define TAG_LIMIT_OFF 2u   /* EAGER_OFF: rendezvous for everything */
+
 /* Per endpoint (the module's endpoint state); all-zero is the initial state, then ep is set. */
 typedef struct fy_tag_ep {
     ferry_ep_t *ep;             /* the endpoint this state belongs to */
@@ -262,8 +281,8 @@ typedef struct fy_tag_ep {
     uint32_t ctl_queued;        /* control messages queued for it (kept in order) */
     uint32_t ctl_pass;          /* the control-queue pass in which it had no room */
     uint8_t ready;              /* eager_max and chunk are set */
-    uint8_t eager_off;          /* the peer sent EAGER_OFF and not EAGER_ON yet */
-    uint8_t told_off;           /* we sent EAGER_OFF to the peer and not EAGER_ON yet */
+    uint8_t eager_off;          /* the peer restricts eager sends (TAG_LIMIT_*, 0: no) */
+    uint8_t told_off;           /* we restricted the peer's eager sends (TAG_LIMIT_*, 0: no) */
     uint8_t coop_fallback_said; /* forced COOP fell back to NULL here: said once */
 } fy_tag_ep_t;
 
@@ -308,13 +327,18 @@ typedef struct fy_tag_worker {
     void *spare_bufs[2];
     unsigned spare_count[2];
     tag_table_t send_table, recv_table;
-    uint64_t unexpected_bytes; /* eager bytes (plus overhead) buffered in unexpected/probed */
-    uint64_t unexpected_max;   /* FERRY_TAG_UNEXPECTED_MAX */
-    size_t thresh_forced;      /* FERRY_RNDV_THRESH, or SIZE_MAX (automatic) */
-    unsigned mode_forced;      /* FERRY_RNDV_MODE, or 0 (automatic) */
-    uint64_t section;          /* FERRY_RNDV_SECTION */
-    uint64_t null_chunk;       /* FERRY_RNDV_NULL_CHUNK (0: automatic, tag_null_chunk) */
-    uint64_t split_min;        /* FERRY_RNDV_SPLIT_MIN (0: calibrated, tag_calib.c) */
+    uint64_t unexpected_bytes;     /* payload bytes of the eager messages of more than
+                                    * TAG_FLOW_SMALL_MAX bytes buffered in unexpected/probed */
+    uint64_t unexpected_count;     /* eager messages buffered in unexpected/probed */
+    uint64_t unexpected_max;       /* FERRY_TAG_UNEXPECTED_MAX */
+    uint64_t unexpected_count_max; /* FERRY_TAG_UNEXPECTED_COUNT */
+    /* marks past which an arrival looks at the peaks and the bounds: min(peak, bound) */
+    uint64_t count_watch, bytes_watch;
+    size_t thresh_forced; /* FERRY_RNDV_THRESH, or SIZE_MAX (automatic) */
+    unsigned mode_forced; /* FERRY_RNDV_MODE, or 0 (automatic) */
+    uint64_t section;     /* FERRY_RNDV_SECTION */
+    uint64_t null_chunk;  /* FERRY_RNDV_NULL_CHUNK (0: automatic, tag_null_chunk) */
+    uint64_t split_min;   /* FERRY_RNDV_SPLIT_MIN (0: calibrated, tag_calib.c) */
     tag_calib_class_t calib[TAG_CALIB_CLASSES]; /* the automatic choice, by size class */
     unsigned need_progress; /* ctl + retry + pump entries: fy_tag_progress has work */
     uint32_t ctl_pass;      /* passes over the control queue */

@@ -34,8 +34,6 @@
 #define TAG_UNEXP_BUF_LARGE 32768
 /* the classes of recycled buffers: 0 (TAG_UNEXP_BUF bytes) and 1 (TAG_UNEXP_BUF_LARGE) */
 #define TAG_SPARE_CLASSES 2
-/* accounted per unexpected eager message on top of its bytes (the descriptor) */
-#define TAG_UNEXP_OVERHEAD 64
 /* local pieces described on the stack for one-sided operations and DATA */
 #define TAG_IOV_STACK 64
 
@@ -171,7 +169,7 @@ struct ferry_tag_message {
     ferry_status_t status; /* RTS: the endpoint's error once it failed */
     uint64_t tag;
     uint64_t length;
-    uint64_t accounted; /* bytes counted in unexpected_bytes */
+    uint64_t accounted; /* bytes counted in unexpected_bytes (eager of > TAG_FLOW_SMALL_MAX) */
     /* eager */
     uint8_t flags;    /* TAG_FLAG_IMM, TAG_FLAG_SYNC (RTS: in rts.flags) */
     uint64_t imm;     /* TAG_FLAG_IMM */

@@ -215,8 +215,8 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
     case FY_AM_ID_TAG_FLOW:
         if (!tag_wire_zero(m.u.flow.reserved, sizeof(m.u.flow.reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
-        if (m.u.flow.eager_on > 1)
-            return tag_wire_fail(why, "FLOW eager_on is not 0 or 1");
+        if (m.u.flow.eager > TAG_FLOW_SMALL)
+            return tag_wire_fail(why, "FLOW eager is not OFF, ON or SMALL");
         break;
     }
     *out = m;

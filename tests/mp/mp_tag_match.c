@@ -26,8 +26,9 @@
  *      written past the buffer, the sender completes normally, the next message is intact.
  *   5. probe(remove) of a rendezvous message: a later wildcard receive takes the next message,
  *      not the probed one; ferry_tag_message_recv then receives the probed one.
- * Registered for every FERRY_RNDV_MODE, and with a small FERRY_TAG_UNEXPECTED_MAX (senders are
- * switched to rendezvous mid-stream: the order must hold across the switch). */
+ * Registered for every FERRY_RNDV_MODE, and with a small FERRY_TAG_UNEXPECTED_MAX and
+ * FERRY_TAG_UNEXPECTED_COUNT (senders are switched to rendezvous mid-stream, for the larger
+ * messages and for all: the order must hold across the switches). */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>

@@ -89,7 +89,8 @@ foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_match_${mode} SOURCES mp/mp_tag_match.c TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})
     ferry_add_test(NAME mp_tag_match_unexpmax_${mode} SOURCES mp/mp_tag_match.c TIMEOUT 120
-                   ENV FERRY_RNDV_MODE=${mode} FERRY_TAG_UNEXPECTED_MAX=65536)
+                   ENV FERRY_RNDV_MODE=${mode} FERRY_TAG_UNEXPECTED_MAX=65536
+                       FERRY_TAG_UNEXPECTED_COUNT=64)
     ferry_add_test(NAME mp_tag_concurrent_${mode} SOURCES mp/mp_tag_concurrent.c TIMEOUT 60
                    ENV FERRY_RNDV_MODE=${mode})
     ferry_add_test(NAME mp_tag_death_${mode} SOURCES mp/mp_tag_death.c INTERNAL TIMEOUT 120
@@ -307,3 +308,8 @@ ferry_add_test(NAME mp_threads_bias SOURCES mp/mp_threads.c ARGS bias TIMEOUT 18
 ferry_add_test(NAME mp_threads_reg SOURCES mp/mp_threads.c ARGS reg TIMEOUT 180 LABELS threads)
 ferry_add_test(NAME mp_threads_reg_tcp SOURCES mp/mp_threads.c ARGS reg TIMEOUT 180
                LABELS threads ENV FERRY_TRANSPORTS=tcp)
+# a sender that outruns its receiver: the unexpected-message bounds hold, nothing is lost
+ferry_add_test(NAME mp_tag_flow SOURCES mp/mp_tag_flow.c TIMEOUT 120
+               ENV FERRY_TAG_UNEXPECTED_MAX=256K)
+ferry_add_test(NAME mp_tag_flow_count SOURCES mp/mp_tag_flow.c TIMEOUT 120
+               ENV FERRY_TAG_UNEXPECTED_COUNT=1000)
