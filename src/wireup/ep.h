@@ -8,7 +8,9 @@
 
 #include <ferry/ferry.h>
 
+#include "core/compiler.h"
 #include "core/list.h"
+#include "progress/counters.h"
 #include "progress/worker.h"
 #include "transport/transport.h"
 #include "wireup/address.h"
@@ -98,21 +100,48 @@ static inline void fy_am_count_received(ferry_ep_t *ep, unsigned id, uint64_t le
     ep->am_traffic.received_bytes[fy_am_kind(id)] += length;
 }
 
+/* Count a send on its endpoint (include/ferry/counters.h): a message taken (FERRY_OK,
+ * FERRY_INPROGRESS) as sent, a refusal or an error by its status. Returns status. The
+ * transports' send_short count their own (fy_ep_am_count_send, or their am_sent). */
+static fy_always_inline ferry_status_t fy_am_send_counted(ferry_ep_t *ep, unsigned id,
+                                                          uint64_t length, ferry_status_t status)
+{
+    if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS))
+        fy_am_count_sent(ep, id, length);
+    else
+        fy_count_status(&ep->counters, status);
+    return status;
+}
+
+/* Add to *a the messages ep's transport counted in its own endpoint (the am_sent slot). */
+static inline void fy_am_traffic_add_tl(fy_am_traffic_t *a, const ferry_ep_t *ep)
+{
+    if (ep->tl_ep == NULL || ep->tl->am_sent == NULL)
+        return;
+    const fy_tl_am_sent_t *sent = ep->tl->am_sent(ep->tl_ep);
+    for (unsigned k = 0; k < 2; k++) {
+        a->sent[k] += sent->messages[k];
+        a->sent_bytes[k] += sent->bytes[k];
+    }
+}
+
 /* ep's counters as ferry_ep_counters reports them, into *out (size member included). The fast
- * paths count a message once: an active message in am_traffic by its kind (counters.am is the
+ * paths count a message once: an active message in am_traffic by its kind, or in its
+ * transport's am_sent when send_short took it (counters.am is the
  * application's, the transport's row both kinds), a tagged send its bytes on tag and its
  * message in tag_modes (tag.sent is the sum of tag_modes). */
 static inline void fy_ep_counters_read(const ferry_ep_t *ep, ferry_counters_t *out)
 {
-    const fy_am_traffic_t *a = &ep->am_traffic;
+    fy_am_traffic_t a = ep->am_traffic;
+    fy_am_traffic_add_tl(&a, ep);
     *out = ep->counters;
-    out->am = (ferry_traffic_t){a->sent[0], a->sent_bytes[0], a->received[0], a->received_bytes[0]};
+    out->am = (ferry_traffic_t){a.sent[0], a.sent_bytes[0], a.received[0], a.received_bytes[0]};
     ferry_traffic_t *row = &out->transport[ep->tl_index];
     for (unsigned k = 0; k < 2; k++) {
-        row->sent += a->sent[k];
-        row->sent_bytes += a->sent_bytes[k];
-        row->received += a->received[k];
-        row->received_bytes += a->received_bytes[k];
+        row->sent += a.sent[k];
+        row->sent_bytes += a.sent_bytes[k];
+        row->received += a.received[k];
+        row->received_bytes += a.received_bytes[k];
     }
     out->tag.sent = 0;
     for (unsigned c = 0; c < FERRY_COUNTERS_SIZE_CLASSES; c++) {
