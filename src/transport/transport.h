@@ -137,21 +137,21 @@ typedef struct fy_rma_op {
  * What send_short counts */
 
 /* The active messages a transport's send_short sent on one endpoint and counted in that
- * endpoint's own memory (the am_sent slot), by kind: [0] the application's ids (below
- * FERRY_AM_ID_MAX), [1] ferry's own. bytes are payload bytes, the header not included. Counts
- * and bytes lie apart, so that GCC does not make one vector add of a message's two adds. */
+ * endpoint's own memory (the am_sent slot): every kind (the application's ids and ferry's
+ * own; the layer above counts its own part apart), bytes of payload, the header not
+ * included. */
 typedef struct fy_tl_am_sent {
-    uint64_t messages[2];
-    uint64_t bytes[2];
+    uint64_t messages;
+    uint64_t bytes;
 } fy_tl_am_sent_t;
 
-/* Count a message of id with length payload bytes that send_short took: two plain adds (one
- * thread per worker), for a fast path that keeps its counts beside what it writes anyway. */
-static inline void fy_tl_am_count_sent(fy_tl_am_sent_t *sent, uint8_t id, size_t length)
+/* Count a message with length payload bytes that send_short took: two plain adds at fixed
+ * offsets (one thread per worker), for a fast path that keeps its counts beside what it
+ * writes anyway. */
+static inline void fy_tl_am_count_sent(fy_tl_am_sent_t *sent, size_t length)
 {
-    _Static_assert(FERRY_AM_ID_MAX == 128, "the kind of an 8-bit id is its top bit");
-    sent->messages[id / FERRY_AM_ID_MAX]++;
-    sent->bytes[id / FERRY_AM_ID_MAX] += length;
+    sent->messages++;
+    sent->bytes += length;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -257,9 +257,9 @@ typedef struct fy_tl_ops {
      * copied), FERRY_ERR_NO_RESOURCE (queue full: nothing sent; retry after progress),
      * FERRY_ERR_NO_MEMORY, FERRY_ERR_ENDPOINT_CLOSED, FERRY_ERR_CONNECTION_RESET. It counts
      * what it returns, so that the caller can return its status at once (a tail call): a
-     * message taken in the endpoint's fy_tl_am_sent_t (fy_tl_am_count_sent; the am_sent slot)
-     * or with fy_ep_am_count_send, any other status with fy_ep_am_count_send. May be NULL:
-     * sendv takes every message. */
+     * message taken, of any id, in the endpoint's fy_tl_am_sent_t (fy_tl_am_count_sent; the
+     * am_sent slot) or with fy_ep_am_count_short, any other status with
+     * fy_ep_am_count_short. May be NULL: sendv takes every message. */
     ferry_status_t (*send_short)(fy_tl_ep_t *tlep, uint8_t id, const void *header,
                                  size_t header_length, const void *payload, size_t length);
 
@@ -275,7 +275,7 @@ typedef struct fy_tl_ops {
 
     /* The counts send_short keeps in tlep itself (fy_tl_am_sent_t), read when the endpoint's
      * counters are asked for and once more just before ep_destroy. Never fails. May be NULL:
-     * send_short counts every message with fy_ep_am_count_send. */
+     * send_short counts every message with fy_ep_am_count_short. */
     const fy_tl_am_sent_t *(*am_sent)(const fy_tl_ep_t *tlep);
 
     /* One-sided operation performed by the initiator alone (shm: a direct store into mapped
@@ -415,12 +415,11 @@ void fy_ep_connected(ferry_ep_t *ep);
  * worker's deferred queue, after the completions queued before. */
 void fy_ep_terminated(ferry_ep_t *ep);
 
-/* Count what send_short returns for a message of id with length payload bytes, unless it
- * counted the message in its own am_sent: a message taken (FERRY_OK, FERRY_INPROGRESS) as an
- * active message sent on ep, any other status as a refusal or an error of ep. Called from
+/* Count what send_short returns for a message with length payload bytes, unless it counted
+ * the message in its own am_sent: a message taken (FERRY_OK, FERRY_INPROGRESS), of any id, as
+ * an active message sent on ep, any other status as a refusal or an error of ep. Called from
  * inside send_short, as its contract says. Returns status. */
-ferry_status_t fy_ep_am_count_send(ferry_ep_t *ep, uint8_t id, size_t length,
-                                   ferry_status_t status);
+ferry_status_t fy_ep_am_count_short(ferry_ep_t *ep, size_t length, ferry_status_t status);
 
 /* -- addresses (wireup/address.c) -- */
 

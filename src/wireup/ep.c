@@ -68,9 +68,15 @@ static void ep_tl_destroy(ferry_ep_t *ep)
     ep->tl_ep = NULL;
 }
 
-ferry_status_t fy_ep_am_count_send(ferry_ep_t *ep, uint8_t id, size_t length, ferry_status_t status)
+ferry_status_t fy_ep_am_count_short(ferry_ep_t *ep, size_t length, ferry_status_t status)
 {
-    return fy_am_send_counted(ep, id, length, status);
+    if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS)) {
+        ep->am_traffic.short_sent++;
+        ep->am_traffic.short_sent_bytes += length;
+    } else {
+        fy_count_status(&ep->counters, status);
+    }
+    return status;
 }
 
 static void ep_free(ferry_ep_t *ep)

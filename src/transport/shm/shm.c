@@ -561,21 +561,21 @@ static fy_noinline ferry_status_t shm_send_short_other(fy_tl_ep_t *tlep, uint8_t
             memcpy(bytes + header_length, payload, length);
         ferry_status_t status = shm_post_inline(tlep, id, header_length, bytes, total);
         if (status == FERRY_OK) {
-            fy_tl_am_count_sent(&tlep->am_sent, id, length);
+            fy_tl_am_count_sent(&tlep->am_sent, length);
             shm_signal_peer(tlep);
             return FERRY_OK;
         }
         if (status == FERRY_ERR_NO_RESOURCE) {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
             tlep->blocked_pool = SHM_POOL_NONE;
-            return fy_ep_am_count_send(tlep->ep, id, length, FERRY_ERR_NO_RESOURCE);
+            return fy_ep_am_count_short(tlep->ep, length, FERRY_ERR_NO_RESOURCE);
         }
         /* the ring is too small for the continuation cells: sendv uses a buffer */
     }
     /* still connecting, or earlier sends queued: sendv queues a copy, in order */
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
-    return fy_ep_am_count_send(tlep->ep, id, length,
-                               shm_sendv(tlep, id, header, header_length, &iov, 1, NULL));
+    return fy_ep_am_count_short(tlep->ep, length,
+                                shm_sendv(tlep, id, header, header_length, &iov, 1, NULL));
 }
 
 static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
@@ -590,7 +590,7 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
     if (fy_unlikely(cell == NULL)) {
         tlep->blocked = true; /* a worker that waits now is woken when there is room */
         tlep->blocked_pool = SHM_POOL_NONE;
-        return fy_ep_am_count_send(tlep->ep, id, length, FERRY_ERR_NO_RESOURCE);
+        return fy_ep_am_count_short(tlep->ep, length, FERRY_ERR_NO_RESOURCE);
     }
     cell->type = SHM_CELL_INLINE;
     cell->am_id = id;
@@ -602,7 +602,7 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
     fy_copy_small(cell->data + header_length, payload, length);
     /* counted before the post, which cannot fail now: nothing but the signal check after
      * the post's locked exchange */
-    fy_tl_am_count_sent(&tlep->am_sent, id, length);
+    fy_tl_am_count_sent(&tlep->am_sent, length);
     shm_tx_post(tlep, cell);
     shm_signal_peer(tlep);
     return FERRY_OK;

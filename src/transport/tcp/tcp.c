@@ -674,7 +674,7 @@ static ferry_status_t tcp_send_short(fy_tl_ep_t *chan, uint8_t id, const void *h
         ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
         status = tcp_send_am(chan, id, header, header_length, &iov, length ? 1 : 0, NULL, true);
     }
-    return fy_ep_am_count_send(chan->ep, id, length, status);
+    return fy_ep_am_count_short(chan->ep, length, status);
 }
 
 static void tcp_describe(fy_tl_worker_t *tlw, char *buffer, size_t length)
