@@ -145,15 +145,6 @@ typedef struct fy_tl_am_sent {
     uint64_t bytes;
 } fy_tl_am_sent_t;
 
-/* Count a message with length payload bytes that send_short took: two plain adds at fixed
- * offsets (one thread per worker), for a fast path that keeps its counts beside what it
- * writes anyway. */
-static inline void fy_tl_am_count_sent(fy_tl_am_sent_t *sent, size_t length)
-{
-    sent->messages++;
-    sent->bytes += length;
-}
-
 /* ------------------------------------------------------------------------------------------
  * Downward: the ops table */
 
@@ -257,7 +248,7 @@ typedef struct fy_tl_ops {
      * copied), FERRY_ERR_NO_RESOURCE (queue full: nothing sent; retry after progress),
      * FERRY_ERR_NO_MEMORY, FERRY_ERR_ENDPOINT_CLOSED, FERRY_ERR_CONNECTION_RESET. It counts
      * what it returns, so that the caller can return its status at once (a tail call): a
-     * message taken, of any id, in the endpoint's fy_tl_am_sent_t (fy_tl_am_count_sent; the
+     * message taken, of any id, in the endpoint itself (two plain adds, read through the
      * am_sent slot) or with fy_ep_am_count_short, any other status with
      * fy_ep_am_count_short. May be NULL: sendv takes every message. */
     ferry_status_t (*send_short)(fy_tl_ep_t *tlep, uint8_t id, const void *header,
@@ -273,10 +264,10 @@ typedef struct fy_tl_ops {
     ferry_status_t (*sendv)(fy_tl_ep_t *tlep, uint8_t id, const void *header, size_t header_length,
                             const ferry_iov_t *iov, size_t iovcnt, ferry_completion_t *comp);
 
-    /* The counts send_short keeps in tlep itself (fy_tl_am_sent_t), read when the endpoint's
-     * counters are asked for and once more just before ep_destroy. Never fails. May be NULL:
+    /* The counts send_short keeps in tlep itself, into *sent_p; asked for when the endpoint's
+     * counters are read and once more just before ep_destroy. Never fails. May be NULL:
      * send_short counts every message with fy_ep_am_count_short. */
-    const fy_tl_am_sent_t *(*am_sent)(const fy_tl_ep_t *tlep);
+    void (*am_sent)(const fy_tl_ep_t *tlep, fy_tl_am_sent_t *sent_p);
 
     /* One-sided operation performed by the initiator alone (shm: a direct store into mapped
      * memory, or cross-memory attach), already checked against the key by the caller. May

@@ -26,11 +26,11 @@ typedef struct fy_am_traffic {
     uint64_t sent_bytes[2];
     uint64_t received_bytes[2];
     /* through send_short, which counts every kind itself (transport.h): here when the transport
-     * has no am_sent (fy_ep_am_count_short), or from its am_sent when its endpoint went */
+     * has no am_sent (fy_ep_am_count_short), or from its am_sent when its endpoint went; and
+     * the part of them that is ferry's own (fy_am_send_one, for ferry's ids only) */
     uint64_t short_sent;
-    uint64_t short_sent_bytes;
-    /* the part of them that is ferry's own (fy_am_send_one, for ferry's ids only) */
     uint64_t own_short_sent;
+    uint64_t short_sent_bytes;
     uint64_t own_short_sent_bytes;
 } fy_am_traffic_t;
 
@@ -127,9 +127,10 @@ static inline void fy_am_traffic_add_tl(fy_am_traffic_t *a, const ferry_ep_t *ep
 {
     if (ep->tl_ep == NULL || ep->tl->am_sent == NULL)
         return;
-    const fy_tl_am_sent_t *sent = ep->tl->am_sent(ep->tl_ep);
-    a->short_sent += sent->messages;
-    a->short_sent_bytes += sent->bytes;
+    fy_tl_am_sent_t sent;
+    ep->tl->am_sent(ep->tl_ep, &sent);
+    a->short_sent += sent.messages;
+    a->short_sent_bytes += sent.bytes;
 }
 
 /* ep's active messages with the sent ones by kind in sent[] and sent_bytes[]: the send_short

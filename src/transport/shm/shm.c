@@ -81,6 +81,13 @@ static inline shm_cell_t *shm_tx_cell(fy_tl_ep_t *tlep)
     return cell;
 }
 
+/* A message send_short took: counted in the endpoint (the am_sent slot, transport.h). */
+static inline void shm_count_sent(fy_tl_ep_t *tlep, size_t length)
+{
+    tlep->tx_messages++;
+    tlep->tx_bytes += length;
+}
+
 static inline void shm_tx_post(fy_tl_ep_t *tlep, shm_cell_t *cell)
 {
     atomic_exchange(&cell->seq, tlep->tx_pos + 1); /* seq_cst: see shm_signal_peer */
@@ -561,7 +568,7 @@ static fy_noinline ferry_status_t shm_send_short_other(fy_tl_ep_t *tlep, uint8_t
             memcpy(bytes + header_length, payload, length);
         ferry_status_t status = shm_post_inline(tlep, id, header_length, bytes, total);
         if (status == FERRY_OK) {
-            fy_tl_am_count_sent(&tlep->am_sent, length);
+            shm_count_sent(tlep, length);
             shm_signal_peer(tlep);
             return FERRY_OK;
         }
@@ -602,15 +609,15 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
     fy_copy_small(cell->data + header_length, payload, length);
     /* counted before the post, which cannot fail now: nothing but the signal check after
      * the post's locked exchange */
-    fy_tl_am_count_sent(&tlep->am_sent, length);
+    shm_count_sent(tlep, length);
     shm_tx_post(tlep, cell);
     shm_signal_peer(tlep);
     return FERRY_OK;
 }
 
-static const fy_tl_am_sent_t *shm_am_sent(const fy_tl_ep_t *tlep)
+static void shm_am_sent(const fy_tl_ep_t *tlep, fy_tl_am_sent_t *sent_p)
 {
-    return &tlep->am_sent;
+    *sent_p = (fy_tl_am_sent_t){.messages = tlep->tx_messages, .bytes = tlep->tx_bytes};
 }
 
 static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header,
