@@ -25,8 +25,8 @@ ferry_status_t fy_am_send_internal(ferry_ep_t *ep, unsigned id, const void *head
  * not NULL unless its length is 0), arguments checked, on an open endpoint: the transport's
  * send_short when it fits (which counts the message itself, so that nothing runs here after
  * it for the application's ids; ferry's own are also counted here, as such), else its sendv,
- * counted here. The body of ferry_am_send and
- * fy_am_send_internal for one piece, inline for the protocols' fast paths (tag eager). */
+ * counted here. The body of ferry_am_send and fy_am_send_internal for one piece, inline for
+ * the protocols' fast paths (tag eager). */
 static fy_always_inline ferry_status_t fy_am_send_one(ferry_ep_t *ep, unsigned id,
                                                       const void *header, size_t header_length,
                                                       const ferry_iov_t *iov,

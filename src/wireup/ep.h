@@ -18,8 +18,9 @@
 /* Active messages sent and received, by kind (fy_am_kind): [0] the application's (ids below
  * FERRY_AM_ID_MAX), [1] ferry's own. Counts and bytes lie apart, so that the two increments of
  * a message are not neighbours: GCC would make one vector add of them, three times the
- * instructions of two plain adds. Raw: a message is counted once, on one row, and
- * fy_am_traffic_sent derives the sent counts by kind when asked. */
+ * instructions of two plain adds. Raw, as the send paths count (a message of ferry's own
+ * through send_short is in short_sent and own_short_sent): fy_am_traffic_sent derives the sent
+ * counts by kind when asked. */
 typedef struct fy_am_traffic {
     uint64_t sent[2]; /* through the transport's sendv (counted after it) */
     uint64_t received[2];
