@@ -134,6 +134,18 @@ typedef struct fy_rma_op {
 } fy_rma_op_t;
 
 /* ------------------------------------------------------------------------------------------
+ * What send_short counts */
+
+/* The active messages a transport's send_short sent on one endpoint and counted in that
+ * endpoint's own memory (the am_sent slot): every kind (the application's ids and ferry's
+ * own; the layer above counts its own part apart), bytes of payload, the header not
+ * included. */
+typedef struct fy_tl_am_sent {
+    uint64_t messages;
+    uint64_t bytes;
+} fy_tl_am_sent_t;
+
+/* ------------------------------------------------------------------------------------------
  * Downward: the ops table */
 
 typedef struct fy_tl_ops {
@@ -234,8 +246,11 @@ typedef struct fy_tl_ops {
      * reusable on return. When the fast path cannot take it (still connecting, earlier sends
      * queued), the transport queues a copy itself, in order. Returns FERRY_OK (sent or
      * copied), FERRY_ERR_NO_RESOURCE (queue full: nothing sent; retry after progress),
-     * FERRY_ERR_NO_MEMORY, FERRY_ERR_ENDPOINT_CLOSED, FERRY_ERR_CONNECTION_RESET. May be NULL:
-     * sendv takes every message. */
+     * FERRY_ERR_NO_MEMORY, FERRY_ERR_ENDPOINT_CLOSED, FERRY_ERR_CONNECTION_RESET. It counts
+     * what it returns, so that the caller can return its status at once (a tail call): a
+     * message taken, of any id, in the endpoint itself (two plain adds, read through the
+     * am_sent slot) or with fy_ep_am_count_short, any other status with
+     * fy_ep_am_count_short. May be NULL: sendv takes every message. */
     ferry_status_t (*send_short)(fy_tl_ep_t *tlep, uint8_t id, const void *header,
                                  size_t header_length, const void *payload, size_t length);
 
@@ -248,6 +263,11 @@ typedef struct fy_tl_ops {
      * FERRY_ERR_CONNECTION_RESET. Not NULL. */
     ferry_status_t (*sendv)(fy_tl_ep_t *tlep, uint8_t id, const void *header, size_t header_length,
                             const ferry_iov_t *iov, size_t iovcnt, ferry_completion_t *comp);
+
+    /* The counts send_short keeps in tlep itself, into *sent_p; asked for when the endpoint's
+     * counters are read and once more just before ep_destroy. Never fails. May be NULL:
+     * send_short counts every message with fy_ep_am_count_short. */
+    void (*am_sent)(const fy_tl_ep_t *tlep, fy_tl_am_sent_t *sent_p);
 
     /* One-sided operation performed by the initiator alone (shm: a direct store into mapped
      * memory, or cross-memory attach), already checked against the key by the caller. May
@@ -385,6 +405,12 @@ void fy_ep_connected(ferry_ep_t *ep);
 /* An ep_terminate that returned FERRY_INPROGRESS is done. The close completion runs from the
  * worker's deferred queue, after the completions queued before. */
 void fy_ep_terminated(ferry_ep_t *ep);
+
+/* Count what send_short returns for a message with length payload bytes, unless it counted
+ * the message in its own am_sent: a message taken (FERRY_OK, FERRY_INPROGRESS), of any id, as
+ * an active message sent on ep, any other status as a refusal or an error of ep. Called from
+ * inside send_short, as its contract says. Returns status. */
+ferry_status_t fy_ep_am_count_short(ferry_ep_t *ep, size_t length, ferry_status_t status);
 
 /* -- addresses (wireup/address.c) -- */
 

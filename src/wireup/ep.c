@@ -60,6 +60,25 @@ static ferry_ep_t *ep_alloc(ferry_worker_t *worker, const ferry_ep_params_t *par
     return ep;
 }
 
+/* Destroy the transport's endpoint, keeping what its send_short counted there (am_sent). */
+static void ep_tl_destroy(ferry_ep_t *ep)
+{
+    fy_am_traffic_add_tl(&ep->am_traffic, ep);
+    ep->tl->ep_destroy(ep->tl_ep);
+    ep->tl_ep = NULL;
+}
+
+ferry_status_t fy_ep_am_count_short(ferry_ep_t *ep, size_t length, ferry_status_t status)
+{
+    if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS)) {
+        ep->am_traffic.short_sent++;
+        ep->am_traffic.short_sent_bytes += length;
+    } else {
+        fy_count_status(&ep->counters, status);
+    }
+    return status;
+}
+
 static void ep_free(ferry_ep_t *ep)
 {
     ferry_counters_t counters;
@@ -80,7 +99,7 @@ static void ep_free(ferry_ep_t *ep)
             fy_modules[m]->ep_free(ep);
     }
     if (ep->tl_ep != NULL)
-        ep->tl->ep_destroy(ep->tl_ep);
+        ep_tl_destroy(ep);
     fy_list_remove(&ep->link);
     free(ep);
 }
@@ -286,8 +305,7 @@ static inline ferry_status_t locked_ep_close(ferry_ep_t *ep, unsigned flags,
         ep->tl_destroy_pending = 1;
         fy_worker_defer(ep->worker, &ep->tl_destroy_deferred);
     } else {
-        ep->tl->ep_destroy(ep->tl_ep);
-        ep->tl_ep = NULL;
+        ep_tl_destroy(ep);
     }
     ep->state = FY_EP_CLOSED;
     ep->error = FERRY_ERR_ENDPOINT_CLOSED;
@@ -320,8 +338,7 @@ static void ep_tl_destroy_deferred_cb(fy_deferred_t *self)
 {
     ferry_ep_t *ep = fy_container_of(self, ferry_ep_t, tl_destroy_deferred);
     ep->tl_destroy_pending = 0;
-    ep->tl->ep_destroy(ep->tl_ep);
-    ep->tl_ep = NULL;
+    ep_tl_destroy(ep);
 }
 
 static inline void locked_ep_destroy(ferry_ep_t *ep)

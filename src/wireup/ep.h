@@ -8,7 +8,9 @@
 
 #include <ferry/ferry.h>
 
+#include "core/compiler.h"
 #include "core/list.h"
+#include "progress/counters.h"
 #include "progress/worker.h"
 #include "transport/transport.h"
 #include "wireup/address.h"
@@ -16,12 +18,21 @@
 /* Active messages sent and received, by kind (fy_am_kind): [0] the application's (ids below
  * FERRY_AM_ID_MAX), [1] ferry's own. Counts and bytes lie apart, so that the two increments of
  * a message are not neighbours: GCC would make one vector add of them, three times the
- * instructions of two plain adds. */
+ * instructions of two plain adds. Raw, as the send paths count (a message of ferry's own
+ * through send_short is in short_sent and own_short_sent): fy_am_traffic_sent derives the sent
+ * counts by kind when asked. */
 typedef struct fy_am_traffic {
-    uint64_t sent[2];
+    uint64_t sent[2]; /* through the transport's sendv (counted after it) */
     uint64_t received[2];
     uint64_t sent_bytes[2];
     uint64_t received_bytes[2];
+    /* through send_short, which counts every kind itself (transport.h): here when the transport
+     * has no am_sent (fy_ep_am_count_short), or from its am_sent when its endpoint went; and
+     * the part of them that is ferry's own (fy_am_send_one, for ferry's ids only) */
+    uint64_t short_sent;
+    uint64_t own_short_sent;
+    uint64_t short_sent_bytes;
+    uint64_t own_short_sent_bytes;
 } fy_am_traffic_t;
 
 typedef enum fy_ep_state {
@@ -98,21 +109,60 @@ static inline void fy_am_count_received(ferry_ep_t *ep, unsigned id, uint64_t le
     ep->am_traffic.received_bytes[fy_am_kind(id)] += length;
 }
 
+/* Count a send on its endpoint (include/ferry/counters.h): a message taken (FERRY_OK,
+ * FERRY_INPROGRESS) as sent, a refusal or an error by its status. Returns status. For sends
+ * through sendv: send_short counts its own (transport.h). */
+static fy_always_inline ferry_status_t fy_am_send_counted(ferry_ep_t *ep, unsigned id,
+                                                          uint64_t length, ferry_status_t status)
+{
+    if (fy_likely(status == FERRY_OK || status == FERRY_INPROGRESS))
+        fy_am_count_sent(ep, id, length);
+    else
+        fy_count_status(&ep->counters, status);
+    return status;
+}
+
+/* Add what ep's transport counted in its own endpoint (the am_sent slot) to the send_short
+ * messages of *a. */
+static inline void fy_am_traffic_add_tl(fy_am_traffic_t *a, const ferry_ep_t *ep)
+{
+    if (ep->tl_ep == NULL || ep->tl->am_sent == NULL)
+        return;
+    fy_tl_am_sent_t sent;
+    ep->tl->am_sent(ep->tl_ep, &sent);
+    a->short_sent += sent.messages;
+    a->short_sent_bytes += sent.bytes;
+}
+
+/* ep's active messages with the sent ones by kind in sent[] and sent_bytes[]: the send_short
+ * messages, less ferry's own part, are the application's. */
+static inline fy_am_traffic_t fy_am_traffic_sent(const ferry_ep_t *ep)
+{
+    fy_am_traffic_t a = ep->am_traffic;
+    fy_am_traffic_add_tl(&a, ep);
+    a.sent[0] += a.short_sent - a.own_short_sent;
+    a.sent_bytes[0] += a.short_sent_bytes - a.own_short_sent_bytes;
+    a.sent[1] += a.own_short_sent;
+    a.sent_bytes[1] += a.own_short_sent_bytes;
+    return a;
+}
+
 /* ep's counters as ferry_ep_counters reports them, into *out (size member included). The fast
- * paths count a message once: an active message in am_traffic by its kind (counters.am is the
+ * paths count a message once: an active message in am_traffic (fy_am_traffic_sent), or in its
+ * transport's am_sent when send_short took it (counters.am is the
  * application's, the transport's row both kinds), a tagged send its bytes on tag and its
  * message in tag_modes (tag.sent is the sum of tag_modes). */
 static inline void fy_ep_counters_read(const ferry_ep_t *ep, ferry_counters_t *out)
 {
-    const fy_am_traffic_t *a = &ep->am_traffic;
+    fy_am_traffic_t a = fy_am_traffic_sent(ep);
     *out = ep->counters;
-    out->am = (ferry_traffic_t){a->sent[0], a->sent_bytes[0], a->received[0], a->received_bytes[0]};
+    out->am = (ferry_traffic_t){a.sent[0], a.sent_bytes[0], a.received[0], a.received_bytes[0]};
     ferry_traffic_t *row = &out->transport[ep->tl_index];
     for (unsigned k = 0; k < 2; k++) {
-        row->sent += a->sent[k];
-        row->sent_bytes += a->sent_bytes[k];
-        row->received += a->received[k];
-        row->received_bytes += a->received_bytes[k];
+        row->sent += a.sent[k];
+        row->sent_bytes += a.sent_bytes[k];
+        row->received += a.received[k];
+        row->received_bytes += a.received_bytes[k];
     }
     out->tag.sent = 0;
     for (unsigned c = 0; c < FERRY_COUNTERS_SIZE_CLASSES; c++) {

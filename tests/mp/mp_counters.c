@@ -1,13 +1,14 @@
 /* Counters (include/ferry/counters.h) after a known exchange, checked exactly.
  *
  * a (this process) and b; a sends b 10 active messages of 100 B, 3 tagged messages of 1000 B
- * (eager) and 2 of 2 MiB (rendezvous), puts 2 × 4096 B and gets 8 B from b's memory, then b
- * closes its endpoint to a, and a's next send fails. Then, on both sides:
- *   a: am sent 10 / 1000 B; tag sent 5 / 3000 B + 4 MiB, 3 eager in the class of 1000 B and 2
+ * (eager) and 2 of 2 MiB (rendezvous), then 5 active messages of 8 B (connected by then: shm's
+ * one-cell path, on which the transport counts the message itself), puts 2 × 4096 B and gets 8 B
+ * from b's memory, then b closes its endpoint to a, and a's next send fails. Then, on both sides:
+ *   a: am sent 15 / 1040 B; tag sent 5 / 3000 B + 4 MiB, 3 eager in the class of 1000 B and 2
  *      by rendezvous in the class of 2 MiB; rma sent 2 / 8192 B, received 1 / 8 B; the
  *      transport carried at least what the protocols sent; one connection made, none lost;
  *      FERRY_ERR_ENDPOINT_CLOSED counted twice (the endpoint's failure, the refused send);
- *   b: am received 10 / 1000 B; tag received 5 / 3000 B + 4 MiB.
+ *   b: am received 15 / 1040 B; tag received 5 / 3000 B + 4 MiB.
  * The worker's counters equal the endpoint's, and stay the same once the endpoint is destroyed.
  * With FERRY_STATS=1, ferry_worker_destroy prints them. */
 #define _GNU_SOURCE
@@ -24,6 +25,10 @@
 #define AM_ID 9
 #define AM_COUNT 10
 #define AM_SIZE 100
+#define AM_SMALL_COUNT 5
+#define AM_SMALL_SIZE 8
+#define AM_TOTAL (AM_COUNT + AM_SMALL_COUNT)
+#define AM_BYTES (AM_COUNT * AM_SIZE + AM_SMALL_COUNT * AM_SMALL_SIZE)
 #define EAGER_COUNT 3
 #define EAGER_SIZE 1000
 #define RNDV_COUNT 2
@@ -38,7 +43,7 @@ static ferry_status_t on_am(void *arg, const void *header, size_t header_length,
                             size_t length, const ferry_am_recv_params_t *params)
 {
     (void)arg, (void)header, (void)header_length, (void)data;
-    FT_CHECK(length == AM_SIZE, "an AM of %zu bytes", length);
+    FT_CHECK(length == AM_SIZE || length == AM_SMALL_SIZE, "an AM of %zu bytes", length);
     b_reply_ep = params->reply_ep;
     am_received++;
     return FERRY_OK;
@@ -82,11 +87,11 @@ static int b_role(int chan, void *arg)
         ft_tag_recv_check(&r, 1, 0x100 + i, size, "a's tagged message");
         ft_tag_recv_free(&r);
     }
-    while (am_received < AM_COUNT)
+    while (am_received < AM_TOTAL)
         ft_progress_once(f.worker);
     ft_progress_until_token(f.worker, chan, TOKEN_RMA, T_MS, NULL); /* a's one-sided are done */
     ferry_counters_t c = counters_of_worker(f.worker);
-    FT_CHECK(c.am.received == AM_COUNT && c.am.received_bytes == AM_COUNT * AM_SIZE,
+    FT_CHECK(c.am.received == AM_TOTAL && c.am.received_bytes == AM_BYTES,
              "b: am received %llu / %llu B", (unsigned long long)c.am.received,
              (unsigned long long)c.am.received_bytes);
     FT_CHECK(c.tag.received == EAGER_COUNT + RNDV_COUNT &&
@@ -127,6 +132,9 @@ int main(void)
                           FT_SHAPE_CONTIG);
         ft_tag_send_wait(f.worker, &s, FERRY_OK);
     }
+    /* connected by now (the rendezvous is done): these take shm's one-cell path */
+    for (unsigned i = 0; i < AM_SMALL_COUNT; i++)
+        ft_am_send_ok(f.worker, ep, AM_ID, NULL, 0, payload, AM_SMALL_SIZE, NULL, T_MS);
     static uint8_t put_buf[4096], get_buf[8];
     for (unsigned i = 0; i < 2; i++) {
         ferry_completion_t pc = {.count = 1};
@@ -172,7 +180,7 @@ int main(void)
                  ferry_counters_size_class(1) == 1 &&
                  ferry_counters_size_class(UINT64_MAX) == FERRY_COUNTERS_SIZE_CLASSES - 1,
              "size classes %u, %u", eager_class, rndv_class);
-    FT_CHECK(w.am.sent == AM_COUNT && w.am.sent_bytes == AM_COUNT * AM_SIZE && w.am.received == 0,
+    FT_CHECK(w.am.sent == AM_TOTAL && w.am.sent_bytes == AM_BYTES && w.am.received == 0,
              "a: am sent %llu / %llu B", (unsigned long long)w.am.sent,
              (unsigned long long)w.am.sent_bytes);
     FT_CHECK(w.tag.sent == EAGER_COUNT + RNDV_COUNT &&
@@ -196,7 +204,7 @@ int main(void)
     uint64_t carried = 0;
     for (unsigned t = 0; t < FERRY_COUNTERS_TRANSPORTS; t++)
         carried += w.transport[t].sent;
-    FT_CHECK(carried >= AM_COUNT + EAGER_COUNT + RNDV_COUNT,
+    FT_CHECK(carried >= AM_TOTAL + EAGER_COUNT + RNDV_COUNT,
              "a: the transports carried %llu messages", (unsigned long long)carried);
     FT_CHECK(w.connections_made == 1 && w.connections_lost == 0,
              "a: connections made %llu, lost %llu", (unsigned long long)w.connections_made,

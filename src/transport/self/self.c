@@ -243,7 +243,8 @@ static ferry_status_t self_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *
                                       size_t header_length, const void *payload, size_t length)
 {
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
-    return self_sendv(tlep, id, header, header_length, &iov, 1, NULL);
+    return fy_ep_am_count_short(tlep->ep, length,
+                                self_sendv(tlep, id, header, header_length, &iov, 1, NULL));
 }
 
 static unsigned self_poll(fy_tl_worker_t *tlw)

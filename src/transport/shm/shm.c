@@ -81,6 +81,13 @@ static inline shm_cell_t *shm_tx_cell(fy_tl_ep_t *tlep)
     return cell;
 }
 
+/* A message send_short took: counted in the endpoint (the am_sent slot, transport.h). */
+static inline void shm_count_sent(fy_tl_ep_t *tlep, size_t length)
+{
+    tlep->tx_messages++;
+    tlep->tx_bytes += length;
+}
+
 static inline void shm_tx_post(fy_tl_ep_t *tlep, shm_cell_t *cell)
 {
     atomic_exchange(&cell->seq, tlep->tx_pos + 1); /* seq_cst: see shm_signal_peer */
@@ -561,19 +568,21 @@ static fy_noinline ferry_status_t shm_send_short_other(fy_tl_ep_t *tlep, uint8_t
             memcpy(bytes + header_length, payload, length);
         ferry_status_t status = shm_post_inline(tlep, id, header_length, bytes, total);
         if (status == FERRY_OK) {
+            shm_count_sent(tlep, length);
             shm_signal_peer(tlep);
             return FERRY_OK;
         }
         if (status == FERRY_ERR_NO_RESOURCE) {
             tlep->blocked = true; /* a worker that waits now is woken when there is room */
             tlep->blocked_pool = SHM_POOL_NONE;
-            return FERRY_ERR_NO_RESOURCE;
+            return fy_ep_am_count_short(tlep->ep, length, FERRY_ERR_NO_RESOURCE);
         }
         /* the ring is too small for the continuation cells: sendv uses a buffer */
     }
     /* still connecting, or earlier sends queued: sendv queues a copy, in order */
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
-    return shm_sendv(tlep, id, header, header_length, &iov, 1, NULL);
+    return fy_ep_am_count_short(tlep->ep, length,
+                                shm_sendv(tlep, id, header, header_length, &iov, 1, NULL));
 }
 
 static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
@@ -588,7 +597,7 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
     if (fy_unlikely(cell == NULL)) {
         tlep->blocked = true; /* a worker that waits now is woken when there is room */
         tlep->blocked_pool = SHM_POOL_NONE;
-        return FERRY_ERR_NO_RESOURCE;
+        return fy_ep_am_count_short(tlep->ep, length, FERRY_ERR_NO_RESOURCE);
     }
     cell->type = SHM_CELL_INLINE;
     cell->am_id = id;
@@ -598,9 +607,17 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
     _Static_assert(SHM_CELL_DATA <= FY_COPY_SMALL_MAX, "a cell's bytes are a small copy");
     fy_copy_small(cell->data, header, header_length);
     fy_copy_small(cell->data + header_length, payload, length);
+    /* counted before the post, which cannot fail now: nothing but the signal check after
+     * the post's locked exchange */
+    shm_count_sent(tlep, length);
     shm_tx_post(tlep, cell);
     shm_signal_peer(tlep);
     return FERRY_OK;
+}
+
+static void shm_am_sent(const fy_tl_ep_t *tlep, fy_tl_am_sent_t *sent_p)
+{
+    *sent_p = (fy_tl_am_sent_t){.messages = tlep->tx_messages, .bytes = tlep->tx_bytes};
 }
 
 static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header,
@@ -1403,6 +1420,7 @@ const fy_tl_ops_t fy_tl_shm_ops = {
     .ep_destroy = shm_ep_destroy,
     .send_short = shm_send_short,
     .sendv = shm_sendv,
+    .am_sent = shm_am_sent,
     .poll = shm_poll,
     .arm = shm_arm,
     .disarm = shm_disarm,

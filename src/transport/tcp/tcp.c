@@ -670,10 +670,11 @@ static ferry_status_t tcp_send_short(fy_tl_ep_t *chan, uint8_t id, const void *h
                                      size_t header_length, const void *payload, size_t length)
 {
     ferry_status_t status = tcp_send_short_now(chan, id, header, header_length, payload, length);
-    if (fy_likely(status != FERRY_ERR_UNSUPPORTED))
-        return status;
-    ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
-    return tcp_send_am(chan, id, header, header_length, &iov, length ? 1 : 0, NULL, true);
+    if (fy_unlikely(status == FERRY_ERR_UNSUPPORTED)) {
+        ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
+        status = tcp_send_am(chan, id, header, header_length, &iov, length ? 1 : 0, NULL, true);
+    }
+    return fy_ep_am_count_short(chan->ep, length, status);
 }
 
 static void tcp_describe(fy_tl_worker_t *tlw, char *buffer, size_t length)
