@@ -8,9 +8,9 @@
  *     4095..4097, 8175..8177, 8191..8193, 16383..16385, 32767..32769 (shm's bulk buffer),
  *     65535..65537, on both sides of the eager threshold (T-1, T, T+1 with T =
  *     FERRY_RNDV_THRESH or shm's automatic 32768), 1 MiB, 1 MiB + 13, each four times: posted
- *     before sent (contiguous on both sides), unexpected (sender 3 uneven pieces, receiver 7 pieces), probed
- *     with remove and received with ferry_tag_message_recv (7 pieces to 3, sometimes into a
- *     larger buffer), posted again (pieces with empty ones to 7 pieces);
+ *     before sent (contiguous on both sides), unexpected (sender 3 uneven pieces, receiver 7
+ *     pieces), probed with remove and received with ferry_tag_message_recv (7 pieces to 3,
+ *     sometimes into a larger buffer), posted again (pieces with empty ones to 7 pieces);
  *   - 33 MiB (more than one 32 MiB GET section) posted and unexpected, 1 MiB of 300-byte pieces
  *     into 2000 pieces, 900000 bytes of 2000 pieces into 3000 300-byte pieces (more pieces than
  *     one registration holds);
