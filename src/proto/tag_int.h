@@ -24,11 +24,11 @@
 #define TAG_IOV_INLINE 4
 /* unexpected eager payloads up to this travel inside the descriptor */
 #define TAG_UNEXP_INLINE 256
-/* larger ones up to this use a recycled buffer: the largest automatic eager payload on shm
- * (8 KiB, tag_rndv.c), so no eager message of the streaming path mallocs */
+/* larger ones up to this use a recycled buffer of the first class */
 #define TAG_UNEXP_BUF 8192
 /* and up to this, a recycled buffer of the second class: a transport's largest copied message
- * (shm's bulk buffer, 32 KiB) under a forced FERRY_RNDV_THRESH. Larger ones are malloc'd (or
+ * (shm's bulk buffer, 32 KiB: the largest automatic eager payload, tag_rndv.c), so no eager
+ * message of the streaming path mallocs. Larger ones are malloc'd (or
  * kept in the transport's buffer). A malloc and free per message of a streaming backlog cost
  * page faults each time the heap was trimmed: 16 KiB eager streams ran at 0.4 GB/s. */
 #define TAG_UNEXP_BUF_LARGE 32768

@@ -42,7 +42,7 @@ static const fy_config_var_t rndv_thresh_var = {
     .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
                    "optional k/m/g suffix); auto: what one transport buffer holds besides the "
                    "16-byte header (shm: 32 KiB, the header travels in the ring cell), at most "
-                   "8 KiB (a power of two: 8192-byte payloads go eager); 1 MiB on tcp",
+                   "32 KiB (a power of two: 32768-byte payloads go eager); 1 MiB on tcp",
     .check = rndv_thresh_check};
 static const fy_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
@@ -97,10 +97,13 @@ static const fy_config_var_t rndv_null_chunk_var = {
 static const fy_config_var_t *const rndv_null_chunk_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_null_chunk_var;
 
-/* The largest eager payload where one transport buffer would take more (shm, self): 8 KiB, a
- * power of two that applications send often, so that an exact 8 KiB message does not pay the
- * rendezvous round trip (issue 14: tag_lat 8 KiB 1.73x UCX's with 8 KiB - 16 B). */
-#define TAG_EAGER_PAYLOAD_CAP 8192u
+/* The largest eager payload where one transport buffer would take more (shm, self): 32 KiB,
+ * all of shm's bulk buffer. Two copies through it (sender in, receiver out: 0.13 us each at
+ * 16 KiB) cost less than any rendezvous here: its RTS/CTS or DONE round trip, and where
+ * cross-memory attach copies once, a process_vm_readv that cost 3-5 us even at 8 B on this
+ * project's machine (issue 14, same runs: tag_lat 16 KiB eager 1.82 us, COOP 3.00, GET 5.12,
+ * UCX posix 3.28; 32 KiB eager 2.60-2.90, automatic rendezvous 4.45-6.45, UCX 4.57-5.52). */
+#define TAG_EAGER_PAYLOAD_CAP 32768u
 /* The eager threshold on a stream transport (tcp), header included: 1 MiB payloads go eager.
  * Measured with tag_bw over loopback, same runs, against the NULL rendezvous and UCX tcp:
  * 64 KiB 2.9-4.1 GB/s (NULL 2.1-3.0, UCX 1.8-2.5), 1 MiB 5.4-6.4 (NULL 4.8-5.9, UCX 5.0-6.1). */

@@ -406,7 +406,7 @@ size_t ft_tag_eager_max(void)
             v <<= 20;
         return (size_t)v;
     }
-    return 8192; /* automatic on shm: 8 KiB of payload (the header travels in the ring cell) */
+    return 32768; /* automatic on shm: 32 KiB of payload (the header travels in the ring cell) */
 }
 
 const char *ft_tag_mode(void)

@@ -491,6 +491,12 @@ static void tm_phase3(void)
     FT_CHECK(info.length == 120000, "probe: %zu bytes", info.length);
     ft_tag_recv_init(&x, FT_SHAPE_CONTIG, 200);
     ft_tag_recv_post(tm_w, &x, t3, UINT64_MAX);
+    /* With a small FERRY_TAG_UNEXPECTED_MAX (mp_tag_match_unexpmax_*), the earlier phases' eager
+     * messages (up to 32 KiB) may have switched sender 3 to rendezvous (EAGER_OFF), and it
+     * handles the EAGER_ON only when it progresses again: it then sends even these 50 bytes as
+     * an RTS, which no receive completes inside the call. */
+    if (!x.done && getenv("FERRY_TAG_UNEXPECTED_MAX") != NULL)
+        ft_tag_recv_wait(tm_w, &x);
     FT_CHECK(x.done, "the unexpected eager message after a canceled wildcard receive was not "
                      "delivered by ferry_tag_recv itself");
     ft_tag_recv_check(&x, 3, t3, 50, "the message a canceled wildcard receive did not take");

@@ -5,23 +5,28 @@
  * follow one schedule of steps; in each step one of them sends one message and the other
  * receives it:
  *   - sizes 0, 1, 7, 255..257 (unexpected messages kept inline up to 256), 1000, 4079..4081,
- *     4095..4097, 8175..8177, 8191..8193, 32767..32769 (shm's bulk buffer), 65535..65537, on
- *     both sides of the eager threshold (T-1, T, T+1 with T = FERRY_RNDV_THRESH or shm's
- *     automatic 8192), 1 MiB, 1 MiB + 13, each four times: posted before sent
- *     (contiguous on both sides), unexpected (sender 3 uneven pieces, receiver 7 pieces), probed
- *     with remove and received with ferry_tag_message_recv (7 pieces to 3, sometimes into a
- *     larger buffer), posted again (pieces with empty ones to 7 pieces);
+ *     4095..4097, 8175..8177, 8191..8193, 16383..16385, 32767..32769 (shm's bulk buffer),
+ *     65535..65537, on both sides of the eager threshold (T-1, T, T+1 with T =
+ *     FERRY_RNDV_THRESH or shm's automatic 32768), 1 MiB, 1 MiB + 13, each four times: posted
+ *     before sent (contiguous on both sides), unexpected (sender 3 uneven pieces, receiver 7
+ *     pieces), probed with remove and received with ferry_tag_message_recv (7 pieces to 3,
+ *     sometimes into a larger buffer), posted again (pieces with empty ones to 7 pieces);
  *   - 33 MiB (more than one 32 MiB GET section) posted and unexpected, 1 MiB of 300-byte pieces
  *     into 2000 pieces, 900000 bytes of 2000 pieces into 3000 300-byte pieces (more pieces than
  *     one registration holds);
  *   - 256 MiB once each way: a -> b contiguous into 7 pieces, posted first; b -> a 3 uneven
  *     pieces into a contiguous buffer, unexpected (the receiver posts after the RTS arrived).
  *     The argument "quick" leaves these two out.
+ * With the argument "eager" (after "quick"; automatic mode on shm only), the sender also checks
+ * its endpoint's counters after every send: a message of at most the eager threshold moved
+ * eager, a longer one did not — the automatic eager range (up to 32 KiB: 16383..16385 and
+ * 32767..32769 are in the schedule) posted, unexpected and probed.
  * "Unexpected" is synchronised through the channel: the sender says SENT once ferry_tag_send
  * returned, the receiver progresses until ferry_tag_probe sees the message (and checks what it
  * says), then receives it. The receiver checks status, info (tag, real length, the same sender
  * endpoint every time) and every byte, and that nothing around or past the message was written.
- * Registered for every FERRY_RNDV_MODE (mp_tag_sizes_<mode>) and for forced thresholds. */
+ * Registered for every FERRY_RNDV_MODE (mp_tag_sizes_<mode>), for forced thresholds and for the
+ * automatic choice with and without cross-memory attach (mp_tag_sizes_auto*). */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,6 +36,7 @@
 #include "ft.h"
 #include "ft_pair.h"
 #include "ft_tag.h"
+#include <ferry/counters.h>
 
 enum { TS_A = FT_PAIR_A, TS_B = FT_PAIR_B };
 enum { TS_TOKEN_POSTED = 0x504f5354, TS_TOKEN_SENT = 0x53454e54 };
@@ -74,9 +80,10 @@ static void ts_schedule(bool quick)
 {
     size_t t = ft_tag_eager_max();
     size_t sizes[40], n = 0;
-    const size_t fixed[] = {0,    1,     7,     255,   256,   257,   1000,  4079,   4080,
-                            4081, 4095,  4096,  4097,  8175,  8176,  8177,  8191,   8192,
-                            8193, 32767, 32768, 32769, 65535, 65536, 65537, TS_MIB, TS_MIB + 13};
+    const size_t fixed[] = {0,     1,     7,     255,   256,    257,        1000,  4079,
+                            4080,  4081,  4095,  4096,  4097,   8175,       8176,  8177,
+                            8191,  8192,  8193,  16383, 16384,  16385,      32767, 32768,
+                            32769, 65535, 65536, 65537, TS_MIB, TS_MIB + 13};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         sizes[n++] = fixed[i];
     if (t > 0)
@@ -126,7 +133,16 @@ typedef struct ts_proc {
     ferry_ep_t *ep; /* ours, to the other process */
     int chan;
     ferry_ep_t *sender_ep; /* what receives said about the other process */
+    bool check_eager;      /* "eager": check how each message moved (automatic mode, shm) */
 } ts_proc_t;
+
+/* Eager messages of length's size class sent so far on p's endpoint. */
+static uint64_t ts_eager_count(const ts_proc_t *p, size_t length)
+{
+    ferry_counters_t c = {.size = sizeof(c)};
+    FT_CHECK(ferry_ep_counters(p->ep, &c) == FERRY_OK, "ferry_ep_counters failed");
+    return c.tag_modes[ferry_counters_size_class(length)][FERRY_COUNTERS_MODE_EAGER];
+}
 
 static void ts_send(ts_proc_t *p, size_t i)
 {
@@ -134,10 +150,18 @@ static void ts_send(ts_proc_t *p, size_t i)
     ft_tag_send_t s;
     if (st->order == TS_POSTED)
         ft_progress_until_token(p->worker, p->chan, TS_TOKEN_POSTED, FT_TAG_TIMEOUT, NULL);
+    uint64_t eager_before = p->check_eager ? ts_eager_count(p, st->size) : 0;
     ft_tag_send_start(p->worker, p->ep, &s, p->self, ts_tag(i), st->size, st->send_shape);
     if (st->order != TS_POSTED)
         ft_chan_send_token(p->chan, TS_TOKEN_SENT, i, 0, 0, 0);
     ft_tag_send_wait(p->worker, &s, FERRY_OK);
+    if (p->check_eager) {
+        bool eager = ts_eager_count(p, st->size) != eager_before;
+        FT_CHECK(eager == (st->size <= ft_tag_eager_max()),
+                 "step %zu (%s, %zu bytes): moved %s, the eager threshold is %zu", i,
+                 ts_order_name(st->order), st->size, eager ? "eager" : "by rendezvous",
+                 ft_tag_eager_max());
+    }
 }
 
 static void ts_recv(ts_proc_t *p, size_t i)
@@ -213,8 +237,11 @@ static void ts_run(ts_proc_t *p, bool verbose)
 /* Both processes (ft_pair_run): a also checks the transport and its own descriptors. */
 static void ts_pair(ft_pair_t *pair, void *arg)
 {
-    (void)arg;
-    ts_proc_t p = {.self = pair->self, .worker = pair->worker, .ep = pair->ep, .chan = pair->chan};
+    ts_proc_t p = {.self = pair->self,
+                   .worker = pair->worker,
+                   .ep = pair->ep,
+                   .chan = pair->chan,
+                   .check_eager = *(const bool *)arg};
     if (p.self == TS_A)
         FT_CHECK(strcmp(ferry_ep_transport_name(p.ep), ft_remote_transport()) == 0,
                  "an endpoint to another process uses %s, expected %s",
@@ -227,9 +254,10 @@ static void ts_pair(ft_pair_t *pair, void *arg)
 int main(int argc, char **argv)
 {
     bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    bool check_eager = argc > 2 && strcmp(argv[2], "eager") == 0;
     ft_watchdog(quick ? 55 : 115);
     ts_schedule(quick); /* before the fork: b has the same schedule */
-    ft_pair_run(ts_pair, NULL);
+    ft_pair_run(ts_pair, &check_eager);
     ft_note("passed");
     return 0;
 }

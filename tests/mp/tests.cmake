@@ -96,6 +96,12 @@ foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_death_${mode} SOURCES mp/mp_tag_death.c INTERNAL TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})
 endforeach()
+# the automatic choice: eager up to 32 KiB (posted, unexpected, probed; the sender's counters say
+# each message of at most 32 KiB moved eager and no longer one did), COOP or SPLIT above, with and
+# without cross-memory attach
+ferry_add_test(NAME mp_tag_sizes_auto SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60)
+ferry_add_test(NAME mp_tag_sizes_auto_nocma SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
+               ENV FERRY_SHM_CMA=off)
 # automatic mode with eager messages up to 64 KiB (fragmented, kept by the transport when
 # unexpected); GET with 5000-byte sections (every rendezvous re-keyed with COOKIE many times)
 ferry_add_test(NAME mp_tag_sizes_thresh64k SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 60
