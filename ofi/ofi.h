@@ -236,8 +236,13 @@ typedef struct fy_ofi_av {
 
 int fy_ofi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av_p,
                    void *context);
-/** The live slot of fi_addr, or NULL. */
-fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr);
+/** The live slot of fi_addr, or NULL. Inline: every directed receive asks. */
+static inline fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr)
+{
+    if (av == NULL || addr >= av->count || !av->slots[addr].live)
+        return NULL;
+    return &av->slots[addr];
+}
 /** The fi_addr of a sender's worker id (ferry_tag_info_t.peer); FI_ADDR_NOTAVAIL when no live
  *  name of the AV has it. */
 fi_addr_t fy_ofi_av_lookup_peer(fy_ofi_av_t *av, ferry_peer_id_t peer);
@@ -300,8 +305,8 @@ typedef struct fy_ofi_cq_entry {
     struct fi_cq_tagged_entry e;
     fi_addr_t src;  /* FI_ADDR_NOTAVAIL when unknown */
     int err;        /* 0, or the positive FI_E* error of an error entry */
-    int prov_errno; /* the ferry status of an error entry */
-    size_t olen;    /* error entries: bytes not delivered */
+    int prov_errno; /* error entries only (not written for successes): the ferry status */
+    size_t olen;    /* error entries only: bytes not delivered */
 } fy_ofi_cq_entry_t;
 
 typedef struct fy_ofi_cq {
@@ -669,8 +674,9 @@ static inline fy_ofi_cq_t *fy_ofi_req_cq(const fy_ofi_req_t *req)
     return req->budget == FY_OFI_BUDGET_RX ? req->ep->rx_cq : req->ep->tx_cq;
 }
 
-/** A request's entry reserved in cq, filled as a success (err 0) from the request; the caller
- *  commits it. NULL when memory is exhausted (logged). */
+/** A request's entry reserved in cq, filled as a success (err 0; prov_errno and olen, read only
+ *  for errors, left alone) from the request; the caller commits it. NULL when memory is
+ *  exhausted (logged). */
 static inline fy_ofi_cq_entry_t *fy_ofi_req_entry(const fy_ofi_req_t *req, fy_ofi_cq_t *cq)
 {
     fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, req->context);
@@ -685,8 +691,6 @@ static inline fy_ofi_cq_entry_t *fy_ofi_req_entry(const fy_ofi_req_t *req, fy_of
     entry->e.tag = req->tag;
     entry->src = req->addr;
     entry->err = 0;
-    entry->prov_errno = 0;
-    entry->olen = 0;
     return entry;
 }
 
