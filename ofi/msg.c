@@ -169,10 +169,7 @@ out:
 static void recv_finish(fy_ofi_req_t *req, ferry_status_t status)
 {
     fy_ofi_ep_t *ep = req->ep;
-    if (req->flags & FY_OFI_REQ_POSTED) {
-        fy_ofi_list_remove(&req->link);
-        req->flags &= ~FY_OFI_REQ_POSTED;
-    }
+    req->flags &= ~FY_OFI_REQ_POSTED;
     if (status == FERRY_OK || status == FERRY_ERR_MESSAGE_TRUNCATED) {
         size_t msg_len = req->info.length;
         size_t placed = msg_len < req->len ? msg_len : req->len;
@@ -214,8 +211,6 @@ static void recv_done_cb(ferry_completion_t *comp)
         return;
     }
     fy_ofi_ep_t *ep = req->ep;
-    if (req->flags & FY_OFI_REQ_POSTED)
-        fy_ofi_list_remove(&req->link);
     fy_ofi_cntr_count(req->cntr, false);
     fy_ofi_cq_t *cq = ep->rx_cq;
     if ((req->flags & FY_OFI_REQ_CQ) && !ep->destroying && cq != NULL) {
@@ -245,10 +240,8 @@ static ssize_t recv_started(fy_ofi_req_t *req, ferry_status_t st)
         recv_finish(req, st);
         return 0;
     case FERRY_INPROGRESS:
-        if (req->kind == FY_OFI_REQ_RECV && req->message == NULL) {
+        if (req->kind == FY_OFI_REQ_RECV && req->message == NULL)
             req->flags |= FY_OFI_REQ_POSTED;
-            fy_ofi_list_push_tail(&req->ep->posted, &req->link);
-        }
         return 0;
     default:
         fy_ofi_req_free(req);
@@ -438,7 +431,6 @@ recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t sr
                                             match.tag, match.mask, &req->info, &req->comp);
     if (st == FERRY_INPROGRESS) { /* recv_started's common case, in place */
         req->flags |= FY_OFI_REQ_POSTED;
-        fy_ofi_list_push_tail(&ep->posted, &req->link);
         rc = 0;
         goto out;
     }
@@ -450,13 +442,18 @@ out:
 
 ssize_t fy_ofi_cancel(fy_ofi_ep_t *ep, void *context)
 {
-    for (fy_ofi_list_t *item = ep->posted.next; item != &ep->posted; item = item->next) {
-        fy_ofi_req_t *req = FY_OFI_CONTAINER(item, fy_ofi_req_t, link);
-        if (req->context != context)
-            continue;
-        /* the receive completes with FERRY_ERR_CANCELED from progress */
-        ferry_status_t st = ferry_tag_recv_cancel(ep->worker, &req->comp);
-        return st == FERRY_OK ? 0 : -FI_ENOENT;
+    /* the posted receives are found in the request pool (rare: no list is kept for it, which
+     * every receive would pay for); a request in use has a pending completion */
+    for (size_t c = 0; c < ep->chunk_count; c++) {
+        for (size_t i = 0; i < FY_OFI_REQ_CHUNK; i++) {
+            fy_ofi_req_t *req = &ep->chunks[c][i];
+            if (req->comp.count <= 0 || req->kind != FY_OFI_REQ_RECV ||
+                !(req->flags & FY_OFI_REQ_POSTED) || req->context != context)
+                continue;
+            /* the receive completes with FERRY_ERR_CANCELED from progress */
+            ferry_status_t st = ferry_tag_recv_cancel(ep->worker, &req->comp);
+            return st == FERRY_OK ? 0 : -FI_ENOENT;
+        }
     }
     return -FI_ENOENT; /* sends and matched receives cannot be canceled */
 }

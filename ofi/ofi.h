@@ -412,7 +412,7 @@ typedef enum fy_ofi_budget {
 
 /* fy_ofi_req_t.flags */
 #define FY_OFI_REQ_CQ 0x1u       /* write a CQ entry on success (errors are always written) */
-#define FY_OFI_REQ_POSTED 0x10u  /* on ep->posted: a receive ferry has not matched */
+#define FY_OFI_REQ_POSTED 0x10u  /* a receive ferry has not matched (fi_cancel looks for it) */
 #define FY_OFI_REQ_FLUSH 0x20u   /* RMA: flush (remote completion) before completing */
 #define FY_OFI_REQ_NOTIFY 0x40u  /* RMA writedata: notify the target, then complete */
 #define FY_OFI_REQ_DISCARD 0x80u /* receive of a message to drop (FI_DISCARD) */
@@ -429,7 +429,7 @@ typedef struct fy_ofi_req {
     uint32_t index; /* in the endpoint's pool */
     /* the header: zeroed when the request is taken (fy_ofi_req_take names each field) */
     fy_ofi_ep_t *ep;
-    fy_ofi_list_t link; /* ep->posted, ep->claimed, an rkey's waiting list, ep->deferred */
+    fy_ofi_list_t link; /* ep->claimed, an rkey's waiting list, ep->deferred */
     fy_ofi_req_kind_t kind;
     fy_ofi_budget_t budget;
     unsigned flags;               /* FY_OFI_REQ_* */
@@ -474,6 +474,9 @@ typedef struct fy_ofi_req {
     size_t payload_len;
     uint8_t inject[FY_OFI_INJECT_SIZE]; /* copies of injected data */
 } fy_ofi_req_t;
+
+/** Requests of one chunk of an endpoint's pool (ep->chunks). */
+#define FY_OFI_REQ_CHUNK 64u
 
 /** Add a chunk of free requests to the endpoint's pool. Returns false when memory or the
  *  endpoint's limit is exhausted. */
@@ -530,7 +533,6 @@ struct fy_ofi_ep {
     fy_ofi_req_t *free_reqs;
     size_t tx_used;
     size_t rx_used;
-    fy_ofi_list_t posted;   /* receives ferry has not matched (fi_cancel) */
     fy_ofi_list_t claimed;  /* messages taken by FI_PEEK|FI_CLAIM */
     fy_ofi_list_t deferred; /* work to run after ferry's progress returned */
     fy_ofi_list_t closing;  /* fy_ofi_closing_t */
