@@ -22,13 +22,6 @@
 
 #define PEER_TABLE_MIN 64u
 
-fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr)
-{
-    if (av == NULL || addr >= av->count || !av->slots[addr].live)
-        return NULL;
-    return &av->slots[addr];
-}
-
 /* peer_table: open addressing on the peer id (never FERRY_PEER_ANY, which marks an empty
  * entry), value the slot index of the latest name inserted with that id. Entries are never
  * deleted: lookups check that the slot is live and still has that id. */

@@ -503,7 +503,6 @@ int fy_ofi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct f
     ep->tag_format = fy_ofi_tag_format(ep->caps);
     ep->tx_op_flags = info->tx_attr != NULL ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr != NULL ? info->rx_attr->op_flags : 0;
-    fy_ofi_list_init(&ep->posted);
     fy_ofi_list_init(&ep->claimed);
     fy_ofi_list_init(&ep->deferred);
     fy_ofi_list_init(&ep->closing);

@@ -169,10 +169,7 @@ out:
 static void recv_finish(fy_ofi_req_t *req, ferry_status_t status)
 {
     fy_ofi_ep_t *ep = req->ep;
-    if (req->flags & FY_OFI_REQ_POSTED) {
-        fy_ofi_list_remove(&req->link);
-        req->flags &= ~FY_OFI_REQ_POSTED;
-    }
+    req->flags &= ~FY_OFI_REQ_POSTED;
     if (status == FERRY_OK || status == FERRY_ERR_MESSAGE_TRUNCATED) {
         size_t msg_len = req->info.length;
         size_t placed = msg_len < req->len ? msg_len : req->len;
@@ -201,10 +198,37 @@ static void recv_finish(fy_ofi_req_t *req, ferry_status_t status)
     fy_ofi_req_complete(req, status);
 }
 
+/* The completion of a receive ferry matched after it was posted. The common one (the whole
+ * message placed, not discarded) writes its entry straight from what ferry reported, without
+ * recv_finish's copies into the request: it is on the path of every message a waiting rank
+ * gets. */
 static void recv_done_cb(ferry_completion_t *comp)
 {
     fy_ofi_req_t *req = FY_OFI_CONTAINER(comp, fy_ofi_req_t, comp);
-    recv_finish(req, comp->status);
+    if (comp->status != FERRY_OK || (req->flags & FY_OFI_REQ_DISCARD) ||
+        req->info.length > req->len) {
+        recv_finish(req, comp->status);
+        return;
+    }
+    fy_ofi_ep_t *ep = req->ep;
+    fy_ofi_cntr_count(req->cntr, false);
+    fy_ofi_cq_t *cq = ep->rx_cq;
+    if ((req->flags & FY_OFI_REQ_CQ) && !ep->destroying && cq != NULL) {
+        fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, req->context);
+        if (entry != NULL) {
+            bool imm = (req->info.flags & FERRY_TAG_INFO_IMM) != 0;
+            entry->e.op_context = req->context;
+            entry->e.flags = req->cq_flags | (imm ? FI_REMOTE_CQ_DATA : 0);
+            entry->e.len = req->info.length;
+            entry->e.buf = req->buf;
+            entry->e.data = imm ? req->info.imm : 0;
+            entry->e.tag = req->info.tag & ep->tag_format;
+            entry->src = fy_ofi_av_source(ep->av, req->info.peer);
+            entry->err = 0;
+            fy_ofi_cq_commit(cq);
+        }
+    }
+    fy_ofi_req_free(req);
 }
 
 /* The result of ferry_tag_recv or ferry_tag_message_recv. */
@@ -216,10 +240,8 @@ static ssize_t recv_started(fy_ofi_req_t *req, ferry_status_t st)
         recv_finish(req, st);
         return 0;
     case FERRY_INPROGRESS:
-        if (req->kind == FY_OFI_REQ_RECV && req->message == NULL) {
+        if (req->kind == FY_OFI_REQ_RECV && req->message == NULL)
             req->flags |= FY_OFI_REQ_POSTED;
-            fy_ofi_list_push_tail(&req->ep->posted, &req->link);
-        }
         return 0;
     default:
         fy_ofi_req_free(req);
@@ -236,8 +258,9 @@ typedef struct recv_match {
 } recv_match_t;
 
 /* The match of a receive. Returns 0 or -FI_EINVAL (an unknown source address). */
-static int recv_match(fy_ofi_ep_t *ep, bool tagged, fi_addr_t src, uint64_t tag, uint64_t ignore,
-                      recv_match_t *match)
+static inline __attribute__((always_inline)) int recv_match(fy_ofi_ep_t *ep, bool tagged,
+                                                            fi_addr_t src, uint64_t tag,
+                                                            uint64_t ignore, recv_match_t *match)
 {
     /* the FI_MSG bit is matched where the endpoint has it (outside its tag format) */
     uint64_t kind_bits = ~ep->tag_format;
@@ -258,7 +281,8 @@ static int recv_match(fy_ofi_ep_t *ep, bool tagged, fi_addr_t src, uint64_t tag,
     return 0;
 }
 
-static fy_ofi_req_t *recv_req(fy_ofi_ep_t *ep, void *context, bool tagged, uint64_t flags)
+static inline __attribute__((always_inline)) fy_ofi_req_t *recv_req(fy_ofi_ep_t *ep, void *context,
+                                                                    bool tagged, uint64_t flags)
 {
     fy_ofi_req_t *req = fy_ofi_req_alloc(ep, FY_OFI_REQ_RECV, FY_OFI_BUDGET_RX);
     if (req == NULL)
@@ -405,6 +429,11 @@ recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t sr
     }
     ferry_status_t st = ferry_tag_recv_from(ep->worker, match.source, req->iov, req->iovcnt,
                                             match.tag, match.mask, &req->info, &req->comp);
+    if (st == FERRY_INPROGRESS) { /* recv_started's common case, in place */
+        req->flags |= FY_OFI_REQ_POSTED;
+        rc = 0;
+        goto out;
+    }
     rc = recv_started(req, st);
 out:
     fy_ofi_domain_unlock(ep->domain);
@@ -413,13 +442,18 @@ out:
 
 ssize_t fy_ofi_cancel(fy_ofi_ep_t *ep, void *context)
 {
-    for (fy_ofi_list_t *item = ep->posted.next; item != &ep->posted; item = item->next) {
-        fy_ofi_req_t *req = FY_OFI_CONTAINER(item, fy_ofi_req_t, link);
-        if (req->context != context)
-            continue;
-        /* the receive completes with FERRY_ERR_CANCELED from progress */
-        ferry_status_t st = ferry_tag_recv_cancel(ep->worker, &req->comp);
-        return st == FERRY_OK ? 0 : -FI_ENOENT;
+    /* the posted receives are found in the request pool (rare: no list is kept for it, which
+     * every receive would pay for); a request in use has a pending completion */
+    for (size_t c = 0; c < ep->chunk_count; c++) {
+        for (size_t i = 0; i < FY_OFI_REQ_CHUNK; i++) {
+            fy_ofi_req_t *req = &ep->chunks[c][i];
+            if (req->comp.count <= 0 || req->kind != FY_OFI_REQ_RECV ||
+                !(req->flags & FY_OFI_REQ_POSTED) || req->context != context)
+                continue;
+            /* the receive completes with FERRY_ERR_CANCELED from progress */
+            ferry_status_t st = ferry_tag_recv_cancel(ep->worker, &req->comp);
+            return st == FERRY_OK ? 0 : -FI_ENOENT;
+        }
     }
     return -FI_ENOENT; /* sends and matched receives cannot be canceled */
 }

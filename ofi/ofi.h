@@ -236,8 +236,13 @@ typedef struct fy_ofi_av {
 
 int fy_ofi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av_p,
                    void *context);
-/** The live slot of fi_addr, or NULL. */
-fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr);
+/** The live slot of fi_addr, or NULL. Inline: every directed receive asks. */
+static inline fy_ofi_av_slot_t *fy_ofi_av_slot(fy_ofi_av_t *av, fi_addr_t addr)
+{
+    if (av == NULL || addr >= av->count || !av->slots[addr].live)
+        return NULL;
+    return &av->slots[addr];
+}
 /** The fi_addr of a sender's worker id (ferry_tag_info_t.peer); FI_ADDR_NOTAVAIL when no live
  *  name of the AV has it. */
 fi_addr_t fy_ofi_av_lookup_peer(fy_ofi_av_t *av, ferry_peer_id_t peer);
@@ -300,8 +305,8 @@ typedef struct fy_ofi_cq_entry {
     struct fi_cq_tagged_entry e;
     fi_addr_t src;  /* FI_ADDR_NOTAVAIL when unknown */
     int err;        /* 0, or the positive FI_E* error of an error entry */
-    int prov_errno; /* the ferry status of an error entry */
-    size_t olen;    /* error entries: bytes not delivered */
+    int prov_errno; /* error entries only (not written for successes): the ferry status */
+    size_t olen;    /* error entries only: bytes not delivered */
 } fy_ofi_cq_entry_t;
 
 typedef struct fy_ofi_cq {
@@ -407,7 +412,7 @@ typedef enum fy_ofi_budget {
 
 /* fy_ofi_req_t.flags */
 #define FY_OFI_REQ_CQ 0x1u       /* write a CQ entry on success (errors are always written) */
-#define FY_OFI_REQ_POSTED 0x10u  /* on ep->posted: a receive ferry has not matched */
+#define FY_OFI_REQ_POSTED 0x10u  /* a receive ferry has not matched (fi_cancel looks for it) */
 #define FY_OFI_REQ_FLUSH 0x20u   /* RMA: flush (remote completion) before completing */
 #define FY_OFI_REQ_NOTIFY 0x40u  /* RMA writedata: notify the target, then complete */
 #define FY_OFI_REQ_DISCARD 0x80u /* receive of a message to drop (FI_DISCARD) */
@@ -424,7 +429,7 @@ typedef struct fy_ofi_req {
     uint32_t index; /* in the endpoint's pool */
     /* the header: zeroed when the request is taken (fy_ofi_req_take names each field) */
     fy_ofi_ep_t *ep;
-    fy_ofi_list_t link; /* ep->posted, ep->claimed, an rkey's waiting list, ep->deferred */
+    fy_ofi_list_t link; /* ep->claimed, an rkey's waiting list, ep->deferred */
     fy_ofi_req_kind_t kind;
     fy_ofi_budget_t budget;
     unsigned flags;               /* FY_OFI_REQ_* */
@@ -469,6 +474,9 @@ typedef struct fy_ofi_req {
     size_t payload_len;
     uint8_t inject[FY_OFI_INJECT_SIZE]; /* copies of injected data */
 } fy_ofi_req_t;
+
+/** Requests of one chunk of an endpoint's pool (ep->chunks). */
+#define FY_OFI_REQ_CHUNK 64u
 
 /** Add a chunk of free requests to the endpoint's pool. Returns false when memory or the
  *  endpoint's limit is exhausted. */
@@ -525,7 +533,6 @@ struct fy_ofi_ep {
     fy_ofi_req_t *free_reqs;
     size_t tx_used;
     size_t rx_used;
-    fy_ofi_list_t posted;   /* receives ferry has not matched (fi_cancel) */
     fy_ofi_list_t claimed;  /* messages taken by FI_PEEK|FI_CLAIM */
     fy_ofi_list_t deferred; /* work to run after ferry's progress returned */
     fy_ofi_list_t closing;  /* fy_ofi_closing_t */
@@ -669,8 +676,9 @@ static inline fy_ofi_cq_t *fy_ofi_req_cq(const fy_ofi_req_t *req)
     return req->budget == FY_OFI_BUDGET_RX ? req->ep->rx_cq : req->ep->tx_cq;
 }
 
-/** A request's entry reserved in cq, filled as a success (err 0) from the request; the caller
- *  commits it. NULL when memory is exhausted (logged). */
+/** A request's entry reserved in cq, filled as a success (err 0; prov_errno and olen, read only
+ *  for errors, left alone) from the request; the caller commits it. NULL when memory is
+ *  exhausted (logged). */
 static inline fy_ofi_cq_entry_t *fy_ofi_req_entry(const fy_ofi_req_t *req, fy_ofi_cq_t *cq)
 {
     fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, req->context);
@@ -685,8 +693,6 @@ static inline fy_ofi_cq_entry_t *fy_ofi_req_entry(const fy_ofi_req_t *req, fy_of
     entry->e.tag = req->tag;
     entry->src = req->addr;
     entry->err = 0;
-    entry->prov_errno = 0;
-    entry->olen = 0;
     return entry;
 }
 

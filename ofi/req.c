@@ -10,23 +10,22 @@
 
 #include "ofi.h"
 
-#define CHUNK_REQS 64u
 #define REQS_MAX (1u << 20) /* requests of one endpoint, all budgets together */
 
 bool fy_ofi_req_pool_grow(fy_ofi_ep_t *ep)
 {
-    if ((ep->chunk_count + 1) * CHUNK_REQS > REQS_MAX)
+    if ((ep->chunk_count + 1) * FY_OFI_REQ_CHUNK > REQS_MAX)
         return false;
     fy_ofi_req_t **chunks = realloc(ep->chunks, (ep->chunk_count + 1) * sizeof(*chunks));
     if (chunks == NULL)
         return false;
     ep->chunks = chunks;
-    fy_ofi_req_t *chunk = calloc(CHUNK_REQS, sizeof(*chunk));
+    fy_ofi_req_t *chunk = calloc(FY_OFI_REQ_CHUNK, sizeof(*chunk));
     if (chunk == NULL)
         return false;
     ep->chunks[ep->chunk_count] = chunk;
-    for (size_t i = CHUNK_REQS; i-- > 0;) {
-        chunk[i].index = (uint32_t)(ep->chunk_count * CHUNK_REQS + i);
+    for (size_t i = FY_OFI_REQ_CHUNK; i-- > 0;) {
+        chunk[i].index = (uint32_t)(ep->chunk_count * FY_OFI_REQ_CHUNK + i);
         chunk[i].ep = ep;
         chunk[i].comp.count = -1; /* free */
         chunk[i].link.next = (fy_ofi_list_t *)ep->free_reqs;
@@ -69,7 +68,7 @@ void fy_ofi_req_free_tail(fy_ofi_req_t *req)
 void fy_ofi_req_pool_free(fy_ofi_ep_t *ep)
 {
     for (size_t c = 0; c < ep->chunk_count; c++) {
-        for (size_t i = 0; i < CHUNK_REQS; i++) {
+        for (size_t i = 0; i < FY_OFI_REQ_CHUNK; i++) {
             fy_ofi_req_t *req = &ep->chunks[c][i];
             if (req->comp.count >= 0 && req->kind >= FY_OFI_REQ_RMA)
                 req_tail_reset(req);
