@@ -619,9 +619,9 @@ static void tag_flow_send(ferry_worker_t *worker, ferry_ep_t *ep, unsigned eager
 static void tag_flow_forget(ferry_worker_t *worker, ferry_ep_t *ep)
 {
     (void)worker;
-    if (!fy_tag_ep_of(ep)->told_off)
+    if (!fy_tag_ep_of(ep)->told_limit)
         return;
-    fy_tag_ep_of(ep)->told_off = 0;
+    fy_tag_ep_of(ep)->told_limit = 0;
     fy_list_remove(&fy_tag_ep_of(ep)->flow_link);
 }
 
@@ -637,7 +637,7 @@ static void tag_flow_check_on(ferry_worker_t *worker)
         return;
     while ((link = fy_list_pop_head(&tw->flow_off)) != NULL) {
         ferry_ep_t *ep = fy_container_of(link, fy_tag_ep_t, flow_link)->ep;
-        fy_tag_ep_of(ep)->told_off = 0;
+        fy_tag_ep_of(ep)->told_limit = 0;
         tag_flow_send(worker, ep, TAG_FLOW_ON);
     }
 }
@@ -667,7 +667,7 @@ static fy_noinline void tag_unexpected_grew(ferry_worker_t *worker, ferry_ep_t *
         limit = TAG_LIMIT_OFF;
     else if (tw->unexpected_bytes > tw->unexpected_max && length > TAG_FLOW_SMALL_MAX)
         limit = TAG_LIMIT_SMALL;
-    if (fy_likely(limit <= tep->told_off) || ep->state != FY_EP_OPEN)
+    if (fy_likely(limit <= tep->told_limit) || ep->state != FY_EP_OPEN)
         return;
     unsigned eager = limit == TAG_LIMIT_OFF ? TAG_FLOW_OFF : TAG_FLOW_SMALL;
     fy_debug("tagged messages: %llu unexpected messages, %llu bytes of the larger ones "
@@ -676,9 +676,9 @@ static fy_noinline void tag_unexpected_grew(ferry_worker_t *worker, ferry_ep_t *
              (unsigned long long)tw->unexpected_count, (unsigned long long)tw->unexpected_bytes,
              (unsigned long long)tw->unexpected_count_max, (unsigned long long)tw->unexpected_max,
              tag_flow_name(eager), (void *)ep);
-    if (tep->told_off == 0)
+    if (tep->told_limit == 0)
         fy_list_push_tail(&tw->flow_off, &tep->flow_link);
-    tep->told_off = (uint8_t)limit;
+    tep->told_limit = (uint8_t)limit;
     ep->counters.tag_flow_limited++;
     tag_flow_send(worker, ep, eager);
 }
@@ -1034,9 +1034,9 @@ static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_l
         unsigned eager = msg.u.flow.eager;
         fy_debug("tagged messages: EAGER_%s from endpoint %p", tag_flow_name(eager),
                  (void *)params->reply_ep);
-        fy_tag_ep_of(params->reply_ep)->eager_off = eager == TAG_FLOW_ON      ? 0
-                                                    : eager == TAG_FLOW_SMALL ? TAG_LIMIT_SMALL
-                                                                              : TAG_LIMIT_OFF;
+        fy_tag_ep_of(params->reply_ep)->eager_limit = eager == TAG_FLOW_ON      ? 0
+                                                      : eager == TAG_FLOW_SMALL ? TAG_LIMIT_SMALL
+                                                                                : TAG_LIMIT_OFF;
     }
     return FERRY_OK;
 }
@@ -1046,7 +1046,7 @@ static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_l
 /* Whether ep's receiver lets a message of length bytes go eagerly (its threshold aside). */
 static inline bool tag_flow_allows(const ferry_ep_t *ep, uint64_t length)
 {
-    unsigned limit = fy_tag_ep_of(ep)->eager_off;
+    unsigned limit = fy_tag_ep_of(ep)->eager_limit;
     return limit == 0 || (limit == TAG_LIMIT_SMALL && length <= TAG_FLOW_SMALL_MAX);
 }
 
@@ -1122,7 +1122,7 @@ static fy_always_inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_
                   (iov->buffer != NULL || iov->length == 0))) {
         const fy_tag_ep_t *tep = fy_tag_ep_of(ep);
         if (fy_likely(ep->state == FY_EP_OPEN && tep->ready && iov->length <= tep->eager_max &&
-                      !tep->eager_off))
+                      !tep->eager_limit))
             return tag_send_eager_plain(ep, iov, 1, iov->length, tag, comp);
     }
     return tag_send_any(ep, iov, iovcnt, tag, NULL, comp);

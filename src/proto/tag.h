@@ -267,22 +267,22 @@ typedef struct tag_table {
     uint32_t free_count;
 } tag_table_t;
 
-/* Eager sends restricted by FLOW, in increasing strictness (fy_tag_ep_t.eager_off on the
- * sender, told_off on the receiver; 0: not restricted, eager up to the threshold). */
+/* Eager sends restricted by FLOW, in increasing strictness (fy_tag_ep_t.eager_limit on the
+ * sender, told_limit on the receiver; 0: not restricted, eager up to the threshold). */
 #define TAG_LIMIT_SMALL 1u /* EAGER_SMALL: eager only up to TAG_FLOW_SMALL_MAX bytes */
 #define TAG_LIMIT_OFF 2u   /* EAGER_OFF: rendezvous for everything */
 
 /* Per endpoint (the module's endpoint state); all-zero is the initial state, then ep is set. */
 typedef struct fy_tag_ep {
     ferry_ep_t *ep;             /* the endpoint this state belongs to */
-    fy_list_link_t flow_link;   /* in the worker's flow_off list while told_off */
+    fy_list_link_t flow_link;   /* in the worker's flow_off list while told_limit */
     size_t eager_max;           /* largest eager payload (ready) */
     size_t chunk;               /* COOP DATA payload (ready) */
     uint32_t ctl_queued;        /* control messages queued for it (kept in order) */
     uint32_t ctl_pass;          /* the control-queue pass in which it had no room */
     uint8_t ready;              /* eager_max and chunk are set */
-    uint8_t eager_off;          /* the peer restricts eager sends (TAG_LIMIT_*, 0: no) */
-    uint8_t told_off;           /* we restricted the peer's eager sends (TAG_LIMIT_*, 0: no) */
+    uint8_t eager_limit;        /* the peer restricts eager sends (TAG_LIMIT_*, 0: no) */
+    uint8_t told_limit;         /* we restricted the peer's eager sends (TAG_LIMIT_*, 0: no) */
     uint8_t coop_fallback_said; /* forced COOP fell back to NULL here: said once */
 } fy_tag_ep_t;
 
