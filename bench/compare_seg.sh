@@ -42,10 +42,7 @@ raw=$work/raw.csv # src,test,size,mode,p50_ns,avg_ns,bw_GBps
 echo "src,test,size,mode,p50_ns,avg_ns,bw_GBps" >"$raw"
 
 physical=$work/physical_limits
-if ! "$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$physical" "$here/physical_limits.c"; then
-    echo "compare_seg.sh: building $here/physical_limits.c with $cc failed" >&2
-    exit 1
-fi
+physical_limits_build "$physical"
 
 count=0
 total_runs=$((10 * repeat))

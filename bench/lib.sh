@@ -292,6 +292,18 @@ mpi_pingpong_build() {
     fi
 }
 
+# physical_limits_build OUT: bench/physical_limits.c (plain C, no ferry) built with ${CC:-cc}
+# into OUT; exits with the compiler's messages when it fails.
+# shellcheck disable=SC2154 # work belongs to the sourcing script
+physical_limits_build() {
+    if ! "${CC:-cc}" -std=c11 -O2 -Wall -Wextra -Werror -o "$1" "$root/bench/physical_limits.c" \
+        2>"$work/cc.log"; then
+        echo "$bench_name: ${CC:-cc} failed to build bench/physical_limits.c:" >&2
+        cat "$work/cc.log" >&2
+        exit 1
+    fi
+}
+
 # The load average (1, 5, 15 minutes) when the script started: the benchmark's figures mean
 # little when other work shares the machine.
 bench_load_start=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -1,7 +1,7 @@
 /* physical_limits: what this host can do at best, for bench/compare_seg.sh to set ferry's
  * segment figures beside. Plain C, no ferry; built by compare_seg.sh with `cc -O2`.
  *
- *   physical_limits [-r REPEAT] [-n ROUNDTRIPS] [-a CORE] [-b CORE] [SIZE...]
+ *   physical_limits [-2] [-r REPEAT] [-n ROUNDTRIPS] [-a CORE] [-b CORE] [SIZE...]
  *
  * 1. A cache-line ping-pong between two processes through a MAP_SHARED anonymous mapping: one
  *    8-byte word in its own cache line; the measuring process (core b, default 1) stores an odd
@@ -17,10 +17,21 @@
  *    one unmeasured copy. memcpy_to_memfd / memcpy_from_memfd are the same into / out of a
  *    MAP_SHARED memfd on the host's shmem page size (what ferry_mem_alloc memory is, and so a
  *    segment's), from / into the huge-page buffer.
+ * 3. Two-process copy bandwidth at each SIZE (copy2): the ideal of a transfer in which both
+ *    processes copy different halves at once (ferry's SPLIT rendezvous), and so the shape its
+ *    bandwidth can have against the size: source and destination are MAP_SHARED anonymous
+ *    mappings of SIZE bytes; a forked process on core a copies the first half, the measuring one
+ *    on core b the second, each as often as fits in 512 MiB for the pair; one repeat is the time
+ *    from the measurer's start signal until both halves are done (GB = 10^9 B over SIZE bytes
+ *    per copy); median, min, max over REPEAT repeats after one unmeasured repeat. Where the
+ *    source and destination outgrow the last-level cache (SIZE about half of it) this falls as
+ *    every copy does: a drop there in a transfer's bandwidth is the machine's, not the protocol's.
+ *    Run with -2, which runs the ping-pong and this instead of 2 (bench/compare_tag.sh: the
+ *    placement of each round and the shape of the physical copy).
  *
  * Output (stdout, CSV): test,size,median,min,max
  *   cacheline_pingpong_oneway_ns,64,...   memcpy_GBps,SIZE,...   memcpy_to_memfd_GBps,SIZE,...
- *   memcpy_from_memfd_GBps,SIZE,...
+ *   memcpy_from_memfd_GBps,SIZE,...   copy2_GBps,SIZE,...
  * Exit status: 0, 1 when something failed (said on stderr), 2 bad options. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -216,6 +227,97 @@ out:
     return result;
 }
 
+/* ---------------------------------------------------------------- two-process copy */
+
+/* The control word of the two-process copy: the measurer stores repeat r + 1 to start the
+ * helper's half of repeat r (PL_STOP to end), and the helper stores r + 1 in done when its half
+ * is copied. */
+struct copy2_control {
+    uint64_t go;
+    uint8_t pad[56]; /* go and done in different cache lines */
+    uint64_t done;
+};
+
+/* One side's half: `copies` copies of [offset, offset + half) from src to dst. */
+static void copy2_half(uint8_t *dst, const uint8_t *src, size_t offset, size_t half,
+                       uint64_t copies)
+{
+    for (uint64_t i = 0; i < copies; i++) {
+        memcpy(dst + offset, src + offset, half);
+        __asm__ volatile("" : : "r"(dst) : "memory"); /* every copy happens */
+    }
+}
+
+static int copy2_bw(int core_a, int core_b, size_t size, unsigned repeat)
+{
+    double v[PL_MAX_REPEAT];
+    size_t half = size / 2;
+    uint64_t copies = PL_BYTES_PER_REPEAT / size ? PL_BYTES_PER_REPEAT / size : 1;
+    size_t map_size = size + 4096;
+    uint8_t *map =
+        mmap(NULL, 2 * map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
+        fprintf(stderr, "physical_limits: mmap(%zu, MAP_SHARED|MAP_ANONYMOUS): %s\n", 2 * map_size,
+                strerror(errno));
+        return -1;
+    }
+    struct copy2_control *control = (struct copy2_control *)map;
+    uint8_t *src = map + 4096, *dst = map + 4096 + map_size;
+    memset(src, 1, size);
+    memset(dst, 0, size);
+    control->go = 0;
+    control->done = 0;
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "physical_limits: fork: %s\n", strerror(errno));
+        munmap(map, 2 * map_size);
+        return -1;
+    }
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent || pin(core_a) != 0)
+            _exit(1);
+        for (uint64_t expect = 1;; expect++) {
+            uint64_t go;
+            while ((go = __atomic_load_n(&control->go, __ATOMIC_ACQUIRE)) != expect) {
+                if (go == PL_STOP)
+                    _exit(0);
+            }
+            copy2_half(dst, src, 0, half, copies);
+            __atomic_store_n(&control->done, expect, __ATOMIC_RELEASE);
+        }
+    }
+    int result = -1;
+    if (pin(core_b) != 0)
+        goto out;
+    for (unsigned r = 0; r <= repeat; r++) { /* repeat 0: warm-up */
+        uint64_t start = now_ns();
+        __atomic_store_n(&control->go, r + 1, __ATOMIC_RELEASE);
+        copy2_half(dst, src, half, size - half, copies);
+        while (__atomic_load_n(&control->done, __ATOMIC_ACQUIRE) != r + 1) {
+        }
+        uint64_t elapsed = now_ns() - start;
+        if (r > 0)
+            v[r - 1] = (double)size * (double)copies / (double)(elapsed ? elapsed : 1);
+    }
+    if (dst[0] != 1 || dst[size - 1] != 1) {
+        fprintf(stderr, "physical_limits: the two-process copy of %zu bytes did not copy\n", size);
+        goto out;
+    }
+    print_stats("copy2_GBps", size, v, repeat);
+    result = 0;
+out:
+    __atomic_store_n(&control->go, PL_STOP, __ATOMIC_RELEASE);
+    int status;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "physical_limits: the two-process copy's helper failed\n");
+        result = -1;
+    }
+    munmap(map, 2 * map_size);
+    return result;
+}
+
 /* ---------------------------------------------------------------- options */
 
 static int parse_u64(const char *text, unsigned long long *value_p)
@@ -245,7 +347,7 @@ static int parse_u64(const char *text, unsigned long long *value_p)
 static int usage(const char *why)
 {
     fprintf(stderr,
-            "physical_limits: %s\nusage: physical_limits [-r REPEAT (1..%d)] [-n ROUNDTRIPS] "
+            "physical_limits: %s\nusage: physical_limits [-2] [-r REPEAT (1..%d)] [-n ROUNDTRIPS] "
             "[-a CORE] [-b CORE] [SIZE...]\n",
             why, PL_MAX_REPEAT);
     return 2;
@@ -256,9 +358,13 @@ int main(int argc, char **argv)
     unsigned long long repeat = 7, roundtrips = 200000, core_a = 0, core_b = 1, value;
     size_t sizes[PL_MAX_SIZES] = {1ul << 20, 16ul << 20, 256ul << 20};
     unsigned count = 3;
-    int c;
+    int c, copy2_only = 0;
 
-    while ((c = getopt(argc, argv, "r:n:a:b:")) != -1) {
+    while ((c = getopt(argc, argv, "2r:n:a:b:")) != -1) {
+        if (c == '2') {
+            copy2_only = 1;
+            continue;
+        }
         unsigned long long *target = c == 'r'   ? &repeat
                                      : c == 'n' ? &roundtrips
                                      : c == 'a' ? &core_a
@@ -285,7 +391,11 @@ int main(int argc, char **argv)
     printf("test,size,median,min,max\n");
     if (pingpong((int)core_a, (int)core_b, (unsigned)repeat, roundtrips) != 0)
         return 1;
-    if (memcpy_bw((int)core_b, sizes, count, (unsigned)repeat) != 0)
-        return 1;
+    if (!copy2_only)
+        return memcpy_bw((int)core_b, sizes, count, (unsigned)repeat) != 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (copy2_bw((int)core_a, (int)core_b, sizes[i], (unsigned)repeat) != 0)
+            return 1;
+    }
     return 0;
 }
