@@ -122,11 +122,22 @@ static int pingpong(int core_a, int core_b, unsigned repeat, uint64_t roundtrips
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent || pin(core_a) != 0)
             _exit(1);
+        __atomic_store_n(&flag[8], 1, __ATOMIC_RELEASE); /* ready: its own cache line */
         responder(flag);
     }
     int result = -1;
     if (pin(core_b) != 0)
         goto out;
+    /* The responder may share this core until it has pinned itself (and, under chrt, have the
+     * same real-time priority): let it run before spinning here. */
+    while (__atomic_load_n(&flag[8], __ATOMIC_ACQUIRE) == 0) {
+        if (waitpid(child, NULL, WNOHANG) == child) {
+            fprintf(stderr, "physical_limits: the ping-pong responder could not start\n");
+            munmap(flag, 4096);
+            return -1;
+        }
+        sched_yield();
+    }
     uint64_t value = 0;
     for (unsigned r = 0; r <= repeat; r++) {
         uint64_t n = r == 0 ? roundtrips / 10 + 1 : roundtrips; /* repeat 0: warm-up */
@@ -229,10 +240,11 @@ out:
 
 /* ---------------------------------------------------------------- two-process copy */
 
-/* The control word of the two-process copy: the measurer stores repeat r + 1 to start the
- * helper's half of repeat r (PL_STOP to end), and the helper stores r + 1 in done when its half
- * is copied. */
+/* The control word of the two-process copy: the helper stores 1 in ready once it runs on its
+ * core; the measurer stores repeat r + 1 in go to start the helper's half of repeat r (PL_STOP
+ * to end), and the helper stores r + 1 in done when its half is copied. */
 struct copy2_control {
+    uint64_t ready;
     uint64_t go;
     uint8_t pad[56]; /* go and done in different cache lines */
     uint64_t done;
@@ -265,6 +277,7 @@ static int copy2_bw(int core_a, int core_b, size_t size, unsigned repeat)
     uint8_t *src = map + 4096, *dst = map + 4096 + map_size;
     memset(src, 1, size);
     memset(dst, 0, size);
+    control->ready = 0;
     control->go = 0;
     control->done = 0;
     pid_t parent = getpid();
@@ -278,6 +291,7 @@ static int copy2_bw(int core_a, int core_b, size_t size, unsigned repeat)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent || pin(core_a) != 0)
             _exit(1);
+        __atomic_store_n(&control->ready, 1, __ATOMIC_RELEASE);
         for (uint64_t expect = 1;; expect++) {
             uint64_t go;
             while ((go = __atomic_load_n(&control->go, __ATOMIC_ACQUIRE)) != expect) {
@@ -291,6 +305,16 @@ static int copy2_bw(int core_a, int core_b, size_t size, unsigned repeat)
     int result = -1;
     if (pin(core_b) != 0)
         goto out;
+    /* The helper inherits this process's core (and, under chrt, its real-time priority): let it
+     * run until it has moved to its own core before spinning here. */
+    while (__atomic_load_n(&control->ready, __ATOMIC_ACQUIRE) == 0) {
+        if (waitpid(child, NULL, WNOHANG) == child) {
+            fprintf(stderr, "physical_limits: the two-process copy's helper could not start\n");
+            munmap(map, 2 * map_size);
+            return -1;
+        }
+        sched_yield();
+    }
     for (unsigned r = 0; r <= repeat; r++) { /* repeat 0: warm-up */
         uint64_t start = now_ns();
         __atomic_store_n(&control->go, r + 1, __ATOMIC_RELEASE);
