@@ -4,14 +4,20 @@
  * "Copies on mapped memory").
  *
  * On x86-64 the C library (glibc 2.36) copies 2 KiB .. 1 MiB with REP MOVSB and larger sizes
- * with a loop of vector loads and stores. On an AMD EPYC (Zen 5, 48 KiB L1D, 1 MiB L2):
+ * with a loop of vector loads and stores. On an AMD EPYC (Zen 5, 48 KiB L1D, 1 MiB L2), one
+ * process, the source in a shared mapping:
  *   - up to half the L1 data cache (source and destination both fit), a loop of 4 vector
- *     loads then 4 stores (AVX-512, else AVX2) moves 1.3-1.7x the bytes of REP MOVSB;
+ *     loads then 4 stores (AVX-512, else AVX2) moves 1.3-1.7x the bytes of REP MOVSB, at
+ *     aligned and odd offsets alike;
  *   - above that, REP MOVSB beats such loops (1.3-1.8x at 32-64 KiB), and from 1 MiB (where
- *     glibc switches to its loop) to 2 MiB it moves 1.1-1.2x glibc's loop.
- * So: vector loop for [FY_COPY_VEC_MIN, vec_max], REP MOVSB for (vec_max, rep_max], memcpy
- * elsewhere. fy_copy_bulk_init() chooses once per process (FERRY_COPY=libc: memcpy always;
- * also the choice of sanitizer builds, whose memcpy checks the ranges). */
+ *     glibc switches to its loop) to 2 MiB it moves 1.1-1.2x glibc's loop. (At 4 MiB it moved
+ *     0.9x, at 16-64 MiB 1.3-1.5x: beyond twice the L2 memcpy stays, not chosen on one CPU's
+ *     quirks.)
+ * So: vector loop for [FY_COPY_VEC_MIN, vec_max], REP MOVSB for (vec_max, rep_max] when both
+ * addresses are cache-line aligned (REP MOVSB to a misaligned destination is reported 20x
+ * slower on Zen 3/4, glibc bug 30994), memcpy elsewhere. fy_copy_bulk_init() chooses once per
+ * process (FERRY_COPY=libc: memcpy always; also the choice of sanitizer builds, whose memcpy
+ * checks the ranges). */
 #ifndef FERRY_CORE_COPY_BULK_H
 #define FERRY_CORE_COPY_BULK_H
 
@@ -56,7 +62,8 @@ static fy_always_inline void fy_copy_bulk(void *dst, const void *src, size_t n)
         fy_copy_small(dst, src, n);
     else if (n <= t->vec_max && n >= FY_COPY_VEC_MIN)
         t->vec(dst, src, n);
-    else if (n > t->vec_max && n <= t->rep_max)
+    else if (n > t->vec_max && n <= t->rep_max &&
+             (((uintptr_t)dst | (uintptr_t)src) & (FERRY_CACHE_LINE - 1)) == 0)
         fy_copy_rep_movsb(dst, src, n);
     else
         memcpy(dst, src, n);

@@ -3,7 +3,8 @@
  * source and destination offsets that are aligned, odd and one vector apart, and touches no
  * byte around the destination. The routines chosen for this CPU run first; then each is forced
  * in turn through fy_copy_tuning (memcpy only; the vector loop for everything from 256 bytes;
- * REP MOVSB for everything above 64 bytes where the CPU has it). */
+ * REP MOVSB for everything above 64 bytes where the CPU has it; it takes the cache-line aligned
+ * pairs of addresses, memcpy the others). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,7 +54,8 @@ static void check_sizes(void)
     size_t bounds[] = {0,       1,     FY_COPY_SMALL_MAX, FY_COPY_VEC_MIN, 4096,     16384,
                        24576,   32768, t->vec_max,        t->rep_max,      1u << 20, 2u << 20,
                        4u << 20};
-    static const size_t offsets[][2] = {{0, 0}, {0, 7}, {13, 0}, {3, 64}, {64, 1}, {4095, 33}};
+    static const size_t offsets[][2] = {{0, 0},  {0, 7},    {13, 0},   {3, 64},
+                                        {64, 1}, {64, 128}, {4095, 33}};
     for (size_t b = 0; b < FERRY_ARRAY_SIZE(bounds); b++) {
         for (int delta = -2; delta <= 2; delta++) {
             if ((delta < 0 && bounds[b] < (size_t)-delta) || bounds[b] > MAX_SIZE - 4096 - 2)
