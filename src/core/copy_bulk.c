@@ -45,46 +45,51 @@ void fy_copy_rep_movsb(void *dst, const void *src, size_t n)
     __asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
 }
 
-/* 4 vectors loaded, then stored, per iteration; the last block overlaps the one before it
- * (n >= 4 vectors). */
-__attribute__((target("avx512f"))) static void copy_avx512(void *dst, const void *src, size_t n)
+/* One block of 256 bytes: every vector loaded, then every one stored (named vectors, not an
+ * array: the compiler keeps them in registers). */
+__attribute__((target("avx512f"))) static inline void copy_block_avx512(char *d, const char *s)
 {
-    char *d = dst;
-    const char *s = src;
-    size_t i = 0;
-    for (; i + 256 < n; i += 256) {
-        __m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64),
-                c = _mm512_loadu_si512(s + i + 128), e = _mm512_loadu_si512(s + i + 192);
-        _mm512_storeu_si512(d + i, a);
-        _mm512_storeu_si512(d + i + 64, b);
-        _mm512_storeu_si512(d + i + 128, c);
-        _mm512_storeu_si512(d + i + 192, e);
-    }
-    i = n - 256;
-    __m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64),
-            c = _mm512_loadu_si512(s + i + 128), e = _mm512_loadu_si512(s + i + 192);
-    _mm512_storeu_si512(d + i, a);
-    _mm512_storeu_si512(d + i + 64, b);
-    _mm512_storeu_si512(d + i + 128, c);
-    _mm512_storeu_si512(d + i + 192, e);
+    __m512i v0 = _mm512_loadu_si512(s), v1 = _mm512_loadu_si512(s + 64),
+            v2 = _mm512_loadu_si512(s + 128), v3 = _mm512_loadu_si512(s + 192);
+    _mm512_storeu_si512(d, v0);
+    _mm512_storeu_si512(d + 64, v1);
+    _mm512_storeu_si512(d + 128, v2);
+    _mm512_storeu_si512(d + 192, v3);
 }
 
-/* The same with 32-byte vectors, 8 per iteration (256 bytes, n >= 256). */
+__attribute__((target("avx2"))) static inline void copy_block_avx2(char *d, const char *s)
+{
+    const __m256i *in = (const __m256i *)(const void *)s;
+    __m256i *out = (__m256i *)(void *)d;
+    __m256i v0 = _mm256_loadu_si256(in), v1 = _mm256_loadu_si256(in + 1),
+            v2 = _mm256_loadu_si256(in + 2), v3 = _mm256_loadu_si256(in + 3),
+            v4 = _mm256_loadu_si256(in + 4), v5 = _mm256_loadu_si256(in + 5),
+            v6 = _mm256_loadu_si256(in + 6), v7 = _mm256_loadu_si256(in + 7);
+    _mm256_storeu_si256(out, v0);
+    _mm256_storeu_si256(out + 1, v1);
+    _mm256_storeu_si256(out + 2, v2);
+    _mm256_storeu_si256(out + 3, v3);
+    _mm256_storeu_si256(out + 4, v4);
+    _mm256_storeu_si256(out + 5, v5);
+    _mm256_storeu_si256(out + 6, v6);
+    _mm256_storeu_si256(out + 7, v7);
+}
+
+/* Blocks of 256 bytes in order; the last one overlaps the one before it (n >= 256). */
+__attribute__((target("avx512f"))) static void copy_avx512(void *dst, const void *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 256 < n; i += 256)
+        copy_block_avx512((char *)dst + i, (const char *)src + i);
+    copy_block_avx512((char *)dst + n - 256, (const char *)src + n - 256);
+}
+
 __attribute__((target("avx2"))) static void copy_avx2(void *dst, const void *src, size_t n)
 {
-    char *d = dst;
-    const char *s = src;
-    for (size_t i = 0;; i += 256) {
-        if (i + 256 > n)
-            i = n - 256; /* the last block, overlapping the one before */
-        __m256i v[8];
-        for (int k = 0; k < 8; k++)
-            v[k] = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + 32 * k));
-        for (int k = 0; k < 8; k++)
-            _mm256_storeu_si256((__m256i *)(void *)(d + i + 32 * k), v[k]);
-        if (i + 256 == n)
-            return;
-    }
+    size_t i = 0;
+    for (; i + 256 < n; i += 256)
+        copy_block_avx2((char *)dst + i, (const char *)src + i);
+    copy_block_avx2((char *)dst + n - 256, (const char *)src + n - 256);
 }
 
 /* ERMS (enhanced REP MOVSB): CPUID leaf 7, EBX bit 9. */
