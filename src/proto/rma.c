@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/compiler.h"
+#include "core/copy_bulk.h"
 #include "core/log.h"
 #include "mem/atomic.h"
 #include "mem/mem.h"
@@ -386,9 +387,9 @@ static ferry_status_t rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_
         void *direct = rma_direct(ep, rkey, access, remote_offset, length);
         if (direct != NULL) {
             if (kind == FY_RMA_PUT)
-                memcpy(direct, buffer, length);
+                fy_copy_bulk(direct, buffer, length);
             else
-                memcpy(buffer, direct, length);
+                fy_copy_bulk(buffer, direct, length);
             return FERRY_OK;
         }
     }
@@ -408,9 +409,9 @@ static ferry_status_t rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_
     void *direct = rma_direct(ep, rkey, access, remote_offset, length);
     if (direct != NULL) {
         if (kind == FY_RMA_PUT)
-            memcpy(direct, buffer, length);
+            fy_copy_bulk(direct, buffer, length);
         else
-            memcpy(buffer, direct, length);
+            fy_copy_bulk(buffer, direct, length);
         return FERRY_OK;
     }
     ferry_iov_t local = {.buffer = buffer, .length = length};

@@ -8,6 +8,7 @@
 
 #include "core/compiler.h"
 #include "core/config.h"
+#include "core/copy_bulk.h"
 #include "core/log.h"
 
 static const fy_config_var_t context_transports_var = {
@@ -70,6 +71,7 @@ FERRY_EXPORT ferry_status_t ferry_context_create(const ferry_context_params_t *p
         return FERRY_ERR_INVALID_PARAM;
     ferry_log_init();
     fy_config_check_environment();
+    fy_copy_bulk_init();
 
     context = calloc(1, sizeof(*context));
     if (context == NULL) {

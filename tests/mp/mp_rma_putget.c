@@ -16,7 +16,8 @@
  * restores the background, and the initiator reads the ranges again and checks the background.
  * At the end of each phase the target checks the whole region.
  *
- * Steps: sizes 0, 1, 8, 63, 64, 4095, 4096, 65536, 1 MiB at three offsets (0, an odd one, and
+ * Steps: sizes 0, 1, 8, 63 .. 65, 255 .. 257, 4095, 4096, 16391, 24576, 24577, 32773, 65536,
+ * 1 MiB, 2 MiB, 2 MiB + 1, 3 MiB + 7 at three offsets (0, an odd one, and
  * ending at the region's last byte), 256 MiB once (put, and two gets); iov shapes: 1000 x 64 B
  * and 3000 x 24 B local pieces against one remote range, uneven local pieces (3, 4093, 1,
  * 65536), pieces and ranges of length 0, several remote ranges out of order, 1500 remote ranges,
@@ -72,7 +73,11 @@ static const char *const pg_phase_names[PG_PHASES] = {"reg", "multi", "alloc"};
 static const size_t pg_multi_pieces[] = {1, 4093, 65536, 3, MIB + 5, 8192};
 #define PG_MULTI_COUNT (sizeof(pg_multi_pieces) / sizeof(pg_multi_pieces[0]))
 
-static const uint64_t pg_sizes[] = {0, 1, 8, 63, 64, 4095, 4096, 65536, MIB, 256ull * MIB};
+/* 65 .. 3 MiB + 7: each side of the bounds of fy_copy_bulk's routines on mapped memory (vector
+ * loop from 256 bytes to half the L1D: 16 or 24 KiB here; REP MOVSB to twice the L2: 2 MiB) */
+static const uint64_t pg_sizes[] = {
+    0,     1,     8,     63,    64,    65,  255,     256,         257,         4095,        4096,
+    16391, 24576, 24577, 32773, 65536, MIB, 2 * MIB, 2 * MIB + 1, 3 * MIB + 7, 256ull * MIB};
 #define PG_NSIZES (sizeof(pg_sizes) / sizeof(pg_sizes[0]))
 
 /* ------------------------------------------------------------------ the schedule */

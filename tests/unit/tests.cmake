@@ -9,6 +9,8 @@ ferry_add_test(NAME test_log SOURCES unit/test_log.c INTERNAL LABELS threads)
 ferry_add_test(NAME test_config SOURCES unit/test_config.c INTERNAL LABELS threads)
 ferry_add_test(NAME test_list SOURCES unit/test_list.c INTERNAL)
 ferry_add_test(NAME test_pool SOURCES unit/test_pool.c INTERNAL)
+# the copy routines of the direct one-sided path, each forced in turn, every byte checked
+ferry_add_test(NAME test_copy_bulk SOURCES unit/test_copy_bulk.c INTERNAL)
 
 # src/wireup
 ferry_add_test(NAME test_address SOURCES unit/test_address.c INTERNAL)

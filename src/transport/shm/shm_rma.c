@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/copy_bulk.h"
 #include "core/log.h"
 #include "mem/atomic.h"
 #include "mem/memfd.h"
@@ -226,7 +227,8 @@ ferry_status_t shm_rkey_map(fy_tl_ep_t *tlep, ferry_rkey_t *rkey)
     return FERRY_OK;
 }
 
-/* Loads and stores on the mapping (the caller checked the ranges against the key). */
+/* Loads and stores on the mapping (the caller checked the ranges against the key); pieces are
+ * copied like the direct path's operations (fy_copy_bulk). */
 static void shm_rma_mapped(const ferry_rkey_t *rkey, const fy_rma_op_t *op)
 {
     uint8_t *base = rkey->mapped;
@@ -247,9 +249,9 @@ static void shm_rma_mapped(const ferry_rkey_t *rkey, const fy_rma_op_t *op)
                 n = left;
             uint8_t *local = (uint8_t *)op->local[li].buffer + loff;
             if (op->kind == FY_RMA_PUT)
-                memcpy(remote, local, n);
+                fy_copy_bulk(remote, local, n);
             else
-                memcpy(local, remote, n);
+                fy_copy_bulk(local, remote, n);
             remote += n;
             left -= n;
             loff += n;
