@@ -56,8 +56,8 @@ void *fy_am_place(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const voi
                   size_t header_length, size_t length)
 {
     fy_am_handler_t *handler = &worker->am[id & (FY_AM_ID_ALL - 1)];
-    if (handler->place == NULL || handler->cb == NULL)
-        return NULL;
+    if (handler->place == NULL || handler->cb == NULL || fy_ep_going_away(ep))
+        return NULL; /* nothing more is delivered for an endpoint going away */
     return handler->place(handler->arg, ep, header, header_length, length);
 }
 

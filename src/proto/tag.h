@@ -276,6 +276,7 @@ typedef struct tag_table {
 typedef struct fy_tag_ep {
     ferry_ep_t *ep;             /* the endpoint this state belongs to */
     fy_list_link_t flow_link;   /* in the worker's flow_off list while told_limit */
+    struct tag_recv *placing;   /* matched by the EAGER message the transport places now */
     size_t eager_max;           /* largest eager payload (ready) */
     size_t chunk;               /* COOP DATA payload (ready) */
     uint32_t ctl_queued;        /* control messages queued for it (kept in order) */

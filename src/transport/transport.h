@@ -60,6 +60,10 @@ typedef struct fy_tl_caps {
                            * in the ring cell): then max_bcopy bytes of payload fit one buffer,
                            * at its start; 0: the header takes room in the buffer */
     size_t max_iov;       /* largest iovcnt accepted by sendv */
+    size_t max_placed;    /* a payload of more than max_bcopy - header and up to this many bytes
+                           * is received in pieces straight into the handler's placement
+                           * (fy_am_place) when it gives one, one copy out of the transport's
+                           * buffers; 0: never placed (a private buffer, then the handler's copy) */
     double latency_ns;    /* one-way latency estimate of a small message */
     double bandwidth_Bps; /* large-message bandwidth estimate */
 } fy_tl_caps_t;
