@@ -67,6 +67,7 @@ ferry_status_t fy_am_set_internal_handler(ferry_worker_t *worker, unsigned id,
     if (worker == NULL || id < FERRY_AM_ID_MAX || id >= FY_AM_ID_ALL)
         return FERRY_ERR_INVALID_PARAM;
     worker->am[id].cb = cb;
+    worker->am[id].place = NULL; /* the replaced handler's */
     worker->am[id].arg = arg;
     worker->am[id].warned = 0;
     return FERRY_OK;
