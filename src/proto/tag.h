@@ -12,7 +12,10 @@
  * until ferry_tag_message_recv receives it.
  *
  * Eager (length <= the endpoint's eager threshold): EAGER carries the data. On arrival it
- * matches the first posted receive, or waits in the unexpected queue, under two bounds
+ * matches the first posted receive (a payload the transport receives in pieces — shm
+ * fragments, tcp's large frames — is matched at its first piece and placed straight into that
+ * receive when its first piece holds it all: tag_place_eager), or waits in the unexpected queue,
+ * under two bounds
  * (back-pressure, never loss):
  *   bytes  FERRY_TAG_UNEXPECTED_MAX (cache-sized) payload bytes of the buffered messages of
  *          more than TAG_FLOW_SMALL_MAX bytes: past it the receiver sends EAGER_SMALL to the
