@@ -377,13 +377,13 @@ void fy_am_buffer_free(void *data);
 void fy_am_deliver_buffer(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const void *header,
                           size_t header_length, void *data, size_t length);
 
-/* Placement: a transport that receives a large payload in pieces (tcp) may ask the handler of
- * message id, before the payload arrives, where it should go (e.g. straight into the buffer of
- * a matched tagged receive). Returns the destination (length bytes, contiguous) or NULL (the
- * transport uses a buffer of its own). The transport then reads the payload there and
- * delivers the message with data == that destination and FY_AM_RECV_PLACED. The destination
- * stays valid while the endpoint is open: the transport stops writing into it when the
- * endpoint fails, is closed or destroyed (the message is then not delivered). */
+/* Placement: a transport that receives a large payload in pieces (tcp; shm fragments) may ask the
+ * handler of message id, before the payload arrives, where it should go (e.g. straight into the
+ * buffer of a matched tagged receive). Returns the destination (length bytes, contiguous) or NULL
+ * (the transport uses a buffer of its own). The transport then reads the payload there and delivers
+ * the message with data == that destination and FY_AM_RECV_PLACED. The destination stays valid
+ * while the endpoint is open: the transport stops writing into it when the endpoint fails, is
+ * closed or destroyed (the message is then not delivered). */
 void *fy_am_place(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const void *header,
                   size_t header_length, size_t length);
 
