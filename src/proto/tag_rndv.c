@@ -41,8 +41,9 @@ static const fy_config_var_t rndv_thresh_var = {
     .default_value = "auto",
     .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
                    "optional k/m/g suffix); auto: what one transport buffer holds besides the "
-                   "16-byte header (shm: 32 KiB, the header travels in the ring cell), at most "
-                   "32 KiB (a power of two: 32768-byte payloads go eager); 1 MiB on tcp",
+                   "16-byte header, at most 32 KiB, or 128 KiB where the transport places larger "
+                   "payloads straight into the matched receive (shm: 32 KiB fragments; "
+                   "131072-byte payloads go eager); 1 MiB on tcp",
     .check = rndv_thresh_check};
 static const fy_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
