@@ -56,8 +56,8 @@ void *fy_am_place(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const voi
                   size_t header_length, size_t length)
 {
     fy_am_handler_t *handler = &worker->am[id & (FY_AM_ID_ALL - 1)];
-    if (handler->place == NULL || handler->cb == NULL)
-        return NULL;
+    if (handler->place == NULL || handler->cb == NULL || fy_ep_going_away(ep))
+        return NULL; /* nothing more is delivered for an endpoint going away */
     return handler->place(handler->arg, ep, header, header_length, length);
 }
 
@@ -67,6 +67,7 @@ ferry_status_t fy_am_set_internal_handler(ferry_worker_t *worker, unsigned id,
     if (worker == NULL || id < FERRY_AM_ID_MAX || id >= FY_AM_ID_ALL)
         return FERRY_ERR_INVALID_PARAM;
     worker->am[id].cb = cb;
+    worker->am[id].place = NULL; /* the replaced handler's */
     worker->am[id].arg = arg;
     worker->am[id].warned = 0;
     return FERRY_OK;

@@ -8,7 +8,9 @@
 #include "progress/worker.h"
 
 /* Handlers of ferry's own ids (FERRY_AM_ID_MAX..FY_AM_ID_ALL-1: proto/am_ids.h); the public
- * ferry_am_set_handler refuses those ids. Returns FERRY_OK or FERRY_ERR_INVALID_PARAM. */
+ * ferry_am_set_handler refuses those ids. A new handler drops the id's placement (it belonged
+ * to the handler it replaces, and is called with the new handler's arg). Returns FERRY_OK or
+ * FERRY_ERR_INVALID_PARAM. */
 ferry_status_t fy_am_set_internal_handler(ferry_worker_t *worker, unsigned id,
                                           ferry_am_handler_cb_t cb, void *arg);
 

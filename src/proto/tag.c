@@ -921,10 +921,70 @@ static fy_noinline ferry_status_t tag_on_eager_decoded(ferry_worker_t *worker, c
     return tag_eager_arrived(worker, &msg.u.eager, header_length, data, length, params);
 }
 
+/* Placement (proto/am.h) of an EAGER payload that the transport receives in pieces (more than
+ * one of its buffers: shm fragments, tcp's large frames): straight into the first posted
+ * receive that takes it when that receive's first piece holds the whole message; else NULL (the
+ * transport reassembles it, and tag_on_eager matches it on delivery like any eager message).
+ * The receive is matched now: it leaves the posted queue and is the endpoint's `placing` until
+ * the message is delivered (tag_eager_placed) or the endpoint stops (fy_tag_ep_failed). Matching
+ * at the first piece keeps the order: the endpoint delivers nothing else before its last one. */
+static void *tag_place_eager(void *arg, ferry_ep_t *ep, const void *header, size_t header_length,
+                             size_t length)
+{
+    ferry_worker_t *worker = arg;
+    fy_tag_ep_t *tep = fy_tag_ep_of(ep);
+    tag_wire_msg_t msg;
+    const char *why;
+    if (tep->placing != NULL ||
+        tag_wire_decode(FY_AM_ID_TAG_EAGER, header, header_length, length, &msg, &why) != FERRY_OK)
+        return NULL; /* a bad header is refused, and warned about, when delivered */
+    tag_recv_t *recv =
+        tag_match_posted(fy_tag_worker_of(worker), msg.u.eager.tag, ep->peer.worker_uuid);
+    if (recv == NULL || recv->buf.iovcnt == 0 || recv->buf.iov[0].length < length)
+        return NULL; /* none, truncated or scattered: matched on delivery */
+    fy_list_remove(&recv->obj.link);
+    recv->state = TAG_RECV_PLACED;
+    recv->ep = ep;
+    tep->placing = recv;
+    return recv->buf.iov[0].buffer;
+}
+
+/* The EAGER message whose payload the transport wrote into the endpoint's placing receive. */
+static fy_noinline ferry_status_t tag_eager_placed(ferry_worker_t *worker, const void *header,
+                                                   size_t header_length, void *data, size_t length,
+                                                   const ferry_am_recv_params_t *params)
+{
+    ferry_ep_t *ep = params->reply_ep;
+    fy_tag_ep_t *tep = fy_tag_ep_of(ep);
+    tag_recv_t *recv = tep->placing;
+    tag_wire_msg_t msg;
+    if (recv == NULL || recv->buf.iov[0].buffer != data) {
+        tag_warn(worker, TAG_WARN_WRONG_STATE,
+                 "EAGER (%zu bytes) from endpoint %p delivered into a placement it was not given",
+                 length, (void *)ep);
+        return FERRY_OK;
+    }
+    tep->placing = NULL;
+    /* the header placement decoded (the transport's private copy): refused only by a bug */
+    if (!tag_decode(worker, ep, FY_AM_ID_TAG_EAGER, header, header_length, length, &msg)) {
+        tag_recv_finish(recv, FERRY_ERR_PROTOCOL);
+        return FERRY_OK;
+    }
+    tag_count_received(worker, ep, length);
+    tag_info_fill(recv->info, ep, params->peer, msg.u.eager.tag, length, msg.u.eager.imm,
+                  msg.u.eager.flags);
+    tag_recv_finish(recv, FERRY_OK);
+    if (msg.u.eager.flags & TAG_FLAG_SYNC)
+        tag_rndv_sync_ack(worker, ep, msg.u.eager.send_id); /* matched: its sender completes */
+    return FERRY_OK;
+}
+
 static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_length, void *data,
                                    size_t length, const ferry_am_recv_params_t *params)
 {
     tag_wire_eager_t eager = {.version = TAG_WIRE_VERSION};
+    if (fy_unlikely(params->flags & FY_AM_RECV_PLACED))
+        return tag_eager_placed(arg, header, header_length, data, length, params);
     if (fy_unlikely(!tag_wire_eager_plain(header, header_length, &eager.tag)))
         return tag_on_eager_decoded(arg, header, header_length, data, length, params);
     return tag_eager_arrived(arg, &eager, header_length, data, length, params);
@@ -1432,6 +1492,10 @@ static ferry_status_t tag_module_init(ferry_worker_t *worker, void **state_p)
     status = fy_am_set_internal_place(worker, FY_AM_ID_TAG_DATA, tag_rndv_place_data);
     if (status != FERRY_OK)
         goto err_free_state;
+    /* and an eager message larger than one transport buffer into the matched receive's */
+    status = fy_am_set_internal_place(worker, FY_AM_ID_TAG_EAGER, tag_place_eager);
+    if (status != FERRY_OK)
+        goto err_free_state;
     return FERRY_OK;
 
 err_free_state:
@@ -1550,6 +1614,11 @@ void fy_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status)
             tag_ctl_drop(worker, ctl);
     }
     tag_flow_forget(worker, ep);
+    tag_recv_t *placing = fy_tag_ep_of(ep)->placing;
+    if (placing != NULL) { /* the transport writes no more of its eager message */
+        fy_tag_ep_of(ep)->placing = NULL;
+        tag_recv_finish(placing, status);
+    }
     fy_list_t *lists[] = {&tw->unexpected, &tw->probed};
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(lists); i++) {
         for (fy_list_link_t *l = fy_list_first(lists[i]); l != fy_list_end(lists[i]); l = l->next) {

@@ -12,7 +12,10 @@
  * until ferry_tag_message_recv receives it.
  *
  * Eager (length <= the endpoint's eager threshold): EAGER carries the data. On arrival it
- * matches the first posted receive, or waits in the unexpected queue, under two bounds
+ * matches the first posted receive (a payload the transport receives in pieces — shm
+ * fragments, tcp's large frames — is matched at its first piece and placed straight into that
+ * receive when its first piece holds it all: tag_place_eager), or waits in the unexpected queue,
+ * under two bounds
  * (back-pressure, never loss):
  *   bytes  FERRY_TAG_UNEXPECTED_MAX (cache-sized) payload bytes of the buffered messages of
  *          more than TAG_FLOW_SMALL_MAX bytes: past it the receiver sends EAGER_SMALL to the
@@ -276,6 +279,7 @@ typedef struct tag_table {
 typedef struct fy_tag_ep {
     ferry_ep_t *ep;             /* the endpoint this state belongs to */
     fy_list_link_t flow_link;   /* in the worker's flow_off list while told_limit */
+    struct tag_recv *placing;   /* matched by the EAGER message the transport places now */
     size_t eager_max;           /* largest eager payload (ready) */
     size_t chunk;               /* COOP DATA payload (ready) */
     uint32_t ctl_queued;        /* control messages queued for it (kept in order) */

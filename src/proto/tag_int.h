@@ -77,6 +77,7 @@ typedef enum tag_recv_state {
     TAG_RECV_WAIT_COOKIE, /* GET: DONE(not final) sent, the next key is due */
     TAG_RECV_WAIT_DONE,   /* PUT: CTS sent, the sender writes (SPLIT: our part is read) */
     TAG_RECV_DATA,        /* COOP/NULL: CTS sent, DATA arrives */
+    TAG_RECV_PLACED,      /* EAGER in pieces: the transport writes it (fy_tag_ep_t.placing) */
     TAG_RECV_FINISHED,    /* completed (the user's completion may still be deferred) */
 } tag_recv_state_t;
 

@@ -41,8 +41,9 @@ static const fy_config_var_t rndv_thresh_var = {
     .default_value = "auto",
     .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
                    "optional k/m/g suffix); auto: what one transport buffer holds besides the "
-                   "16-byte header (shm: 32 KiB, the header travels in the ring cell), at most "
-                   "32 KiB (a power of two: 32768-byte payloads go eager); 1 MiB on tcp",
+                   "16-byte header, at most 32 KiB, or 128 KiB where the transport places larger "
+                   "payloads straight into the matched receive (shm: 32 KiB fragments; "
+                   "131072-byte payloads go eager); 1 MiB on tcp",
     .check = rndv_thresh_check};
 static const fy_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
@@ -104,6 +105,11 @@ static const fy_config_var_t *const rndv_null_chunk_reg
  * project's machine (issue 14, same runs: tag_lat 16 KiB eager 1.82 us, COOP 3.00, GET 5.12,
  * UCX posix 3.28; 32 KiB eager 2.60-2.90, automatic rendezvous 4.45-6.45, UCX 4.57-5.52). */
 #define TAG_EAGER_PAYLOAD_CAP 32768u
+/* The largest eager payload where the transport places one larger than its buffer straight
+ * into the matched receive (shm: 32 KiB fragments, copied in by the sender and out by the
+ * receiver at once, no RTS/CTS round trip; docs/ARCHITECTURE.md, "Medium messages go eager in
+ * fragments"; FERRY_RNDV_THRESH sets another threshold). */
+#define TAG_EAGER_PLACED_CAP 131072u
 /* The eager threshold on a stream transport (tcp), header included: 1 MiB payloads go eager.
  * Measured with tag_bw over loopback, same runs, against the NULL rendezvous and UCX tcp:
  * 64 KiB 2.9-4.1 GB/s (NULL 2.1-3.0, UCX 1.8-2.5), 1 MiB 5.4-6.4 (NULL 4.8-5.9, UCX 5.0-6.1). */
@@ -210,6 +216,8 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
     if (caps->flags & FY_TL_CAP_STREAM)
         eager = TAG_EAGER_STREAM_CAP - TAG_WIRE_EAGER_SHORT;
+    else if (caps->max_placed > eager)
+        eager = caps->max_placed < TAG_EAGER_PLACED_CAP ? caps->max_placed : TAG_EAGER_PLACED_CAP;
     /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
      * chunks on shm, 4 KiB-aligned in the user's buffers */
     size_t data_header =

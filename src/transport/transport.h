@@ -60,6 +60,10 @@ typedef struct fy_tl_caps {
                            * in the ring cell): then max_bcopy bytes of payload fit one buffer,
                            * at its start; 0: the header takes room in the buffer */
     size_t max_iov;       /* largest iovcnt accepted by sendv */
+    size_t max_placed;    /* a payload of more than max_bcopy - header and up to this many bytes
+                           * is received in pieces straight into the handler's placement
+                           * (fy_am_place) when it gives one, one copy out of the transport's
+                           * buffers; 0: never placed (a private buffer, then the handler's copy) */
     double latency_ns;    /* one-way latency estimate of a small message */
     double bandwidth_Bps; /* large-message bandwidth estimate */
 } fy_tl_caps_t;
@@ -373,13 +377,13 @@ void fy_am_buffer_free(void *data);
 void fy_am_deliver_buffer(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const void *header,
                           size_t header_length, void *data, size_t length);
 
-/* Placement: a transport that receives a large payload in pieces (tcp) may ask the handler of
- * message id, before the payload arrives, where it should go (e.g. straight into the buffer of
- * a matched tagged receive). Returns the destination (length bytes, contiguous) or NULL (the
- * transport uses a buffer of its own). The transport then reads the payload there and
- * delivers the message with data == that destination and FY_AM_RECV_PLACED. The destination
- * stays valid while the endpoint is open: the transport stops writing into it when the
- * endpoint fails, is closed or destroyed (the message is then not delivered). */
+/* Placement: a transport that receives a large payload in pieces (tcp; shm fragments) may ask the
+ * handler of message id, before the payload arrives, where it should go (e.g. straight into the
+ * buffer of a matched tagged receive). Returns the destination (length bytes, contiguous) or NULL
+ * (the transport uses a buffer of its own). The transport then reads the payload there and delivers
+ * the message with data == that destination and FY_AM_RECV_PLACED. The destination stays valid
+ * while the endpoint is open: the transport stops writing into it when the endpoint fails, is
+ * closed or destroyed (the message is then not delivered). */
 void *fy_am_place(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const void *header,
                   size_t header_length, size_t length);
 

@@ -406,7 +406,9 @@ size_t ft_tag_eager_max(void)
             v <<= 20;
         return (size_t)v;
     }
-    return 32768; /* automatic on shm: 32 KiB of payload (the header travels in the ring cell) */
+    /* automatic on shm: 128 KiB of payload, in 32 KiB fragments placed straight into a matched
+     * receive (the header travels in the ring cell) */
+    return 131072;
 }
 
 const char *ft_tag_mode(void)

@@ -85,6 +85,8 @@ enum {
 #define TB_FAKE_RECV_18 0x0000000100000078ull
 #define TB_REUSE_BYTE 0x5a
 #define TB_BIG17 ((size_t)4 << 20)
+/* m's rendezvous of cases 3 and 18: more than shm's automatic eager limit (128 KiB) */
+#define TB_M_RNDV 200000
 #define TB_TAG(k) (0x6200000000000000ull | ((uint64_t)(k) << 8))
 #define TB_FOLLOW(k) (0x6300000000000000ull | (uint64_t)(k))
 #define TB_FOLLOW_SIZE 200
@@ -477,7 +479,7 @@ static void ab_finished_send(void)
     tag_wire_msg_t rts = ab_take(FY_AM_ID_TAG_RTS, "m's RTS");
     uint64_t send_id = rts.u.rts.send_id;
     tag_wire_msg_t m;
-    FT_CHECK(rts.u.rts.tag == TB_TAG(3) && rts.u.rts.length == 100000,
+    FT_CHECK(rts.u.rts.tag == TB_TAG(3) && rts.u.rts.length == TB_M_RNDV,
              "m's RTS: tag 0x%llx, "
              "%llu bytes",
              (unsigned long long)rts.u.rts.tag, (unsigned long long)rts.u.rts.length);
@@ -500,9 +502,9 @@ static void ab_finished_send(void)
     m.u.cts.mode = TAG_RNDV_COOP;
     m.u.cts.send_id = send_id;
     m.u.cts.recv_id = 0x0000000100000063ull;
-    m.u.cts.length = 100000;
+    m.u.cts.length = TB_M_RNDV;
     ab_send(&m, 0, NULL, 0);
-    m = ab_done(TAG_DONE_TO_SEND, send_id, 1, 0, 100000, 0);
+    m = ab_done(TAG_DONE_TO_SEND, send_id, 1, 0, TB_M_RNDV, 0);
     ab_send(&m, 0, NULL, 0);
 }
 
@@ -703,18 +705,18 @@ static void ab_case(unsigned k)
     }
     case 18: {
         tag_wire_msg_t rts = ab_take(FY_AM_ID_TAG_RTS, "m's RTS");
-        FT_CHECK(rts.u.rts.mode == TAG_RNDV_SPLIT && rts.u.rts.length == 100000,
+        FT_CHECK(rts.u.rts.mode == TAG_RNDV_SPLIT && rts.u.rts.length == TB_M_RNDV,
                  "m's RTS: mode %u, %llu bytes", rts.u.rts.mode,
                  (unsigned long long)rts.u.rts.length);
-        buf = calloc(1, 100000);
+        buf = calloc(1, TB_M_RNDV);
         FT_CHECK(buf != NULL, "calloc");
-        ab_register(&region, buf, 100000, FERRY_ACCESS_REMOTE_WRITE);
+        ab_register(&region, buf, TB_M_RNDV, FERRY_ACCESS_REMOTE_WRITE);
         m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
         m.u.cts.version = TAG_WIRE_VERSION;
         m.u.cts.mode = TAG_RNDV_SPLIT;
         m.u.cts.send_id = rts.u.rts.send_id;
         m.u.cts.recv_id = TB_FAKE_RECV_18;
-        m.u.cts.length = 100000;
+        m.u.cts.length = TB_M_RNDV;
         memcpy(m.u.cts.rkey, region.key, RKEY_PACKED_SIZE); /* all of it, not a tail */
         ab_send(&m, 0, NULL, 0);
         m = ab_take(FY_AM_ID_TAG_DONE, "m's DONE");
@@ -723,7 +725,7 @@ static void ab_case(unsigned k)
                  "m's DONE: target %u, id 0x%llx, status %d, final %u", m.u.done.target,
                  (unsigned long long)m.u.done.id, m.u.done.status, m.u.done.final);
         size_t written = 0;
-        for (size_t i = 0; i < 100000; i++)
+        for (size_t i = 0; i < TB_M_RNDV; i++)
             written += buf[i] != 0;
         FT_CHECK(written == 0, "case 18: m wrote %zu bytes with a key it refused", written);
         ab_release(&region);
@@ -1065,8 +1067,8 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
         ft_tag_recv_post(w, &eager_target, TB_TAG(1), UINT64_MAX);
         break;
     case 3:
-    case 18: /* 100 000 bytes: SPLIT in automatic mode where a's memory can be read */
-        ft_tag_send_start(w, tb_a_ep, &s, TB_M, TB_TAG(k), 100000, FT_SHAPE_UNEVEN3);
+    case 18: /* TB_M_RNDV bytes: SPLIT in automatic mode where a's memory can be read */
+        ft_tag_send_start(w, tb_a_ep, &s, TB_M, TB_TAG(k), TB_M_RNDV, FT_SHAPE_UNEVEN3);
         break;
     case 19:
         cap = 100000;

@@ -15,6 +15,11 @@
  *               receive for; s kills it, then receives both: the eager one intact, the
  *               rendezvous with the endpoint's error (info.sender is NULL: the endpoint the
  *               worker accepted for the dead peer is gone);
+ *   v_placed    sends s 13 eager messages of 32 KiB that s has posted no receive for, then a
+ *               128 KiB eager message (32 KiB fragments) into a receive s posted, and makes no
+ *               more progress: on shm three fragments find a buffer; s kills it, then progresses:
+ *               the receive, matched and placed at the first fragment, completes with the
+ *               endpoint's error, nothing written past it; the 13 messages are intact;
  *   v_read      (GET only) sends s 256 MiB and SIGKILLs itself as soon as s claimed its first
  *               section (INTERNAL: it watches its key table), that is while s reads it;
  *   echo        a tag echo peer (tests/common/ft_tag.h): round trips of 100 B, 100 000 B and
@@ -63,6 +68,13 @@ enum {
 #define TD_TAG_D1 0x6400000000000004ull
 #define TD_TAG_D2 0x6400000000000005ull
 #define TD_TAG_E 0x6400000000000006ull
+#define TD_TAG_F1 0x6400000000000007ull
+#define TD_TAG_F2 0x6400000000000008ull
+/* f: eager messages of one bulk buffer that fill 13 of the receiver's 16, then an eager message
+ * of four 32 KiB fragments of which only three find a buffer */
+#define TD_F_FILL 13u
+#define TD_F_ONE ((size_t)32768)
+#define TD_F_PLACED ((size_t)131072)
 
 static const uint8_t td_guard8[8] = {FT_TAG_GUARD_BYTE, FT_TAG_GUARD_BYTE, FT_TAG_GUARD_BYTE,
                                      FT_TAG_GUARD_BYTE, FT_TAG_GUARD_BYTE, FT_TAG_GUARD_BYTE,
@@ -176,6 +188,23 @@ static int td_v_rts_send_role(int chan, void *arg)
     ft_tag_send_start_ext(f.worker, ep, &s2, TD_VICTIM, TD_TAG_D2, TD_MID, FT_SHAPE_UNEVEN3, &p);
     ft_chan_send_token(chan, TD_TOKEN_SENT, 0, 0, 0, 0);
     td_progress_until_killed(f.worker);
+    return 1;
+}
+
+static int td_v_placed_send_role(int chan, void *arg)
+{
+    (void)arg;
+    ft_ferry_t f;
+    ft_tag_send_t fill[TD_F_FILL], placed;
+    ferry_ep_t *ep = td_victim_connect(chan, &f);
+    ft_progress_until_token(f.worker, chan, TD_TOKEN_GO, 8 * FT_TAG_TIMEOUT, NULL);
+    for (unsigned i = 0; i < TD_F_FILL; i++)
+        ft_tag_send_start(f.worker, ep, &fill[i], TD_VICTIM, TD_TAG_F1 + ((uint64_t)i << 32),
+                          TD_F_ONE, FT_SHAPE_CONTIG);
+    ft_tag_send_start(f.worker, ep, &placed, TD_VICTIM, TD_TAG_F2, TD_F_PLACED, FT_SHAPE_CONTIG);
+    /* no progress from here: the last fragment stays queued until the SIGKILL */
+    ft_chan_send_token(chan, TD_TOKEN_SENT, 0, 0, 0, 0);
+    ft_chan_expect_token(chan, TD_TOKEN_NEVER, 4 * FT_TAG_TIMEOUT); /* killed meanwhile */
     return 1;
 }
 
@@ -546,11 +575,53 @@ static void td_case_kill_while_reading(td_unregistered_t *v)
     ft_tag_recv_free(&r);
 }
 
+/* f: the sender of an eager message placed straight into a posted receive dies between its
+ * fragments (on shm: 3 of 4 sent; the receive is matched at the first fragment) */
+static void td_case_kill_placed_sender(ft_peer_t *v)
+{
+    ft_tag_recv_t r, fill[TD_F_FILL];
+    td_accepted = (td_errors_t){0};
+    ft_tag_recv_init(&r, FT_SHAPE_CONTIG, TD_F_PLACED);
+    ft_tag_recv_post(td_f.worker, &r, TD_TAG_F2, UINT64_MAX);
+    ft_chan_send_token(v->chan, TD_TOKEN_GO, 0, 0, 0, 0);
+    /* no progress until the sender is dead: its fragments wait in our ring and buffers */
+    ft_chan_expect_token(v->chan, TD_TOKEN_SENT, FT_TAG_TIMEOUT);
+    uint64_t kill_ns = ft_peer_kill(v);
+    ft_tag_recv_wait(td_f.worker, &r);
+    if (strcmp(ft_remote_transport(), "shm") == 0) {
+        td_check_status("f: the eager receive placed from a sender killed between fragments",
+                        r.status, r.done_ns, kill_ns);
+        FT_CHECK(td_word_written(&r.buf, 0), "f: the first fragment was not placed");
+        ft_tbuf_check_guards(&r.buf, "f: the placed receive of a message cut short");
+    } else { /* a stream may have carried it whole before the death */
+        FT_CHECK(r.status == FERRY_OK || ft_tag_is_endpoint_error(r.status),
+                 "f: the eager receive from a sender killed after sending: %s",
+                 ferry_status_name(r.status));
+    }
+    ft_progress_until(td_f.worker, 5000, td_error_seen, &td_accepted,
+                      "the accepted endpoint's error callback");
+    /* the unexpected messages of one buffer before it are intact */
+    for (unsigned i = 0; i < TD_F_FILL; i++) {
+        uint64_t tag = TD_TAG_F1 + ((uint64_t)i << 32);
+        ft_tag_recv_init(&fill[i], FT_SHAPE_SEVEN, TD_F_ONE);
+        ft_tag_recv_post(td_f.worker, &fill[i], tag, UINT64_MAX);
+        ft_tag_recv_wait(td_f.worker, &fill[i]);
+        FT_CHECK(fill[i].status == FERRY_OK, "f: unexpected message %u: %s", i,
+                 ferry_status_name(fill[i].status));
+        ft_tbuf_check(&fill[i].buf, TD_VICTIM, tag, TD_F_ONE, "f: an unexpected message");
+        ft_tag_recv_free(&fill[i]);
+    }
+    td_check_registrations("f: the placed receive from a sender that died");
+    ft_note("f: eager receive placed from a sender killed between fragments: %s",
+            ferry_status_name(r.status));
+    ft_tag_recv_free(&r);
+}
+
 int main(void)
 {
     uint8_t address[FT_CHAN_MSG_MAX];
     ft_files_t before;
-    ft_peer_t v_send, v_rts_recv, v_rts_send, echo;
+    ft_peer_t v_send, v_rts_recv, v_rts_send, v_placed, echo;
     td_unregistered_t v_recv, v_read;
     bool get = strcmp(ft_tag_mode(), "get") == 0;
 
@@ -562,6 +633,7 @@ int main(void)
     ft_peer_spawn(&v_send, "v_send", td_v_send_role, NULL);
     ft_peer_spawn(&v_rts_recv, "v_rts_recv", td_v_rts_recv_role, NULL);
     ft_peer_spawn(&v_rts_send, "v_rts_send", td_v_rts_send_role, NULL);
+    ft_peer_spawn(&v_placed, "v_placed", td_v_placed_send_role, NULL);
     ft_peer_spawn(&echo, "echo", ft_tag_echo_role, NULL);
 
     ferry_worker_params_t wparams = {.accepted_ep_error_cb = td_error_cb,
@@ -569,8 +641,8 @@ int main(void)
     ft_ferry_init(&td_f, NULL, &wparams);
     size_t length = ft_recv_address(echo.chan, address, sizeof(address), FT_TAG_TIMEOUT);
     td_echo_ep = ft_ep_create(td_f.worker, address, length, NULL);
-    const int senders[] = {v_send.chan, v_rts_send.chan, v_read.chan};
-    for (size_t i = 0; i < 3; i++) {
+    const int senders[] = {v_send.chan, v_rts_send.chan, v_read.chan, v_placed.chan};
+    for (size_t i = 0; i < 4; i++) {
         ft_recv_address(senders[i], address, sizeof(address), FT_TAG_TIMEOUT);
         ft_send_address(senders[i], td_f.worker);
     }
@@ -584,6 +656,8 @@ int main(void)
     td_case_kill_rts_receiver(&v_rts_recv);
     td_echo();
     td_case_kill_rts_sender(&v_rts_send);
+    td_echo();
+    td_case_kill_placed_sender(&v_placed);
     td_echo();
     if (get) {
         td_case_kill_while_reading(&v_read);

@@ -540,6 +540,10 @@ static void tm_phase4(void)
         {100000, 70001, FT_SHAPE_UNEVEN3, 0, 777},
         {100000, 70001, FT_SHAPE_SEVEN, 1, 65536},
         {100000, 99999, FT_SHAPE_ZEROS, 2, 3},
+        /* shm's eager messages in fragments: a contiguous receive too short to place into, then
+         * one that is placed (131072 bytes into 131082) */
+        {131072, 131071, FT_SHAPE_CONTIG, 0, 131072},
+        {120000, 70000, FT_SHAPE_CONTIG, 1, 65537},
         {TM_MIB, 0, FT_SHAPE_CONTIG, 0, 777},
         {TM_MIB + 3, TM_MIB, FT_SHAPE_SEVEN, 2, 2 * TM_MIB},
         {TM_MIB, 4096, FT_SHAPE_CONTIG, 1, 4096},

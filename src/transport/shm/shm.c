@@ -640,8 +640,9 @@ static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header
 
     if (connected && !fy_list_is_empty(&tlep->pending) && small)
         return FERRY_ERR_NO_RESOURCE; /* keep order behind queued sends */
-    if (connected && small) {
-        /* a request on the stack: posted whole or not at all */
+    if (connected && fy_list_is_empty(&tlep->pending)) {
+        /* a request on the stack: one buffer is posted whole or not at all; fragments as far
+         * as there is room, and only the rest is queued (no malloc when it all fits) */
         shm_req_t local;
         local.id = id;
         local.header_length = (uint16_t)header_length;
@@ -655,25 +656,36 @@ static ferry_status_t shm_sendv(fy_tl_ep_t *tlep, uint8_t id, const void *header
         local.iov_index = 0;
         local.iov_offset = 0;
         status = shm_req_post(tlep, &local);
-        if (status == FERRY_OK) {
+        if (local.first_posted)
             shm_signal_peer(tlep);
-        } else {
-            tlep->blocked = true; /* a worker that waits now is woken when there is room */
-            tlep->blocked_pool = shm_pool_for(header_length, length);
+        if (status == FERRY_OK || small) {
+            if (status != FERRY_OK) {
+                tlep->blocked = true; /* a worker that waits now is woken when there is room */
+                tlep->blocked_pool = shm_pool_for(header_length, length);
+            }
+            return status;
         }
-        return status;
+        /* the rest of the fragments waits in the queue, from where the stack request got */
+        req = shm_req_create(id, header, header_length, iov, iovcnt, comp);
+        if (req == NULL) {
+            if (!local.first_posted)
+                return FERRY_ERR_NO_MEMORY;
+            /* the receiver holds a first fragment: the message cannot be taken back */
+            shm_ep_shutdown(tlep, FERRY_ERR_NO_MEMORY);
+            fy_ep_fail(tlep->ep, FERRY_ERR_NO_MEMORY);
+            return FERRY_ERR_NO_MEMORY;
+        }
+        req->sent = local.sent;
+        req->first_posted = local.first_posted;
+        req->iov_index = local.iov_index;
+        req->iov_offset = local.iov_offset;
+        fy_list_push_tail(&tlep->pending, &req->link);
+        shm_ep_set_waiting(tlep, true);
+        return FERRY_INPROGRESS;
     }
     req = shm_req_create(id, header, header_length, iov, iovcnt, comp);
     if (req == NULL)
         return FERRY_ERR_NO_MEMORY;
-    if (connected && fy_list_is_empty(&tlep->pending)) {
-        status = shm_req_post(tlep, req);
-        shm_signal_peer(tlep);
-        if (status == FERRY_OK) {
-            shm_req_free(req);
-            return FERRY_OK;
-        }
-    }
     if (!connected && comp == NULL) {
         /* queued while connecting, and the caller will not learn when its buffers are free:
          * keep a private copy so that they are free now */
@@ -760,7 +772,15 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
         if (cell->flags & SHM_FRAG_FIRST) {
             uint64_t length;
             memcpy(&length, cell->data, sizeof(length));
-            if (frag->spare != NULL && frag->spare_length >= length) {
+            /* the header is copied out first: the placement reads our copy, never the buffer
+             * the peer can still write */
+            memcpy(frag->header, data, cell->header_length);
+            frag->placed = false;
+            frag->data = fy_am_place(tlw->worker, ep, cell->am_id, frag->header,
+                                     cell->header_length, length);
+            if (frag->data != NULL) {
+                frag->placed = true; /* straight into the receive: one copy, no reassembly */
+            } else if (frag->spare != NULL && frag->spare_length >= length) {
                 frag->data = frag->spare; /* no malloc, no page faults: reused */
                 frag->spare = NULL;
             } else {
@@ -777,7 +797,6 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
             frag->header_length = cell->header_length;
             frag->length = length;
             frag->received = 0;
-            memcpy(frag->header, data, cell->header_length);
         }
         size_t n = cell->length - cell->header_length;
         memcpy(frag->data + frag->received, data + cell->header_length, n);
@@ -787,8 +806,13 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
             uint8_t *buffer = frag->data;
             frag->active = false;
             frag->data = NULL;
-            if (fy_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length, buffer,
-                              frag->length, FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS) {
+            if (frag->placed) {
+                frag->placed = false;
+                fy_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length, buffer,
+                              frag->length, FY_AM_RECV_PLACED);
+            } else if (fy_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length,
+                                     buffer, frag->length,
+                                     FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS) {
                 /* keep it for the next message: the handler may have closed the endpoint */
                 if (tlep->state == SHM_CONN_DETACHED) {
                     fy_am_buffer_free(buffer);
@@ -1296,6 +1320,7 @@ static ferry_status_t shm_query(const fy_config_set_t *config, fy_tl_caps_t *cap
     caps->max_bcopy = SHM_BULK_SIZE;
     caps->header_apart = SHM_CELL_DATA;
     caps->max_iov = SIZE_MAX;
+    caps->max_placed = SIZE_MAX; /* fragments: copied out straight into a placement */
     caps->latency_ns = 100;
     caps->bandwidth_Bps = 5e9;
     return FERRY_OK;

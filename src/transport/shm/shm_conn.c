@@ -596,7 +596,8 @@ void shm_conn_detach(fy_tl_ep_t *tlep)
     }
     shm_keytable_unmap(tlep);
     if (tlep->frag.active) {
-        fy_am_buffer_free(tlep->frag.data);
+        if (!tlep->frag.placed) /* a placement is the handler's: it hears of the failure */
+            fy_am_buffer_free(tlep->frag.data);
         tlep->frag.active = false;
     }
     if (tlep->frag.spare != NULL) {
