@@ -198,10 +198,35 @@ static void recv_finish(fy_ofi_req_t *req, ferry_status_t status)
     fy_ofi_req_complete(req, status);
 }
 
-/* The completion of a receive ferry matched after it was posted. The common one (the whole
- * message placed, not discarded) writes its entry straight from what ferry reported, without
- * recv_finish's copies into the request: it is on the path of every message a waiting rank
- * gets. */
+/* The entry of a receive that placed the whole message (no truncation, no discard), written
+ * straight from what ferry reported (info), without recv_finish's copies into a request: it is
+ * on the path of every message a rank gets. cq_wanted: FY_OFI_REQ_CQ's condition. */
+static inline __attribute__((always_inline)) void recv_entry(fy_ofi_ep_t *ep, bool cq_wanted,
+                                                             void *context, uint64_t cq_flags,
+                                                             void *buf,
+                                                             const ferry_tag_info_t *info)
+{
+    fy_ofi_cntr_count(ep->cntr_recv, false);
+    fy_ofi_cq_t *cq = ep->rx_cq;
+    if (!cq_wanted || ep->destroying || cq == NULL)
+        return;
+    fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, context);
+    if (entry == NULL)
+        return;
+    bool imm = (info->flags & FERRY_TAG_INFO_IMM) != 0;
+    entry->e.op_context = context;
+    entry->e.flags = cq_flags | (imm ? FI_REMOTE_CQ_DATA : 0);
+    entry->e.len = info->length;
+    entry->e.buf = buf;
+    entry->e.data = imm ? info->imm : 0;
+    entry->e.tag = info->tag & ep->tag_format;
+    entry->src = fy_ofi_av_source(ep->av, info->peer);
+    entry->err = 0;
+    fy_ofi_cq_commit(cq);
+}
+
+/* The completion of a receive ferry matched after it was posted: the common one (the whole
+ * message placed, not discarded) is recv_entry. */
 static void recv_done_cb(ferry_completion_t *comp)
 {
     fy_ofi_req_t *req = FY_OFI_CONTAINER(comp, fy_ofi_req_t, comp);
@@ -210,24 +235,8 @@ static void recv_done_cb(ferry_completion_t *comp)
         recv_finish(req, comp->status);
         return;
     }
-    fy_ofi_ep_t *ep = req->ep;
-    fy_ofi_cntr_count(req->cntr, false);
-    fy_ofi_cq_t *cq = ep->rx_cq;
-    if ((req->flags & FY_OFI_REQ_CQ) && !ep->destroying && cq != NULL) {
-        fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, req->context);
-        if (entry != NULL) {
-            bool imm = (req->info.flags & FERRY_TAG_INFO_IMM) != 0;
-            entry->e.op_context = req->context;
-            entry->e.flags = req->cq_flags | (imm ? FI_REMOTE_CQ_DATA : 0);
-            entry->e.len = req->info.length;
-            entry->e.buf = req->buf;
-            entry->e.data = imm ? req->info.imm : 0;
-            entry->e.tag = req->info.tag & ep->tag_format;
-            entry->src = fy_ofi_av_source(ep->av, req->info.peer);
-            entry->err = 0;
-            fy_ofi_cq_commit(cq);
-        }
-    }
+    recv_entry(req->ep, (req->flags & FY_OFI_REQ_CQ) != 0, req->context, req->cq_flags, req->buf,
+               &req->info);
     fy_ofi_req_free(req);
 }
 
@@ -281,19 +290,30 @@ static inline __attribute__((always_inline)) int recv_match(fy_ofi_ep_t *ep, boo
     return 0;
 }
 
-static inline __attribute__((always_inline)) fy_ofi_req_t *recv_req(fy_ofi_ep_t *ep, void *context,
-                                                                    bool tagged, uint64_t flags)
+/* Take the request fy_ofi_req_next gave a receive (its comp, buffers and info kept) and fill
+ * what its completion reads. */
+static inline __attribute__((always_inline)) void
+recv_take(fy_ofi_ep_t *ep, fy_ofi_req_t *req, void *context, bool tagged, uint64_t flags)
 {
-    fy_ofi_req_t *req = fy_ofi_req_alloc(ep, FY_OFI_REQ_RECV, FY_OFI_BUDGET_RX);
-    if (req == NULL)
-        return NULL;
+    fy_ofi_req_take(ep, req, FY_OFI_REQ_RECV, FY_OFI_BUDGET_RX);
     req->context = context;
     req->cq_flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
     req->cntr = ep->cntr_recv;
     if (!ep->rx_selective || (flags & FI_COMPLETION))
         req->flags |= FY_OFI_REQ_CQ;
-    req->comp.cb = recv_done_cb;
-    req->comp.count = 1;
+}
+
+static inline __attribute__((always_inline)) fy_ofi_req_t *recv_req(fy_ofi_ep_t *ep, void *context,
+                                                                    bool tagged, uint64_t flags)
+{
+    fy_ofi_req_t *req = fy_ofi_req_next(ep, FY_OFI_BUDGET_RX);
+    if (req == NULL)
+        return NULL;
+    req->buf = NULL;
+    req->len = 0;
+    req->iovcnt = 0;
+    req->comp = (ferry_completion_t){.cb = recv_done_cb, .count = 1};
+    recv_take(ep, req, context, tagged, flags);
     return req;
 }
 
@@ -417,23 +437,34 @@ recv_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t sr
         rc = recv_peek(ep, &match, tag, context, flags);
         goto out;
     }
-    fy_ofi_req_t *req = recv_req(ep, context, tagged, flags);
+    /* the request is taken only when ferry keeps it: a message that waited in ferry's
+     * unexpected queue (the usual case of a stream whose sender runs ahead) is placed by the
+     * call and its entry written from ferry's report, the request left free */
+    fy_ofi_req_t *req = fy_ofi_req_next(ep, FY_OFI_BUDGET_RX);
     if (req == NULL) {
         rc = -FI_EAGAIN;
         goto out;
     }
     rc = iov_build(req, iov, count);
-    if (rc != 0) {
-        fy_ofi_req_free(req);
+    if (rc != 0)
         goto out;
-    }
+    req->comp = (ferry_completion_t){.cb = recv_done_cb, .count = 1};
     ferry_status_t st = ferry_tag_recv_from(ep->worker, match.source, req->iov, req->iovcnt,
                                             match.tag, match.mask, &req->info, &req->comp);
     if (st == FERRY_INPROGRESS) { /* recv_started's common case, in place */
+        recv_take(ep, req, context, tagged, flags);
         req->flags |= FY_OFI_REQ_POSTED;
         rc = 0;
         goto out;
     }
+    if (st == FERRY_OK && req->info.length <= req->len) {
+        req->comp.count = -1; /* left free */
+        recv_entry(ep, !ep->rx_selective || (flags & FI_COMPLETION), context,
+                   FI_RECV | (tagged ? FI_TAGGED : FI_MSG), req->buf, &req->info);
+        rc = 0;
+        goto out;
+    }
+    recv_take(ep, req, context, tagged, flags);
     rc = recv_started(req, st);
 out:
     fy_ofi_domain_unlock(ep->domain);

@@ -10,10 +10,17 @@
  * (its receive, posted before, completes), sends back and posts the receive of the next round;
  * A reads its CQ. Every byte, tag, CQ datum and source is checked.
  *
- * Usage: ofi_roundtrip [SIZE [ROUND_TRIPS [POLLS]]]   (default 8 B, 1000, 0)
- * then POLLS reads of A's empty CQ (a rank waiting: what one poll costs).
+ * Usage: ofi_roundtrip [SIZE [ROUND_TRIPS [POLLS [STREAM_ROUNDS]]]]   (default 8 B, 1000, 0, 0)
+ * then POLLS reads of A's empty CQ (a rank waiting: what one poll costs), then STREAM_ROUNDS
+ * rounds of Open MPI's tag_bw stream (a sender that outruns its receiver): A injects
+ * 2 x STREAM_WINDOW messages (stream_send); B, which keeps STREAM_WINDOW receives posted, reads
+ * its CQ as the MTL does (up to 100 entries a read) and posts a receive for each entry it got
+ * (stream_recv): half the messages match a posted receive, half wait in ferry's unexpected
+ * queue until their receive is posted.
  * Counting: valgrind --tool=callgrind --toggle-collect=round_trips ofi_roundtrip 8 20000
- * (instructions / (ROUND_TRIPS + 100 warm-up ones); --toggle-collect=empty_polls for POLLS).
+ * (instructions / (ROUND_TRIPS + 100 warm-up ones); --toggle-collect=empty_polls for POLLS;
+ * --toggle-collect=stream_send and stream_recv: / (2 x STREAM_WINDOW x STREAM_ROUNDS) a
+ * message on each side).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,11 +161,62 @@ __attribute__((noinline)) void empty_polls(rank_t *r, long count)
         OT_EXPECT(fi_cq_read(r->t.cq, entries, 100), -FI_EAGAIN);
 }
 
+#define STREAM_WINDOW 16 /* mpi_pingpong's MP_WINDOW */
+
+/* The sender's half of a stream round: 2 x STREAM_WINDOW sends, as the MTL's MPI_Isend of a
+ * small message (an inject, complete on return). */
+__attribute__((noinline)) void stream_send(rank_t *a);
+__attribute__((noinline)) void stream_send(rank_t *a)
+{
+    for (int i = 0; i < 2 * STREAM_WINDOW; i++)
+        OT_EXPECT(fi_tinjectdata(a->t.ep, a->sbuf, size, a->data, a->peer, TAG), 0);
+}
+
+/* The receiver's half: 2 x STREAM_WINDOW completions; each entry's receive is posted again
+ * (B keeps STREAM_WINDOW receives posted, all with the same context: the MTL's requests). */
+__attribute__((noinline)) long stream_recv(rank_t *b, rank_t *a);
+__attribute__((noinline)) long stream_recv(rank_t *b, rank_t *a)
+{
+    struct fi_cq_tagged_entry entries[100];
+    long got = 0;
+    long empty = 0;
+    int64_t deadline = ot_now_ms() + OT_TIMEOUT_MS;
+    while (got < 2 * STREAM_WINDOW) {
+        ssize_t n = fi_cq_read(b->t.cq, entries, 100);
+        if (n == -FI_EAGAIN) {
+            empty++;
+            OT_EXPECT(fi_cq_read(a->t.cq, entries, 0), 0);
+            OT_CHECK(ot_now_ms() < deadline);
+            continue;
+        }
+        OT_CHECK(n > 0);
+        for (ssize_t i = 0; i < n; i++) {
+            OT_CHECK(entries[i].op_context == &b->rctx && entries[i].len == size);
+            OT_CHECK(entries[i].tag == TAG && entries[i].data == a->data);
+            rank_post(b, TAG);
+        }
+        got += n;
+    }
+    return empty;
+}
+
+static long stream(rank_t *a, rank_t *b, long rounds)
+{
+    long empty = 0;
+    for (long r = 0; r < rounds; r++) {
+        stream_send(a);
+        empty += stream_recv(b, a);
+    }
+    OT_CHECK(memcmp(b->rbuf, a->sbuf, size) == 0);
+    return empty;
+}
+
 int main(int argc, char **argv)
 {
     size = argc > 1 ? strtoul(argv[1], NULL, 0) : 8;
     long count = argc > 2 ? strtol(argv[2], NULL, 0) : 1000;
     long polls = argc > 3 ? strtol(argv[3], NULL, 0) : 0;
+    long rounds = argc > 4 ? strtol(argv[4], NULL, 0) : 0;
     ot_require_provider();
     rank_t a;
     rank_t b;
@@ -176,9 +234,20 @@ int main(int argc, char **argv)
     round_trips(&a, &b, count);
     long empty = empty_reads;
     empty_polls(&a, polls);
+    long stream_empty = 0;
+    if (rounds > 0) {
+        OT_CHECK(size <= inject_size); /* the stream's sends are injects */
+        /* b has one receive posted (the last round's): STREAM_WINDOW in all */
+        for (int i = 1; i < STREAM_WINDOW; i++)
+            rank_post(&b, TAG);
+        stream_empty = stream(&a, &b, rounds);
+    }
     rank_close(&a);
     rank_close(&b);
     printf("ofi_roundtrip: %ld round trips of %zu B checked; %ld empty CQ reads\n", count, size,
            empty);
+    if (rounds > 0)
+        printf("ofi_roundtrip: %ld messages of %zu B streamed; %ld empty CQ reads\n",
+               rounds * 2 * STREAM_WINDOW, size, stream_empty);
     return 0;
 }

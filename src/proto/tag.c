@@ -908,12 +908,16 @@ static fy_always_inline ferry_status_t tag_eager_arrived(ferry_worker_t *worker,
     return tag_unexpected_eager(worker, ep, eager, header_length, data, length, params->flags);
 }
 
-/* An EAGER header the fast case did not take (flags, or not a valid header): decoded in full. */
+/* An EAGER header the plain fast case did not take: one with immediate data only (the second
+ * fast case, tag_wire_eager_imm), else decoded in full (other flags, or not a valid header). */
 static fy_noinline ferry_status_t tag_on_eager_decoded(ferry_worker_t *worker, const void *header,
                                                        size_t header_length, void *data,
                                                        size_t length,
                                                        const ferry_am_recv_params_t *params)
 {
+    tag_wire_eager_t eager = {.version = TAG_WIRE_VERSION, .flags = TAG_FLAG_IMM};
+    if (tag_wire_eager_imm(header, header_length, &eager.tag, &eager.imm))
+        return tag_eager_arrived(worker, &eager, header_length, data, length, params);
     tag_wire_msg_t msg;
     if (!tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_EAGER, header, header_length, length,
                     &msg))

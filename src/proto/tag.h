@@ -255,6 +255,24 @@ static inline bool tag_wire_eager_plain(const void *header, size_t header_length
     return le64toh(first) == TAG_WIRE_VERSION;
 }
 
+/* The second fast case of tag_wire_decode for EAGER: the 32-byte header of a send with
+ * immediate data and nothing else (what libfabric's remote CQ data makes of every Open MPI
+ * message): its first word is exactly the version and TAG_FLAG_IMM (reserved bytes zero) and
+ * its send id is 0, which is all tag_wire_decode checks of such a header. Returns true with
+ * the tag and the immediate data in host order; false for any other header. header_length ==
+ * 32 implies a readable header (the transport's). */
+static inline bool tag_wire_eager_imm(const void *header, size_t header_length, uint64_t *tag_p,
+                                      uint64_t *imm_p)
+{
+    uint64_t w[4];
+    if (header_length != sizeof(w))
+        return false;
+    memcpy(w, header, sizeof(w));
+    *tag_p = le64toh(w[1]);
+    *imm_p = le64toh(w[2]);
+    return le64toh(w[0]) == (TAG_WIRE_VERSION | (uint64_t)TAG_FLAG_IMM << 8) && w[3] == 0;
+}
+
 /* Write msg's header (host byte order in, little-endian out) into buffer, which holds at least
  * sizeof the header of msg->id; returns its size (0 for an unknown id). */
 size_t tag_wire_encode(const tag_wire_msg_t *msg, void *buffer);

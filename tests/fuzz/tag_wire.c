@@ -9,8 +9,9 @@
  * empty DATA), modes, ids never 0, sections, offsets and lengths that do not overflow, keys
  * exactly where the mode needs one, DONE's target/final/status/reply id rules; and re-encoding
  * the decoded header must give the input back (nothing is ignored: reserved bytes are zero).
- * The fast case of EAGER (tag_wire_eager_plain) must take exactly the flag-less headers the
- * decoder accepts, with the same tag. A violation aborts.
+ * The fast cases of EAGER must take exactly the headers of their kind the decoder accepts, with
+ * the same fields: tag_wire_eager_plain the flag-less ones (the tag), tag_wire_eager_imm those
+ * whose only flag is TAG_FLAG_IMM (the tag and the immediate data). A violation aborts.
  *
  * Seeds (tests/fuzz/corpus/tag_wire/): one valid header of each kind, some with payload. */
 #define _GNU_SOURCE
@@ -146,11 +147,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the receiver's fast case of EAGER takes exactly the plain headers the decoder accepts */
     uint64_t plain_tag = 0;
     bool plain = id == FY_AM_ID_TAG_EAGER && tag_wire_eager_plain(copy, header_length, &plain_tag);
+    uint64_t imm_tag = 0, imm_data = 0;
+    bool imm =
+        id == FY_AM_ID_TAG_EAGER && tag_wire_eager_imm(copy, header_length, &imm_tag, &imm_data);
     if (status != FERRY_OK) {
         if (status != FERRY_ERR_PROTOCOL || why == NULL)
             fuzz_fail("a refusal without FERRY_ERR_PROTOCOL and a reason");
-        if (plain)
-            fuzz_fail("the EAGER fast case took a header the decoder refuses");
+        if (plain || imm)
+            fuzz_fail("an EAGER fast case took a header the decoder refuses");
         free(copy);
         return 0;
     }
@@ -159,6 +163,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (id == FY_AM_ID_TAG_EAGER &&
         (plain != (msg.u.eager.flags == 0) || (plain && plain_tag != msg.u.eager.tag)))
         fuzz_fail("the EAGER fast case and the decoder disagree");
+    if (id == FY_AM_ID_TAG_EAGER &&
+        (imm != (msg.u.eager.flags == TAG_FLAG_IMM) ||
+         (imm && (imm_tag != msg.u.eager.tag || imm_data != msg.u.eager.imm))))
+        fuzz_fail("the EAGER immediate-data fast case and the decoder disagree");
     fuzz_check(&msg, header_length, payload);
     if (header_length > sizeof(again) || tag_wire_encode(&msg, again) != header_length ||
         memcmp(again, copy, header_length) != 0)

@@ -914,11 +914,24 @@ static unsigned shm_orphans_progress(fy_tl_worker_t *tlw)
     return count;
 }
 
+/* Whether the endpoint's ring holds a cell to take: shm_ep_poll_rx's first test, inline, so that
+ * an empty ring (the usual case of a worker with several peers, or a waiting one) costs a load
+ * and a compare instead of that function's call and frame. */
+static inline bool shm_ep_rx_ready(const fy_tl_ep_t *tlep)
+{
+    const shm_cell_t *slot = &tlep->rx_cells[tlep->rx_pos & tlep->rx_mask];
+    return atomic_load_explicit(&slot->seq, memory_order_acquire) == tlep->rx_pos + 1;
+}
+
 static unsigned shm_poll(fy_tl_worker_t *tlw)
 {
     unsigned count = 0;
     for (unsigned i = 0; i < tlw->rx_count;) {
         fy_tl_ep_t *tlep = tlw->rx[i];
+        if (!shm_ep_rx_ready(tlep)) {
+            i++; /* nothing to take (and no medium buffer to free: each take frees its own) */
+            continue;
+        }
         count += shm_ep_poll_rx(tlep, SHM_POLL_BUDGET);
         /* the endpoint may have been detached (and removed from rx[]) by a cell */
         if (i < tlw->rx_count && tlw->rx[i] == tlep)
