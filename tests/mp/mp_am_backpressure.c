@@ -220,7 +220,9 @@ static ferry_status_t bp_data_handler(void *arg, const void *header, size_t head
                                       const ferry_am_recv_params_t *params)
 {
     bp_rx_t *rx = arg;
-    const bp_hdr_t *h = header;
+    bp_hdr_t copy = {0}; /* handlers get headers with no alignment promised: copied out */
+    memcpy(&copy, header, header_length < sizeof(copy) ? header_length : sizeof(copy));
+    const bp_hdr_t *h = &copy;
     char what[64];
     (void)params;
     FT_CHECK(header_length == sizeof(*h) && h->magic == BP_MAGIC, "bad header (%zu bytes)",
@@ -242,7 +244,9 @@ static ferry_status_t bp_end_handler(void *arg, const void *header, size_t heade
                                      const ferry_am_recv_params_t *params)
 {
     bp_rx_t *rx = arg;
-    const bp_hdr_t *h = header;
+    bp_hdr_t copy = {0}; /* handlers get headers with no alignment promised: copied out */
+    memcpy(&copy, header, header_length < sizeof(copy) ? header_length : sizeof(copy));
+    const bp_hdr_t *h = &copy;
     (void)data;
     (void)params;
     FT_CHECK(header_length == sizeof(*h) && h->magic == BP_MAGIC && length == 0, "bad END");

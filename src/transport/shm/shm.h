@@ -54,13 +54,14 @@ typedef struct shm_req {
 /* Reassembly of a fragmented message from one peer. */
 typedef struct shm_rx_frag {
     bool active;
+    bool placed; /* data is fy_am_place's: not ours to free or keep */
     uint8_t id;
     uint16_t header_length;
     uint64_t length;   /* payload bytes expected */
     uint64_t received; /* payload bytes so far */
     uint8_t *data;     /* fy_am_buffer_alloc'ed, or the handler's placement (placed) */
-    bool placed;       /* data is fy_am_place's: not ours to free or keep */
-    uint8_t header[FERRY_AM_HEADER_MAX];
+    /* handed to the handler: 8-byte aligned although the API promises no alignment */
+    _Alignas(8) uint8_t header[FERRY_AM_HEADER_MAX];
     uint8_t *spare; /* the last reassembly buffer no handler kept, for the next message */
     uint64_t spare_length;
 } shm_rx_frag_t;
