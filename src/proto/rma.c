@@ -376,6 +376,16 @@ static inline void *rma_direct(const ferry_ep_t *ep, const ferry_rkey_t *rkey, u
     return (char *)rkey->mapped + offset;
 }
 
+/* A put or get on the direct path: the peer's memory mapped here at direct. */
+static fy_always_inline void rma_copy_direct(fy_rma_kind_t kind, void *direct, void *buffer,
+                                             size_t length)
+{
+    if (kind == FY_RMA_PUT)
+        fy_copy_bulk(direct, buffer, length);
+    else
+        fy_copy_bulk(buffer, direct, length);
+}
+
 static ferry_status_t rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep, void *buffer,
                                  size_t length, uint64_t remote_offset, ferry_rkey_t *rkey,
                                  ferry_completion_t *comp)
@@ -386,10 +396,7 @@ static ferry_status_t rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_
                   buffer != NULL && length > 0)) {
         void *direct = rma_direct(ep, rkey, access, remote_offset, length);
         if (direct != NULL) {
-            if (kind == FY_RMA_PUT)
-                fy_copy_bulk(direct, buffer, length);
-            else
-                fy_copy_bulk(buffer, direct, length);
+            rma_copy_direct(kind, direct, buffer, length);
             return FERRY_OK;
         }
     }
@@ -408,10 +415,7 @@ static ferry_status_t rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_
         return FERRY_OK;
     void *direct = rma_direct(ep, rkey, access, remote_offset, length);
     if (direct != NULL) {
-        if (kind == FY_RMA_PUT)
-            fy_copy_bulk(direct, buffer, length);
-        else
-            fy_copy_bulk(buffer, direct, length);
+        rma_copy_direct(kind, direct, buffer, length);
         return FERRY_OK;
     }
     ferry_iov_t local = {.buffer = buffer, .length = length};
