@@ -75,11 +75,14 @@ static void fuzz_consume(const uint8_t *p, size_t length)
 static void fuzz_require_buffer(const shm_cell_t *cell, const fuzz_rx_t *rx, uint64_t free_bits)
 {
     bool bulk = (cell->flags & SHM_CELL_BULK) != 0;
-    bool head = cell->type == SHM_CELL_MEDIUM && (cell->flags & SHM_CELL_HEAD) != 0;
+    bool head = (cell->flags & SHM_CELL_HEAD) != 0;
     FUZZ_REQUIRE(cell->buf < (bulk ? SHM_BULK_COUNT : SHM_BUF_COUNT));
     FUZZ_REQUIRE((free_bits & (1ull << cell->buf)) == 0); /* reserved by the sender */
     FUZZ_REQUIRE(cell->header_length <= cell->length);
     FUZZ_REQUIRE(!head || cell->header_length <= SHM_CELL_DATA);
+    /* a FRAG's header in the cell: the first fragment's only, after the message length */
+    FUZZ_REQUIRE(!head || cell->type == SHM_CELL_MEDIUM ||
+                 ((cell->flags & SHM_FRAG_FIRST) && cell->header_length <= SHM_FRAG_HEAD_MAX));
     FUZZ_REQUIRE(cell->length - (head ? cell->header_length : 0u) <=
                  (bulk ? SHM_BULK_SIZE : SHM_BUF_SIZE));
 }
@@ -136,7 +139,9 @@ static bool fuzz_use_cell(fuzz_rx_t *rx, const shm_cell_t *cell, uint64_t free_b
             frag->header_length = cell->header_length;
             frag->length = total;
             frag->received = 0;
-            memcpy(frag->header, buffer, cell->header_length);
+            memcpy(frag->header,
+                   (cell->flags & SHM_CELL_HEAD) ? cell->data + SHM_FRAG_HEAD_AT : buffer,
+                   cell->header_length);
         } else {
             FUZZ_REQUIRE(frag->active);
             FUZZ_REQUIRE(cell->header_length == 0);
@@ -145,7 +150,8 @@ static bool fuzz_use_cell(fuzz_rx_t *rx, const shm_cell_t *cell, uint64_t free_b
         FUZZ_REQUIRE(frag->received <= frag->length);
         FUZZ_REQUIRE(n <= frag->length - frag->received);
         if (rx->data != NULL)
-            memcpy(rx->data + frag->received, buffer + cell->header_length, n);
+            memcpy(rx->data + frag->received,
+                   buffer + ((cell->flags & SHM_CELL_HEAD) ? 0 : cell->header_length), n);
         frag->received += n;
         if (cell->flags & SHM_FRAG_LAST) {
             FUZZ_REQUIRE(frag->received == frag->length); /* the whole message is delivered */

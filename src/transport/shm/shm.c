@@ -377,16 +377,19 @@ static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
             return FERRY_ERR_NO_RESOURCE;
         uint8_t *data = shm_buf_data(tlep->peer_region, SHM_POOL_BULK, (unsigned)buf);
         size_t header = req->first_posted ? 0 : req->header_length;
-        size_t room = SHM_BULK_SIZE - header;
+        /* a first fragment's header travels in the cell when it fits (SHM_CELL_HEAD) */
+        bool head = header != 0 && header <= SHM_FRAG_HEAD_MAX;
+        size_t in_buffer = head ? 0 : header;
+        size_t room = SHM_BULK_SIZE - in_buffer;
         size_t n = req->length - req->sent < room ? req->length - req->sent : room;
-        memcpy(data, req->header, header);
-        shm_req_gather_to(req, data + header, n, tlep->tlw->stream_min);
+        memcpy(head ? cell->data + SHM_FRAG_HEAD_AT : data, req->header, header);
+        shm_req_gather_to(req, data + in_buffer, n, tlep->tlw->stream_min);
         cell->type = SHM_CELL_FRAG;
         cell->am_id = req->id;
         cell->header_length = (uint16_t)header;
         cell->length = (uint32_t)(header + n);
         cell->buf = (uint8_t)buf;
-        cell->flags = SHM_CELL_BULK;
+        cell->flags = SHM_CELL_BULK | (head ? SHM_CELL_HEAD : 0);
         if (!req->first_posted) {
             uint64_t length = req->length;
             cell->flags |= SHM_FRAG_FIRST;
@@ -769,12 +772,16 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
     case SHM_CELL_FRAG: {
         shm_rx_frag_t *frag = &tlep->frag;
         const uint8_t *data = shm_buf_data(region, SHM_POOL_BULK, cell->buf);
+        /* where the payload starts in the buffer: after the header unless the cell holds it */
+        size_t payload_at = (cell->flags & SHM_CELL_HEAD) ? 0 : cell->header_length;
         if (cell->flags & SHM_FRAG_FIRST) {
             uint64_t length;
             memcpy(&length, cell->data, sizeof(length));
             /* the header is copied out first: the placement reads our copy, never the buffer
              * the peer can still write */
-            memcpy(frag->header, data, cell->header_length);
+            memcpy(frag->header,
+                   (cell->flags & SHM_CELL_HEAD) ? cell->data + SHM_FRAG_HEAD_AT : data,
+                   cell->header_length);
             frag->placed = false;
             frag->data = fy_am_place(tlw->worker, ep, cell->am_id, frag->header,
                                      cell->header_length, length);
@@ -799,7 +806,7 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
             frag->received = 0;
         }
         size_t n = cell->length - cell->header_length;
-        memcpy(frag->data + frag->received, data + cell->header_length, n);
+        memcpy(frag->data + frag->received, data + payload_at, n);
         frag->received += n;
         shm_buf_release(region, SHM_POOL_BULK, cell->buf);
         if (cell->flags & SHM_FRAG_LAST) {

@@ -57,9 +57,15 @@ shm_cell_verdict_t shm_cell_check(const shm_cell_t *cell, uint64_t free_bits, ui
     }
     case SHM_CELL_FRAG: {
         if (!(cell->flags & SHM_CELL_BULK) ||
-            (cell->flags & ~(SHM_CELL_BULK | SHM_FRAG_FIRST | SHM_FRAG_LAST)) != 0)
+            (cell->flags & ~(SHM_CELL_BULK | SHM_CELL_HEAD | SHM_FRAG_FIRST | SHM_FRAG_LAST)) != 0)
             return SHM_CELL_BAD_BUFFER;
-        verdict = shm_cell_check_buffer(cell, free_bits, free_bulk, cell->length);
+        /* the header in the cell: only a first fragment's, and no longer than the cell holds */
+        bool head = (cell->flags & SHM_CELL_HEAD) != 0;
+        if (head && (!(cell->flags & SHM_FRAG_FIRST) || cell->header_length > cell->length ||
+                     cell->header_length > SHM_FRAG_HEAD_MAX))
+            return SHM_CELL_BAD_HEADER;
+        verdict = shm_cell_check_buffer(cell, free_bits, free_bulk,
+                                        head ? cell->length - cell->header_length : cell->length);
         if (verdict != SHM_CELL_OK)
             return verdict;
         if (cell->flags & SHM_FRAG_FIRST) {

@@ -22,7 +22,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define SHM_LAYOUT_VERSION 5u
+#define SHM_LAYOUT_VERSION 6u
 #define SHM_REGION_MAGIC 0x4e4f494745524d53ull /* "SMREGION" */
 #define SHM_RING_MAGIC 0x474e4952444d4853ull   /* "SHMDRING" */
 
@@ -93,7 +93,13 @@ enum shm_cell_type {
 #define SHM_FRAG_FIRST 0x1u /* data[0..7]: payload length of the whole message (u64) */
 #define SHM_FRAG_LAST 0x2u
 #define SHM_CELL_BULK 0x80u /* MEDIUM or FRAG: buf indexes the bulk pool */
-#define SHM_CELL_HEAD 0x40u /* MEDIUM: the header is in data[], the payload alone in the buffer */
+/* MEDIUM: the header is in data[], the payload alone in the buffer. A first FRAG: the header
+ * is in data[SHM_FRAG_HEAD_AT..] (after the message length), the fragment's payload alone in
+ * the buffer, so that every fragment's payload starts at a buffer's first byte and fills it
+ * (a 64 KiB message is two fragments, not two and 16 bytes) */
+#define SHM_CELL_HEAD 0x40u
+#define SHM_FRAG_HEAD_AT 8u
+#define SHM_FRAG_HEAD_MAX (SHM_CELL_DATA - SHM_FRAG_HEAD_AT) /* 36 */
 
 typedef struct shm_cell {
     _Atomic uint64_t seq;
