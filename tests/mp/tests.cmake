@@ -103,6 +103,16 @@ endforeach()
 ferry_add_test(NAME mp_tag_sizes_auto SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60)
 ferry_add_test(NAME mp_tag_sizes_auto_nocma SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
                ENV FERRY_SHM_CMA=off)
+# the same with each store kind of the copies into shm's bulk buffers forced (automatic: each
+# endpoint calibrates the two on its first bulk copies, so the runs above move bytes with both)
+ferry_add_test(NAME mp_tag_sizes_auto_plain SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
+               ENV FERRY_SHM_STREAM_MIN=16G)
+ferry_add_test(NAME mp_tag_sizes_auto_nocma_plain SOURCES mp/mp_tag_sizes.c ARGS quick eager
+               TIMEOUT 60 ENV FERRY_SHM_CMA=off FERRY_SHM_STREAM_MIN=16G)
+ferry_add_test(NAME mp_tag_sizes_auto_stream SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
+               ENV FERRY_SHM_STREAM_MIN=4096)
+ferry_add_test(NAME mp_tag_sizes_auto_nocma_stream SOURCES mp/mp_tag_sizes.c ARGS quick eager
+               TIMEOUT 60 ENV FERRY_SHM_CMA=off FERRY_SHM_STREAM_MIN=4096)
 # automatic mode with eager messages up to 64 KiB (fragmented, kept by the transport when
 # unexpected); GET with 5000-byte sections (every rendezvous re-keyed with COOKIE many times)
 ferry_add_test(NAME mp_tag_sizes_thresh64k SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 60

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -37,14 +38,17 @@ static const fy_config_var_t shm_am_max_var = {
 static const fy_config_var_t *const shm_am_max_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_am_max_var;
 
+static bool shm_stream_min_check(const char *text, char *why, size_t why_len);
 static const fy_config_var_t shm_stream_min_var = {
     .name = "FERRY_SHM_STREAM_MIN",
-    .type = FERRY_CONFIG_SIZE,
-    .default_value = "4096",
+    .type = FERRY_CONFIG_STRING,
+    .default_value = "auto",
     .description =
         "copies of at least this many bytes into the peer's bulk buffers use "
         "non-temporal stores, smaller ones (and any under 64 bytes) plain stores (16G: plain "
-        "stores always)"};
+        "stores always); auto: each endpoint measures plain stores against non-temporal ones "
+        "from 4096 bytes on its first bulk copies (about 15 MiB) and keeps the faster",
+    .check = shm_stream_min_check};
 static const fy_config_var_t *const shm_stream_min_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_stream_min_var;
 
@@ -69,6 +73,28 @@ static inline void shm_signal_peer(fy_tl_ep_t *tlep)
         if (write(tlep->peer_eventfd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
             fy_warn("shm: write(eventfd of pid %u) failed: %s", tlep->peer_pid, strerror(errno));
     }
+}
+
+/* FERRY_SHM_STREAM_MIN: a size, or "auto" (*auto_p, the size then SHM_STREAM_MIN_AUTO). */
+#define SHM_STREAM_MIN_AUTO 4096u
+static bool shm_stream_min_parse(const char *text, uint64_t *value_p, bool *auto_p)
+{
+    *auto_p = strcasecmp(text, "auto") == 0;
+    if (*auto_p) {
+        *value_p = SHM_STREAM_MIN_AUTO;
+        return true;
+    }
+    return fy_config_parse_size(text, value_p);
+}
+
+static bool shm_stream_min_check(const char *text, char *why, size_t why_len)
+{
+    uint64_t value;
+    bool is_auto;
+    if (shm_stream_min_parse(text, &value, &is_auto))
+        return true;
+    snprintf(why, why_len, "a size (4096, 4k, 16G) or auto");
+    return false;
 }
 
 /* ------------------------------------------------------------------ sending */
@@ -354,7 +380,7 @@ static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
         uint8_t *data = shm_buf_data(tlep->peer_region, pool, (unsigned)buf);
         memcpy(head ? cell->data : data, req->header, req->header_length);
         shm_req_gather_to(req, head ? data : data + req->header_length, req->length,
-                          pool == SHM_POOL_BULK ? tlep->tlw->stream_min : UINT64_MAX);
+                          pool == SHM_POOL_BULK ? tlep->stores.stream_min : UINT64_MAX);
         cell->type = SHM_CELL_MEDIUM;
         cell->am_id = req->id;
         cell->header_length = req->header_length;
@@ -365,6 +391,8 @@ static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
         shm_tx_post(tlep, cell);
         req->first_posted = true;
         req->sent = req->length;
+        if (fy_unlikely(tlep->stores.calibrating) && pool == SHM_POOL_BULK)
+            shm_stores_count(tlep, req->length);
         return FERRY_OK;
     }
     /* fragments */
@@ -383,7 +411,7 @@ static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
         size_t room = SHM_BULK_SIZE - in_buffer;
         size_t n = req->length - req->sent < room ? req->length - req->sent : room;
         memcpy(head ? cell->data + SHM_FRAG_HEAD_AT : data, req->header, header);
-        shm_req_gather_to(req, data + in_buffer, n, tlep->tlw->stream_min);
+        shm_req_gather_to(req, data + in_buffer, n, tlep->stores.stream_min);
         cell->type = SHM_CELL_FRAG;
         cell->am_id = req->id;
         cell->header_length = (uint16_t)header;
@@ -400,6 +428,8 @@ static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
         if (req->sent == req->length)
             cell->flags |= SHM_FRAG_LAST;
         shm_tx_post(tlep, cell);
+        if (fy_unlikely(tlep->stores.calibrating))
+            shm_stores_count(tlep, n);
     }
     return FERRY_OK;
 }
@@ -1021,6 +1051,7 @@ fy_tl_ep_t *shm_ep_alloc(fy_tl_worker_t *tlw, ferry_ep_t *ep)
     tlep->sock.fd = -1;
     tlep->peer_eventfd = -1;
     tlep->rx_index = -1;
+    shm_stores_init(tlep);
     fy_list_init(&tlep->pending);
     fy_list_push_tail(&tlw->all, &tlep->link);
     return tlep;
@@ -1366,7 +1397,13 @@ static ferry_status_t shm_init(ferry_worker_t *worker, const fy_tl_local_t *loca
     tlw->local = local;
     tlw->ring_cells = (uint32_t)cells;
     tlw->am_max = fy_config_size_in(tlw->local->config, &shm_am_max_var);
-    tlw->stream_min = fy_config_size_in(tlw->local->config, &shm_stream_min_var);
+    const char *stream_min = fy_config_string_in(tlw->local->config, &shm_stream_min_var);
+    if (!shm_stream_min_parse(stream_min, &tlw->stream_min, &tlw->stores_auto)) {
+        fy_warn("invalid FERRY_SHM_STREAM_MIN=\"%s\": expected a size or auto; using auto",
+                stream_min);
+        tlw->stream_min = SHM_STREAM_MIN_AUTO;
+        tlw->stores_auto = true;
+    }
     shm_rma_init(tlw);
     tlw->listen.fd = -1;
     fy_list_init(&tlw->all);

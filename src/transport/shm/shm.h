@@ -51,6 +51,25 @@ typedef struct shm_req {
     uint8_t header[FERRY_AM_HEADER_MAX];
 } shm_req_t;
 
+/* The store kind of copies into the peer's bulk buffers (shm_stores.c). */
+enum { SHM_STORES_STREAM = 0, SHM_STORES_PLAIN = 1 };
+#define SHM_STORES_BLOCKS 6
+#define SHM_STORES_WARM (512u * 1024u)          /* untimed bytes at a block's start: the pool */
+#define SHM_STORES_MEASURE (2u * 1024u * 1024u) /* timed bytes of a block */
+
+typedef struct shm_stores {
+    uint64_t stream_min; /* copies of at least this many bytes use non-temporal stores */
+    bool calibrating;    /* measuring (shm_stores_count after every bulk copy) */
+    uint8_t kind;        /* SHM_STORES_*: the choice, once calibrated */
+    uint8_t block;       /* the block being measured */
+    uint64_t bytes;      /* bulk bytes copied in the block */
+    uint64_t start_ns;   /* when its timed part started (0: warming up) */
+    uint64_t start_bytes;
+    uint64_t best_bytes[2]; /* per kind: the fastest block's timed bytes and time */
+    uint64_t best_ns[2];
+    uint32_t rate_mbps[2]; /* per kind: the best rate, MB/s (after the choice) */
+} shm_stores_t;
+
 /* Reassembly of a fragmented message from one peer. */
 typedef struct shm_rx_frag {
     bool active;
@@ -108,7 +127,8 @@ struct fy_tl_ep {
     size_t tx_ring_size;
     int rx_index; /* position in tlw->rx, or -1 */
     shm_rx_frag_t frag;
-    bool peer_closed; /* a CLOSE cell arrived */
+    shm_stores_t stores; /* how copies into the peer's bulk buffers store (shm_stores.c) */
+    bool peer_closed;    /* a CLOSE cell arrived */
     /* force-closed with sends that completed already queued (copies made while connecting):
      * no ferry_ep_t any more; it finishes the handshake, posts them and CLOSE, then frees
      * itself (shm_ep_orphan). Never in rx[]: what the peer sends is not read. */
@@ -138,6 +158,7 @@ struct fy_tl_worker {
     uint32_t ring_cells;
     uint64_t am_max;     /* largest fragmented message accepted */
     uint64_t stream_min; /* FERRY_SHM_STREAM_MIN: non-temporal copies into bulk buffers */
+    bool stores_auto;    /* FERRY_SHM_STREAM_MIN=auto: each endpoint calibrates the kind */
     /* medium buffers of my pool delivered in the ring batch being polled and not kept: freed
      * with one atomic OR at the batch's end (shm_ep_poll_rx), not one per message */
     uint64_t medium_done;
@@ -202,6 +223,11 @@ ferry_status_t shm_keytable_map(fy_tl_ep_t *tlep, int fd);
 void shm_keytable_unmap(fy_tl_ep_t *tlep);
 /* Whether cross-memory attach works between two processes of this user here; why not. */
 bool shm_cma_check(const fy_config_set_t *config, char *why, size_t why_len);
+
+/* shm_stores.c: the store kind of copies into the peer's bulk buffers, per endpoint */
+void shm_stores_init(fy_tl_ep_t *tlep);
+/* After a copy of bytes into a bulk buffer while tlep->stores.calibrating. */
+void shm_stores_count(fy_tl_ep_t *tlep, size_t bytes);
 
 /* shm_cell.c: checking a cell copied out of shared memory */
 typedef enum shm_cell_verdict {
