@@ -287,9 +287,11 @@ tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t
 
 /* ------------------------------------------------------------------ tag_calib.c */
 
-/* COOP or SPLIT for a send of length bytes to an endpoint where both work: the decided mode
- * of its size class, or, while the class calibrates, its current block's (send joins it). */
-tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, tag_send_t *send, uint64_t length);
+/* COOP or SPLIT for a send of length bytes to ep, where both work: the decided mode of its size
+ * class, or, while the class calibrates, its current block's (send joins it); COOP, uncounted,
+ * while ep's transport still calibrates its own copies (fy_tl_ops_t.ep_calibrating). */
+tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, const ferry_ep_t *ep, tag_send_t *send,
+                                 uint64_t length);
 /* The send that joined a block did not start after all (an error in tag_rndv_send). */
 void tag_calib_cancel(ferry_worker_t *worker, tag_send_t *send, uint64_t length);
 /* A send that joined a block (send->calib_class != 0) finished. */

@@ -261,7 +261,7 @@ tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t
         return TAG_RNDV_COOP;
     if (tw->split_min != 0)
         return length < tw->split_min ? TAG_RNDV_COOP : TAG_RNDV_SPLIT;
-    return tag_calib_choose(worker, send, length);
+    return tag_calib_choose(worker, ep, send, length);
 }
 
 static bool tag_mode_reads(tag_rndv_mode_t mode)

@@ -312,6 +312,12 @@ typedef struct fy_tl_ops {
      * only in fy_am_buffer_alloc buffers). */
     bool (*am_data_release)(fy_tl_worker_t *tlw, void *data);
 
+    /* Does the endpoint still measure how it moves data (shm: the store kind of its copies
+     * into the peer's bulk buffers, calibrated on its first ones)? A layer that calibrates its
+     * own choices on the traffic (tag_calib.c) waits until it does not, so that it measures the
+     * copies the endpoint keeps. Pure and cheap. May be NULL (nothing to wait for). */
+    bool (*ep_calibrating)(const fy_tl_ep_t *tlep);
+
     /* Human-readable facts (mapped memory, queue sizes) for ferry_worker_transport_describe:
      * one line into buffer[length]. May be NULL. */
     void (*describe)(fy_tl_worker_t *tlw, char *buffer, size_t length);

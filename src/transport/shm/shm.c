@@ -648,6 +648,11 @@ static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *h
     return FERRY_OK;
 }
 
+static bool shm_ep_calibrating(const fy_tl_ep_t *tlep)
+{
+    return tlep->stores.calibrating;
+}
+
 static void shm_am_sent(const fy_tl_ep_t *tlep, fy_tl_am_sent_t *sent_p)
 {
     *sent_p = (fy_tl_am_sent_t){.messages = tlep->tx_messages, .bytes = tlep->tx_bytes};
@@ -1503,6 +1508,7 @@ const fy_tl_ops_t fy_tl_shm_ops = {
     .send_short = shm_send_short,
     .sendv = shm_sendv,
     .am_sent = shm_am_sent,
+    .ep_calibrating = shm_ep_calibrating,
     .poll = shm_poll,
     .arm = shm_arm,
     .disarm = shm_disarm,
