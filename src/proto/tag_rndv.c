@@ -41,9 +41,9 @@ static const fy_config_var_t rndv_thresh_var = {
     .default_value = "auto",
     .description = "tagged messages longer than this many bytes use rendezvous (a size, with an "
                    "optional k/m/g suffix); auto: what one transport buffer holds besides the "
-                   "16-byte header, at most 32 KiB, or 128 KiB where the transport places larger "
+                   "16-byte header, at most 32 KiB, or 256 KiB where the transport places larger "
                    "payloads straight into the matched receive (shm: 32 KiB fragments; "
-                   "131072-byte payloads go eager); 1 MiB on tcp",
+                   "262144-byte payloads go eager); 1 MiB on tcp",
     .check = rndv_thresh_check};
 static const fy_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
@@ -109,7 +109,7 @@ static const fy_config_var_t *const rndv_null_chunk_reg
  * into the matched receive (shm: 32 KiB fragments, copied in by the sender and out by the
  * receiver at once, no RTS/CTS round trip; docs/ARCHITECTURE.md, "Medium messages go eager in
  * fragments"; FERRY_RNDV_THRESH sets another threshold). */
-#define TAG_EAGER_PLACED_CAP 131072u
+#define TAG_EAGER_PLACED_CAP 262144u
 /* The eager threshold on a stream transport (tcp), header included: 1 MiB payloads go eager.
  * Measured with tag_bw over loopback, same runs, against the NULL rendezvous and UCX tcp:
  * 64 KiB 2.9-4.1 GB/s (NULL 2.1-3.0, UCX 1.8-2.5), 1 MiB 5.4-6.4 (NULL 4.8-5.9, UCX 5.0-6.1). */

@@ -406,9 +406,9 @@ size_t ft_tag_eager_max(void)
             v <<= 20;
         return (size_t)v;
     }
-    /* automatic on shm: 128 KiB of payload, in 32 KiB fragments placed straight into a matched
+    /* automatic on shm: 256 KiB of payload, in 32 KiB fragments placed straight into a matched
      * receive (the header travels in the ring cell) */
-    return 131072;
+    return 262144;
 }
 
 const char *ft_tag_mode(void)

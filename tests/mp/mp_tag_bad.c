@@ -85,8 +85,8 @@ enum {
 #define TB_FAKE_RECV_18 0x0000000100000078ull
 #define TB_REUSE_BYTE 0x5a
 #define TB_BIG17 ((size_t)4 << 20)
-/* m's rendezvous of cases 3 and 18: more than shm's automatic eager limit (128 KiB) */
-#define TB_M_RNDV 200000
+/* m's rendezvous of cases 3 and 18: more than shm's automatic eager limit (256 KiB) */
+#define TB_M_RNDV 300000
 #define TB_TAG(k) (0x6200000000000000ull | ((uint64_t)(k) << 8))
 #define TB_FOLLOW(k) (0x6300000000000000ull | (uint64_t)(k))
 #define TB_FOLLOW_SIZE 200

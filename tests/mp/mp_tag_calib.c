@@ -3,8 +3,8 @@
  *
  * Process "a" (this one) streams tagged messages to "b" (forked) in bursts of 64 with 16 sends
  * in flight while b keeps 16 receives posted (each for one tag, re-posted in order), as tag_bw
- * does, in three size classes: 128 KiB + 1 .. 256 KiB - 1 (128 KiB itself goes eager),
- * 256 KiB .. 512 KiB - 1 and 512 KiB .. 1 MiB - 1 (sizes vary inside the class, iov shapes
+ * does, in three size classes: 256 KiB + 1 .. 512 KiB - 1 (256 KiB itself goes eager),
+ * 512 KiB .. 1 MiB - 1 and 1 MiB .. 2 MiB - 1 (sizes vary inside the class, iov shapes
  * differ on the two sides). b checks status, tag, length and every byte of every message.
  * After each burst a reads its endpoint's counters (ferry_ep_counters: how each message moved)
  * and goes on until the class is calibrated (src/proto/tag_calib.c: six blocks, C S S C C S,
@@ -31,7 +31,7 @@ enum { TK_TOKEN_READY = 0x52454459, TK_TOKEN_NEXT = 0x4e455854 };
 #define TK_WINDOW 16
 
 /* the classes: [base, 2 * base) */
-static const size_t tk_bases[] = {131072, 262144, 524288};
+static const size_t tk_bases[] = {262144, 524288, 1048576};
 #define TK_CLASSES (sizeof(tk_bases) / sizeof(tk_bases[0]))
 /* messages of one burst */
 #define TK_BURST 64u
@@ -50,7 +50,7 @@ static uint64_t tk_tag(unsigned cls, unsigned burst, unsigned i)
     return 0x6b00000000000000ull | ((uint64_t)cls << 40) | ((uint64_t)burst << 32) | i;
 }
 
-/* base + 1 .. 2 * base - 1: a 128 KiB message (the first class's base) goes eager */
+/* base + 1 .. 2 * base - 1: a 256 KiB message (the first class's base) goes eager */
 static size_t tk_size(unsigned cls, unsigned i)
 {
     size_t base = tk_bases[cls];

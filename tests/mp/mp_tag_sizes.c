@@ -6,13 +6,13 @@
  * receives it:
  *   - sizes 0, 1, 7, 255..257 (unexpected messages kept inline up to 256), 1000, 4079..4081,
  *     4095..4097, 8175..8177, 8191..8193, 16383..16385, 32767..32769 (shm's bulk buffer),
- *     65535..65537, 131071..131073 (shm's automatic eager threshold: fragments placed straight
- *     into a contiguous posted receive), 256 KiB, on both sides of the eager threshold (T-1, T,
- *     T+1 with T = FERRY_RNDV_THRESH or shm's automatic 131072), 1 MiB, 1 MiB + 13, each four
- *     times: posted before sent (contiguous on both sides, every other size into a receive
- *     4 KiB larger), unexpected (sender 3 uneven pieces, receiver 7
- *     pieces), probed with remove and received with ferry_tag_message_recv (7 pieces to 3,
- *     sometimes into a larger buffer), posted again (pieces with empty ones to 7 pieces);
+ *     65535..65537, 131071..131073, 262143..262145 (shm's automatic eager threshold: fragments
+ *     placed straight into a contiguous posted receive), on both sides of the eager threshold
+ *     (T-1, T, T+1 with T = FERRY_RNDV_THRESH or shm's automatic 262144), 1 MiB, 1 MiB + 13, each
+ * four times: posted before sent (contiguous on both sides, every other size into a receive 4 KiB
+ * larger), unexpected (sender 3 uneven pieces, receiver 7 pieces), probed with remove and received
+ * with ferry_tag_message_recv (7 pieces to 3, sometimes into a larger buffer), posted again (pieces
+ * with empty ones to 7 pieces);
  *   - 33 MiB (more than one 32 MiB GET section) posted and unexpected, 1 MiB of 300-byte pieces
  *     into 2000 pieces, 900000 bytes of 2000 pieces into 3000 300-byte pieces (more pieces than
  *     one registration holds);
@@ -21,16 +21,15 @@
  *     The argument "quick" leaves these two out.
  * With the argument "eager" (after "quick"; automatic mode on shm only), the sender also checks
  * its endpoint's counters after every send: a message of at most the eager threshold moved
- * eager, a longer one did not — the automatic eager range (up to 128 KiB: 16383..16385,
- * 32767..32769, 65535..65537 and 131071..131073 are in the schedule) posted (placed straight
- * into the receive when it is contiguous, reassembled and scattered when not), unexpected and
- * probed.
- * "Unexpected" is synchronised through the channel: the sender says SENT once ferry_tag_send
- * returned, the receiver progresses until ferry_tag_probe sees the message (and checks what it
- * says), then receives it. The receiver checks status, info (tag, real length, the same sender
- * endpoint every time) and every byte, and that nothing around or past the message was written.
- * Registered for every FERRY_RNDV_MODE (mp_tag_sizes_<mode>), for forced thresholds and for the
- * automatic choice with and without cross-memory attach (mp_tag_sizes_auto*). */
+ * eager, a longer one did not — the automatic eager range (up to 256 KiB: 16383..16385,
+ * 32767..32769, 65535..65537, 131071..131073 and 262143..262145 are in the schedule) posted (placed
+ * straight into the receive when it is contiguous, reassembled and scattered when not), unexpected
+ * and probed. "Unexpected" is synchronised through the channel: the sender says SENT once
+ * ferry_tag_send returned, the receiver progresses until ferry_tag_probe sees the message (and
+ * checks what it says), then receives it. The receiver checks status, info (tag, real length, the
+ * same sender endpoint every time) and every byte, and that nothing around or past the message was
+ * written. Registered for every FERRY_RNDV_MODE (mp_tag_sizes_<mode>), for forced thresholds and
+ * for the automatic choice with and without cross-memory attach (mp_tag_sizes_auto*). */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -84,10 +83,11 @@ static void ts_schedule(bool quick)
 {
     size_t t = ft_tag_eager_max();
     size_t sizes[40], n = 0;
-    const size_t fixed[] = {0,     1,      7,      255,    256,    257,    1000,       4079,  4080,
-                            4081,  4095,   4096,   4097,   8175,   8176,   8177,       8191,  8192,
-                            8193,  16383,  16384,  16385,  32767,  32768,  32769,      65535, 65536,
-                            65537, 131071, 131072, 131073, 262144, TS_MIB, TS_MIB + 13};
+    const size_t fixed[] = {0,      1,      7,      255,        256,    257,    1000,   4079,
+                            4080,   4081,   4095,   4096,       4097,   8175,   8176,   8177,
+                            8191,   8192,   8193,   16383,      16384,  16385,  32767,  32768,
+                            32769,  65535,  65536,  65537,      131071, 131072, 131073, 262143,
+                            262144, 262145, TS_MIB, TS_MIB + 13};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         sizes[n++] = fixed[i];
     if (t > 0)

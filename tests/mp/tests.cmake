@@ -96,9 +96,9 @@ foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_death_${mode} SOURCES mp/mp_tag_death.c INTERNAL TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})
 endforeach()
-# the automatic choice: eager up to 128 KiB (posted, unexpected, probed; above 32 KiB in fragments
+# the automatic choice: eager up to 256 KiB (posted, unexpected, probed; above 32 KiB in fragments
 # placed straight into a contiguous posted receive; the sender's counters say each message of at
-# most 128 KiB moved eager and no longer one did), COOP or SPLIT above, with and without
+# most 256 KiB moved eager and no longer one did), COOP or SPLIT above, with and without
 # cross-memory attach
 ferry_add_test(NAME mp_tag_sizes_auto SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60)
 ferry_add_test(NAME mp_tag_sizes_auto_nocma SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
