@@ -6,7 +6,7 @@
  * member restarts). Each member keeps one link to every other member and cycles on it through
  * (one operation at a time, every byte checked):
  *   am      an active message of 8 B .. 1 MiB; the receiver checks length and bytes
- *   tag     a tagged message of every size class: eager (0 B .. 131072 B: one bulk buffer up
+ *   tag     a tagged message of every size class: eager (0 B .. 262144 B: one bulk buffer up
  *           to 32768 B, fragments placed into the receive above), just over the eager
  *           threshold, one size in each rendezvous calibration class (32 KiB .. 2 MiB), 3 MiB
  *           (split without calibration) and 33 MiB (more than one FERRY_RNDV_SECTION); the
@@ -203,10 +203,10 @@ static soak_tag_recv_t tag_recvs[SOAK_PROCS];
 static const size_t soak_am_sizes[] = {8, 200, 4000, 40000, SOAK_AM_MAX};
 #define SOAK_AM_SIZES (sizeof(soak_am_sizes) / sizeof(soak_am_sizes[0]))
 
-/* Eager on shm up to 128 KiB (tag_rndv.c TAG_EAGER_PAYLOAD_CAP: one bulk buffer up to 32 KiB,
+/* Eager on shm up to 256 KiB (tag_rndv.c TAG_EAGER_PAYLOAD_CAP: one bulk buffer up to 32 KiB,
  * 12 KiB+3 and 24 KiB+3 too; 32769 B and up to TAG_EAGER_PLACED_CAP in fragments placed straight
- * into the receive); 131073 B just over; one size in each calibration class [2^k, 2^(k+1)),
- * k = 15 .. 20 (tag_calib.c; rendezvous from k = 17); 3 MiB (split, uncalibrated);
+ * into the receive); 262145 B just over; one size in each calibration class [2^k, 2^(k+1)),
+ * k = 15 .. 20 (tag_calib.c; rendezvous from k = 18); 3 MiB (split, uncalibrated);
  * 33 MiB (crosses FERRY_RNDV_SECTION, 32 MiB by default). Over tcp, up to 1 MiB is eager. */
 static const size_t soak_tag_sizes[] = {0,
                                         8,
@@ -219,8 +219,9 @@ static const size_t soak_tag_sizes[] = {0,
                                         (48u << 10) + 3,
                                         (96u << 10) + 3,
                                         131072,
-                                        131073,
                                         (192u << 10) + 3,
+                                        262144,
+                                        262145,
                                         (384u << 10) + 3,
                                         (768u << 10) + 3,
                                         (1536u << 10) + 3,

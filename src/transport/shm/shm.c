@@ -762,6 +762,79 @@ static void shm_ep_protocol_error(fy_tl_ep_t *tlep, shm_cell_verdict_t verdict,
     fy_ep_fail(tlep->ep, FERRY_ERR_PROTOCOL);
 }
 
+/* A FRAG cell (checked): placed or reassembled, delivered at the last fragment. Out of line, so
+ * that the small messages' receive path (shm_ep_poll_rx with shm_rx_cell inline) stays small.
+ * Returns false when the endpoint went away. */
+static fy_noinline bool shm_rx_frag_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell)
+{
+    fy_tl_worker_t *tlw = tlep->tlw;
+    shm_region_t *region = tlw->region;
+    ferry_ep_t *ep = tlep->ep;
+    shm_rx_frag_t *frag = &tlep->frag;
+    const uint8_t *data = shm_buf_data(region, SHM_POOL_BULK, cell->buf);
+    /* where the payload starts in the buffer: after the header unless the cell holds it */
+    size_t payload_at = (cell->flags & SHM_CELL_HEAD) ? 0 : cell->header_length;
+    if (cell->flags & SHM_FRAG_FIRST) {
+        uint64_t length;
+        memcpy(&length, cell->data, sizeof(length));
+        /* the header is copied out first: the placement reads our copy, never the buffer
+         * the peer can still write */
+        memcpy(frag->header, (cell->flags & SHM_CELL_HEAD) ? cell->data + SHM_FRAG_HEAD_AT : data,
+               cell->header_length);
+        frag->placed = false;
+        frag->data =
+            fy_am_place(tlw->worker, ep, cell->am_id, frag->header, cell->header_length, length);
+        if (frag->data != NULL) {
+            frag->placed = true; /* straight into the receive: one copy, no reassembly */
+        } else if (frag->spare != NULL && frag->spare_length >= length) {
+            frag->data = frag->spare; /* no malloc, no page faults: reused */
+            frag->spare = NULL;
+        } else {
+            frag->data = fy_am_buffer_alloc(length ? length : 1);
+        }
+        if (frag->data == NULL) {
+            shm_buf_release(region, SHM_POOL_BULK, cell->buf);
+            shm_ep_shutdown(tlep, FERRY_ERR_NO_MEMORY);
+            fy_ep_fail(ep, FERRY_ERR_NO_MEMORY);
+            return false;
+        }
+        frag->active = true;
+        frag->id = cell->am_id;
+        frag->header_length = cell->header_length;
+        frag->length = length;
+        frag->received = 0;
+    }
+    size_t n = cell->length - cell->header_length;
+    memcpy(frag->data + frag->received, data + payload_at, n);
+    frag->received += n;
+    shm_buf_release(region, SHM_POOL_BULK, cell->buf);
+    if (cell->flags & SHM_FRAG_LAST) {
+        uint8_t *buffer = frag->data;
+        frag->active = false;
+        frag->data = NULL;
+        if (frag->placed) {
+            frag->placed = false;
+            fy_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length, buffer,
+                          frag->length, FY_AM_RECV_PLACED);
+        } else if (fy_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length,
+                                 buffer, frag->length,
+                                 FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS) {
+            /* keep it for the next message: the handler may have closed the endpoint */
+            if (tlep->state == SHM_CONN_DETACHED) {
+                fy_am_buffer_free(buffer);
+            } else if (frag->spare == NULL || frag->spare_length < frag->length) {
+                if (frag->spare != NULL)
+                    fy_am_buffer_free(frag->spare);
+                frag->spare = buffer;
+                frag->spare_length = frag->length;
+            } else {
+                fy_am_buffer_free(buffer);
+            }
+        }
+    }
+    return tlep->state != SHM_CONN_DETACHED;
+}
+
 /* Handle one cell (a private copy; inline_data: the INLINE message's bytes, gathered from its
  * continuation cells). Returns false when the endpoint went away. */
 static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t *inline_data)
@@ -804,72 +877,8 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
         }
         return tlep->state != SHM_CONN_DETACHED;
     }
-    case SHM_CELL_FRAG: {
-        shm_rx_frag_t *frag = &tlep->frag;
-        const uint8_t *data = shm_buf_data(region, SHM_POOL_BULK, cell->buf);
-        /* where the payload starts in the buffer: after the header unless the cell holds it */
-        size_t payload_at = (cell->flags & SHM_CELL_HEAD) ? 0 : cell->header_length;
-        if (cell->flags & SHM_FRAG_FIRST) {
-            uint64_t length;
-            memcpy(&length, cell->data, sizeof(length));
-            /* the header is copied out first: the placement reads our copy, never the buffer
-             * the peer can still write */
-            memcpy(frag->header,
-                   (cell->flags & SHM_CELL_HEAD) ? cell->data + SHM_FRAG_HEAD_AT : data,
-                   cell->header_length);
-            frag->placed = false;
-            frag->data = fy_am_place(tlw->worker, ep, cell->am_id, frag->header,
-                                     cell->header_length, length);
-            if (frag->data != NULL) {
-                frag->placed = true; /* straight into the receive: one copy, no reassembly */
-            } else if (frag->spare != NULL && frag->spare_length >= length) {
-                frag->data = frag->spare; /* no malloc, no page faults: reused */
-                frag->spare = NULL;
-            } else {
-                frag->data = fy_am_buffer_alloc(length ? length : 1);
-            }
-            if (frag->data == NULL) {
-                shm_buf_release(region, SHM_POOL_BULK, cell->buf);
-                shm_ep_shutdown(tlep, FERRY_ERR_NO_MEMORY);
-                fy_ep_fail(ep, FERRY_ERR_NO_MEMORY);
-                return false;
-            }
-            frag->active = true;
-            frag->id = cell->am_id;
-            frag->header_length = cell->header_length;
-            frag->length = length;
-            frag->received = 0;
-        }
-        size_t n = cell->length - cell->header_length;
-        memcpy(frag->data + frag->received, data + payload_at, n);
-        frag->received += n;
-        shm_buf_release(region, SHM_POOL_BULK, cell->buf);
-        if (cell->flags & SHM_FRAG_LAST) {
-            uint8_t *buffer = frag->data;
-            frag->active = false;
-            frag->data = NULL;
-            if (frag->placed) {
-                frag->placed = false;
-                fy_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length, buffer,
-                              frag->length, FY_AM_RECV_PLACED);
-            } else if (fy_am_deliver(tlw->worker, ep, frag->id, frag->header, frag->header_length,
-                                     buffer, frag->length,
-                                     FERRY_AM_RECV_KEEPABLE) != FERRY_INPROGRESS) {
-                /* keep it for the next message: the handler may have closed the endpoint */
-                if (tlep->state == SHM_CONN_DETACHED) {
-                    fy_am_buffer_free(buffer);
-                } else if (frag->spare == NULL || frag->spare_length < frag->length) {
-                    if (frag->spare != NULL)
-                        fy_am_buffer_free(frag->spare);
-                    frag->spare = buffer;
-                    frag->spare_length = frag->length;
-                } else {
-                    fy_am_buffer_free(buffer);
-                }
-            }
-        }
-        return tlep->state != SHM_CONN_DETACHED;
-    }
+    case SHM_CELL_FRAG:
+        return shm_rx_frag_cell(tlep, cell);
     case SHM_CELL_CLOSE:
         tlep->peer_closed = true;
         shm_ep_shutdown(tlep, FERRY_ERR_ENDPOINT_CLOSED);

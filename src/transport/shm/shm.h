@@ -67,7 +67,6 @@ typedef struct shm_stores {
     uint64_t start_bytes;
     uint64_t best_bytes[2]; /* per kind: the fastest block's timed bytes and time */
     uint64_t best_ns[2];
-    uint32_t rate_mbps[2]; /* per kind: the best rate, MB/s (after the choice) */
 } shm_stores_t;
 
 /* Reassembly of a fragmented message from one peer. */
@@ -127,8 +126,7 @@ struct fy_tl_ep {
     size_t tx_ring_size;
     int rx_index; /* position in tlw->rx, or -1 */
     shm_rx_frag_t frag;
-    shm_stores_t stores; /* how copies into the peer's bulk buffers store (shm_stores.c) */
-    bool peer_closed;    /* a CLOSE cell arrived */
+    bool peer_closed; /* a CLOSE cell arrived */
     /* force-closed with sends that completed already queued (copies made while connecting):
      * no ferry_ep_t any more; it finishes the handshake, posts them and CLOSE, then frees
      * itself (shm_ep_orphan). Never in rx[]: what the peer sends is not read. */
@@ -140,6 +138,8 @@ struct fy_tl_ep {
     size_t peer_keytable_size;
     int cma;       /* 0 not tried yet, 1 works, -1 denied (fallback) */
     int cma_errno; /* why it was denied */
+    /* last, so that the fields above keep their places (the 8 B path's cache lines) */
+    shm_stores_t stores; /* how copies into the peer's bulk buffers store (shm_stores.c) */
 };
 
 struct fy_tl_worker {
@@ -158,7 +158,6 @@ struct fy_tl_worker {
     uint32_t ring_cells;
     uint64_t am_max;     /* largest fragmented message accepted */
     uint64_t stream_min; /* FERRY_SHM_STREAM_MIN: non-temporal copies into bulk buffers */
-    bool stores_auto;    /* FERRY_SHM_STREAM_MIN=auto: each endpoint calibrates the kind */
     /* medium buffers of my pool delivered in the ring batch being polled and not kept: freed
      * with one atomic OR at the batch's end (shm_ep_poll_rx), not one per message */
     uint64_t medium_done;
@@ -170,6 +169,7 @@ struct fy_tl_worker {
     unsigned orphan_count;  /* orphaned endpoints (in all, not in rx) */
     fy_list_t all;          /* every fy_tl_ep_t, including those still accepting */
     bool cma_enabled;       /* FERRY_SHM_CMA (shm_rma.c reads its settings once) */
+    bool stores_auto;       /* FERRY_SHM_STREAM_MIN=auto: each endpoint calibrates the kind */
     uint64_t cma_min;       /* FERRY_SHM_CMA_MIN */
     uint64_t cma_chunk;     /* FERRY_SHM_CMA_CHUNK */
 };

@@ -62,8 +62,6 @@ static void shm_stores_decide(fy_tl_ep_t *tlep)
     s->calibrating = false;
     s->kind = (uint8_t)kind;
     s->stream_min = shm_stores_min_of(tlep->tlw, kind);
-    s->rate_mbps[0] = mbps[0];
-    s->rate_mbps[1] = mbps[1];
     fy_info("shm: copies into the bulk buffers of pid %u use %s stores (calibrated on the "
             "traffic: best block non-temporal %u.%03u GB/s, plain %u.%03u GB/s)",
             tlep->peer_pid, kind == SHM_STORES_PLAIN ? "plain" : "non-temporal",
