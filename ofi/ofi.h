@@ -323,6 +323,8 @@ typedef struct fy_ofi_cq {
     int signal_fd;           /* eventfd: fi_cq_signal, and entries written while a thread sleeps */
     bool signaled;           /* fi_cq_signal was called: the next sread returns -FI_ECANCELED */
     int waiters;             /* threads sleeping in sread */
+    bool found;              /* the last read returned all entries, fewer than asked */
+    unsigned skipped;        /* reads in a row that did not progress (cq_readfrom) */
 } fy_ofi_cq_t;
 
 int fy_ofi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq_p,
