@@ -216,7 +216,10 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
     if (caps->flags & FY_TL_CAP_STREAM)
         eager = TAG_EAGER_STREAM_CAP - TAG_WIRE_EAGER_SHORT;
-    else if (caps->max_placed > eager)
+    /* what one buffer carries: all a receiver that takes no messages in pieces allows (FLOW
+     * EAGER_BUFFER: they found no receive posted) */
+    size_t eager_buffer = eager;
+    if (!(caps->flags & FY_TL_CAP_STREAM) && caps->max_placed > eager)
         eager = caps->max_placed < TAG_EAGER_PLACED_CAP ? caps->max_placed : TAG_EAGER_PLACED_CAP;
     /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
      * chunks on shm, 4 KiB-aligned in the user's buffers */
@@ -226,6 +229,7 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     fy_tag_ep_of(ep)->eager_max = fy_tag_worker_of(worker)->thresh_forced != SIZE_MAX
                                       ? fy_tag_worker_of(worker)->thresh_forced
                                       : eager;
+    fy_tag_ep_of(ep)->eager_buffer_max = eager_buffer;
     fy_tag_ep_of(ep)->chunk = coop > data_header + 1024 ? coop - data_header : 1024;
     fy_tag_ep_of(ep)->ready = 1;
 }
