@@ -213,7 +213,7 @@ typedef struct tag_wire_cookie {
 #define TAG_FLOW_SMALL_MAX 256u
 #define TAG_FLOW_BUFFER 3u /* up to what one transport buffer carries (EAGER_BUFFER) */
 /* RTS in a row that found their receive posted before a receiver lifts EAGER_BUFFER */
-#define TAG_FLOW_BUFFER_LIFT 64u
+#define TAG_FLOW_BUFFER_LIFT 1024u
 /* and 4 times as many after each further EAGER_BUFFER to the same sender, up to 4^this times:
  * an RTS throttles its sender, so that receives look posted ahead until eager sends outrun
  * them again (Open MPI's tag_bw) */
