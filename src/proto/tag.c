@@ -44,16 +44,18 @@ static const fy_config_var_t *const tag_unexpected_count_reg
 
 /* Objects allocated at once when a pool is empty. */
 #define TAG_BLOCK_OBJECTS 32
-/* Spare unexpected-message buffers kept for reuse, per class: 512 KiB of 8 KiB buffers and
- * 1 MiB of 32 KiB ones at most. */
-static const unsigned tag_spare_max[TAG_SPARE_CLASSES] = {64, 32};
-static const size_t tag_spare_size[TAG_SPARE_CLASSES] = {TAG_UNEXP_BUF, TAG_UNEXP_BUF_LARGE};
+/* Spare unexpected-message buffers kept for reuse, per class: 512 KiB of 8 KiB buffers, 1 MiB
+ * of 32 KiB ones and 2 MiB of 256 KiB ones at most (as much as FERRY_TAG_UNEXPECTED_MAX's
+ * default and what was in flight when it was crossed). */
+static const unsigned tag_spare_max[TAG_SPARE_CLASSES] = {64, 32, 8};
+static const size_t tag_spare_size[TAG_SPARE_CLASSES] = {TAG_UNEXP_BUF, TAG_UNEXP_BUF_LARGE,
+                                                         TAG_UNEXP_BUF_PIECES};
 
 /* The class of recycled buffer a payload of length bytes (TAG_UNEXP_INLINE < length <=
- * TAG_UNEXP_BUF_LARGE) uses. */
+ * TAG_UNEXP_BUF_PIECES) uses. */
 static inline unsigned tag_spare_class(uint64_t length)
 {
-    return length <= TAG_UNEXP_BUF ? 0 : 1;
+    return length <= TAG_UNEXP_BUF ? 0 : length <= TAG_UNEXP_BUF_LARGE ? 1 : 2;
 }
 
 /* ------------------------------------------------------------------ pools */
@@ -601,7 +603,10 @@ static unsigned tag_ctl_progress(ferry_worker_t *worker)
 /* The name of a FLOW.eager value, for debug lines. */
 static const char *tag_flow_name(unsigned eager)
 {
-    return eager == TAG_FLOW_ON ? "ON" : eager == TAG_FLOW_SMALL ? "SMALL" : "OFF";
+    return eager == TAG_FLOW_ON       ? "ON"
+           : eager == TAG_FLOW_SMALL  ? "SMALL"
+           : eager == TAG_FLOW_BUFFER ? "BUFFER"
+                                      : "OFF";
 }
 
 /* FLOW {eager} to ep (TAG_FLOW_*). */
@@ -625,8 +630,9 @@ static void tag_flow_forget(ferry_worker_t *worker, ferry_ep_t *ep)
     fy_list_remove(&fy_tag_ep_of(ep)->flow_link);
 }
 
-/* After buffered messages were consumed: EAGER_ON to every sender told SMALL or OFF once the
- * buffered bytes and messages are both at most half their bounds. */
+/* After buffered messages were consumed: EAGER_ON (EAGER_BUFFER to one told that too) to every
+ * sender told SMALL or OFF once the buffered bytes and messages are both at most half their
+ * bounds. */
 static void tag_flow_check_on(ferry_worker_t *worker)
 {
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
@@ -638,8 +644,49 @@ static void tag_flow_check_on(ferry_worker_t *worker)
     while ((link = fy_list_pop_head(&tw->flow_off)) != NULL) {
         ferry_ep_t *ep = fy_container_of(link, fy_tag_ep_t, flow_link)->ep;
         fy_tag_ep_of(ep)->told_limit = 0;
-        tag_flow_send(worker, ep, TAG_FLOW_ON);
+        tag_flow_send(worker, ep, fy_tag_ep_of(ep)->told_buffer ? TAG_FLOW_BUFFER : TAG_FLOW_ON);
     }
+}
+
+/* A message in pieces from ep found no receive posted (tag_place_eager): EAGER_BUFFER to it,
+ * unless told already (or restricted more by a bound: EAGER_BUFFER replaces its EAGER_ON). Not
+ * on a byte stream (tcp), whose large eager messages are no pieces of shared buffers. */
+static fy_noinline void tag_flow_pieces_unexpected(ferry_worker_t *worker, ferry_ep_t *ep)
+{
+    fy_tag_ep_t *tep = fy_tag_ep_of(ep);
+    if (tep->told_buffer || (ep->caps.flags & FY_TL_CAP_STREAM) || ep->state != FY_EP_OPEN)
+        return;
+    tep->told_buffer = 1;
+    tep->rts_posted = 0;
+    if (tep->buffer_told <= TAG_FLOW_BUFFER_LIFT_MAX_STEPS)
+        tep->buffer_told++;
+    ep->counters.tag_flow_limited++;
+    fy_debug("tagged messages: an eager message in pieces from endpoint %p found no receive "
+             "posted: EAGER_BUFFER to it",
+             (void *)ep);
+    if (tep->told_limit == 0)
+        tag_flow_send(worker, ep, TAG_FLOW_BUFFER);
+}
+
+/* An RTS from ep, told EAGER_BUFFER, found its receive posted (posted true) or not: after
+ * TAG_FLOW_BUFFER_LIFT << 2 * (buffer_told - 1) in a row that did, EAGER_ON to it (unless a bound
+ * restricts it: then tag_flow_check_on sends it). */
+static fy_noinline void tag_flow_rts_arrived(ferry_worker_t *worker, ferry_ep_t *ep, bool posted)
+{
+    fy_tag_ep_t *tep = fy_tag_ep_of(ep);
+    if (!posted) {
+        tep->rts_posted = 0;
+        return;
+    }
+    if (++tep->rts_posted < TAG_FLOW_BUFFER_LIFT << 2 * (tep->buffer_told - 1))
+        return;
+    fy_debug("tagged messages: %u RTS in a row from endpoint %p found their receive posted: "
+             "EAGER_BUFFER lifted",
+             tep->rts_posted, (void *)ep);
+    tep->told_buffer = 0;
+    tep->rts_posted = 0;
+    if (tep->told_limit == 0 && ep->state == FY_EP_OPEN)
+        tag_flow_send(worker, ep, TAG_FLOW_ON);
 }
 
 /* The buffered messages or bytes went past a watch mark (tag_unexpected_eager) with an eager
@@ -683,23 +730,28 @@ static fy_noinline void tag_unexpected_grew(ferry_worker_t *worker, ferry_ep_t *
     tag_flow_send(worker, ep, eager);
 }
 
+/* Give back a buffer of class c (tag_spare_get): kept for reuse, or freed past the class's
+ * bound. */
+static void tag_spare_put(fy_tag_worker_t *tw, unsigned c, void *buf)
+{
+    if (tw->spare_count[c] < tag_spare_max[c]) {
+        *(void **)buf = tw->spare_bufs[c];
+        tw->spare_bufs[c] = buf;
+        tw->spare_count[c]++;
+    } else {
+        free(buf);
+    }
+}
+
 static void tag_unexp_release(ferry_worker_t *worker, tag_unexp_t *u)
 {
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     switch (u->data_kind) {
     case TAG_DATA_INLINE:
         break;
-    case TAG_DATA_SPARE: {
-        unsigned c = tag_spare_class(u->length);
-        if (tw->spare_count[c] < tag_spare_max[c]) {
-            *(void **)u->data = tw->spare_bufs[c];
-            tw->spare_bufs[c] = u->data;
-            tw->spare_count[c]++;
-        } else {
-            free(u->data);
-        }
+    case TAG_DATA_SPARE:
+        tag_spare_put(tw, tag_spare_class(u->length), u->data);
         break;
-    }
     case TAG_DATA_MALLOC:
         free(u->data);
         break;
@@ -743,7 +795,9 @@ static bool tag_unexp_keeps(const ferry_ep_t *ep, size_t header_length, size_t l
     return (flags & FERRY_AM_RECV_KEEPABLE) && length + header_length > ep->caps.max_bcopy + apart;
 }
 
-/* An eager message no receive was posted for: keep it (never drop it, unless out of memory). */
+/* An eager message no receive was posted for: keep it (never drop it, unless out of memory).
+ * flags FY_AM_RECV_PLACED: data is a recycled buffer of ours (tag_place_eager), kept as it is
+ * (FERRY_INPROGRESS). */
 static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *ep,
                                            const tag_wire_eager_t *eager, size_t header_length,
                                            void *data, size_t length, unsigned flags)
@@ -765,7 +819,11 @@ static ferry_status_t tag_unexpected_eager(ferry_worker_t *worker, ferry_ep_t *e
     u->status = FERRY_OK;
     u->tag = tag;
     u->length = length;
-    if (length <= TAG_UNEXP_INLINE) {
+    if (flags & FY_AM_RECV_PLACED) {
+        u->data_kind = TAG_DATA_SPARE;
+        u->data = data;
+        result = FERRY_INPROGRESS;
+    } else if (length <= TAG_UNEXP_INLINE) {
         u->data_kind = TAG_DATA_INLINE;
         u->data = u->inline_data;
     } else if (length > TAG_UNEXP_BUF && tag_unexp_keeps(ep, header_length, length, flags)) {
@@ -939,13 +997,21 @@ static void *tag_place_eager(void *arg, ferry_ep_t *ep, const void *header, size
     fy_tag_ep_t *tep = fy_tag_ep_of(ep);
     tag_wire_msg_t msg;
     const char *why;
-    if (tep->placing != NULL ||
+    if (tep->placing != NULL || tep->placing_buf != NULL ||
         tag_wire_decode(FY_AM_ID_TAG_EAGER, header, header_length, length, &msg, &why) != FERRY_OK)
         return NULL; /* a bad header is refused, and warned about, when delivered */
     tag_recv_t *recv =
         tag_match_posted(fy_tag_worker_of(worker), msg.u.eager.tag, ep->peer.worker_uuid);
-    if (recv == NULL || recv->buf.iovcnt == 0 || recv->buf.iov[0].length < length)
-        return NULL; /* none, truncated or scattered: matched on delivery */
+    if (recv == NULL) {
+        tag_flow_pieces_unexpected(worker, ep); /* the sender sends such messages by RTS */
+        if (length <= TAG_UNEXP_BUF_LARGE || length > TAG_UNEXP_BUF_PIECES)
+            return NULL; /* reassembled by the transport, matched on delivery */
+        /* into a recycled buffer, matched on delivery (tag_eager_placed_unexpected) */
+        tep->placing_buf = tag_spare_get(fy_tag_worker_of(worker), 2);
+        return tep->placing_buf;
+    }
+    if (recv->buf.iovcnt == 0 || recv->buf.iov[0].length < length)
+        return NULL; /* truncated or scattered: matched on delivery */
     fy_list_remove(&recv->obj.link);
     recv->state = TAG_RECV_PLACED;
     recv->ep = ep;
@@ -953,7 +1019,29 @@ static void *tag_place_eager(void *arg, ferry_ep_t *ep, const void *header, size
     return recv->buf.iov[0].buffer;
 }
 
-/* The EAGER message whose payload the transport wrote into the endpoint's placing receive. */
+/* The EAGER message the transport wrote into the endpoint's placing_buf: matched now like any
+ * eager message (a receive posted since its first piece takes it), else kept in that buffer
+ * in the unexpected queue. */
+static fy_noinline ferry_status_t tag_eager_placed_unexpected(ferry_worker_t *worker,
+                                                              const void *header,
+                                                              size_t header_length, void *data,
+                                                              size_t length,
+                                                              const ferry_am_recv_params_t *params)
+{
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    tag_wire_msg_t msg;
+    fy_tag_ep_of(params->reply_ep)->placing_buf = NULL;
+    /* the header placement decoded (the transport's private copy): refused only by a bug */
+    if (!tag_decode(worker, params->reply_ep, FY_AM_ID_TAG_EAGER, header, header_length, length,
+                    &msg) ||
+        tag_eager_arrived(worker, &msg.u.eager, header_length, data, length, params) !=
+            FERRY_INPROGRESS)
+        tag_spare_put(tw, tag_spare_class(length), data); /* not kept: copied out, or lost */
+    return FERRY_OK;
+}
+
+/* The EAGER message whose payload the transport wrote into the endpoint's placing receive (or
+ * placing_buf). */
 static fy_noinline ferry_status_t tag_eager_placed(ferry_worker_t *worker, const void *header,
                                                    size_t header_length, void *data, size_t length,
                                                    const ferry_am_recv_params_t *params)
@@ -962,6 +1050,8 @@ static fy_noinline ferry_status_t tag_eager_placed(ferry_worker_t *worker, const
     fy_tag_ep_t *tep = fy_tag_ep_of(ep);
     tag_recv_t *recv = tep->placing;
     tag_wire_msg_t msg;
+    if (tep->placing_buf != NULL && data == tep->placing_buf)
+        return tag_eager_placed_unexpected(worker, header, header_length, data, length, params);
     if (recv == NULL || recv->buf.iov[0].buffer != data) {
         tag_warn(worker, TAG_WARN_WRONG_STATE,
                  "EAGER (%zu bytes) from endpoint %p delivered into a placement it was not given",
@@ -1006,6 +1096,8 @@ static ferry_status_t tag_on_rts(void *arg, const void *header, size_t header_le
     if (!tag_decode(worker, ep, FY_AM_ID_TAG_RTS, header, header_length, length, &msg))
         return FERRY_OK;
     tag_recv_t *recv = tag_match_posted(tw, msg.u.rts.tag, params->peer);
+    if (fy_unlikely(fy_tag_ep_of(ep)->told_buffer))
+        tag_flow_rts_arrived(worker, ep, recv != NULL);
     if (recv != NULL) {
         fy_list_remove(&recv->obj.link);
         tag_rndv_recv_start(recv, ep, &msg.u.rts);
@@ -1098,9 +1190,10 @@ static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_l
         unsigned eager = msg.u.flow.eager;
         fy_debug("tagged messages: EAGER_%s from endpoint %p", tag_flow_name(eager),
                  (void *)params->reply_ep);
-        fy_tag_ep_of(params->reply_ep)->eager_limit = eager == TAG_FLOW_ON      ? 0
-                                                      : eager == TAG_FLOW_SMALL ? TAG_LIMIT_SMALL
-                                                                                : TAG_LIMIT_OFF;
+        fy_tag_ep_of(params->reply_ep)->eager_limit = eager == TAG_FLOW_ON       ? 0
+                                                      : eager == TAG_FLOW_BUFFER ? TAG_LIMIT_BUFFER
+                                                      : eager == TAG_FLOW_SMALL  ? TAG_LIMIT_SMALL
+                                                                                 : TAG_LIMIT_OFF;
     }
     return FERRY_OK;
 }
@@ -1111,7 +1204,9 @@ static ferry_status_t tag_on_flow(void *arg, const void *header, size_t header_l
 static inline bool tag_flow_allows(const ferry_ep_t *ep, uint64_t length)
 {
     unsigned limit = fy_tag_ep_of(ep)->eager_limit;
-    return limit == 0 || (limit == TAG_LIMIT_SMALL && length <= TAG_FLOW_SMALL_MAX);
+    return limit == 0 ||
+           (limit == TAG_LIMIT_BUFFER && length <= fy_tag_ep_of(ep)->eager_buffer_max) ||
+           (limit == TAG_LIMIT_SMALL && length <= TAG_FLOW_SMALL_MAX);
 }
 
 /* An eager send started (FERRY_OK, FERRY_INPROGRESS) counts; returns status. */
@@ -1622,6 +1717,10 @@ void fy_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status)
     if (placing != NULL) { /* the transport writes no more of its eager message */
         fy_tag_ep_of(ep)->placing = NULL;
         tag_recv_finish(placing, status);
+    }
+    if (fy_tag_ep_of(ep)->placing_buf != NULL) { /* nor of an unexpected one */
+        tag_spare_put(tw, 2, fy_tag_ep_of(ep)->placing_buf);
+        fy_tag_ep_of(ep)->placing_buf = NULL;
     }
     fy_list_t *lists[] = {&tw->unexpected, &tw->probed};
     for (size_t i = 0; i < FERRY_ARRAY_SIZE(lists); i++) {

@@ -29,6 +29,17 @@
  * EAGER_ON lifts either once the buffered bytes and messages are both at most half their
  * bounds. Messages already in flight when EAGER_SMALL/OFF is sent are still buffered: each
  * bound is soft by at most what the transport had in flight.
+ * Messages in pieces (more than one transport buffer: eager only where the transport places
+ * them, shm) pay off only when their receive is posted: found unexpected, each is reassembled
+ * and copied again, while the rendezvous it replaces keeps the data with the sender until the
+ * match. The first one from a sender that finds no posted receive makes the receiver send it
+ * EAGER_BUFFER: it then sends eagerly only what one transport buffer carries, larger messages
+ * by rendezvous, until TAG_FLOW_BUFFER_LIFT RTS in a row from it (4 times as many each time it
+ * is told again) found their receive posted (receives are posted ahead again): then EAGER_ON (or
+ * EAGER_BUFFER again in place of EAGER_ON after a bound's restriction). Open MPI's receivers post
+ * each receive after the previous one completed but take every message the transport holds at each
+ * poll: its tag_bw at 64 KiB fell to 0.5 GB/s with placed eager messages that went unexpected
+ * (issue 13), 20 GB/s by rendezvous.
  *
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
  * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
@@ -200,10 +211,17 @@ typedef struct tag_wire_cookie {
 #define TAG_FLOW_ON 1u    /* up to the endpoint's eager threshold (EAGER_ON) */
 #define TAG_FLOW_SMALL 2u /* up to TAG_FLOW_SMALL_MAX bytes only (EAGER_SMALL) */
 #define TAG_FLOW_SMALL_MAX 256u
+#define TAG_FLOW_BUFFER 3u /* up to what one transport buffer carries (EAGER_BUFFER) */
+/* RTS in a row that found their receive posted before a receiver lifts EAGER_BUFFER */
+#define TAG_FLOW_BUFFER_LIFT 1024u
+/* and 4 times as many after each further EAGER_BUFFER to the same sender, up to 4^this times:
+ * an RTS throttles its sender, so that receives look posted ahead until eager sends outrun
+ * them again (Open MPI's tag_bw) */
+#define TAG_FLOW_BUFFER_LIFT_MAX_STEPS 8u
 
 typedef struct tag_wire_flow {
     uint8_t version;
-    uint8_t eager; /* TAG_FLOW_OFF, TAG_FLOW_ON or TAG_FLOW_SMALL */
+    uint8_t eager; /* TAG_FLOW_OFF, TAG_FLOW_ON, TAG_FLOW_SMALL or TAG_FLOW_BUFFER */
     uint8_t reserved[6];
 } tag_wire_flow_t; /* 8 B, no payload */
 
@@ -290,21 +308,32 @@ typedef struct tag_table {
 
 /* Eager sends restricted by FLOW, in increasing strictness (fy_tag_ep_t.eager_limit on the
  * sender, told_limit on the receiver; 0: not restricted, eager up to the threshold). */
-#define TAG_LIMIT_SMALL 1u /* EAGER_SMALL: eager only up to TAG_FLOW_SMALL_MAX bytes */
-#define TAG_LIMIT_OFF 2u   /* EAGER_OFF: rendezvous for everything */
+#define TAG_LIMIT_BUFFER 1u /* EAGER_BUFFER: eager only up to fy_tag_ep_t.eager_buffer_max */
+#define TAG_LIMIT_SMALL 2u  /* EAGER_SMALL: eager only up to TAG_FLOW_SMALL_MAX bytes */
+#define TAG_LIMIT_OFF 3u    /* EAGER_OFF: rendezvous for everything */
 
 /* Per endpoint (the module's endpoint state); all-zero is the initial state, then ep is set. */
 typedef struct fy_tag_ep {
     ferry_ep_t *ep;             /* the endpoint this state belongs to */
     fy_list_link_t flow_link;   /* in the worker's flow_off list while told_limit */
     struct tag_recv *placing;   /* matched by the EAGER message the transport places now */
+    void *placing_buf;          /* or the recycled buffer it places an unexpected one in */
     size_t eager_max;           /* largest eager payload (ready) */
+    size_t eager_buffer_max;    /* of it, what one transport buffer carries (ready) */
     size_t chunk;               /* COOP DATA payload (ready) */
     uint32_t ctl_queued;        /* control messages queued for it (kept in order) */
     uint32_t ctl_pass;          /* the control-queue pass in which it had no room */
     uint8_t ready;              /* eager_max and chunk are set */
     uint8_t eager_limit;        /* the peer restricts eager sends (TAG_LIMIT_*, 0: no) */
-    uint8_t told_limit;         /* we restricted the peer's eager sends (TAG_LIMIT_*, 0: no) */
+    uint8_t told_limit;         /* we restricted the peer's eager sends (TAG_LIMIT_SMALL or
+                                 * _OFF: our backlog's bounds, 0: no) */
+    uint8_t told_buffer;        /* we told it EAGER_BUFFER (its messages in pieces found no
+                                 * receive posted), not lifted yet */
+    uint8_t buffer_told;        /* times we told it EAGER_BUFFER (up to
+                                 * TAG_FLOW_BUFFER_LIFT_MAX_STEPS + 1) */
+    uint32_t rts_posted;        /* while told_buffer: its RTS in a row that found their
+                                 * receive posted (TAG_FLOW_BUFFER_LIFT << 2 * (buffer_told - 1)
+                                 * lift it) */
     uint8_t coop_fallback_said; /* forced COOP fell back to NULL here: said once */
 } fy_tag_ep_t;
 
@@ -346,8 +375,8 @@ typedef struct fy_tag_worker {
     fy_list_t flow_off;   /* endpoints told EAGER_OFF (fy_tag_ep_t.flow_link) */
     fy_pool_t recvs, sends, unexp, ctls; /* tag_recv_t, tag_send_t, tag_unexp_t, tag_ctl_t */
     /* recycled unexpected-message buffers, a chain per class (tag_int.h, TAG_SPARE_CLASSES) */
-    void *spare_bufs[2];
-    unsigned spare_count[2];
+    void *spare_bufs[3];
+    unsigned spare_count[3];
     tag_table_t send_table, recv_table;
     uint64_t unexpected_bytes;     /* payload bytes of the eager messages of more than
                                     * TAG_FLOW_SMALL_MAX bytes buffered in unexpected/probed */

@@ -105,11 +105,6 @@ static const fy_config_var_t *const rndv_null_chunk_reg
  * project's machine (issue 14, same runs: tag_lat 16 KiB eager 1.82 us, COOP 3.00, GET 5.12,
  * UCX posix 3.28; 32 KiB eager 2.60-2.90, automatic rendezvous 4.45-6.45, UCX 4.57-5.52). */
 #define TAG_EAGER_PAYLOAD_CAP 32768u
-/* The largest eager payload where the transport places one larger than its buffer straight
- * into the matched receive (shm: 32 KiB fragments, copied in by the sender and out by the
- * receiver at once, no RTS/CTS round trip; docs/ARCHITECTURE.md, "Medium messages go eager in
- * fragments"; FERRY_RNDV_THRESH sets another threshold). */
-#define TAG_EAGER_PLACED_CAP 262144u
 /* The eager threshold on a stream transport (tcp), header included: 1 MiB payloads go eager.
  * Measured with tag_bw over loopback, same runs, against the NULL rendezvous and UCX tcp:
  * 64 KiB 2.9-4.1 GB/s (NULL 2.1-3.0, UCX 1.8-2.5), 1 MiB 5.4-6.4 (NULL 4.8-5.9, UCX 5.0-6.1). */
@@ -216,7 +211,10 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
     if (caps->flags & FY_TL_CAP_STREAM)
         eager = TAG_EAGER_STREAM_CAP - TAG_WIRE_EAGER_SHORT;
-    else if (caps->max_placed > eager)
+    /* what one buffer carries: all a receiver that takes no messages in pieces allows (FLOW
+     * EAGER_BUFFER: they found no receive posted) */
+    size_t eager_buffer = eager;
+    if (!(caps->flags & FY_TL_CAP_STREAM) && caps->max_placed > eager)
         eager = caps->max_placed < TAG_EAGER_PLACED_CAP ? caps->max_placed : TAG_EAGER_PLACED_CAP;
     /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
      * chunks on shm, 4 KiB-aligned in the user's buffers */
@@ -226,6 +224,7 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     fy_tag_ep_of(ep)->eager_max = fy_tag_worker_of(worker)->thresh_forced != SIZE_MAX
                                       ? fy_tag_worker_of(worker)->thresh_forced
                                       : eager;
+    fy_tag_ep_of(ep)->eager_buffer_max = eager_buffer;
     fy_tag_ep_of(ep)->chunk = coop > data_header + 1024 ? coop - data_header : 1024;
     fy_tag_ep_of(ep)->ready = 1;
 }

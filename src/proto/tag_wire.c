@@ -215,8 +215,8 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
     case FY_AM_ID_TAG_FLOW:
         if (!tag_wire_zero(m.u.flow.reserved, sizeof(m.u.flow.reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
-        if (m.u.flow.eager > TAG_FLOW_SMALL)
-            return tag_wire_fail(why, "FLOW eager is not OFF, ON or SMALL");
+        if (m.u.flow.eager > TAG_FLOW_BUFFER)
+            return tag_wire_fail(why, "FLOW eager is not OFF, ON, SMALL or BUFFER");
         break;
     }
     *out = m;

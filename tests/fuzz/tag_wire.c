@@ -117,7 +117,7 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
         break;
     }
     case FY_AM_ID_TAG_FLOW:
-        if (m->u.flow.version != TAG_WIRE_VERSION || m->u.flow.eager > TAG_FLOW_SMALL)
+        if (m->u.flow.version != TAG_WIRE_VERSION || m->u.flow.eager > TAG_FLOW_BUFFER)
             fuzz_fail("FLOW version or value");
         break;
     }

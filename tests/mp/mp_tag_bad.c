@@ -436,10 +436,10 @@ static void ab_malformed(void)
     memcpy(m.u.cookie.rkey, key, RKEY_PACKED_SIZE);
     m.u.cookie.recv_id = 0;
     ab_send(&m, 0, NULL, 0);
-    /* FLOW: eager 3 (not OFF, ON or SMALL), reserved set, truncated */
+    /* FLOW: eager 4 (not OFF, ON, SMALL or BUFFER), reserved set, truncated */
     m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_FLOW};
     m.u.flow.version = TAG_WIRE_VERSION;
-    m.u.flow.eager = TAG_FLOW_SMALL + 1;
+    m.u.flow.eager = TAG_FLOW_BUFFER + 1;
     ab_send(&m, 0, NULL, 0);
     m.u.flow.eager = TAG_FLOW_ON;
     m.u.flow.reserved[2] = 9;

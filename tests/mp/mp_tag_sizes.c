@@ -22,14 +22,17 @@
  * With the argument "eager" (after "quick"; automatic mode on shm only), the sender also checks
  * its endpoint's counters after every send: a message of at most the eager threshold moved
  * eager, a longer one did not — the automatic eager range (up to 256 KiB: 16383..16385,
- * 32767..32769, 65535..65537, 131071..131073 and 262143..262145 are in the schedule) posted (placed
- * straight into the receive when it is contiguous, reassembled and scattered when not), unexpected
- * and probed. "Unexpected" is synchronised through the channel: the sender says SENT once
- * ferry_tag_send returned, the receiver progresses until ferry_tag_probe sees the message (and
- * checks what it says), then receives it. The receiver checks status, info (tag, real length, the
- * same sender endpoint every time) and every byte, and that nothing around or past the message was
- * written. Registered for every FERRY_RNDV_MODE (mp_tag_sizes_<mode>), for forced thresholds and
- * for the automatic choice with and without cross-memory attach (mp_tag_sizes_auto*). */
+ * 32767..32769, 65535..65537, 131071..131073 and 262143..262145 are in the schedule) posted
+ * (placed straight into the receive when it is contiguous, reassembled and scattered when not),
+ * unexpected and probed; except that once a message of more than one bulk buffer (32 KiB) went
+ * unexpected, the receiver may have told the sender EAGER_BUFFER (src/proto/tag.h): such
+ * messages may then move either way.
+ * "Unexpected" is synchronised through the channel: the sender says SENT once ferry_tag_send
+ * returned, the receiver progresses until ferry_tag_probe sees the message (and checks what it
+ * says), then receives it. The receiver checks status, info (tag, real length, the same sender
+ * endpoint every time) and every byte, and that nothing around or past the message was written.
+ * Registered for every FERRY_RNDV_MODE (mp_tag_sizes_<mode>), for forced thresholds and for the
+ * automatic choice with and without cross-memory attach (mp_tag_sizes_auto*). */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -136,8 +139,9 @@ typedef struct ts_proc {
     ferry_worker_t *worker;
     ferry_ep_t *ep; /* ours, to the other process */
     int chan;
-    ferry_ep_t *sender_ep; /* what receives said about the other process */
-    bool check_eager;      /* "eager": check how each message moved (automatic mode, shm) */
+    ferry_ep_t *sender_ep;  /* what receives said about the other process */
+    bool check_eager;       /* "eager": check how each message moved (automatic mode, shm) */
+    bool pieces_unexpected; /* a message of ours in pieces went unexpected (EAGER_BUFFER) */
 } ts_proc_t;
 
 /* Eager messages of length's size class sent so far on p's endpoint. */
@@ -161,10 +165,13 @@ static void ts_send(ts_proc_t *p, size_t i)
     ft_tag_send_wait(p->worker, &s, FERRY_OK);
     if (p->check_eager) {
         bool eager = ts_eager_count(p, st->size) != eager_before;
-        FT_CHECK(eager == (st->size <= ft_tag_eager_max()),
+        bool pieces = st->size > 32768 && st->size <= ft_tag_eager_max();
+        FT_CHECK(eager == (st->size <= ft_tag_eager_max()) || (pieces && p->pieces_unexpected),
                  "step %zu (%s, %zu bytes): moved %s, the eager threshold is %zu", i,
                  ts_order_name(st->order), st->size, eager ? "eager" : "by rendezvous",
                  ft_tag_eager_max());
+        if (pieces && eager && st->order != TS_POSTED)
+            p->pieces_unexpected = true;
     }
 }
 

@@ -330,3 +330,7 @@ ferry_add_test(NAME mp_tag_flow SOURCES mp/mp_tag_flow.c TIMEOUT 120
                ENV FERRY_TAG_UNEXPECTED_MAX=256K)
 ferry_add_test(NAME mp_tag_flow_count SOURCES mp/mp_tag_flow.c TIMEOUT 120
                ENV FERRY_TAG_UNEXPECTED_COUNT=1000)
+# Open MPI's tag_bw pattern: receives posted one at a time after the oldest completed, 64 KiB
+# messages (eager in pieces on shm) outrunning them: kept to rendezvous, every byte checked
+ferry_add_test(NAME mp_tag_window SOURCES mp/mp_tag_window.c TIMEOUT 120
+               ENV FERRY_TAG_UNEXPECTED_MAX=16M)
