@@ -1221,7 +1221,11 @@ typedef struct ferry_tag_message ferry_tag_message_t;
  * @param iovcnt the number of pieces
  * @param tag the message's tag
  * @param comp completes when the buffers may be reused; may be NULL
- * @retval FERRY_OK sent; buffers reusable
+ * @retval FERRY_OK sent; buffers reusable. The message may still need this worker's progress
+ *                  to reach the receiver: one within tag_inject_max (ferry_ep_attr_t) that goes
+ *                  by rendezvous (the receiver's back-pressure, FERRY_RNDV_THRESH) waits for
+ *                  the receiver's CTS. Keep progressing, or sleep on the worker's fd
+ *                  (ferry_worker_wait(), ferry_worker_arm()), which the CTS wakes.
  * @retval FERRY_INPROGRESS comp completes when the buffers may be reused
  * @retval FERRY_ERR_NO_RESOURCE nothing sent; progress and retry
  * @retval FERRY_ERR_INVALID_PARAM ep NULL, iov NULL with iovcnt > 0, a NULL piece with a length

@@ -2,7 +2,10 @@
 #define _GNU_SOURCE
 #include "ft_progress.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <sched.h>
+#include <string.h>
 
 #include "ft_chan.h"
 #include "ft_check.h"
@@ -148,4 +151,32 @@ void ft_progress_until_token(ferry_worker_t *worker, int chan, uint32_t tag, int
                    "timed out after %d ms (making progress) waiting for token 0x%x on channel "
                    "fd %d",
                    timeout_ms, tag, chan);
+}
+
+size_t ft_wait_chan_recv(ferry_worker_t *worker, int chan, void *buf, size_t cap, int timeout_ms)
+{
+    ft_deadline_t deadline = ft_deadline_in_ms(timeout_ms);
+    int worker_fd = -1;
+    size_t len = 0;
+    FT_CHECK_OK(ferry_worker_get_fd(worker, &worker_fd));
+    for (;;) {
+        if (ft_chan_try_recv(chan, buf, cap, &len))
+            return len;
+        while (ferry_worker_progress(worker) != 0)
+            ;
+        if (ferry_worker_arm(worker) == FERRY_ERR_BUSY)
+            continue;
+        uint64_t now = ft_now_ns();
+        FT_CHECK(now < deadline.end_ns,
+                 "timed out after %d ms (progressing) waiting for a message on channel fd %d",
+                 timeout_ms, chan);
+        uint64_t left_ms = (deadline.end_ns - now) / 1000000u + 1;
+        struct pollfd fds[2] = {{.fd = chan, .events = POLLIN},
+                                {.fd = worker_fd, .events = POLLIN}};
+        int n = poll(fds, 2, left_ms > 200 ? 200 : (int)left_ms);
+        FT_CHECK(n >= 0 || errno == EINTR, "poll(channel fd %d, worker fd %d): %s", chan, worker_fd,
+                 strerror(errno));
+        if (n == 0)
+            ft_peers_check();
+    }
 }

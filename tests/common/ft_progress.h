@@ -41,6 +41,15 @@ struct ft_token;
 void ft_progress_until_token(ferry_worker_t *worker, int chan, uint32_t tag, int timeout_ms,
                              struct ft_token *token);
 
+/* Receive the next channel message (at most cap bytes; returns its length) while the worker
+ * keeps working: sleeps on the channel and the worker's fd (ferry_worker_arm) together and
+ * progresses whenever the worker has events. For a peer that waits for its next command: a
+ * send that returned FERRY_OK may still need this side's progress (a small send switched to
+ * rendezvous by the receiver's EAGER_OFF is injected: the receiver's CTS or DONE comes
+ * later); blocking in ft_chan_recv instead would leave that receive waiting forever. Fails
+ * on timeout. */
+size_t ft_wait_chan_recv(ferry_worker_t *worker, int chan, void *buf, size_t cap, int timeout_ms);
+
 /* Keep making progress for ms milliseconds (letting a peer see our state; never the reason a
  * check passes). */
 void ft_progress_for_ms(ferry_worker_t *worker, int ms);

@@ -28,7 +28,11 @@
  *      not the probed one; ferry_tag_message_recv then receives the probed one.
  * Registered for every FERRY_RNDV_MODE, and with a small FERRY_TAG_UNEXPECTED_MAX and
  * FERRY_TAG_UNEXPECTED_COUNT (senders are switched to rendezvous mid-stream, for the larger
- * messages and for all: the order must hold across the switches). */
+ * messages and for all: the order must hold across the switches), and with FERRY_RNDV_THRESH=0
+ * (every message of a byte or more a rendezvous; those within the inject bound return FERRY_OK
+ * at once and need the sender's progress later). Between commands the senders sleep on their
+ * channel and their worker's fd together (ft_wait_chan_recv), as an application's event loop
+ * would: the receiver's CTS for such a send must wake them. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -132,7 +136,8 @@ static int tm_sender_role(int chan, void *arg)
     static size_t sizes[TM_N1 + 1];
     for (;;) {
         ft_token_t t;
-        size_t n = ft_chan_recv(chan, &t, sizeof(t), 4 * FT_TAG_TIMEOUT);
+        /* progressing: a send of the last batch that completed at once may still need us */
+        size_t n = ft_wait_chan_recv(s.worker, chan, &t, sizeof(t), 4 * FT_TAG_TIMEOUT);
         FT_CHECK(n == sizeof(t), "a %zu-byte channel message", n);
         switch (t.tag) {
         case TM_TOKEN_PHASE1:
@@ -494,8 +499,10 @@ static void tm_phase3(void)
     /* With a small FERRY_TAG_UNEXPECTED_MAX (mp_tag_match_unexpmax_*), the earlier phases' eager
      * messages (up to 32 KiB) may have switched sender 3 to rendezvous (EAGER_OFF), and it
      * handles the EAGER_ON only when it progresses again: it then sends even these 50 bytes as
-     * an RTS, which no receive completes inside the call. */
-    if (!x.done && getenv("FERRY_TAG_UNEXPECTED_MAX") != NULL)
+     * an RTS, which no receive completes inside the call; so does every message of a byte or
+     * more with FERRY_RNDV_THRESH=0 (mp_tag_match_thresh0_*). */
+    if (!x.done &&
+        (getenv("FERRY_TAG_UNEXPECTED_MAX") != NULL || getenv("FERRY_RNDV_THRESH") != NULL))
         ft_tag_recv_wait(tm_w, &x);
     FT_CHECK(x.done, "the unexpected eager message after a canceled wildcard receive was not "
                      "delivered by ferry_tag_recv itself");

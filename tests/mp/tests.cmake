@@ -74,7 +74,12 @@ ferry_add_test(NAME mp_rkey_forge_nocma SOURCES mp/mp_rkey_forge.c TIMEOUT 180
 #   match       1 000 interleaved tags received out of order with masks, wildcard receives from 3
 #               senders, probe with and without remove, cancel, truncation (eager, rendezvous);
 #               _unexpmax: a small unexpected-message bound switches the senders to rendezvous
-#               (even for 0 bytes) mid-stream
+#               (even for 0 bytes) mid-stream; _thresh0: every message of a byte or more is a
+#               rendezvous, the small ones injected (FERRY_OK at once, the CTS later): the
+#               senders wait for their next command sleeping on the worker's fd, which the
+#               CTS must wake (a sender blocked outside ferry left receive B of phase 3
+#               waiting forever: the _unexpmax hang, 1 in ~80 runs, when an EAGER_ON came
+#               after the sender's last progress)
 #   concurrent  64 rendezvous in flight one way (posted; unexpected, received in reverse), 64 each
 #               way at once, 200 of one tag (receive k gets message k)
 #   death       SIGKILL of the receiver and of the sender in the middle of a 256 MiB rendezvous,
@@ -91,6 +96,8 @@ foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_match_unexpmax_${mode} SOURCES mp/mp_tag_match.c TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode} FERRY_TAG_UNEXPECTED_MAX=65536
                        FERRY_TAG_UNEXPECTED_COUNT=64)
+    ferry_add_test(NAME mp_tag_match_thresh0_${mode} SOURCES mp/mp_tag_match.c TIMEOUT 60
+                   ENV FERRY_RNDV_MODE=${mode} FERRY_RNDV_THRESH=0)
     ferry_add_test(NAME mp_tag_concurrent_${mode} SOURCES mp/mp_tag_concurrent.c TIMEOUT 60
                    ENV FERRY_RNDV_MODE=${mode})
     ferry_add_test(NAME mp_tag_death_${mode} SOURCES mp/mp_tag_death.c INTERNAL TIMEOUT 120
