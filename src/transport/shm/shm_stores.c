@@ -18,6 +18,7 @@
  * not the mean, because a block the scheduler preempted or the application paused is only
  * slower. Cost: one clock reading per bulk copy (8-32 KiB) while calibrating (about 15 MiB),
  * nothing afterwards. */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/log.h"
@@ -33,6 +34,12 @@ static const uint8_t shm_stores_order[SHM_STORES_BLOCKS] = {SHM_STORES_STREAM, S
 static uint64_t shm_stores_min_of(const fy_tl_worker_t *tlw, unsigned kind)
 {
     return kind == SHM_STORES_PLAIN ? UINT64_MAX : tlw->stream_min;
+}
+
+/* Whether a_bytes in a_ns is a higher rate than b_bytes in b_ns (fractions compared exactly). */
+static bool shm_stores_rate_above(uint64_t a_bytes, uint64_t a_ns, uint64_t b_bytes, uint64_t b_ns)
+{
+    return (unsigned __int128)a_bytes * b_ns > (unsigned __int128)b_bytes * a_ns;
 }
 
 void shm_stores_init(fy_tl_ep_t *tlep)
@@ -53,8 +60,8 @@ static void shm_stores_decide(fy_tl_ep_t *tlep)
     unsigned kind = SHM_STORES_STREAM; /* a tie or no figure: non-temporal, as before */
     if (s->best_ns[SHM_STORES_PLAIN] != 0 &&
         (s->best_ns[SHM_STORES_STREAM] == 0 ||
-         (unsigned __int128)s->best_bytes[SHM_STORES_PLAIN] * s->best_ns[SHM_STORES_STREAM] >
-             (unsigned __int128)s->best_bytes[SHM_STORES_STREAM] * s->best_ns[SHM_STORES_PLAIN]))
+         shm_stores_rate_above(s->best_bytes[SHM_STORES_PLAIN], s->best_ns[SHM_STORES_PLAIN],
+                               s->best_bytes[SHM_STORES_STREAM], s->best_ns[SHM_STORES_STREAM])))
         kind = SHM_STORES_PLAIN;
     uint32_t mbps[2];
     for (unsigned k = 0; k < 2; k++)
@@ -86,8 +93,8 @@ void shm_stores_count(fy_tl_ep_t *tlep, size_t bytes)
         return;
     unsigned kind = shm_stores_order[s->block];
     uint64_t ns = now > s->start_ns ? now - s->start_ns : 1;
-    if (s->best_ns[kind] == 0 || (unsigned __int128)measured * s->best_ns[kind] >
-                                     (unsigned __int128)s->best_bytes[kind] * ns) {
+    if (s->best_ns[kind] == 0 ||
+        shm_stores_rate_above(measured, ns, s->best_bytes[kind], s->best_ns[kind])) {
         s->best_bytes[kind] = measured;
         s->best_ns[kind] = ns;
     }
