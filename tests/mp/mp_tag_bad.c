@@ -151,8 +151,10 @@ static tag_wire_msg_t ab_take(unsigned id, const char *what)
     return r->queue[r->taken++ % AB_QUEUE];
 }
 
-static void ab_raw(unsigned id, const void *header, size_t header_length, const void *payload,
-                   size_t length)
+/* Sends a hand-made message of id on ep, retrying FERRY_ERR_NO_RESOURCE with progress until a
+ * deadline, and waits for its completion. */
+static void tb_raw_send(ferry_worker_t *w, ferry_ep_t *ep, unsigned id, const void *header,
+                        size_t header_length, const void *payload, size_t length)
 {
     ferry_iov_t iov = {.buffer = (void *)payload, .length = length};
     ferry_completion_t comp = {.cb = NULL, .count = 0, .status = FERRY_OK};
@@ -160,9 +162,9 @@ static void ab_raw(unsigned id, const void *header, size_t header_length, const 
     for (;;) {
         comp.count = 1;
         ferry_status_t status =
-            fy_am_send_internal(ab_ep, id, header, header_length, &iov, length > 0 ? 1 : 0, &comp);
+            fy_am_send_internal(ep, id, header, header_length, &iov, length > 0 ? 1 : 0, &comp);
         if (status == FERRY_INPROGRESS) {
-            ft_progress_until_completion(ab_w, FT_TAG_TIMEOUT, &comp, "a hand-made message");
+            ft_progress_until_completion(w, FT_TAG_TIMEOUT, &comp, "a hand-made message");
             FT_CHECK(comp.status == FERRY_OK, "a hand-made message completed with %s",
                      ferry_status_name(comp.status));
             return;
@@ -173,9 +175,15 @@ static void ab_raw(unsigned id, const void *header, size_t header_length, const 
                  "fy_am_send_internal(id %u, %zu + %zu "
                  "bytes) returned %s",
                  id, header_length, length, ferry_status_name(status));
-        ft_progress_once(ab_w);
+        ft_progress_once(w);
         FT_CHECK(!ft_deadline_passed(deadline), "no room for a hand-made message");
     }
+}
+
+static void ab_raw(unsigned id, const void *header, size_t header_length, const void *payload,
+                   size_t length)
+{
+    tb_raw_send(ab_w, ab_ep, id, header, header_length, payload, length);
 }
 
 /* Encode and send a message (optionally cut or extended to header_length bytes). */
@@ -834,23 +842,10 @@ static int gb_role(int chan, void *arg)
             tag_wire_msg_t m = ab_data(t.v[0], 0);
             uint8_t header[sizeof(tag_wire_rts_t)];
             size_t size = tag_wire_encode(&m, header);
-            ferry_iov_t iov = {.buffer = junk, .length = sizeof(junk)};
-            ferry_completion_t comp = {.cb = NULL, .count = 1, .status = FERRY_OK};
-            ferry_status_t status =
-                fy_am_send_internal(ep, FY_AM_ID_TAG_DATA, header, size, &iov, 1, &comp);
-            FT_CHECK(status == FERRY_OK || status == FERRY_INPROGRESS, "g's DATA: %s",
-                     ferry_status_name(status));
-            if (status == FERRY_INPROGRESS)
-                ft_progress_until_completion(f.worker, FT_TAG_TIMEOUT, &comp, "g's DATA");
+            tb_raw_send(f.worker, ep, FY_AM_ID_TAG_DATA, header, size, junk, sizeof(junk));
             m = ab_done(TAG_DONE_TO_RECV, t.v[0], 1, FERRY_ERR_ACCESS, 0, 0);
             size = tag_wire_encode(&m, header);
-            do {
-                status = fy_am_send_internal(ep, FY_AM_ID_TAG_DONE, header, size, NULL, 0, NULL);
-                if (status == FERRY_ERR_NO_RESOURCE)
-                    ft_progress_once(f.worker);
-            } while (status == FERRY_ERR_NO_RESOURCE);
-            FT_CHECK(status == FERRY_OK || status == FERRY_INPROGRESS, "g's DONE: %s",
-                     ferry_status_name(status));
+            tb_raw_send(f.worker, ep, FY_AM_ID_TAG_DONE, header, size, NULL, 0);
             ft_chan_send_token(chan, TB_TOKEN_RAWDONE, 0, 0, 0, 0);
             continue;
         }
