@@ -26,12 +26,22 @@
  *    per copy); median, min, max over REPEAT repeats after one unmeasured repeat. Where the
  *    source and destination outgrow the last-level cache (SIZE about half of it) this falls as
  *    every copy does: a drop there in a transfer's bandwidth is the machine's, not the protocol's.
- *    Run with -2, which runs the ping-pong and this instead of 2 (bench/compare_tag.sh: the
+ *    Run with -2, which runs the ping-pong, this and 4 instead of 2 (bench/compare_tag.sh: the
  *    placement of each round and the shape of the physical copy).
+ * 4. Two-process cross-memory-attach copy at each SIZE (cma2, with -2): the copies SPLIT itself
+ *    makes, in the kernel, without the protocol: each process has its own private buffer
+ *    (2 MiB-aligned, MADV_HUGEPAGE, like ferry_perf's); the forked one (core a, the sender)
+ *    writes the tail [split, SIZE) of its source into the measurer's destination with
+ *    process_vm_writev, the measurer (core b, the receiver) reads the head [0, split) with
+ *    process_vm_readv, split = SIZE / 2 rounded down to 4 KiB, calls of at most 4 MiB
+ *    (FERRY_SHM_CMA_CHUNK's default); repeats as in 3. The kernel copies page by page
+ *    (copy_to_iter of pinned 4 KiB pages), so it falls further than copy2's memcpy where the
+ *    buffers outgrow the cache: the fall a SPLIT transfer inherits from its copies. Skipped, with a
+ *    note on stderr and no line, where process_vm_readv/writev are not allowed.
  *
  * Output (stdout, CSV): test,size,median,min,max
  *   cacheline_pingpong_oneway_ns,64,...   memcpy_GBps,SIZE,...   memcpy_to_memfd_GBps,SIZE,...
- *   memcpy_from_memfd_GBps,SIZE,...   copy2_GBps,SIZE,...
+ *   memcpy_from_memfd_GBps,SIZE,...   copy2_GBps,SIZE,...   cma2_GBps,SIZE,...
  * Exit status: 0, 1 when something failed (said on stderr), 2 bad options. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,6 +53,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -342,6 +353,147 @@ out:
     return result;
 }
 
+/* ---------------------------------------------------------------- two-process CMA copy */
+
+#define PL_CMA_CHUNK (4ul << 20) /* bytes per system call: FERRY_SHM_CMA_CHUNK's default */
+
+/* One side's part of a cma2 copy: `copies` times, [offset, offset + length) of remote into
+ * local (read) or of local into remote (write), in calls of at most PL_CMA_CHUNK bytes.
+ * Returns 0, or the errno of a failed call. */
+static int cma2_part(pid_t peer, int write, uint8_t *local, uint8_t *remote, size_t offset,
+                     size_t length, uint64_t copies)
+{
+    for (uint64_t i = 0; i < copies; i++) {
+        for (size_t done = 0; done < length;) {
+            size_t n = length - done < PL_CMA_CHUNK ? length - done : PL_CMA_CHUNK;
+            struct iovec l = {local + offset + done, n}, r = {remote + offset + done, n};
+            ssize_t got = write ? process_vm_writev(peer, &l, 1, &r, 1, 0)
+                                : process_vm_readv(peer, &l, 1, &r, 1, 0);
+            if (got <= 0)
+                return got < 0 ? errno : EIO;
+            done += (size_t)got;
+        }
+    }
+    return 0;
+}
+
+/* The control word of cma2: as copy2's, plus each side's buffer address and its error. */
+struct cma2_control {
+    struct copy2_control c;
+    uint8_t pad[56];
+    uint64_t src; /* the sender's (helper's) source buffer */
+    uint64_t dst; /* the receiver's (measurer's) destination buffer */
+    int64_t error;
+};
+
+/* cma2: copy2's shape made of the copies ferry's SPLIT rendezvous does, each process with its
+ * own private buffer (2 MiB-aligned, MADV_HUGEPAGE, as ferry_perf's): the helper on core a (the
+ * sender) owns the source and writes its tail [split, size) into the measurer's destination
+ * with process_vm_writev, the measurer on core b (the receiver) reads the head [0, split) with
+ * process_vm_readv; split = size / 2 rounded down to 4 KiB, calls of PL_CMA_CHUNK bytes. A
+ * kernel copy per 4 KiB page of pinned memory, not memcpy: it falls further than copy2 where the
+ * buffers outgrow the cache. Returns 1 (said on stderr, no line) when cross-memory attach is not
+ * allowed here. */
+static int cma2_bw(int core_a, int core_b, size_t size, unsigned repeat)
+{
+    double v[PL_MAX_REPEAT];
+    size_t split = size / 2 & ~(size_t)4095;
+    uint64_t copies = PL_BYTES_PER_REPEAT / size ? PL_BYTES_PER_REPEAT / size : 1;
+    struct cma2_control *control =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (control == MAP_FAILED) {
+        fprintf(stderr, "physical_limits: mmap(4096, MAP_SHARED|MAP_ANONYMOUS): %s\n",
+                strerror(errno));
+        return -1;
+    }
+    memset(control, 0, sizeof(*control));
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "physical_limits: fork: %s\n", strerror(errno));
+        munmap(control, 4096);
+        return -1;
+    }
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent || pin(core_a) != 0)
+            _exit(1);
+        uint8_t *src = huge_alloc(size); /* bytes of 1 */
+        if (src == NULL)
+            _exit(1);
+        __atomic_store_n(&control->src, (uint64_t)(uintptr_t)src, __ATOMIC_RELEASE);
+        uint64_t dst;
+        while ((dst = __atomic_load_n(&control->dst, __ATOMIC_ACQUIRE)) == 0) {
+        }
+        __atomic_store_n(&control->c.ready, 1, __ATOMIC_RELEASE);
+        for (uint64_t expect = 1;; expect++) {
+            uint64_t go;
+            while ((go = __atomic_load_n(&control->c.go, __ATOMIC_ACQUIRE)) != expect) {
+                if (go == PL_STOP)
+                    _exit(0);
+            }
+            int err =
+                cma2_part(parent, 1, src, (uint8_t *)(uintptr_t)dst, split, size - split, copies);
+            if (err != 0)
+                __atomic_store_n(&control->error, err, __ATOMIC_RELEASE);
+            __atomic_store_n(&control->c.done, expect, __ATOMIC_RELEASE);
+        }
+    }
+    int result = -1, err = 0;
+    uint8_t *dst = NULL, *src;
+    if (pin(core_b) != 0 || (dst = huge_alloc(size)) == NULL)
+        goto out;
+    memset(dst, 0, size);
+    /* under Yama's ptrace_scope 1 a child may not write its parent's memory unless let */
+    prctl(PR_SET_PTRACER, (unsigned long)child, 0, 0, 0); /* EINVAL without Yama: harmless */
+    __atomic_store_n(&control->dst, (uint64_t)(uintptr_t)dst, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&control->c.ready, __ATOMIC_ACQUIRE) == 0) {
+        if (waitpid(child, NULL, WNOHANG) == child) {
+            fprintf(stderr, "physical_limits: the CMA copy's helper could not start\n");
+            child = -1;
+            goto out;
+        }
+        sched_yield();
+    }
+    src = (uint8_t *)(uintptr_t)__atomic_load_n(&control->src, __ATOMIC_ACQUIRE);
+    for (unsigned r = 0; r <= repeat && err == 0; r++) { /* repeat 0: warm-up */
+        uint64_t start = now_ns();
+        __atomic_store_n(&control->c.go, r + 1, __ATOMIC_RELEASE);
+        err = cma2_part(child, 0, dst, src, 0, split, copies);
+        while (__atomic_load_n(&control->c.done, __ATOMIC_ACQUIRE) != r + 1) {
+        }
+        if (err == 0)
+            err = (int)__atomic_load_n(&control->error, __ATOMIC_ACQUIRE);
+        uint64_t elapsed = now_ns() - start;
+        if (r > 0)
+            v[r - 1] = (double)size * (double)copies / (double)(elapsed ? elapsed : 1);
+    }
+    if (err == EPERM || err == ENOSYS || err == EACCES) {
+        fprintf(stderr, "physical_limits: cma2 skipped: process_vm_readv/writev: %s\n",
+                strerror(err));
+        result = 1;
+        goto out;
+    }
+    if (err != 0 || dst[0] != 1 || dst[split - 1] != 1 || dst[split] != 1 || dst[size - 1] != 1) {
+        fprintf(stderr, "physical_limits: the CMA copy of %zu bytes failed: %s\n", size,
+                err != 0 ? strerror(err) : "wrong bytes");
+        goto out;
+    }
+    print_stats("cma2_GBps", size, v, repeat);
+    result = 0;
+out:
+    __atomic_store_n(&control->c.go, PL_STOP, __ATOMIC_RELEASE);
+    int status;
+    if (child > 0 &&
+        (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+        fprintf(stderr, "physical_limits: the CMA copy's helper failed\n");
+        result = -1;
+    }
+    free(dst);
+    munmap(control, 4096);
+    return result;
+}
+
 /* ---------------------------------------------------------------- options */
 
 static int parse_u64(const char *text, unsigned long long *value_p)
@@ -420,6 +572,13 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < count; i++) {
         if (copy2_bw((int)core_a, (int)core_b, sizes[i], (unsigned)repeat) != 0)
             return 1;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        int rc = cma2_bw((int)core_a, (int)core_b, sizes[i], (unsigned)repeat);
+        if (rc < 0)
+            return 1;
+        if (rc > 0)
+            break; /* no cross-memory attach here: said once */
     }
     return 0;
 }
