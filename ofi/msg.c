@@ -68,18 +68,13 @@ static void send_done_cb(ferry_completion_t *comp)
     fy_ofi_req_complete(req, comp->status);
 }
 
-/* Copy the n bytes (at most FY_OFI_INJECT_SIZE) of a one-piece inject: the sizes MPI sends
- * most (4 to 16 bytes) by two overlapping loads and stores instead of a call of memcpy. */
+/* Copy the n bytes (at most FY_OFI_INJECT_SIZE) of a one-piece inject: 8 to 16 bytes (an MPI
+ * message of one or two words) by two overlapping loads and stores instead of a call of
+ * memcpy. */
 static inline void inject_copy(uint8_t *dst, const uint8_t *src, size_t n)
 {
     if (n >= 8 && n <= 16) {
         uint64_t head, tail;
-        memcpy(&head, src, sizeof(head));
-        memcpy(&tail, src + n - sizeof(tail), sizeof(tail));
-        memcpy(dst, &head, sizeof(head));
-        memcpy(dst + n - sizeof(tail), &tail, sizeof(tail));
-    } else if (n >= 4 && n < 8) {
-        uint32_t head, tail;
         memcpy(&head, src, sizeof(head));
         memcpy(&tail, src + n - sizeof(tail), sizeof(tail));
         memcpy(dst, &head, sizeof(head));
