@@ -68,12 +68,51 @@ static void send_done_cb(ferry_completion_t *comp)
     fy_ofi_req_complete(req, comp->status);
 }
 
+/* Copy the n bytes (at most FY_OFI_INJECT_SIZE) of a one-piece inject: 8 to 16 bytes (an MPI
+ * message of one or two words) by two overlapping loads and stores instead of a call of
+ * memcpy. */
+static inline void inject_copy(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t head, tail;
+        memcpy(&head, src, sizeof(head));
+        memcpy(&tail, src + n - sizeof(tail), sizeof(tail));
+        memcpy(dst, &head, sizeof(head));
+        memcpy(dst + n - sizeof(tail), &tail, sizeof(tail));
+    } else if (n > 0) {
+        memcpy(dst, src, n);
+    }
+}
+
+/* The entry of a send ferry finished in the call (FERRY_OK), written without taking a request:
+ * what fy_ofi_req_complete writes for a send request (no remote CQ data, no buffer). */
+static inline __attribute__((always_inline)) void send_entry(fy_ofi_ep_t *ep, void *context,
+                                                             uint64_t cq_flags, size_t len,
+                                                             uint64_t tag, fi_addr_t dest)
+{
+    fy_ofi_cq_t *cq = ep->tx_cq;
+    if (ep->destroying || cq == NULL)
+        return;
+    fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, context);
+    if (entry == NULL)
+        return;
+    entry->e.op_context = context;
+    entry->e.flags = cq_flags;
+    entry->e.len = len;
+    entry->e.buf = NULL;
+    entry->e.data = 0;
+    entry->e.tag = tag;
+    entry->src = dest;
+    entry->err = 0;
+    fy_ofi_cq_commit(cq);
+}
+
 /* flags: the operation's (FI_INJECT copies the data; the entry follows FI_COMPLETION);
  * inject_call: fi_inject/fi_tinject*, which write no entry at all.
  *
  * The request is taken only when ferry keeps it: a send ferry finished at once (FERRY_OK, the
- * small sends of a connected endpoint) that writes no entry leaves it free, so that the send
- * costs ferry's call, the copy of an inject and the counter. */
+ * small sends of a connected endpoint) leaves it free, so that the send costs ferry's call, the
+ * copy of an inject, the counter and, when one is due, the entry (send_entry). */
 static inline __attribute__((always_inline)) ssize_t
 send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t dest, uint64_t tag,
             uint64_t data, void *context, uint64_t flags, bool tagged, bool inject_call)
@@ -110,7 +149,11 @@ send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t de
     if (inject) {
         /* the caller's buffer is free when this returns: send a copy */
         size_t off = 0;
-        for (size_t i = 0; i < count; i++) {
+        if (count == 1 && iov != NULL) {
+            inject_copy(req->inject, iov[0].iov_base, total);
+            off = total;
+        }
+        for (size_t i = 0; count > 1 && i < count; i++) {
             if (iov[i].iov_len > 0)
                 memcpy(req->inject + off, iov[i].iov_base, iov[i].iov_len);
             off += iov[i].iov_len;
@@ -143,9 +186,13 @@ send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t de
         goto out;
     }
     rc = 0;
-    if (st == FERRY_OK && !entry) {
-        req->comp.count = -1; /* left free */
+    if (st == FERRY_OK) {
+        /* ferry finished it in the call: the request is left free and the entry, if one is
+         * due, written at once (the completion of an MPI_Isend that fits a ring cell) */
+        req->comp.count = -1;
         fy_ofi_cntr_count(ep->cntr_send, false);
+        if (entry)
+            send_entry(ep, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG), total, tag, dest);
         goto out;
     }
     fy_ofi_req_take(ep, req, FY_OFI_REQ_SEND, FY_OFI_BUDGET_TX);
@@ -157,8 +204,6 @@ send_common(fy_ofi_ep_t *ep, const struct iovec *iov, size_t count, fi_addr_t de
     req->fep = peer->fep;
     if (entry)
         req->flags |= FY_OFI_REQ_CQ;
-    if (st == FERRY_OK)
-        fy_ofi_req_complete(req, FERRY_OK);
 out:
     fy_ofi_domain_unlock(ep->domain);
     return rc;

@@ -130,10 +130,14 @@ static inline unsigned worker_progress(ferry_worker_t *worker)
     if (fy_worker_forked(worker))
         return 0;
     worker->in_progress++; /* callbacks run below: see ferry_ep_destroy */
-    for (unsigned i = 0; i < worker->tl_active_count; i++) {
-        unsigned t = worker->tl_active[i];
-        if (fy_transports[t]->poll != NULL && !(worker->tl_poll_skip & (1u << t)))
-            count += fy_transports[t]->poll(worker->tl[t]);
+    /* the transports that poll and have something to poll, in order; the skip bits are read
+     * again after each poll (a poll's callbacks may give another transport work) */
+    uint32_t polled = 0; /* transports 0..t, once t was polled */
+    uint32_t want;
+    while ((want = worker->tl_poll_mask & ~(worker->tl_poll_skip | polled)) != 0) {
+        unsigned t = (unsigned)__builtin_ctz(want);
+        polled |= (2u << t) - 1u;
+        count += fy_transports[t]->poll(worker->tl[t]);
     }
     if (fy_unlikely(worker->module_progress != 0))
         count += worker_progress_modules(worker); /* what waited for room, timeouts */
@@ -442,6 +446,7 @@ static void worker_finalize_transports(ferry_worker_t *worker)
         worker->tl[t] = NULL;
     }
     worker->tl_active_count = 0;
+    worker->tl_poll_mask = 0;
 }
 
 FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
@@ -505,6 +510,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
         if (status != FERRY_OK)
             goto err_finalize_transports;
         worker->tl_active[worker->tl_active_count++] = (unsigned)t;
+        if (fy_transports[t]->poll != NULL)
+            worker->tl_poll_mask |= 1u << t;
     }
     status = worker_build_address(worker);
     if (status != FERRY_OK)

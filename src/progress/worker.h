@@ -59,6 +59,7 @@ struct ferry_worker {
     unsigned tl_active[FY_TL_MAX]; /* indices of the enabled transports */
     unsigned tl_active_count;
     uint32_t tl_poll_skip; /* bit t: transport t has nothing to poll now (it says so itself) */
+    uint32_t tl_poll_mask; /* bit t: transport t is enabled and has a poll */
     fy_tl_local_t tl_local[FY_TL_MAX]; /* what each transport is told about this worker */
     /* bit m: module m asked to be progressed (fy_worker_module_progress_set) */
     uint32_t module_progress;
