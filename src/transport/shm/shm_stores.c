@@ -10,26 +10,29 @@
  * they were 5-8 % slower. No constant is right on both, so unless FERRY_SHM_STREAM_MIN fixes
  * the threshold, each endpoint measures both kinds on its first bulk copies: up to eight short
  * blocks, one kind each, non-temporal, plain, plain, non-temporal, non-temporal, plain, plain,
- * non-temporal (neither always follows the other). A block's first bytes are not timed: as many
- * as the bulk buffers in flight at its start hold (the whole pool for the first block, whose
- * copies also fault the pages in), since those were filled with the other kind and a stream's
- * copies wait for them to drain; its next SHM_STORES_MEASURE bytes are: the time from the copy
+ * non-temporal (neither always follows the other). A block's first SHM_STORES_WARM bytes (the
+ * pool) are not timed: the buffers in flight then were filled with the other kind, and a
+ * stream's copies wait for them to drain. Before the first block, SHM_STORES_STARTUP more are
+ * not timed either: an endpoint's first copies ran 3-8x slower than later ones (pages faulted
+ * in, the peer still starting). A block's next SHM_STORES_MEASURE bytes are timed: from the copy
  * that ends the untimed part to the copy that ends the block. In a stream that is the rate the
  * receiver drains the buffers at, in a ping-pong the round trips: both as the application runs
  * them. The best block of each kind decides for the endpoint's life; the best, not the mean,
- * because a block the scheduler preempted or the application paused (the first block often
- * runs 2-4x slow) is only slower. After four blocks (two of each kind) it decides early when
- * the slowest block of one kind is SHM_STORES_CLEAR_NUM / _DEN times as fast as the other's
- * fastest or more (the near placement: about 2x); a closer race (the far placement: 5-10 %)
- * takes all eight.
+ * because a block the scheduler preempted or the application paused is only slower (a pause
+ * ran a block 10x slow). Plain stores win only by SHM_STORES_PLAIN_NUM / _DEN or more: on the
+ * far placement the two kinds' best blocks of 512 KiB came within +-7 % of each other either
+ * way. After six blocks (three of each kind) it decides early when the slowest block of one
+ * kind is SHM_STORES_CLEAR_NUM / _DEN times as fast as the other's fastest or more (the near
+ * placement: about 2x); a closer race takes all eight.
  *
  * Cost: one clock reading per bulk copy (8-32 KiB) while calibrating, nothing afterwards. The
- * calibration covers at most 8 x (512 KiB + 1 MiB) = 12 MiB of a stream's copies (8 MiB of a
- * ping-pong's), half that when the kinds differ clearly; it was six blocks of 2.5 MiB, 15 MiB
- * always. About half of them use the slower kind: on the far placement that cost is ~1 % of a
- * 64 MB Open MPI stream. The rendezvous calibration of tagged messages (src/proto/tag_calib.c)
- * waits for this one (the ep_calibrating slot), so this one's length delays that one, whose
- * SPLIT blocks at 64 KiB run at 0.4x COOP on the far placement. */
+ * calibration covers 1 MiB + 8 x (512 KiB + 512 KiB) = 9 MiB of copies, 7 MiB when the kinds
+ * differ clearly (it was six blocks of 2.5 MiB, 15 MiB); about half of them use the slower
+ * kind. On the far placement that costs ~1 % of a 64 MB Open MPI stream (FERRY_RNDV_MODE=coop,
+ * 1000 x 64 KiB: auto 20.9, always non-temporal 21.0, always plain 21.2 GB/s). What costs more
+ * is that the rendezvous calibration of tagged messages (src/proto/tag_calib.c) waits for this
+ * one (the ep_calibrating slot): this one's length delays that one, whose SPLIT blocks ran
+ * 64 KiB at 0.3-0.5x COOP's rate on the far placement. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -42,11 +45,16 @@
 static const uint8_t shm_stores_order[SHM_STORES_BLOCKS] = {
     SHM_STORES_STREAM, SHM_STORES_PLAIN, SHM_STORES_PLAIN, SHM_STORES_STREAM,
     SHM_STORES_STREAM, SHM_STORES_PLAIN, SHM_STORES_PLAIN, SHM_STORES_STREAM};
-/* Blocks after which a clear difference decides early (two of each kind), and how clear: the
+/* Blocks after which a clear difference decides early (three of each kind), and how clear: the
  * slowest block of one kind at least NUM / DEN times as fast as the fastest of the other. */
-#define SHM_STORES_EARLY_BLOCKS 4u
+#define SHM_STORES_EARLY_BLOCKS 6u
 #define SHM_STORES_CLEAR_NUM 5u
 #define SHM_STORES_CLEAR_DEN 4u
+/* Plain stores win the final verdict only with a best block this much faster than the
+ * non-temporal one (NUM / DEN): on the far placement, where the two are within a few percent
+ * and short blocks are noisy, a wrong plain costs 5-10 %; on the near one plain is ~2x. */
+#define SHM_STORES_PLAIN_NUM 110u
+#define SHM_STORES_PLAIN_DEN 100u
 
 /* The threshold of a kind: non-temporal from the configured size, plain never. */
 static uint64_t shm_stores_min_of(const fy_tl_worker_t *tlw, unsigned kind)
@@ -76,13 +84,6 @@ static unsigned shm_stores_extreme(const shm_stores_t *s, unsigned kind, unsigne
     return pick;
 }
 
-/* Bytes of the bulk buffers of the peer's pool in flight (reserved and not freed yet). */
-static uint64_t shm_stores_in_flight(const fy_tl_ep_t *tlep)
-{
-    uint64_t free_bits = atomic_load_explicit(&tlep->peer_region->free_bulk, memory_order_relaxed);
-    return (uint64_t)(SHM_BULK_COUNT - (unsigned)__builtin_popcountll(free_bits)) * SHM_BULK_SIZE;
-}
-
 void shm_stores_init(fy_tl_ep_t *tlep)
 {
     shm_stores_t *s = &tlep->stores;
@@ -91,7 +92,7 @@ void shm_stores_init(fy_tl_ep_t *tlep)
     if (!tlw->stores_auto)
         return;
     s->calibrating = true;
-    s->warm = (uint64_t)SHM_BULK_COUNT * SHM_BULK_SIZE;
+    s->warm = SHM_STORES_STARTUP + SHM_STORES_WARM;
     s->stream_min = shm_stores_min_of(tlw, shm_stores_order[0]);
 }
 
@@ -103,6 +104,11 @@ static void shm_stores_decide(fy_tl_ep_t *tlep, unsigned kind)
         unsigned b = shm_stores_extreme(s, k, s->block, true);
         mbps[k] = (uint32_t)(s->block_bytes[b] * 1000 / s->block_ns[b]);
     }
+    for (unsigned b = 0; b < s->block; b++)
+        fy_debug("shm: store calibration to pid %u: block %u (%s) %llu bytes in %llu ns",
+                 tlep->peer_pid, b,
+                 shm_stores_order[b] == SHM_STORES_PLAIN ? "plain" : "non-temporal",
+                 (unsigned long long)s->block_bytes[b], (unsigned long long)s->block_ns[b]);
     s->calibrating = false;
     s->kind = (uint8_t)kind;
     s->stream_min = shm_stores_min_of(tlep->tlw, kind);
@@ -116,13 +122,14 @@ static void shm_stores_decide(fy_tl_ep_t *tlep, unsigned kind)
 /* After a block: the kind decided, or SHM_STORES_BLOCKS to measure on. After every block, the
  * faster best block; after SHM_STORES_EARLY_BLOCKS, a kind whose slowest block beats the other's
  * fastest clearly (a pause or preemption only slows a block, so it can delay this decision but
- * not make it). A tie: non-temporal, as before. */
+ * not make it). A tie or a plain lead under SHM_STORES_PLAIN_NUM / _DEN: non-temporal. */
 static unsigned shm_stores_verdict(const shm_stores_t *s)
 {
     const unsigned p = SHM_STORES_PLAIN, n = SHM_STORES_STREAM;
     if (s->block == SHM_STORES_BLOCKS)
         return shm_stores_rate_above(s, shm_stores_extreme(s, p, s->block, true),
-                                     shm_stores_extreme(s, n, s->block, true), 1, 1)
+                                     shm_stores_extreme(s, n, s->block, true), SHM_STORES_PLAIN_NUM,
+                                     SHM_STORES_PLAIN_DEN)
                    ? p
                    : n;
     if (s->block < SHM_STORES_EARLY_BLOCKS)
@@ -152,10 +159,6 @@ void shm_stores_count(fy_tl_ep_t *tlep, size_t bytes)
         return;
     s->block_bytes[s->block] = measured;
     s->block_ns[s->block] = now > s->start_ns ? now - s->start_ns : 1;
-    fy_debug("shm: store calibration to pid %u: block %u (%s) %llu bytes in %llu ns",
-             tlep->peer_pid, s->block,
-             shm_stores_order[s->block] == SHM_STORES_PLAIN ? "plain" : "non-temporal",
-             (unsigned long long)measured, (unsigned long long)s->block_ns[s->block]);
     s->bytes = 0;
     s->start_ns = 0;
     s->block++;
@@ -164,8 +167,6 @@ void shm_stores_count(fy_tl_ep_t *tlep, size_t bytes)
         shm_stores_decide(tlep, kind);
         return;
     }
-    /* the bulk buffers in flight now hold the last block's kind: the next one does not time
-     * them (in a stream its copies wait for them to drain) */
-    s->warm = shm_stores_in_flight(tlep);
+    s->warm = SHM_STORES_WARM;
     s->stream_min = shm_stores_min_of(tlep->tlw, shm_stores_order[s->block]);
 }
