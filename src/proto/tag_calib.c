@@ -14,13 +14,16 @@
  * inflates both modes' times alike (by about the window over the block). A block's time runs
  * from its first send until its last message completed; its rate is its bytes over that
  * time. The best block of each mode decides the class, once, for the worker's life; the best,
- * not the mean, because a block the scheduler preempted is only slower. Both streaming (many sends
- * in flight) and ping-pong (one at a time: the time is then the latency) are measured as the
- * application runs them. Classes above TAG_CALIB_CLASS_MAX always use SPLIT (two kernel copies
- * at once were faster than a copy through shared buffers at every placement measured there).
- * FERRY_RNDV_MODE or a non-zero FERRY_RNDV_SPLIT_MIN turns this off. While the endpoint's
+ * not the mean, because a block the scheduler preempted is only slower. When after the first
+ * four blocks (C S S C) the slower of one mode's two beats the faster of the other's by 1.5x or
+ * more, they decide and the last two blocks are not run: at 64 KiB on the far placement SPLIT
+ * ran at 0.3-0.5x COOP, and its third block cost ~5 % of a 1000-message Open MPI stream. Both
+ * streaming (many sends in flight) and ping-pong (one at a time: the time is then the latency) are
+ * measured as the application runs them. Classes above TAG_CALIB_CLASS_MAX always use SPLIT (two
+ * kernel copies at once were faster than a copy through shared buffers at every placement measured
+ * there). FERRY_RNDV_MODE or a non-zero FERRY_RNDV_SPLIT_MIN turns this off. While the endpoint's
  * transport still calibrates its own copies (shm: plain or non-temporal stores into the bulk
- * buffers, on its first ~15 MiB of them), sends go uncounted by COOP, whose copies finish that
+ * buffers, on its first ~9 MiB of them), sends go uncounted by COOP, whose copies finish that
  * calibration: otherwise COOP's blocks would measure a mix of the store kinds (on a near
  * placement COOP at 256 KiB ran 33 GB/s with plain stores, and the class chose SPLIT at 22).
  *
@@ -34,6 +37,12 @@
 /* Block order: COOP first in the first and third pair, SPLIT first in the second. */
 static const uint8_t calib_order[TAG_CALIB_BLOCKS] = {
     TAG_RNDV_COOP, TAG_RNDV_SPLIT, TAG_RNDV_SPLIT, TAG_RNDV_COOP, TAG_RNDV_COOP, TAG_RNDV_SPLIT};
+/* Blocks after which a clear difference decides early (two of each mode), and how clear: the
+ * slowest of those blocks of one mode at least NUM / DEN times as fast as the fastest of the
+ * other's (a pause or preemption only slows a block: it can delay this, not cause it). */
+#define CALIB_EARLY_BLOCKS 4u
+#define CALIB_CLEAR_NUM 3u
+#define CALIB_CLEAR_DEN 2u
 
 /* The class of a length (floor of log2), or -1 outside the calibrated range. */
 static int calib_class_index(uint64_t length)
@@ -137,6 +146,35 @@ void tag_calib_cancel(ferry_worker_t *worker, tag_send_t *send, uint64_t length)
     k->bytes -= length;
 }
 
+/* Whether block a of c ran above num / den times block b's rate (both completed). */
+static bool calib_block_above(const tag_calib_class_t *c, unsigned a, unsigned b, unsigned num,
+                              unsigned den)
+{
+    const tag_calib_block_t *x = &c->block[a], *y = &c->block[b];
+    return (unsigned __int128)x->bytes * (y->end_ns - y->first_ns) * den >
+           (unsigned __int128)y->bytes * (x->end_ns - x->first_ns) * num;
+}
+
+/* After the first CALIB_EARLY_BLOCKS blocks completed: whether one mode clearly won. */
+static bool calib_clear(const tag_calib_class_t *c)
+{
+    for (unsigned b = 0; b < CALIB_EARLY_BLOCKS; b++)
+        if (c->block[b].end_ns <= c->block[b].first_ns)
+            return false; /* the clock did not move: no figure */
+    for (unsigned a = 0; a < CALIB_EARLY_BLOCKS; a++) {
+        bool beats_all = true; /* block a, the slowest of its mode, beats every other clearly */
+        for (unsigned b = 0; b < CALIB_EARLY_BLOCKS && beats_all; b++) {
+            if (calib_order[b] == calib_order[a])
+                beats_all = b == a || !calib_block_above(c, a, b, 1, 1);
+            else
+                beats_all = calib_block_above(c, a, b, CALIB_CLEAR_NUM, CALIB_CLEAR_DEN);
+        }
+        if (beats_all)
+            return true;
+    }
+    return false;
+}
+
 void tag_calib_done(ferry_worker_t *worker, tag_send_t *send)
 {
     tag_calib_class_t *c = &fy_tag_worker_of(worker)->calib[send->calib_class - 1];
@@ -145,6 +183,8 @@ void tag_calib_done(ferry_worker_t *worker, tag_send_t *send)
     if (++k->done != c->per_block)
         return;
     k->end_ns = fy_time_now_ns();
-    if (send->calib_block + 1 == TAG_CALIB_BLOCKS)
+    /* no send joined the next block yet (tag_calib_choose waits for this one's completion) */
+    if (send->calib_block + 1 == TAG_CALIB_BLOCKS ||
+        (send->calib_block + 1 == CALIB_EARLY_BLOCKS && calib_clear(c)))
         calib_decide(c, (int)(c - fy_tag_worker_of(worker)->calib));
 }

@@ -7,11 +7,12 @@
  * 512 KiB .. 1 MiB - 1 and 1 MiB .. 2 MiB - 1 (sizes vary inside the class, iov shapes
  * differ on the two sides). b checks status, tag, length and every byte of every message.
  * After each burst a reads its endpoint's counters (ferry_ep_counters: how each message moved)
- * and goes on until the class is calibrated (src/proto/tag_calib.c: six blocks, C S S C C S,
- * of max(16, 2 MiB / size) messages, and the sends between blocks, whose number depends on the
- * timing): with cross-memory attach (the default), both COOP and SPLIT moved messages, then
- * one mode alone for longer than any stretch of the calibration, then two more bursts of it;
- * with FERRY_SHM_CMA=off (mp_tag_calib_nocma) COOP alone. */
+ * and goes on until the class is calibrated (src/proto/tag_calib.c: six blocks, C S S C C S, or
+ * the first four when one mode is clearly faster, of max(16, 2 MiB / size) messages, and the
+ * sends between blocks, whose number depends on the timing): with cross-memory attach (the
+ * default), both COOP and SPLIT moved messages, then one mode alone for longer than any stretch of
+ * the calibration, then two more bursts of it; with FERRY_SHM_CMA=off (mp_tag_calib_nocma) COOP
+ * alone. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>

@@ -47,7 +47,7 @@ static const fy_config_var_t shm_stream_min_var = {
         "copies of at least this many bytes into the peer's bulk buffers use "
         "non-temporal stores, smaller ones (and any under 64 bytes) plain stores (16G: plain "
         "stores always); auto: each endpoint measures plain stores against non-temporal ones "
-        "from 4096 bytes on its first bulk copies (about 15 MiB) and keeps the faster",
+        "from 4096 bytes on its first bulk copies (about 9 MiB) and keeps the faster",
     .check = shm_stream_min_check};
 static const fy_config_var_t *const shm_stream_min_reg
     __attribute__((used, section("ferry_config_registry"))) = &shm_stream_min_var;

@@ -53,9 +53,10 @@ typedef struct shm_req {
 
 /* The store kind of copies into the peer's bulk buffers (shm_stores.c). */
 enum { SHM_STORES_STREAM = 0, SHM_STORES_PLAIN = 1 };
-#define SHM_STORES_BLOCKS 6
-#define SHM_STORES_WARM (512u * 1024u)          /* untimed bytes at a block's start: the pool */
-#define SHM_STORES_MEASURE (2u * 1024u * 1024u) /* timed bytes of a block */
+#define SHM_STORES_BLOCKS 8
+#define SHM_STORES_WARM (512u * 1024u)     /* untimed bytes at a block's start: the pool */
+#define SHM_STORES_MEASURE (512u * 1024u)  /* timed bytes of a block */
+#define SHM_STORES_STARTUP (1024u * 1024u) /* untimed bytes before the first block's */
 
 typedef struct shm_stores {
     uint64_t stream_min; /* copies of at least this many bytes use non-temporal stores */
@@ -63,10 +64,11 @@ typedef struct shm_stores {
     uint8_t kind;        /* SHM_STORES_*: the choice, once calibrated */
     uint8_t block;       /* the block being measured */
     uint64_t bytes;      /* bulk bytes copied in the block */
+    uint64_t warm;       /* its untimed bytes (more for the first block) */
     uint64_t start_ns;   /* when its timed part started (0: warming up) */
     uint64_t start_bytes;
-    uint64_t best_bytes[2]; /* per kind: the fastest block's timed bytes and time */
-    uint64_t best_ns[2];
+    uint64_t block_bytes[SHM_STORES_BLOCKS]; /* per measured block: its timed bytes and time */
+    uint64_t block_ns[SHM_STORES_BLOCKS];
 } shm_stores_t;
 
 /* Reassembly of a fragmented message from one peer. */

@@ -8,16 +8,31 @@
  * vCPUs of this project's machine one cache-line transfer apart (~50 ns one way) plain stores
  * streamed 64 KiB tagged messages at 1.9x the non-temporal rate; on the far placement (~225 ns)
  * they were 5-8 % slower. No constant is right on both, so unless FERRY_SHM_STREAM_MIN fixes
- * the threshold, each endpoint measures both kinds on its first bulk copies: six blocks, one
- * kind each, non-temporal, plain, plain, non-temporal, non-temporal, plain (neither always
- * follows the other). A block's first SHM_STORES_WARM bytes are not timed (the buffers in
- * flight then were filled with the other kind); its next SHM_STORES_MEASURE bytes are: the time
- * from the copy that ends the warm part to the copy that ends the block. In a stream that is
- * the rate the receiver drains the buffers at, in a ping-pong the round trips: both as the
- * application runs them. The best block of each kind decides for the endpoint's life; the best,
- * not the mean, because a block the scheduler preempted or the application paused is only
- * slower. Cost: one clock reading per bulk copy (8-32 KiB) while calibrating (about 15 MiB),
- * nothing afterwards. */
+ * the threshold, each endpoint measures both kinds on its first bulk copies: up to eight short
+ * blocks, one kind each, non-temporal, plain, plain, non-temporal, non-temporal, plain, plain,
+ * non-temporal (neither always follows the other). A block's first SHM_STORES_WARM bytes (the
+ * pool) are not timed: the buffers in flight then were filled with the other kind, and a
+ * stream's copies wait for them to drain. Before the first block, SHM_STORES_STARTUP more are
+ * not timed either: an endpoint's first copies ran 3-8x slower than later ones (pages faulted
+ * in, the peer still starting). A block's next SHM_STORES_MEASURE bytes are timed: from the copy
+ * that ends the untimed part to the copy that ends the block. In a stream that is the rate the
+ * receiver drains the buffers at, in a ping-pong the round trips: both as the application runs
+ * them. The best block of each kind decides for the endpoint's life; the best, not the mean,
+ * because a block the scheduler preempted or the application paused is only slower (a pause
+ * ran a block 10x slow). Plain stores win only by SHM_STORES_PLAIN_NUM / _DEN or more: on the
+ * far placement the two kinds' best blocks of 512 KiB came within +-7 % of each other either
+ * way. After six blocks (three of each kind) it decides early when the slowest block of one
+ * kind is SHM_STORES_CLEAR_NUM / _DEN times as fast as the other's fastest or more (the near
+ * placement: about 2x); a closer race takes all eight.
+ *
+ * Cost: one clock reading per bulk copy (8-32 KiB) while calibrating, nothing afterwards. The
+ * calibration covers 1 MiB + 8 x (512 KiB + 512 KiB) = 9 MiB of copies, 7 MiB when the kinds
+ * differ clearly (it was six blocks of 2.5 MiB, 15 MiB); about half of them use the slower
+ * kind. On the far placement that costs ~1 % of a 64 MB Open MPI stream (FERRY_RNDV_MODE=coop,
+ * 1000 x 64 KiB: auto 20.9, always non-temporal 21.0, always plain 21.2 GB/s). What costs more
+ * is that the rendezvous calibration of tagged messages (src/proto/tag_calib.c) waits for this
+ * one (the ep_calibrating slot): this one's length delays that one, whose SPLIT blocks ran
+ * 64 KiB at 0.3-0.5x COOP's rate on the far placement. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -25,10 +40,21 @@
 #include "core/time.h"
 #include "transport/shm/shm.h"
 
-/* Block order: non-temporal first in the first and third pair, plain first in the second. */
-static const uint8_t shm_stores_order[SHM_STORES_BLOCKS] = {SHM_STORES_STREAM, SHM_STORES_PLAIN,
-                                                            SHM_STORES_PLAIN,  SHM_STORES_STREAM,
-                                                            SHM_STORES_STREAM, SHM_STORES_PLAIN};
+/* Block order: non-temporal first in the first and third pair, plain first in the second and
+ * fourth. */
+static const uint8_t shm_stores_order[SHM_STORES_BLOCKS] = {
+    SHM_STORES_STREAM, SHM_STORES_PLAIN, SHM_STORES_PLAIN, SHM_STORES_STREAM,
+    SHM_STORES_STREAM, SHM_STORES_PLAIN, SHM_STORES_PLAIN, SHM_STORES_STREAM};
+/* Blocks after which a clear difference decides early (three of each kind), and how clear: the
+ * slowest block of one kind at least NUM / DEN times as fast as the fastest of the other. */
+#define SHM_STORES_EARLY_BLOCKS 6u
+#define SHM_STORES_CLEAR_NUM 5u
+#define SHM_STORES_CLEAR_DEN 4u
+/* Plain stores win the final verdict only with a best block this much faster than the
+ * non-temporal one (NUM / DEN): on the far placement, where the two are within a few percent
+ * and short blocks are noisy, a wrong plain costs 5-10 %; on the near one plain is ~2x. */
+#define SHM_STORES_PLAIN_NUM 110u
+#define SHM_STORES_PLAIN_DEN 100u
 
 /* The threshold of a kind: non-temporal from the configured size, plain never. */
 static uint64_t shm_stores_min_of(const fy_tl_worker_t *tlw, unsigned kind)
@@ -36,10 +62,26 @@ static uint64_t shm_stores_min_of(const fy_tl_worker_t *tlw, unsigned kind)
     return kind == SHM_STORES_PLAIN ? UINT64_MAX : tlw->stream_min;
 }
 
-/* Whether a_bytes in a_ns is a higher rate than b_bytes in b_ns (fractions compared exactly). */
-static bool shm_stores_rate_above(uint64_t a_bytes, uint64_t a_ns, uint64_t b_bytes, uint64_t b_ns)
+/* Whether block a's rate is above num / den times block b's (fractions compared exactly). */
+static bool shm_stores_rate_above(const shm_stores_t *s, unsigned a, unsigned b, unsigned num,
+                                  unsigned den)
 {
-    return (unsigned __int128)a_bytes * b_ns > (unsigned __int128)b_bytes * a_ns;
+    return (unsigned __int128)s->block_bytes[a] * s->block_ns[b] * den >
+           (unsigned __int128)s->block_bytes[b] * s->block_ns[a] * num;
+}
+
+/* The fastest (fastest true) or slowest measured block of a kind among the first count. */
+static unsigned shm_stores_extreme(const shm_stores_t *s, unsigned kind, unsigned count,
+                                   bool fastest)
+{
+    unsigned pick = SHM_STORES_BLOCKS;
+    for (unsigned b = 0; b < count; b++) {
+        if (shm_stores_order[b] != kind)
+            continue;
+        if (pick == SHM_STORES_BLOCKS || shm_stores_rate_above(s, b, pick, 1, 1) == fastest)
+            pick = b;
+    }
+    return pick;
 }
 
 void shm_stores_init(fy_tl_ep_t *tlep)
@@ -50,37 +92,61 @@ void shm_stores_init(fy_tl_ep_t *tlep)
     if (!tlw->stores_auto)
         return;
     s->calibrating = true;
+    s->warm = SHM_STORES_STARTUP + SHM_STORES_WARM;
     s->stream_min = shm_stores_min_of(tlw, shm_stores_order[0]);
 }
 
-static void shm_stores_decide(fy_tl_ep_t *tlep)
+static void shm_stores_decide(fy_tl_ep_t *tlep, unsigned kind)
 {
     shm_stores_t *s = &tlep->stores;
-    /* bytes over ns, compared as fractions: best_bytes[k] / best_ns[k] */
-    unsigned kind = SHM_STORES_STREAM; /* a tie or no figure: non-temporal, as before */
-    if (s->best_ns[SHM_STORES_PLAIN] != 0 &&
-        (s->best_ns[SHM_STORES_STREAM] == 0 ||
-         shm_stores_rate_above(s->best_bytes[SHM_STORES_PLAIN], s->best_ns[SHM_STORES_PLAIN],
-                               s->best_bytes[SHM_STORES_STREAM], s->best_ns[SHM_STORES_STREAM])))
-        kind = SHM_STORES_PLAIN;
     uint32_t mbps[2];
-    for (unsigned k = 0; k < 2; k++)
-        mbps[k] = s->best_ns[k] != 0 ? (uint32_t)(s->best_bytes[k] * 1000 / s->best_ns[k]) : 0;
+    for (unsigned k = 0; k < 2; k++) {
+        unsigned b = shm_stores_extreme(s, k, s->block, true);
+        mbps[k] = (uint32_t)(s->block_bytes[b] * 1000 / s->block_ns[b]);
+    }
+    for (unsigned b = 0; b < s->block; b++)
+        fy_debug("shm: store calibration to pid %u: block %u (%s) %llu bytes in %llu ns",
+                 tlep->peer_pid, b,
+                 shm_stores_order[b] == SHM_STORES_PLAIN ? "plain" : "non-temporal",
+                 (unsigned long long)s->block_bytes[b], (unsigned long long)s->block_ns[b]);
     s->calibrating = false;
     s->kind = (uint8_t)kind;
     s->stream_min = shm_stores_min_of(tlep->tlw, kind);
     fy_info("shm: copies into the bulk buffers of pid %u use %s stores (calibrated on the "
-            "traffic: best block non-temporal %u.%03u GB/s, plain %u.%03u GB/s)",
-            tlep->peer_pid, kind == SHM_STORES_PLAIN ? "plain" : "non-temporal",
+            "traffic, %u blocks: best non-temporal %u.%03u GB/s, plain %u.%03u GB/s)",
+            tlep->peer_pid, kind == SHM_STORES_PLAIN ? "plain" : "non-temporal", s->block,
             mbps[SHM_STORES_STREAM] / 1000, mbps[SHM_STORES_STREAM] % 1000,
             mbps[SHM_STORES_PLAIN] / 1000, mbps[SHM_STORES_PLAIN] % 1000);
+}
+
+/* After a block: the kind decided, or SHM_STORES_BLOCKS to measure on. After every block, the
+ * faster best block; after SHM_STORES_EARLY_BLOCKS, a kind whose slowest block beats the other's
+ * fastest clearly (a pause or preemption only slows a block, so it can delay this decision but
+ * not make it). A tie or a plain lead under SHM_STORES_PLAIN_NUM / _DEN: non-temporal. */
+static unsigned shm_stores_verdict(const shm_stores_t *s)
+{
+    const unsigned p = SHM_STORES_PLAIN, n = SHM_STORES_STREAM;
+    if (s->block == SHM_STORES_BLOCKS)
+        return shm_stores_rate_above(s, shm_stores_extreme(s, p, s->block, true),
+                                     shm_stores_extreme(s, n, s->block, true), SHM_STORES_PLAIN_NUM,
+                                     SHM_STORES_PLAIN_DEN)
+                   ? p
+                   : n;
+    if (s->block < SHM_STORES_EARLY_BLOCKS)
+        return SHM_STORES_BLOCKS;
+    for (unsigned k = 0; k < 2; k++)
+        if (shm_stores_rate_above(s, shm_stores_extreme(s, k, s->block, false),
+                                  shm_stores_extreme(s, 1 - k, s->block, true),
+                                  SHM_STORES_CLEAR_NUM, SHM_STORES_CLEAR_DEN))
+            return k;
+    return SHM_STORES_BLOCKS;
 }
 
 void shm_stores_count(fy_tl_ep_t *tlep, size_t bytes)
 {
     shm_stores_t *s = &tlep->stores;
     s->bytes += bytes;
-    if (s->bytes < SHM_STORES_WARM)
+    if (s->bytes < s->warm)
         return;
     uint64_t now = fy_time_now_ns();
     if (s->start_ns == 0) {
@@ -91,18 +157,16 @@ void shm_stores_count(fy_tl_ep_t *tlep, size_t bytes)
     uint64_t measured = s->bytes - s->start_bytes;
     if (measured < SHM_STORES_MEASURE)
         return;
-    unsigned kind = shm_stores_order[s->block];
-    uint64_t ns = now > s->start_ns ? now - s->start_ns : 1;
-    if (s->best_ns[kind] == 0 ||
-        shm_stores_rate_above(measured, ns, s->best_bytes[kind], s->best_ns[kind])) {
-        s->best_bytes[kind] = measured;
-        s->best_ns[kind] = ns;
-    }
+    s->block_bytes[s->block] = measured;
+    s->block_ns[s->block] = now > s->start_ns ? now - s->start_ns : 1;
     s->bytes = 0;
     s->start_ns = 0;
-    if (++s->block == SHM_STORES_BLOCKS) {
-        shm_stores_decide(tlep);
+    s->block++;
+    unsigned kind = shm_stores_verdict(s);
+    if (kind != SHM_STORES_BLOCKS) {
+        shm_stores_decide(tlep, kind);
         return;
     }
+    s->warm = SHM_STORES_WARM;
     s->stream_min = shm_stores_min_of(tlep->tlw, shm_stores_order[s->block]);
 }
