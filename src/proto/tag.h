@@ -381,8 +381,6 @@ typedef struct fy_tag_worker {
     /* recycled unexpected-message buffers, a chain per class (tag_int.h, TAG_SPARE_CLASSES) */
     void *spare_bufs[3];
     unsigned spare_count[3];
-    unsigned spare_out[3]; /* handed out by tag_spare_get and not given back yet: of the third
-                            * class, the unexpected messages in pieces and those being placed */
     tag_table_t send_table, recv_table;
     uint64_t unexpected_bytes;     /* payload bytes of the eager messages of more than
                                     * TAG_FLOW_SMALL_MAX bytes buffered in unexpected/probed */
@@ -400,6 +398,10 @@ typedef struct fy_tag_worker {
     unsigned need_progress; /* ctl + retry + pump entries: fy_tag_progress has work */
     uint32_t ctl_pass;      /* passes over the control queue */
     unsigned warned[8];     /* warnings already given, per kind (tag_warn_kind_t) */
+    /* recycled buffers handed out by tag_spare_get and not given back yet, per class: of the
+     * third, the unexpected messages in pieces and those being placed (last: the fields of the
+     * fast paths keep their places) */
+    unsigned spare_out[3];
 } fy_tag_worker_t;
 
 /* The module (proto/module_list.c) and its state. Its init registers the handlers; its
