@@ -44,6 +44,7 @@
  * to 0.5 GB/s with placed eager messages that went unexpected into malloc'ed buffers (issue
  * 13), 20 GB/s by rendezvous; with EAGER_BUFFER at the first unexpected one, a single message
  * whose first piece came a moment before its receive made every later one go by rendezvous.
+ * The same on tcp, whose large frames are placed too (EAGER_BUFFER: eager up to 32 KiB).
  *
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
  * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
