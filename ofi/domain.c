@@ -126,15 +126,9 @@ int fy_ofi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     domain->info = fi_dupinfo(info);
     if (domain->info == NULL)
         goto err_free;
-    /* Open MPI's tag_bw over the provider collapses when shm's medium messages go eager in
-     * fragments placed into the receive (32 KiB + 1 .. 128 KiB, ferry's default since
-     * medium6): 64 KiB 1.0 GB/s against 20.5 with the 32 KiB limit, 431815
-     * FERRY_ERR_NO_RESOURCE retries for 1104 messages; ferry_perf's own tag_bw does not. Until
-     * the cause is found the provider keeps the 32 KiB limit (on tcp too) unless the
-     * environment sets FERRY_RNDV_THRESH (ofi/README.md, "Eager limit"). */
-    static const char *const eager_limit[] = {"FERRY_RNDV_THRESH=32768", NULL};
-    ferry_context_params_t params = {
-        .transports = NULL, .config = getenv("FERRY_RNDV_THRESH") == NULL ? eager_limit : NULL};
+    /* ferry's own thresholds: FERRY_* variables in the environment apply (ofi/README.md,
+     * "Eager limit") */
+    ferry_context_params_t params = {.transports = NULL, .config = NULL};
     ferry_status_t st = ferry_context_create(&params, &domain->context);
     if (st != FERRY_OK) {
         FY_OFI_WARN(FI_LOG_DOMAIN, "ferry_context_create failed: %s\n", ferry_status_string(st));

@@ -648,22 +648,35 @@ static void tag_flow_check_on(ferry_worker_t *worker)
     }
 }
 
-/* A message in pieces from ep found no receive posted (tag_place_eager): EAGER_BUFFER to it,
- * unless told already (or restricted more by a bound: EAGER_BUFFER replaces its EAGER_ON). Not
- * on a byte stream (tcp), whose large eager messages are no pieces of shared buffers. */
-static fy_noinline void tag_flow_pieces_unexpected(ferry_worker_t *worker, ferry_ep_t *ep)
+/* A message in pieces of length bytes from ep found no receive posted (tag_place_eager): while
+ * a recycled buffer of the third class takes it (fewer than tag_spare_max[2] of them are out),
+ * it costs one more copy when its receive comes, and nothing changes — a message whose first
+ * piece merely came before its receive, as happens now and then to a receiver that posts ahead,
+ * is no reason to restrict anyone (one such message made every later one of Open MPI's tag_bw
+ * go by rendezvous: 40000 B at 4.7 GB/s instead of 18). Once they are all out (that many are
+ * buffered or being placed: a receiver that really falls behind) or none fits it (larger than
+ * TAG_UNEXP_BUF_PIECES: a forced threshold), each further one would cost a fresh allocation
+ * that page-faults: EAGER_BUFFER to ep, unless told already (or restricted more by a bound:
+ * EAGER_BUFFER replaces its EAGER_ON). On a byte stream (tcp) too, whose placed payloads are
+ * its large frames: there the sender's queue and the socket hold megabytes in flight (Open
+ * MPI's tag_bw at 40000 B buffered 120 messages and ran at 0.4-0.6 GB/s without it). */
+static fy_noinline void tag_flow_pieces_unexpected(ferry_worker_t *worker, ferry_ep_t *ep,
+                                                   size_t length)
 {
     fy_tag_ep_t *tep = fy_tag_ep_of(ep);
-    if (tep->told_buffer || (ep->caps.flags & FY_TL_CAP_STREAM) || ep->state != FY_EP_OPEN)
+    unsigned out = fy_tag_worker_of(worker)->spare_out[2];
+    if (tep->told_buffer || ep->state != FY_EP_OPEN)
+        return;
+    if (length <= TAG_UNEXP_BUF_PIECES && out < tag_spare_max[2])
         return;
     tep->told_buffer = 1;
     tep->rts_posted = 0;
     if (tep->buffer_told <= TAG_FLOW_BUFFER_LIFT_MAX_STEPS)
         tep->buffer_told++;
     ep->counters.tag_flow_limited++;
-    fy_debug("tagged messages: an eager message in pieces from endpoint %p found no receive "
-             "posted: EAGER_BUFFER to it",
-             (void *)ep);
+    fy_debug("tagged messages: an eager message in pieces (%zu bytes) from endpoint %p found no "
+             "receive posted, with %u recycled buffers for such messages out: EAGER_BUFFER to it",
+             length, (void *)ep, out);
     if (tep->told_limit == 0)
         tag_flow_send(worker, ep, TAG_FLOW_BUFFER);
 }
@@ -734,6 +747,7 @@ static fy_noinline void tag_unexpected_grew(ferry_worker_t *worker, ferry_ep_t *
  * bound. */
 static void tag_spare_put(fy_tag_worker_t *tw, unsigned c, void *buf)
 {
+    tw->spare_out[c]--;
     if (tw->spare_count[c] < tag_spare_max[c]) {
         *(void **)buf = tw->spare_bufs[c];
         tw->spare_bufs[c] = buf;
@@ -775,11 +789,14 @@ static void *tag_spare_get(fy_tag_worker_t *tw, unsigned c)
     if (buf != NULL) {
         tw->spare_bufs[c] = *(void **)buf;
         tw->spare_count[c]--;
+        tw->spare_out[c]++;
         return buf;
     }
     buf = malloc(tag_spare_size[c]);
     if (buf == NULL)
         fy_error("malloc(%zu) for an unexpected tagged message failed", tag_spare_size[c]);
+    else
+        tw->spare_out[c]++;
     return buf;
 }
 
@@ -1003,9 +1020,12 @@ static void *tag_place_eager(void *arg, ferry_ep_t *ep, const void *header, size
     tag_recv_t *recv =
         tag_match_posted(fy_tag_worker_of(worker), msg.u.eager.tag, ep->peer.worker_uuid);
     if (recv == NULL) {
-        tag_flow_pieces_unexpected(worker, ep); /* the sender sends such messages by RTS */
-        if (length <= TAG_UNEXP_BUF_LARGE || length > TAG_UNEXP_BUF_PIECES)
-            return NULL; /* reassembled by the transport, matched on delivery */
+        tag_flow_pieces_unexpected(worker, ep, length); /* its sender may have to send them
+                                                         * by RTS */
+        if (length <= TAG_UNEXP_BUF_LARGE || length > TAG_UNEXP_BUF_PIECES ||
+            fy_tag_worker_of(worker)->spare_out[2] >= tag_spare_max[2])
+            return NULL; /* reassembled by the transport (in a buffer of its length, not a
+                          * fresh one of the class's size), matched on delivery */
         /* into a recycled buffer, matched on delivery (tag_eager_placed_unexpected) */
         tep->placing_buf = tag_spare_get(fy_tag_worker_of(worker), 2);
         return tep->placing_buf;

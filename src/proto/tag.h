@@ -30,16 +30,21 @@
  * bounds. Messages already in flight when EAGER_SMALL/OFF is sent are still buffered: each
  * bound is soft by at most what the transport had in flight.
  * Messages in pieces (more than one transport buffer: eager only where the transport places
- * them, shm) pay off only when their receive is posted: found unexpected, each is reassembled
- * and copied again, while the rendezvous it replaces keeps the data with the sender until the
- * match. The first one from a sender that finds no posted receive makes the receiver send it
- * EAGER_BUFFER: it then sends eagerly only what one transport buffer carries, larger messages
- * by rendezvous, until TAG_FLOW_BUFFER_LIFT RTS in a row from it (4 times as many each time it
- * is told again) found their receive posted (receives are posted ahead again): then EAGER_ON (or
- * EAGER_BUFFER again in place of EAGER_ON after a bound's restriction). Open MPI's receivers post
- * each receive after the previous one completed but take every message the transport holds at each
- * poll: its tag_bw at 64 KiB fell to 0.5 GB/s with placed eager messages that went unexpected
- * (issue 13), 20 GB/s by rendezvous.
+ * them, shm) pay off only when their receive is posted: found unexpected, each is placed into
+ * one of a few recycled buffers (8 of 256 KiB per worker) and copied again on the match, while
+ * the rendezvous it replaces keeps the data with the sender until the match. A few such
+ * messages cost a copy each; a receiver that falls behind would cost a fresh allocation each
+ * (page faults) once those buffers are all out: a message in pieces that finds no posted
+ * receive then makes the receiver send its sender EAGER_BUFFER: it then sends eagerly only what
+ * one transport buffer carries, larger messages by rendezvous, until TAG_FLOW_BUFFER_LIFT RTS
+ * in a row from it (4 times as many each time it is told again) found their receive posted
+ * (receives are posted ahead again): then EAGER_ON (or EAGER_BUFFER again in place of EAGER_ON
+ * after a bound's restriction). Open MPI's receivers post each receive after the previous one
+ * completed but take every message the transport holds at each poll: its tag_bw at 64 KiB fell
+ * to 0.5 GB/s with placed eager messages that went unexpected into malloc'ed buffers (issue
+ * 13), 20 GB/s by rendezvous; with EAGER_BUFFER at the first unexpected one, a single message
+ * whose first piece came a moment before its receive made every later one go by rendezvous.
+ * The same on tcp, whose large frames are placed too (EAGER_BUFFER: eager up to 32 KiB).
  *
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
  * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
@@ -394,6 +399,10 @@ typedef struct fy_tag_worker {
     unsigned need_progress; /* ctl + retry + pump entries: fy_tag_progress has work */
     uint32_t ctl_pass;      /* passes over the control queue */
     unsigned warned[8];     /* warnings already given, per kind (tag_warn_kind_t) */
+    /* recycled buffers handed out by tag_spare_get and not given back yet, per class: of the
+     * third, the unexpected messages in pieces and those being placed (last: the fields of the
+     * fast paths keep their places) */
+    unsigned spare_out[3];
 } fy_tag_worker_t;
 
 /* The module (proto/module_list.c) and its state. Its init registers the handlers; its

@@ -206,14 +206,15 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     size_t eager = max_bcopy > eager_header ? max_bcopy - eager_header : 0;
     if (eager > TAG_EAGER_PAYLOAD_CAP)
         eager = TAG_EAGER_PAYLOAD_CAP;
+    /* what one buffer carries: all a receiver that takes no more messages in pieces allows
+     * (FLOW EAGER_BUFFER: its recycled buffers for those ran out); on a stream too, whose
+     * receiver reassembles larger frames in buffers of their own */
+    size_t eager_buffer = eager;
     /* a stream (tcp): up to 1 MiB eager, without the RTS/CTS round trip, which the data queued
      * ahead of each RTS delays (the stream carries any size in one frame; an unexpected one is
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
     if (caps->flags & FY_TL_CAP_STREAM)
         eager = TAG_EAGER_STREAM_CAP - TAG_WIRE_EAGER_SHORT;
-    /* what one buffer carries: all a receiver that takes no messages in pieces allows (FLOW
-     * EAGER_BUFFER: they found no receive posted) */
-    size_t eager_buffer = eager;
     if (!(caps->flags & FY_TL_CAP_STREAM) && caps->max_placed > eager)
         eager = caps->max_placed < TAG_EAGER_PLACED_CAP ? caps->max_placed : TAG_EAGER_PLACED_CAP;
     /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
