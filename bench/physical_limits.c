@@ -112,6 +112,25 @@ static void responder(uint64_t *flag)
     }
 }
 
+/* Forks a child that dies with its parent and runs pinned to core: returns its pid in the
+ * parent, 0 in the child, -1 (told, map of map_size bytes unmapped) when fork failed. */
+static pid_t fork_pinned(int core, void *map, size_t map_size)
+{
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "physical_limits: fork: %s\n", strerror(errno));
+        munmap(map, map_size);
+        return -1;
+    }
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent || pin(core) != 0)
+            _exit(1);
+    }
+    return child;
+}
+
 static int pingpong(int core_a, int core_b, unsigned repeat, uint64_t roundtrips)
 {
     double v[PL_MAX_REPEAT];
@@ -122,17 +141,10 @@ static int pingpong(int core_a, int core_b, unsigned repeat, uint64_t roundtrips
         return -1;
     }
     *flag = 0;
-    pid_t parent = getpid();
-    pid_t child = fork();
-    if (child < 0) {
-        fprintf(stderr, "physical_limits: fork: %s\n", strerror(errno));
-        munmap(flag, 4096);
+    pid_t child = fork_pinned(core_a, flag, 4096);
+    if (child < 0)
         return -1;
-    }
     if (child == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent || pin(core_a) != 0)
-            _exit(1);
         __atomic_store_n(&flag[8], 1, __ATOMIC_RELEASE); /* ready: its own cache line */
         responder(flag);
     }
@@ -291,17 +303,10 @@ static int copy2_bw(int core_a, int core_b, size_t size, unsigned repeat)
     control->ready = 0;
     control->go = 0;
     control->done = 0;
-    pid_t parent = getpid();
-    pid_t child = fork();
-    if (child < 0) {
-        fprintf(stderr, "physical_limits: fork: %s\n", strerror(errno));
-        munmap(map, 2 * map_size);
+    pid_t child = fork_pinned(core_a, map, 2 * map_size);
+    if (child < 0)
         return -1;
-    }
     if (child == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent || pin(core_a) != 0)
-            _exit(1);
         __atomic_store_n(&control->ready, 1, __ATOMIC_RELEASE);
         for (uint64_t expect = 1;; expect++) {
             uint64_t go;
@@ -408,16 +413,10 @@ static int cma2_bw(int core_a, int core_b, size_t size, unsigned repeat)
     }
     memset(control, 0, sizeof(*control));
     pid_t parent = getpid();
-    pid_t child = fork();
-    if (child < 0) {
-        fprintf(stderr, "physical_limits: fork: %s\n", strerror(errno));
-        munmap(control, 4096);
+    pid_t child = fork_pinned(core_a, control, 4096);
+    if (child < 0)
         return -1;
-    }
     if (child == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent || pin(core_a) != 0)
-            _exit(1);
         uint8_t *src = huge_alloc(size); /* bytes of 1 */
         if (src == NULL)
             _exit(1);
