@@ -71,9 +71,7 @@ static void calib_decide(tag_calib_class_t *c, int index)
             continue; /* the clock did not move: no figure */
         uint64_t ns = k->end_ns - k->first_ns;
         unsigned m = calib_order[b] == TAG_RNDV_SPLIT;
-        /* bytes / ns > best_bytes / best_ns, in 128 bits */
-        if (best_ns[m] == 0 ||
-            (unsigned __int128)k->bytes * best_ns[m] > (unsigned __int128)best_bytes[m] * ns) {
+        if (best_ns[m] == 0 || fy_rate_above(k->bytes, ns, best_bytes[m], best_ns[m], 1, 1)) {
             best_bytes[m] = k->bytes;
             best_ns[m] = ns;
         }
@@ -81,8 +79,7 @@ static void calib_decide(tag_calib_class_t *c, int index)
     /* without a figure for one mode, the other; without either, SPLIT (the larger classes'
      * choice) */
     if (best_ns[0] != 0 && best_ns[1] != 0)
-        c->mode = (unsigned __int128)best_bytes[0] * best_ns[1] >
-                          (unsigned __int128)best_bytes[1] * best_ns[0]
+        c->mode = fy_rate_above(best_bytes[0], best_ns[0], best_bytes[1], best_ns[1], 1, 1)
                       ? TAG_RNDV_COOP
                       : TAG_RNDV_SPLIT;
     else
@@ -151,8 +148,8 @@ static bool calib_block_above(const tag_calib_class_t *c, unsigned a, unsigned b
                               unsigned den)
 {
     const tag_calib_block_t *x = &c->block[a], *y = &c->block[b];
-    return (unsigned __int128)x->bytes * (y->end_ns - y->first_ns) * den >
-           (unsigned __int128)y->bytes * (x->end_ns - x->first_ns) * num;
+    return fy_rate_above(x->bytes, x->end_ns - x->first_ns, y->bytes, y->end_ns - y->first_ns, num,
+                         den);
 }
 
 /* After the first CALIB_EARLY_BLOCKS blocks completed: whether one mode clearly won. */

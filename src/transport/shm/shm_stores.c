@@ -66,8 +66,8 @@ static uint64_t shm_stores_min_of(const fy_tl_worker_t *tlw, unsigned kind)
 static bool shm_stores_rate_above(const shm_stores_t *s, unsigned a, unsigned b, unsigned num,
                                   unsigned den)
 {
-    return (unsigned __int128)s->block_bytes[a] * s->block_ns[b] * den >
-           (unsigned __int128)s->block_bytes[b] * s->block_ns[a] * num;
+    return fy_rate_above(s->block_bytes[a], s->block_ns[a], s->block_bytes[b], s->block_ns[b], num,
+                         den);
 }
 
 /* The fastest (fastest true) or slowest measured block of a kind among the first count. */
