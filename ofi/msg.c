@@ -96,14 +96,7 @@ static inline __attribute__((always_inline)) void send_entry(fy_ofi_ep_t *ep, vo
     fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, context);
     if (entry == NULL)
         return;
-    entry->e.op_context = context;
-    entry->e.flags = cq_flags;
-    entry->e.len = len;
-    entry->e.buf = NULL;
-    entry->e.data = 0;
-    entry->e.tag = tag;
-    entry->src = dest;
-    entry->err = 0;
+    fy_ofi_cq_entry_success(entry, context, cq_flags, len, NULL, 0, tag, dest);
     fy_ofi_cq_commit(cq);
 }
 
@@ -259,14 +252,9 @@ static inline __attribute__((always_inline)) void recv_entry(fy_ofi_ep_t *ep, bo
     if (entry == NULL)
         return;
     bool imm = (info->flags & FERRY_TAG_INFO_IMM) != 0;
-    entry->e.op_context = context;
-    entry->e.flags = cq_flags | (imm ? FI_REMOTE_CQ_DATA : 0);
-    entry->e.len = info->length;
-    entry->e.buf = buf;
-    entry->e.data = imm ? info->imm : 0;
-    entry->e.tag = info->tag & ep->tag_format;
-    entry->src = fy_ofi_av_source(ep->av, info->peer);
-    entry->err = 0;
+    fy_ofi_cq_entry_success(entry, context, cq_flags | (imm ? FI_REMOTE_CQ_DATA : 0), info->length,
+                            buf, imm ? info->imm : 0, info->tag & ep->tag_format,
+                            fy_ofi_av_source(ep->av, info->peer));
     fy_ofi_cq_commit(cq);
 }
 
