@@ -42,20 +42,49 @@ static const fy_config_var_t tag_unexpected_count_var = {
 static const fy_config_var_t *const tag_unexpected_count_reg
     __attribute__((used, section("ferry_config_registry"))) = &tag_unexpected_count_var;
 
+static const fy_config_var_t tag_spare_max_var = {
+    .name = "FERRY_TAG_SPARE_MAX",
+    .type = FERRY_CONFIG_SIZE,
+    .default_value = "16M",
+    .description = "bytes of buffers for unexpected tagged messages a worker keeps for reuse "
+                   "beyond a few of each size, once a backlog gave them back: enough for what "
+                   "a tcp connection holds in flight (a new buffer page-faults on every page, "
+                   "which cost a receiver that fell behind more than the copy)"};
+static const fy_config_var_t *const tag_spare_max_reg
+    __attribute__((used, section("ferry_config_registry"))) = &tag_spare_max_var;
+
 /* Objects allocated at once when a pool is empty. */
 #define TAG_BLOCK_OBJECTS 32
-/* Spare unexpected-message buffers kept for reuse, per class: 512 KiB of 8 KiB buffers, 1 MiB
- * of 32 KiB ones and 2 MiB of 256 KiB ones at most (as much as FERRY_TAG_UNEXPECTED_MAX's
- * default and what was in flight when it was crossed). */
-static const unsigned tag_spare_max[TAG_SPARE_CLASSES] = {64, 32, 8};
-static const size_t tag_spare_size[TAG_SPARE_CLASSES] = {TAG_UNEXP_BUF, TAG_UNEXP_BUF_LARGE,
-                                                         TAG_UNEXP_BUF_PIECES};
+/* Recycled unexpected-message buffers, per class (tag.h, TAG_SPARE_CLASSES): their size, and
+ * how many are always kept for reuse (512 KiB of 8 KiB buffers, 1 MiB of 32 KiB ones, 2 MiB of
+ * each class of messages in pieces up to 256 KiB: as much as FERRY_TAG_UNEXPECTED_MAX's default
+ * and what was in flight when it was crossed); beyond that floor, a worker keeps buffers while
+ * all it keeps stays within FERRY_TAG_SPARE_MAX (tag_spare_put). */
+static const size_t tag_spare_size[TAG_SPARE_CLASSES] = {
+    TAG_UNEXP_BUF, TAG_UNEXP_BUF_LARGE, 65536, 131072, TAG_UNEXP_BUF_PIECES,
+    524288,        TAG_UNEXP_BUF_STREAM};
+static const unsigned tag_spare_floor[TAG_SPARE_CLASSES] = {64, 32, 8, 8, 8, 4, 2};
+/* messages in pieces buffered or being placed (spare_out of the classes from
+ * TAG_SPARE_PIECES_FIRST) past which a shm sender is told EAGER_BUFFER */
+#define TAG_PIECES_OUT_MAX 8u
 
 /* The class of recycled buffer a payload of length bytes (TAG_UNEXP_INLINE < length <=
- * TAG_UNEXP_BUF_PIECES) uses. */
+ * TAG_UNEXP_BUF_STREAM) uses: the smallest that holds it. */
 static inline unsigned tag_spare_class(uint64_t length)
 {
-    return length <= TAG_UNEXP_BUF ? 0 : length <= TAG_UNEXP_BUF_LARGE ? 1 : 2;
+    unsigned c = 0;
+    while (c + 1 < TAG_SPARE_CLASSES && tag_spare_size[c] < length)
+        c++;
+    return c;
+}
+
+/* Recycled buffers of messages in pieces out now (tag_spare_get, not given back). */
+static unsigned tag_pieces_out(const fy_tag_worker_t *tw)
+{
+    unsigned out = 0;
+    for (unsigned c = TAG_SPARE_PIECES_FIRST; c < TAG_SPARE_CLASSES; c++)
+        out += tw->spare_out[c];
+    return out;
 }
 
 /* ------------------------------------------------------------------ pools */
@@ -649,25 +678,28 @@ static void tag_flow_check_on(ferry_worker_t *worker)
 }
 
 /* A message in pieces of length bytes from ep found no receive posted (tag_place_eager): while
- * a recycled buffer of the third class takes it (fewer than tag_spare_max[2] of them are out),
- * it costs one more copy when its receive comes, and nothing changes — a message whose first
+ * a recycled buffer takes it (fewer than TAG_PIECES_OUT_MAX of them are out), it costs one more
+ * copy when its receive comes, and nothing changes — a message whose first
  * piece merely came before its receive, as happens now and then to a receiver that posts ahead,
  * is no reason to restrict anyone (one such message made every later one of Open MPI's tag_bw
  * go by rendezvous: 40000 B at 4.7 GB/s instead of 18). Once they are all out (that many are
  * buffered or being placed: a receiver that really falls behind) or none fits it (larger than
  * TAG_UNEXP_BUF_PIECES: a forced threshold), each further one would cost a fresh allocation
  * that page-faults: EAGER_BUFFER to ep, unless told already (or restricted more by a bound:
- * EAGER_BUFFER replaces its EAGER_ON). On a byte stream (tcp) too, whose placed payloads are
- * its large frames: there the sender's queue and the socket hold megabytes in flight (Open
- * MPI's tag_bw at 40000 B buffered 120 messages and ran at 0.4-0.6 GB/s without it). */
+ * EAGER_BUFFER replaces its EAGER_ON). Not on a byte stream (tcp): its sender's queue and
+ * socket hold megabytes in flight (Open MPI's tag_bw at 40000 B: 90-120 messages buffered
+ * before any restriction could take effect), which its large frames bring into recycled
+ * buffers kept up to FERRY_TAG_SPARE_MAX; only the backlog's bounds restrict it, and EAGER_SMALL
+ * lifts when the backlog halved, where EAGER_BUFFER stayed for the rest of such a run (at half
+ * the bandwidth: a rendezvous costs a tcp stream two more frames). */
 static fy_noinline void tag_flow_pieces_unexpected(ferry_worker_t *worker, ferry_ep_t *ep,
                                                    size_t length)
 {
     fy_tag_ep_t *tep = fy_tag_ep_of(ep);
-    unsigned out = fy_tag_worker_of(worker)->spare_out[2];
-    if (tep->told_buffer || ep->state != FY_EP_OPEN)
+    unsigned out = tag_pieces_out(fy_tag_worker_of(worker));
+    if (tep->told_buffer || (ep->caps.flags & FY_TL_CAP_STREAM) || ep->state != FY_EP_OPEN)
         return;
-    if (length <= TAG_UNEXP_BUF_PIECES && out < tag_spare_max[2])
+    if (length <= TAG_UNEXP_BUF_PIECES && out < TAG_PIECES_OUT_MAX)
         return;
     tep->told_buffer = 1;
     tep->rts_posted = 0;
@@ -743,15 +775,17 @@ static fy_noinline void tag_unexpected_grew(ferry_worker_t *worker, ferry_ep_t *
     tag_flow_send(worker, ep, eager);
 }
 
-/* Give back a buffer of class c (tag_spare_get): kept for reuse, or freed past the class's
- * bound. */
+/* Give back a buffer of class c (tag_spare_get): kept for reuse up to the class's floor, and
+ * beyond it while all kept stays within FERRY_TAG_SPARE_MAX; else freed. */
 static void tag_spare_put(fy_tag_worker_t *tw, unsigned c, void *buf)
 {
     tw->spare_out[c]--;
-    if (tw->spare_count[c] < tag_spare_max[c]) {
+    if (tw->spare_count[c] < tag_spare_floor[c] ||
+        tw->spare_bytes + tag_spare_size[c] <= tw->spare_max) {
         *(void **)buf = tw->spare_bufs[c];
         tw->spare_bufs[c] = buf;
         tw->spare_count[c]++;
+        tw->spare_bytes += tag_spare_size[c];
     } else {
         free(buf);
     }
@@ -789,6 +823,7 @@ static void *tag_spare_get(fy_tag_worker_t *tw, unsigned c)
     if (buf != NULL) {
         tw->spare_bufs[c] = *(void **)buf;
         tw->spare_count[c]--;
+        tw->spare_bytes -= tag_spare_size[c];
         tw->spare_out[c]++;
         return buf;
     }
@@ -1020,14 +1055,18 @@ static void *tag_place_eager(void *arg, ferry_ep_t *ep, const void *header, size
     tag_recv_t *recv =
         tag_match_posted(fy_tag_worker_of(worker), msg.u.eager.tag, ep->peer.worker_uuid);
     if (recv == NULL) {
+        fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+        bool stream = ep->caps.flags & FY_TL_CAP_STREAM;
         tag_flow_pieces_unexpected(worker, ep, length); /* its sender may have to send them
                                                          * by RTS */
-        if (length <= TAG_UNEXP_BUF_LARGE || length > TAG_UNEXP_BUF_PIECES ||
-            fy_tag_worker_of(worker)->spare_out[2] >= tag_spare_max[2])
+        if (length <= TAG_UNEXP_BUF_LARGE ||
+            length > (stream ? TAG_UNEXP_BUF_STREAM : TAG_UNEXP_BUF_PIECES) ||
+            (!stream && tag_pieces_out(tw) >= TAG_PIECES_OUT_MAX))
             return NULL; /* reassembled by the transport (in a buffer of its length, not a
-                          * fresh one of the class's size), matched on delivery */
+                          * fresh one of a class's size), matched on delivery */
         /* into a recycled buffer, matched on delivery (tag_eager_placed_unexpected) */
-        tep->placing_buf = tag_spare_get(fy_tag_worker_of(worker), 2);
+        tep->placing_class = tag_spare_class(length);
+        tep->placing_buf = tag_spare_get(tw, tep->placing_class);
         return tep->placing_buf;
     }
     if (recv->buf.iovcnt == 0 || recv->buf.iov[0].length < length)
@@ -1599,6 +1638,7 @@ static ferry_status_t tag_module_init(ferry_worker_t *worker, void **state_p)
     fy_pool_init(&tw->unexp, sizeof(tag_unexp_t), TAG_BLOCK_OBJECTS, "unexpected tagged messages");
     fy_pool_init(&tw->ctls, sizeof(tag_ctl_t), TAG_BLOCK_OBJECTS, "tagged control messages");
     tw->unexpected_max = fy_config_size_in(fy_worker_config(worker), &tag_unexpected_max_var);
+    tw->spare_max = fy_config_size_in(fy_worker_config(worker), &tag_spare_max_var);
     tw->unexpected_count_max =
         fy_config_size_in(fy_worker_config(worker), &tag_unexpected_count_var);
     tag_rndv_config(tw, fy_worker_config(worker));
@@ -1706,6 +1746,7 @@ static void tag_module_cleanup(ferry_worker_t *worker)
         }
         tw->spare_count[c] = 0;
     }
+    tw->spare_bytes = 0;
     tag_table_free(&tw->send_table);
     tag_table_free(&tw->recv_table);
     free(tw);
@@ -1739,7 +1780,7 @@ void fy_tag_ep_failed(ferry_ep_t *ep, ferry_status_t status)
         tag_recv_finish(placing, status);
     }
     if (fy_tag_ep_of(ep)->placing_buf != NULL) { /* nor of an unexpected one */
-        tag_spare_put(tw, 2, fy_tag_ep_of(ep)->placing_buf);
+        tag_spare_put(tw, fy_tag_ep_of(ep)->placing_class, fy_tag_ep_of(ep)->placing_buf);
         fy_tag_ep_of(ep)->placing_buf = NULL;
     }
     fy_list_t *lists[] = {&tw->unexpected, &tw->probed};

@@ -323,6 +323,7 @@ typedef struct fy_tag_ep {
     fy_list_link_t flow_link;   /* in the worker's flow_off list while told_limit */
     struct tag_recv *placing;   /* matched by the EAGER message the transport places now */
     void *placing_buf;          /* or the recycled buffer it places an unexpected one in */
+    unsigned placing_class;     /* placing_buf's class (tag_spare_class) */
     size_t eager_max;           /* largest eager payload (ready) */
     size_t eager_buffer_max;    /* of it, what one transport buffer carries (ready) */
     size_t chunk;               /* COOP DATA payload (ready) */
@@ -341,6 +342,10 @@ typedef struct fy_tag_ep {
                                  * lift it) */
     uint8_t coop_fallback_said; /* forced COOP fell back to NULL here: said once */
 } fy_tag_ep_t;
+
+/* Classes of recycled unexpected-message buffers (tag_int.h): 8 KiB, 32 KiB, then 64 KiB to
+ * 1 MiB by powers of two. */
+#define TAG_SPARE_CLASSES 7
 
 /* Per worker (the module's state). */
 /* Calibration of the automatic COOP/SPLIT choice (tag_calib.c): power-of-two size classes
@@ -379,9 +384,12 @@ typedef struct fy_tag_worker {
     fy_list_t pump;       /* COOP/NULL sends with DATA to hand to the transport */
     fy_list_t flow_off;   /* endpoints told EAGER_OFF (fy_tag_ep_t.flow_link) */
     fy_pool_t recvs, sends, unexp, ctls; /* tag_recv_t, tag_send_t, tag_unexp_t, tag_ctl_t */
-    /* recycled unexpected-message buffers, a chain per class (tag_int.h, TAG_SPARE_CLASSES) */
-    void *spare_bufs[3];
-    unsigned spare_count[3];
+    /* recycled unexpected-message buffers, a chain per class (tag_int.h), and the bytes of
+     * them all (at most FERRY_TAG_SPARE_MAX beyond each class's floor, tag.c) */
+    void *spare_bufs[TAG_SPARE_CLASSES];
+    unsigned spare_count[TAG_SPARE_CLASSES];
+    size_t spare_bytes;
+    size_t spare_max; /* FERRY_TAG_SPARE_MAX */
     tag_table_t send_table, recv_table;
     uint64_t unexpected_bytes;     /* payload bytes of the eager messages of more than
                                     * TAG_FLOW_SMALL_MAX bytes buffered in unexpected/probed */
@@ -399,10 +407,10 @@ typedef struct fy_tag_worker {
     unsigned need_progress; /* ctl + retry + pump entries: fy_tag_progress has work */
     uint32_t ctl_pass;      /* passes over the control queue */
     unsigned warned[8];     /* warnings already given, per kind (tag_warn_kind_t) */
-    /* recycled buffers handed out by tag_spare_get and not given back yet, per class: of the
-     * third, the unexpected messages in pieces and those being placed (last: the fields of the
-     * fast paths keep their places) */
-    unsigned spare_out[3];
+    /* recycled buffers handed out by tag_spare_get and not given back yet, per class: from
+     * TAG_SPARE_PIECES_FIRST on, the unexpected messages in pieces and those being placed
+     * (last: the fields of the fast paths keep their places) */
+    unsigned spare_out[TAG_SPARE_CLASSES];
 } fy_tag_worker_t;
 
 /* The module (proto/module_list.c) and its state. Its init registers the handlers; its

@@ -45,9 +45,14 @@
  * us, per 32 KiB fragment against 1.4 us into a receive's warm buffer): Open MPI's tag_bw at
  * 64 KiB, whose messages mostly arrive before their receive, ran at 0.5 GB/s (issue 13). */
 #define TAG_UNEXP_BUF_PIECES TAG_EAGER_PLACED_CAP
-/* the classes of recycled buffers: 0 (TAG_UNEXP_BUF bytes), 1 (TAG_UNEXP_BUF_LARGE) and 2
- * (TAG_UNEXP_BUF_PIECES) */
-#define TAG_SPARE_CLASSES 3
+/* The classes of recycled buffers (tag.c, tag_spare_size): TAG_UNEXP_BUF and
+ * TAG_UNEXP_BUF_LARGE bytes, then the powers of two from 64 KiB to TAG_UNEXP_BUF_STREAM, which
+ * hold the messages received in pieces (shm's, up to TAG_UNEXP_BUF_PIECES) and tcp's large
+ * frames (up to its eager cap, tag_rndv.c) that found no receive posted, each in the smallest
+ * class that takes it (TAG_SPARE_CLASSES in tag.h). */
+#define TAG_UNEXP_BUF_STREAM (1u << 20)
+/* the first class of those (64 KiB) */
+#define TAG_SPARE_PIECES_FIRST 2u
 /* local pieces described on the stack for one-sided operations and DATA */
 #define TAG_IOV_STACK 64
 

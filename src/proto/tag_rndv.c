@@ -207,8 +207,7 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     if (eager > TAG_EAGER_PAYLOAD_CAP)
         eager = TAG_EAGER_PAYLOAD_CAP;
     /* what one buffer carries: all a receiver that takes no more messages in pieces allows
-     * (FLOW EAGER_BUFFER: its recycled buffers for those ran out); on a stream too, whose
-     * receiver reassembles larger frames in buffers of their own */
+     * (FLOW EAGER_BUFFER: its recycled buffers for those ran out; never sent on a stream) */
     size_t eager_buffer = eager;
     /* a stream (tcp): up to 1 MiB eager, without the RTS/CTS round trip, which the data queued
      * ahead of each RTS delays (the stream carries any size in one frame; an unexpected one is

@@ -341,3 +341,7 @@ ferry_add_test(NAME mp_tag_flow_count SOURCES mp/mp_tag_flow.c TIMEOUT 120
 # messages (eager in pieces on shm) outrunning them: kept to rendezvous, every byte checked
 ferry_add_test(NAME mp_tag_window SOURCES mp/mp_tag_window.c TIMEOUT 120
                ENV FERRY_TAG_UNEXPECTED_MAX=16M)
+# the same over tcp, whose 64 KiB messages are single frames: 64 and more buffered at once in
+# recycled buffers (the whole 32 MiB stream within the bytes bound), no sender restricted
+ferry_add_test(NAME mp_tag_window_tcp SOURCES mp/mp_tag_window.c ARGS tcp TIMEOUT 120
+               ENV FERRY_TRANSPORTS=tcp FERRY_TAG_UNEXPECTED_MAX=64M)
