@@ -696,9 +696,9 @@ static fy_noinline void tag_flow_pieces_unexpected(ferry_worker_t *worker, ferry
                                                    size_t length)
 {
     fy_tag_ep_t *tep = fy_tag_ep_of(ep);
-    unsigned out = tag_pieces_out(fy_tag_worker_of(worker));
     if (tep->told_buffer || (ep->caps.flags & FY_TL_CAP_STREAM) || ep->state != FY_EP_OPEN)
         return;
+    unsigned out = tag_pieces_out(fy_tag_worker_of(worker));
     if (length <= TAG_UNEXP_BUF_PIECES && out < TAG_PIECES_OUT_MAX)
         return;
     tep->told_buffer = 1;
