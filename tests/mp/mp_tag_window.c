@@ -140,12 +140,18 @@ static unsigned tw_done(ft_tag_recv_t *recvs, unsigned i, unsigned count)
     return done;
 }
 
-static bool tw_unexpected_reached(void *arg)
+/* ft_progress_until's condition: at least count messages were buffered at once. */
+typedef struct tw_backlog {
+    ft_pair_t *p;
+    unsigned count;
+} tw_backlog_t;
+
+static bool tw_backlog_reached(void *arg)
 {
-    ft_pair_t *p = arg;
+    const tw_backlog_t *b = arg;
     ferry_counters_t c;
-    tw_counters(p->worker, &c);
-    return c.tag_unexpected_peak_count >= TW_EARLY;
+    tw_counters(b->p->worker, &c);
+    return c.tag_unexpected_peak_count >= b->count;
 }
 
 static bool tw_restricted(void *arg)
@@ -154,14 +160,6 @@ static bool tw_restricted(void *arg)
     ferry_counters_t c;
     tw_counters(p->worker, &c);
     return c.tag_flow_limited > 0;
-}
-
-static bool tw_stream_behind(void *arg)
-{
-    ft_pair_t *p = arg;
-    ferry_counters_t c;
-    tw_counters(p->worker, &c);
-    return c.tag_unexpected_peak_count >= TW_STREAM_BEHIND;
 }
 
 static void tw_recv(ft_pair_t *p)
@@ -177,7 +175,8 @@ static void tw_recv(ft_pair_t *p)
     ft_chan_send_token(p->chan, TW_TOKEN_READY, 0, 0, 0, 0);
     /* phase 1: the sender's first TW_EARLY messages all go unexpected (it waits for GO) */
     ferry_counters_t c;
-    ft_progress_until(p->worker, FT_TAG_TIMEOUT, tw_unexpected_reached, p,
+    tw_backlog_t early = {p, TW_EARLY}, behind = {p, TW_STREAM_BEHIND};
+    ft_progress_until(p->worker, FT_TAG_TIMEOUT, tw_backlog_reached, &early,
                       "the first messages, unexpected");
     tw_counters(p->worker, &c);
     FT_CHECK(c.tag_unexpected_peak_count == TW_EARLY && c.tag_flow_limited == 0,
@@ -203,7 +202,7 @@ static void tw_recv(ft_pair_t *p)
             done = tw_done(recvs, i, TW_COUNT);
         } while (done > before || !ft_tag_recv_poll(r));
         if (i == TW_STALL_AT && tw_tcp) /* phase 2 over tcp: the frames pile up */
-            ft_progress_until(p->worker, FT_TAG_TIMEOUT, tw_stream_behind, p,
+            ft_progress_until(p->worker, FT_TAG_TIMEOUT, tw_backlog_reached, &behind,
                               "64 messages buffered");
         else if (i == TW_STALL_AT) /* phase 2: busy elsewhere, the sender's messages pile up */
             ft_progress_until(p->worker, FT_TAG_TIMEOUT, tw_restricted, p,
