@@ -25,8 +25,8 @@
 /* The largest eager payload where the transport places one larger than its buffer straight
  * into the matched receive (shm: 32 KiB fragments, copied in by the sender and out by the
  * receiver at once, no RTS/CTS round trip; docs/ARCHITECTURE.md, "Medium messages go eager in
- * fragments"; FERRY_RNDV_THRESH sets another threshold). tag_rndv.c applies it; the third class
- * of recycled buffers below is this size. */
+ * fragments"; FERRY_RNDV_THRESH sets another threshold). tag_rndv.c applies it; the largest
+ * class of recycled buffers for shm's messages in pieces (below) is this size. */
 #define TAG_EAGER_PLACED_CAP 262144u
 /* unexpected eager payloads up to this travel inside the descriptor */
 #define TAG_UNEXP_INLINE 256
@@ -38,9 +38,10 @@
  * kept in the transport's buffer). A malloc and free per message of a streaming backlog cost
  * page faults each time the heap was trimmed: 16 KiB eager streams ran at 0.4 GB/s. */
 #define TAG_UNEXP_BUF_LARGE 32768
-/* and up to this, a recycled buffer of the third class that the transport receives a message
- * in pieces into when no posted receive takes it (tag_place_eager): shm's eager messages of
- * more than one bulk buffer, up to the placed cap (tag_rndv.c, TAG_EAGER_PLACED_CAP). Each
+/* and up to this, a recycled buffer of the smallest power-of-two class from 64 KiB that holds
+ * it, which the transport receives a message in pieces into when no posted receive takes it
+ * (tag_place_eager): shm's eager messages of more than one bulk buffer, up to the placed cap
+ * (tag_rndv.c, TAG_EAGER_PLACED_CAP). Each
  * reassembled in a buffer malloc'ed for it page-faulted on this project's VM (8 faults, 110-150
  * us, per 32 KiB fragment against 1.4 us into a receive's warm buffer): Open MPI's tag_bw at
  * 64 KiB, whose messages mostly arrive before their receive, ran at 0.5 GB/s (issue 13). */

@@ -52,7 +52,7 @@ enum { TW_TOKEN_READY = 0x52454459, TW_TOKEN_GO = 0x474f474f, TW_TOKEN_DONE = 0x
 #define TW_SIZE 65536u
 #define TW_TAG 0x7d00000000000000ull
 /* Messages the receiver lets go unexpected before it posts (phase 1): fewer than the recycled
- * buffers for messages in pieces (8, tag_spare_max in src/proto/tag.c) */
+ * buffers for messages in pieces (8, TAG_PIECES_OUT_MAX in src/proto/tag.c) */
 #define TW_EARLY 4u
 /* The message before whose receive the receiver stops posting until its sender is restricted
  * (phase 2) */
