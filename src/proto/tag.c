@@ -958,7 +958,7 @@ static ferry_status_t tag_recv_message(ferry_worker_t *worker, tag_unexp_t *u,
         status = tag_scatter_message(iov, iovcnt, u->data, (size_t)u->length);
         tag_count_received(worker, u->ep, u->length);
         tag_info_fill_unexp(info, u);
-        if (u->flags & TAG_FLAG_SYNC)
+        if (u->flags & TAG_FLAGS_DONE_ON_MATCH)
             tag_rndv_sync_ack(worker, u->ep, u->sync_id); /* matched: its sender completes */
         tag_unexp_release(worker, u);
         tag_flow_check_on(worker);
@@ -1011,7 +1011,7 @@ static fy_always_inline ferry_status_t tag_eager_arrived(ferry_worker_t *worker,
         tag_count_received(worker, ep, length);
         tag_info_fill(recv->info, ep, params->peer, eager->tag, length, eager->imm, eager->flags);
         tag_recv_finish(recv, status);
-        if (fy_unlikely(eager->flags & TAG_FLAG_SYNC))
+        if (fy_unlikely(eager->flags & TAG_FLAGS_DONE_ON_MATCH))
             tag_rndv_sync_ack(worker, ep, eager->send_id); /* matched: its sender completes */
         return FERRY_OK;
     }
@@ -1127,7 +1127,7 @@ static fy_noinline ferry_status_t tag_eager_placed(ferry_worker_t *worker, const
     tag_info_fill(recv->info, ep, params->peer, msg.u.eager.tag, length, msg.u.eager.imm,
                   msg.u.eager.flags);
     tag_recv_finish(recv, FERRY_OK);
-    if (msg.u.eager.flags & TAG_FLAG_SYNC)
+    if (msg.u.eager.flags & TAG_FLAGS_DONE_ON_MATCH)
         tag_rndv_sync_ack(worker, ep, msg.u.eager.send_id); /* matched: its sender completes */
     return FERRY_OK;
 }
@@ -1307,18 +1307,33 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
         return ep->error;
     if (fy_unlikely(!fy_tag_ep_of(ep)->ready))
         tag_rndv_ep_setup(ep->worker, ep);
-    if (fy_likely(length <= fy_tag_ep_of(ep)->eager_max && tag_flow_allows(ep, length))) {
-        if (params == NULL || params->flags == 0)
+    const fy_tag_ep_t *tep = fy_tag_ep_of(ep);
+    /* above eager_max, up to what the transport places (eager_measured): eager or a rendezvous
+     * mode, as measured (0: tag_rndv_choose's) */
+    unsigned mode = 0;
+    tag_calib_ticket_t ticket = {0, 0};
+    bool eager = length <= tep->eager_max && tag_flow_allows(ep, length);
+    if (!eager && tep->eager_measured && length <= tag_eager_placed_max(ep) &&
+        tag_flow_allows(ep, length)) {
+        mode = tag_calib_eager_choose(ep->worker, ep, length, &ticket);
+        eager = mode == FERRY_COUNTERS_MODE_EAGER;
+    }
+    if (fy_likely(eager)) {
+        if ((params == NULL || params->flags == 0) && ticket.calib_class == 0)
             return tag_send_eager_plain(ep, iov, iovcnt, length, tag, comp);
         tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
-        if (params->flags & FERRY_TAG_SEND_IMM) {
+        if (params != NULL && (params->flags & FERRY_TAG_SEND_IMM)) {
             header.flags |= TAG_FLAG_IMM;
             header.imm = htole64(params->imm);
         }
-        if (params->flags & FERRY_TAG_SEND_SYNC) {
-            header.flags |= TAG_FLAG_SYNC;
-            return tag_eager_counted(ep, length,
-                                     tag_rndv_send_sync_eager(ep, iov, iovcnt, &header, comp));
+        /* a calibration block's eager send completes on the match too (TAG_FLAG_ACK: the
+         * receiver is not told it was synchronous) */
+        if ((params != NULL && (params->flags & FERRY_TAG_SEND_SYNC)) || ticket.calib_class != 0) {
+            header.flags |= params != NULL && (params->flags & FERRY_TAG_SEND_SYNC) ? TAG_FLAG_SYNC
+                                                                                    : TAG_FLAG_ACK;
+            return tag_eager_counted(
+                ep, length,
+                tag_rndv_send_sync_eager(ep, iov, iovcnt, length, &header, &ticket, comp));
         }
         return tag_eager_counted(ep, length,
                                  fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header,
@@ -1327,7 +1342,8 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
     /* a rendezvous completes after the match: synchronous by nature */
     bool inject =
         length <= tag_inject_max(ep) && !(params != NULL && (params->flags & FERRY_TAG_SEND_SYNC));
-    return tag_rndv_send(ep->worker, ep, iov, iovcnt, length, tag, params, inject, comp);
+    return tag_rndv_send(ep->worker, ep, iov, iovcnt, length, tag, params, inject,
+                         (tag_rndv_mode_t)mode, &ticket, comp);
 }
 
 /* A plain send (no flags). The common case inline: one valid piece, eager, on an endpoint set
@@ -1749,6 +1765,7 @@ static void tag_module_cleanup(ferry_worker_t *worker)
     tw->spare_bytes = 0;
     tag_table_free(&tw->send_table);
     tag_table_free(&tw->recv_table);
+    free(tw->calib_eager);
     free(tw);
 }
 

@@ -53,7 +53,10 @@
  * transport probes that once per endpoint) — whichever the worker measured faster on its own
  * first messages of that size class (tag_calib.c), SPLIT from 2 MiB, or by the fixed threshold
  * FERRY_RNDV_SPLIT_MIN when set — else COOP (measurements: docs/ARCHITECTURE.md); over a byte
- * stream (FY_TL_CAP_STREAM) NULL):
+ * stream (FY_TL_CAP_STREAM) NULL). Where GET and SPLIT work and nothing is forced, a message of
+ * 16 KiB up to what the transport places (shm: 256 KiB) goes eager, by GET or by SPLIT as the
+ * worker measured on its first messages of that size class (tag_calib.c, "eager or
+ * rendezvous"; fy_tag_ep_t.eager_measured):
  *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
  *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
  *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is
@@ -125,7 +128,7 @@
 #include "proto/module_list.h"
 #include "wireup/ep.h"
 
-#define TAG_WIRE_VERSION 2u
+#define TAG_WIRE_VERSION 3u /* 3: TAG_FLAG_ACK */
 
 /* NULL mode: DATA messages in flight per send. */
 #define TAG_NULL_WINDOW 4u
@@ -146,18 +149,23 @@ typedef enum tag_rndv_mode {
 /* EAGER and RTS flags. */
 #define TAG_FLAG_IMM 0x1u  /* the message carries immediate data (imm) */
 #define TAG_FLAG_SYNC 0x2u /* EAGER: the sender waits for DONE(to send, send_id) on the match */
-#define TAG_FLAGS_EAGER (TAG_FLAG_IMM | TAG_FLAG_SYNC)
+/* EAGER: as SYNC (DONE on the match), but the application did not ask for it: the sender times
+ * an eager calibration block (tag_calib.c), and the receiver's info does not say
+ * FERRY_TAG_INFO_SYNC. Never together with SYNC. */
+#define TAG_FLAG_ACK 0x4u
+#define TAG_FLAGS_EAGER (TAG_FLAG_IMM | TAG_FLAG_SYNC | TAG_FLAG_ACK)
+#define TAG_FLAGS_DONE_ON_MATCH (TAG_FLAG_SYNC | TAG_FLAG_ACK) /* EAGER: send_id is set */
 #define TAG_FLAGS_RTS TAG_FLAG_IMM /* a rendezvous completes after the match anyway */
 
 /* Wire headers (little-endian, packed by explicit layout, sizes fixed). */
 typedef struct tag_wire_eager {
     uint8_t version;
-    uint8_t flags; /* TAG_FLAG_IMM | TAG_FLAG_SYNC; 0: the header ends after the tag */
+    uint8_t flags; /* TAG_FLAG_IMM | TAG_FLAG_SYNC or _ACK; 0: the header ends after the tag */
     uint8_t reserved[6];
     uint64_t tag;
     /* only when flags != 0 (a 32-byte header): */
     uint64_t imm;                /* TAG_FLAG_IMM: the immediate data; else 0 */
-    uint64_t send_id;            /* TAG_FLAG_SYNC: the sender's send id, for its DONE; else 0 */
+    uint64_t send_id;            /* SYNC or ACK: the sender's send id, for its DONE; else 0 */
 } tag_wire_eager_t;              /* 16 B (flags 0) or 32 B; payload = the message */
 #define TAG_WIRE_EAGER_SHORT 16u /* the header without flags: the common case */
 
@@ -324,7 +332,7 @@ typedef struct fy_tag_ep {
     struct tag_recv *placing;   /* matched by the EAGER message the transport places now */
     void *placing_buf;          /* or the recycled buffer it places an unexpected one in */
     unsigned placing_class;     /* placing_buf's class (tag_spare_class) */
-    size_t eager_max;           /* largest eager payload (ready) */
+    size_t eager_max;           /* largest eager payload without measuring (ready) */
     size_t eager_buffer_max;    /* of it, what one transport buffer carries (ready) */
     size_t chunk;               /* COOP DATA payload (ready) */
     uint32_t ctl_queued;        /* control messages queued for it (kept in order) */
@@ -341,6 +349,8 @@ typedef struct fy_tag_ep {
                                  * receive posted (TAG_FLOW_BUFFER_LIFT << 2 * (buffer_told - 1)
                                  * lift it) */
     uint8_t coop_fallback_said; /* forced COOP fell back to NULL here: said once */
+    uint8_t eager_measured;     /* above eager_max, up to tag_eager_placed_max: eager or
+                                 * rendezvous as the worker measured (tag_calib.c; ready) */
 } fy_tag_ep_t;
 
 /* Classes of recycled unexpected-message buffers (tag_int.h): 8 KiB, 32 KiB, then 64 KiB to
@@ -355,6 +365,12 @@ typedef struct fy_tag_ep {
 #define TAG_CALIB_CLASS_MIN 13
 #define TAG_CALIB_CLASS_MAX 20
 #define TAG_CALIB_CLASSES (TAG_CALIB_CLASS_MAX - TAG_CALIB_CLASS_MIN + 1)
+/* And of the choice between eager and rendezvous (GET or SPLIT) where a message could go
+ * either way: 2^TAG_CALIB_EAGER_CLASS_MIN (16 KiB) .. 2^(TAG_CALIB_EAGER_CLASS_MAX+1) - 1
+ * (fy_tag_worker_t.calib_eager). */
+#define TAG_CALIB_EAGER_CLASS_MIN 14
+#define TAG_CALIB_EAGER_CLASS_MAX 18
+#define TAG_CALIB_EAGER_CLASSES (TAG_CALIB_EAGER_CLASS_MAX - TAG_CALIB_EAGER_CLASS_MIN + 1)
 #define TAG_CALIB_BLOCKS 6
 #define TAG_CALIB_BLOCK_BYTES (2u << 20)
 #define TAG_CALIB_BLOCK_MIN 16u
@@ -368,10 +384,12 @@ typedef struct tag_calib_block {
 
 typedef struct tag_calib_class {
     bool decided;
-    uint8_t mode;          /* once decided: TAG_RNDV_COOP or TAG_RNDV_SPLIT */
+    uint8_t mode;          /* once decided: TAG_RNDV_COOP or TAG_RNDV_SPLIT (eager classes:
+                            * FERRY_COUNTERS_MODE_EAGER, TAG_RNDV_GET or TAG_RNDV_SPLIT) */
     uint8_t issue;         /* the block new sends join */
     uint32_t per_block;    /* messages per block (0: not started) */
-    uint32_t rate_mbps[2]; /* once decided: the best block of COOP, SPLIT, in MB/s */
+    uint32_t rate_mbps[2]; /* once decided: the best block of COOP, SPLIT, in MB/s (eager
+                            * classes: unused) */
     tag_calib_block_t block[TAG_CALIB_BLOCKS];
 } tag_calib_class_t;
 
@@ -403,7 +421,7 @@ typedef struct fy_tag_worker {
     uint64_t section;     /* FERRY_RNDV_SECTION */
     uint64_t null_chunk;  /* FERRY_RNDV_NULL_CHUNK (0: automatic, tag_null_chunk) */
     uint64_t split_min;   /* FERRY_RNDV_SPLIT_MIN (0: calibrated, tag_calib.c) */
-    tag_calib_class_t calib[TAG_CALIB_CLASSES]; /* the automatic choice, by size class */
+    tag_calib_class_t calib[TAG_CALIB_CLASSES]; /* the automatic COOP/SPLIT choice, by size */
     unsigned need_progress; /* ctl + retry + pump entries: fy_tag_progress has work */
     uint32_t ctl_pass;      /* passes over the control queue */
     unsigned warned[8];     /* warnings already given, per kind (tag_warn_kind_t) */
@@ -411,6 +429,10 @@ typedef struct fy_tag_worker {
      * TAG_SPARE_PIECES_FIRST on, the unexpected messages in pieces and those being placed
      * (last: the fields of the fast paths keep their places) */
     unsigned spare_out[TAG_SPARE_CLASSES];
+    /* the automatic choice between eager and rendezvous, by size class (tag_calib.c: index
+     * TAG_CALIB_CLASSES + i): TAG_CALIB_EAGER_CLASSES of them, allocated by the first send
+     * that could go either way (NULL before: a worker that sends none has its layout of old) */
+    tag_calib_class_t *calib_eager;
 } fy_tag_worker_t;
 
 /* The module (proto/module_list.c) and its state. Its init registers the handlers; its

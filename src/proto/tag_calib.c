@@ -27,16 +27,44 @@
  * calibration: otherwise COOP's blocks would measure a mix of the store kinds (on a near
  * placement COOP at 256 KiB ran 33 GB/s with plain stores, and the class chose SPLIT at 22).
  *
+ * Eager or rendezvous. Where cross-memory attach works, a message of 16 KiB .. 256 KiB can go
+ * eagerly (two copies through the bulk buffers, no handshake) or by a rendezvous that copies
+ * once in the kernel (GET: the receiver reads all; SPLIT: each process copies half). Which wins
+ * depends on the machine even more than COOP against SPLIT: on one host eager won at every
+ * size up to 256 KiB and process_vm_readv cost 3-5 us even at 8 B; on another (kernel 6.18)
+ * GET had 0.7x eager's latency at 16 KiB and SPLIT streamed 1.6-2.9x eager's rate from 64 KiB.
+ * So the classes from TAG_CALIB_EAGER_CLASS_MIN measure the three the same way, in blocks E G S
+ * S G E; an eager block's messages carry TAG_FLAG_ACK, so that they complete, as a rendezvous
+ * does, when the receiver matched them (not when the transport took the data: a window of eager
+ * sends would then measure the bulk buffers' fill, not the stream). A rendezvous mode takes the
+ * class only when its best block ran at least CALIB_EAGER_MARGIN times eager's best: eager asks
+ * nothing of the receiver, and a noisy block (preemption) only makes eager stay.
+ *
  * Cost: one clock reading per send and completion of a class while it calibrates (messages of
  * 8 KiB or more: microseconds each), nothing afterwards. */
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 
+#include "core/compiler.h"
+#include "core/log.h"
 #include "core/time.h"
 #include "proto/tag_int.h"
 
 /* Block order: COOP first in the first and third pair, SPLIT first in the second. */
 static const uint8_t calib_order[TAG_CALIB_BLOCKS] = {
     TAG_RNDV_COOP, TAG_RNDV_SPLIT, TAG_RNDV_SPLIT, TAG_RNDV_COOP, TAG_RNDV_COOP, TAG_RNDV_SPLIT};
+/* The eager classes' order: each mode twice, mirrored. */
+static const uint8_t calib_eager_order[TAG_CALIB_BLOCKS] = {
+    FERRY_COUNTERS_MODE_EAGER, TAG_RNDV_GET, TAG_RNDV_SPLIT, TAG_RNDV_SPLIT, TAG_RNDV_GET,
+    FERRY_COUNTERS_MODE_EAGER};
+/* The candidates of the eager classes. */
+static const uint8_t calib_eager_modes[3] = {FERRY_COUNTERS_MODE_EAGER, TAG_RNDV_GET,
+                                             TAG_RNDV_SPLIT};
+/* A rendezvous mode takes an eager class when its best block ran at least NUM / DEN times
+ * eager's best. */
+#define CALIB_EAGER_MARGIN_NUM 6u
+#define CALIB_EAGER_MARGIN_DEN 5u
 /* Blocks after which a clear difference decides early (two of each mode), and how clear: the
  * slowest of those blocks of one mode at least NUM / DEN times as fast as the fastest of the
  * other's (a pause or preemption only slows a block: it can delay this, not cause it). */
@@ -53,29 +81,74 @@ static int calib_class_index(uint64_t length)
     return 63 - __builtin_clzll(length) - TAG_CALIB_CLASS_MIN;
 }
 
+/* The same for the eager classes: TAG_CALIB_CLASSES + the index into calib_eager, or -1. */
+static int calib_eager_class_index(uint64_t length)
+{
+    if (length < (UINT64_C(1) << TAG_CALIB_EAGER_CLASS_MIN) ||
+        length >= (UINT64_C(1) << (TAG_CALIB_EAGER_CLASS_MAX + 1)))
+        return -1;
+    return 63 - __builtin_clzll(length) - TAG_CALIB_EAGER_CLASS_MIN + TAG_CALIB_CLASSES;
+}
+
+/* The smallest size of class index (either kind). */
+static uint64_t calib_class_size(int index)
+{
+    return index < TAG_CALIB_CLASSES
+               ? UINT64_C(1) << (index + TAG_CALIB_CLASS_MIN)
+               : UINT64_C(1) << (index - TAG_CALIB_CLASSES + TAG_CALIB_EAGER_CLASS_MIN);
+}
+
 static uint32_t calib_per_block(int index)
 {
-    uint64_t size = UINT64_C(1) << (index + TAG_CALIB_CLASS_MIN);
+    uint64_t size = calib_class_size(index);
     uint64_t n = (TAG_CALIB_BLOCK_BYTES + size - 1) / size;
     return n < TAG_CALIB_BLOCK_MIN ? TAG_CALIB_BLOCK_MIN : (uint32_t)n;
 }
 
-static void calib_decide(tag_calib_class_t *c, int index)
+/* Class index of either kind (calib_class_index, calib_eager_class_index). */
+static tag_calib_class_t *calib_class_of(ferry_worker_t *worker, int index)
 {
-    /* the best rate of each mode, bytes per ns, as a fraction to avoid floating point in the
-     * comparison: best_bytes / best_ns */
-    uint64_t best_bytes[2] = {0, 0}, best_ns[2] = {0, 0};
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    return index < TAG_CALIB_CLASSES ? &tw->calib[index]
+                                     : &tw->calib_eager[index - TAG_CALIB_CLASSES];
+}
+
+/* The order of class index's blocks. */
+static const uint8_t *calib_order_of(int index)
+{
+    return index < TAG_CALIB_CLASSES ? calib_order : calib_eager_order;
+}
+
+/* The best block of each of the n modes (best_bytes[m] / best_ns[m]; 0 ns: no figure), and
+ * its rate in MB/s (rate_mbps[m]). The best, not the mean: a block the scheduler preempted is
+ * only slower. */
+static void calib_best(const tag_calib_class_t *c, const uint8_t *order, const uint8_t *modes,
+                       unsigned n, uint64_t *best_bytes, uint64_t *best_ns, uint32_t *rate_mbps)
+{
+    for (unsigned m = 0; m < n; m++)
+        best_bytes[m] = best_ns[m] = 0;
     for (unsigned b = 0; b < TAG_CALIB_BLOCKS; b++) {
         const tag_calib_block_t *k = &c->block[b];
         if (k->end_ns <= k->first_ns)
             continue; /* the clock did not move: no figure */
         uint64_t ns = k->end_ns - k->first_ns;
-        unsigned m = calib_order[b] == TAG_RNDV_SPLIT;
-        if (best_ns[m] == 0 || fy_rate_above(k->bytes, ns, best_bytes[m], best_ns[m], 1, 1)) {
-            best_bytes[m] = k->bytes;
-            best_ns[m] = ns;
+        for (unsigned m = 0; m < n; m++) {
+            if (order[b] == modes[m] &&
+                (best_ns[m] == 0 || fy_rate_above(k->bytes, ns, best_bytes[m], best_ns[m], 1, 1))) {
+                best_bytes[m] = k->bytes;
+                best_ns[m] = ns;
+            }
         }
     }
+    for (unsigned m = 0; m < n; m++)
+        rate_mbps[m] = best_ns[m] != 0 ? (uint32_t)(best_bytes[m] * 1000 / best_ns[m]) : 0;
+}
+
+static void calib_decide(tag_calib_class_t *c, int index)
+{
+    static const uint8_t modes[2] = {TAG_RNDV_COOP, TAG_RNDV_SPLIT};
+    uint64_t best_bytes[2], best_ns[2];
+    calib_best(c, calib_order, modes, 2, best_bytes, best_ns, c->rate_mbps);
     /* without a figure for one mode, the other; without either, SPLIT (the larger classes'
      * choice) */
     if (best_ns[0] != 0 && best_ns[1] != 0)
@@ -85,15 +158,70 @@ static void calib_decide(tag_calib_class_t *c, int index)
     else
         c->mode = best_ns[0] != 0 ? TAG_RNDV_COOP : TAG_RNDV_SPLIT;
     c->decided = true;
-    for (unsigned m = 0; m < 2; m++)
-        c->rate_mbps[m] = best_ns[m] != 0 ? (uint32_t)(best_bytes[m] * 1000 / best_ns[m]) : 0;
     fy_info("tagged messages: rendezvous of %llu..%llu bytes to endpoints with cross-memory "
             "attach use %s (calibrated on the traffic: best block coop %u.%03u GB/s, split "
             "%u.%03u GB/s)",
-            (unsigned long long)(UINT64_C(1) << (index + TAG_CALIB_CLASS_MIN)),
-            (unsigned long long)((UINT64_C(2) << (index + TAG_CALIB_CLASS_MIN)) - 1),
+            (unsigned long long)calib_class_size(index),
+            (unsigned long long)(2 * calib_class_size(index) - 1),
             c->mode == TAG_RNDV_COOP ? "coop" : "split", c->rate_mbps[0] / 1000,
             c->rate_mbps[0] % 1000, c->rate_mbps[1] / 1000, c->rate_mbps[1] % 1000);
+}
+
+/* An eager class: the faster rendezvous mode (GET or SPLIT) when its best block beat eager's
+ * best by the margin, else eager (also when a mode has no figure). */
+static void calib_decide_eager(tag_calib_class_t *c, int index)
+{
+    uint64_t best_bytes[3], best_ns[3];
+    uint32_t rate_mbps[3];
+    calib_best(c, calib_eager_order, calib_eager_modes, 3, best_bytes, best_ns, rate_mbps);
+    unsigned rndv = 2; /* SPLIT unless GET ran faster */
+    if (best_ns[1] != 0 && (best_ns[2] == 0 || fy_rate_above(best_bytes[1], best_ns[1],
+                                                             best_bytes[2], best_ns[2], 1, 1)))
+        rndv = 1;
+    c->mode = FERRY_COUNTERS_MODE_EAGER;
+    if (best_ns[0] != 0 && best_ns[rndv] != 0 &&
+        fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0],
+                      CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN))
+        c->mode = calib_eager_modes[rndv];
+    c->decided = true;
+    fy_info("tagged messages: messages of %llu..%llu bytes to endpoints with cross-memory attach "
+            "go %s (calibrated on the traffic: best block eager %u.%03u GB/s, get %u.%03u, split "
+            "%u.%03u; a rendezvous needs %u/%u of eager's)",
+            (unsigned long long)calib_class_size(index),
+            (unsigned long long)(2 * calib_class_size(index) - 1),
+            c->mode == TAG_RNDV_GET     ? "by rendezvous get"
+            : c->mode == TAG_RNDV_SPLIT ? "by rendezvous split"
+                                        : "eagerly",
+            rate_mbps[0] / 1000, rate_mbps[0] % 1000, rate_mbps[1] / 1000, rate_mbps[1] % 1000,
+            rate_mbps[2] / 1000, rate_mbps[2] % 1000, CALIB_EAGER_MARGIN_NUM,
+            CALIB_EAGER_MARGIN_DEN);
+}
+
+/* Class index (calibrating, ep's transport done with its own) for a send of length bytes: the
+ * current block's mode, the send counted in it (ticket), or, while the block before is issued
+ * but not complete, the next block's mode uncounted. */
+static uint8_t calib_join(tag_calib_class_t *c, int index, uint64_t length,
+                          tag_calib_ticket_t *ticket)
+{
+    const uint8_t *order = calib_order_of(index);
+    if (c->per_block == 0)
+        c->per_block = calib_per_block(index);
+    tag_calib_block_t *k = &c->block[c->issue];
+    if (k->issued == c->per_block) {
+        /* issued in full: until it completed, sends go uncounted in the next block's mode, so
+         * that the next block starts with a pipeline of its own mode */
+        if (c->issue + 1 == TAG_CALIB_BLOCKS)
+            return order[c->issue];
+        if (k->done != c->per_block)
+            return order[c->issue + 1];
+        k = &c->block[++c->issue];
+    }
+    if (k->issued++ == 0)
+        k->first_ns = fy_time_now_ns();
+    k->bytes += length;
+    ticket->calib_class = (uint8_t)(index + 1);
+    ticket->calib_block = c->issue;
+    return order[c->issue];
 }
 
 tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, const ferry_ep_t *ep, tag_send_t *send,
@@ -112,35 +240,58 @@ tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, const ferry_ep_t *ep, t
      * the copies the endpoint keeps */
     if (ep->tl->ep_calibrating != NULL && ep->tl->ep_calibrating(ep->tl_ep))
         return TAG_RNDV_COOP;
-    if (c->per_block == 0)
-        c->per_block = calib_per_block(index);
-    tag_calib_block_t *k = &c->block[c->issue];
-    if (k->issued == c->per_block) {
-        /* issued in full: until it completed, sends go uncounted in the next block's mode, so
-         * that the next block starts with a pipeline of its own mode */
-        if (c->issue + 1 == TAG_CALIB_BLOCKS)
-            return TAG_RNDV_SPLIT;
-        if (k->done != c->per_block)
-            return (tag_rndv_mode_t)calib_order[c->issue + 1];
-        k = &c->block[++c->issue];
+    tag_calib_ticket_t ticket = {0, 0};
+    tag_rndv_mode_t mode = (tag_rndv_mode_t)calib_join(c, index, length, &ticket);
+    send->calib_class = ticket.calib_class;
+    send->calib_block = ticket.calib_block;
+    return mode;
+}
+
+unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, uint64_t length,
+                                tag_calib_ticket_t *ticket)
+{
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    int index = calib_eager_class_index(length);
+    ticket->calib_class = 0;
+    if (index < 0)
+        return FERRY_COUNTERS_MODE_EAGER;
+    if (fy_unlikely(tw->calib_eager == NULL)) {
+        static atomic_int warned;
+        tw->calib_eager = calloc(TAG_CALIB_EAGER_CLASSES, sizeof(*tw->calib_eager));
+        if (tw->calib_eager == NULL) {
+            if (atomic_exchange(&warned, 1) == 0)
+                fy_warn("calloc(%zu) for the calibration of eager against rendezvous failed: "
+                        "tagged messages of %llu bytes go eager without measuring",
+                        TAG_CALIB_EAGER_CLASSES * sizeof(*tw->calib_eager),
+                        (unsigned long long)length);
+            return FERRY_COUNTERS_MODE_EAGER;
+        }
     }
-    if (k->issued++ == 0)
-        k->first_ns = fy_time_now_ns();
-    k->bytes += length;
-    send->calib_class = (uint8_t)(index + 1);
-    send->calib_block = c->issue;
-    return (tag_rndv_mode_t)calib_order[c->issue];
+    tag_calib_class_t *c = calib_class_of(worker, index);
+    if (c->decided)
+        return c->mode;
+    /* as above: eager, uncounted, finishes the transport's calibration of its copies */
+    if (ep->tl->ep_calibrating != NULL && ep->tl->ep_calibrating(ep->tl_ep))
+        return FERRY_COUNTERS_MODE_EAGER;
+    return calib_join(c, index, length, ticket);
+}
+
+void tag_calib_ticket_cancel(ferry_worker_t *worker, const tag_calib_ticket_t *ticket,
+                             uint64_t length)
+{
+    if (ticket == NULL || ticket->calib_class == 0)
+        return;
+    tag_calib_class_t *c = calib_class_of(worker, ticket->calib_class - 1);
+    tag_calib_block_t *k = &c->block[ticket->calib_block];
+    k->issued--;
+    k->bytes -= length;
 }
 
 void tag_calib_cancel(ferry_worker_t *worker, tag_send_t *send, uint64_t length)
 {
-    if (send->calib_class == 0)
-        return;
-    tag_calib_class_t *c = &fy_tag_worker_of(worker)->calib[send->calib_class - 1];
-    tag_calib_block_t *k = &c->block[send->calib_block];
+    tag_calib_ticket_t ticket = {send->calib_class, send->calib_block};
     send->calib_class = 0;
-    k->issued--;
-    k->bytes -= length;
+    tag_calib_ticket_cancel(worker, &ticket, length);
 }
 
 /* Whether block a of c ran above num / den times block b's rate (both completed). */
@@ -152,7 +303,8 @@ static bool calib_block_above(const tag_calib_class_t *c, unsigned a, unsigned b
                          den);
 }
 
-/* After the first CALIB_EARLY_BLOCKS blocks completed: whether one mode clearly won. */
+/* After the first CALIB_EARLY_BLOCKS blocks of a COOP/SPLIT class completed: whether one mode
+ * clearly won. */
 static bool calib_clear(const tag_calib_class_t *c)
 {
     for (unsigned b = 0; b < CALIB_EARLY_BLOCKS; b++)
@@ -174,14 +326,20 @@ static bool calib_clear(const tag_calib_class_t *c)
 
 void tag_calib_done(ferry_worker_t *worker, tag_send_t *send)
 {
-    tag_calib_class_t *c = &fy_tag_worker_of(worker)->calib[send->calib_class - 1];
+    int index = send->calib_class - 1;
+    tag_calib_class_t *c = calib_class_of(worker, index);
     tag_calib_block_t *k = &c->block[send->calib_block];
     send->calib_class = 0;
     if (++k->done != c->per_block)
         return;
     k->end_ns = fy_time_now_ns();
-    /* no send joined the next block yet (tag_calib_choose waits for this one's completion) */
+    /* no send joined the next block yet (calib_join waits for this one's completion) */
+    if (index >= TAG_CALIB_CLASSES) {
+        if (send->calib_block + 1 == TAG_CALIB_BLOCKS)
+            calib_decide_eager(c, index);
+        return;
+    }
     if (send->calib_block + 1 == TAG_CALIB_BLOCKS ||
         (send->calib_block + 1 == CALIB_EARLY_BLOCKS && calib_clear(c)))
-        calib_decide(c, (int)(c - fy_tag_worker_of(worker)->calib));
+        calib_decide(c, index);
 }

@@ -192,9 +192,9 @@ struct ferry_tag_message {
     uint64_t length;
     uint64_t accounted; /* bytes counted in unexpected_bytes (eager of > TAG_FLOW_SMALL_MAX) */
     /* eager */
-    uint8_t flags;    /* TAG_FLAG_IMM, TAG_FLAG_SYNC (RTS: in rts.flags) */
+    uint8_t flags;    /* TAG_FLAG_IMM, TAG_FLAG_SYNC or _ACK (RTS: in rts.flags) */
     uint64_t imm;     /* TAG_FLAG_IMM */
-    uint64_t sync_id; /* TAG_FLAG_SYNC: the sender's send id, for the DONE on the match */
+    uint64_t sync_id; /* SYNC or ACK: the sender's send id, for the DONE on the match */
     void *data;
     enum { TAG_DATA_INLINE, TAG_DATA_SPARE, TAG_DATA_MALLOC, TAG_DATA_AM } data_kind;
     /* RTS */
@@ -297,6 +297,10 @@ void tag_need_progress(ferry_worker_t *worker, int delta);
 /* Read FERRY_RNDV_* into the worker's state (fy_tag_init). */
 void tag_rndv_config(fy_tag_worker_t *tw, const fy_config_set_t *config);
 
+/* The largest eager message ep's transport places in the receiver's buffers in pieces (shm:
+ * TAG_EAGER_PLACED_CAP; 0 where it places none). */
+size_t tag_eager_placed_max(const ferry_ep_t *ep);
+
 /* The endpoint's eager threshold and COOP chunk (sets ep->tag.ready). */
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep);
 
@@ -307,32 +311,56 @@ tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t
 
 /* ------------------------------------------------------------------ tag_calib.c */
 
+/* A send's place in a calibration block, chosen before the send exists (the eager classes). */
+typedef struct tag_calib_ticket {
+    uint8_t calib_class; /* tag_send_t.calib_class: class + 1 (0: the send is not counted) */
+    uint8_t calib_block; /* tag_send_t.calib_block */
+} tag_calib_ticket_t;
+
+/* How a send of length bytes (an eager class's size, above the endpoint's eager_max) to ep,
+ * where GET and SPLIT work, goes: FERRY_COUNTERS_MODE_EAGER, TAG_RNDV_GET or TAG_RNDV_SPLIT, as
+ * its class decided, or, while it calibrates, as its current block (*ticket counts the send
+ * there: an eager one then carries TAG_FLAG_ACK); eager, uncounted, while ep's transport still
+ * calibrates its own copies. */
+unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, uint64_t length,
+                                tag_calib_ticket_t *ticket);
+
 /* COOP or SPLIT for a send of length bytes to ep, where both work: the decided mode of its size
  * class, or, while the class calibrates, its current block's (send joins it); COOP, uncounted,
  * while ep's transport still calibrates its own copies (fy_tl_ops_t.ep_calibrating). */
 tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, const ferry_ep_t *ep, tag_send_t *send,
                                  uint64_t length);
-/* The send that joined a block did not start after all (an error in tag_rndv_send). */
+/* The send that joined a block did not start after all (an error in tag_rndv_send); nothing
+ * when it joined none (or was cancelled already). */
 void tag_calib_cancel(ferry_worker_t *worker, tag_send_t *send, uint64_t length);
+/* The same for a ticket (NULL or calib_class 0: nothing) whose send was not created. */
+void tag_calib_ticket_cancel(ferry_worker_t *worker, const tag_calib_ticket_t *ticket,
+                             uint64_t length);
 /* A send that joined a block (send->calib_class != 0) finished. */
 void tag_calib_done(ferry_worker_t *worker, tag_send_t *send);
 
-/* ferry_tag_send of a message that does not go eagerly: RTS. Returns FERRY_INPROGRESS,
- * FERRY_ERR_NO_RESOURCE (nothing started), or an error (nothing started). */
+/* ferry_tag_send of a message that does not go eagerly: RTS, in mode (0: tag_rndv_choose's),
+ * counted by the calibration block of ticket (NULL or calib_class 0: none; cancelled when
+ * nothing started). Returns
+ * FERRY_INPROGRESS, FERRY_ERR_NO_RESOURCE (nothing started), or an error (nothing started). */
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
                              size_t iovcnt, uint64_t length, uint64_t tag,
                              const ferry_tag_send_params_t *params, bool inject,
+                             tag_rndv_mode_t mode, const tag_calib_ticket_t *ticket,
                              ferry_completion_t *comp);
 
 /* The inject bound of tagged messages to ep (ferry_ep_attr_t.tag_inject_max): what one
  * send_short of the transport carries besides the EAGER header. */
 size_t tag_inject_max(const ferry_ep_t *ep);
 
-/* A synchronous EAGER (header filled but for send_id): tracked like a rendezvous, a send in
- * the table until the receiver's DONE on the match. Returns FERRY_INPROGRESS or an error /
- * FERRY_ERR_NO_RESOURCE (nothing started). */
+/* A synchronous EAGER (header filled but for send_id, flags with SYNC or ACK): tracked like a
+ * rendezvous, a send in the table until the receiver's DONE on the match, counted by the
+ * calibration block of ticket (NULL or calib_class 0: none; cancelled when nothing started).
+ * Returns FERRY_INPROGRESS or an
+ * error / FERRY_ERR_NO_RESOURCE (nothing started). */
 ferry_status_t tag_rndv_send_sync_eager(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                                        tag_wire_eager_t *header, ferry_completion_t *comp);
+                                        uint64_t length, tag_wire_eager_t *header,
+                                        const tag_calib_ticket_t *ticket, ferry_completion_t *comp);
 
 /* The receiver matched a synchronous EAGER from ep: DONE(to send, final) for send_id. */
 void tag_rndv_sync_ack(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t send_id);

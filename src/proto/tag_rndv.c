@@ -43,7 +43,10 @@ static const fy_config_var_t rndv_thresh_var = {
                    "optional k/m/g suffix); auto: what one transport buffer holds besides the "
                    "16-byte header, at most 32 KiB, or 256 KiB where the transport places larger "
                    "payloads straight into the matched receive (shm: 32 KiB fragments; "
-                   "262144-byte payloads go eager); 1 MiB on tcp",
+                   "262144-byte payloads go eager; where cross-memory attach works, those of "
+                   "16 KiB and more go eager or by rendezvous get or split, as the worker "
+                   "measured on its first messages of each size class); 1 MiB on tcp; a size "
+                   "turns that measuring off",
     .check = rndv_thresh_check};
 static const fy_config_var_t *const rndv_thresh_reg
     __attribute__((used, section("ferry_config_registry"))) = &rndv_thresh_var;
@@ -196,6 +199,11 @@ void tag_rndv_config(fy_tag_worker_t *tw, const fy_config_set_t *config)
         tw->null_chunk = 1u << 30;
 }
 
+size_t tag_eager_placed_max(const ferry_ep_t *ep)
+{
+    return ep->caps.max_placed < TAG_EAGER_PLACED_CAP ? ep->caps.max_placed : TAG_EAGER_PLACED_CAP;
+}
+
 void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
 {
     const fy_tl_caps_t *caps = &ep->caps;
@@ -214,16 +222,26 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
     if (caps->flags & FY_TL_CAP_STREAM)
         eager = TAG_EAGER_STREAM_CAP - TAG_WIRE_EAGER_SHORT;
-    if (!(caps->flags & FY_TL_CAP_STREAM) && caps->max_placed > eager)
-        eager = caps->max_placed < TAG_EAGER_PLACED_CAP ? caps->max_placed : TAG_EAGER_PLACED_CAP;
+    if (!(caps->flags & FY_TL_CAP_STREAM) && tag_eager_placed_max(ep) > eager)
+        eager = tag_eager_placed_max(ep);
     /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
      * chunks on shm, 4 KiB-aligned in the user's buffers */
     size_t data_header =
         caps->header_apart >= sizeof(tag_wire_data_t) ? 0 : sizeof(tag_wire_data_t);
 
-    fy_tag_ep_of(ep)->eager_max = fy_tag_worker_of(worker)->thresh_forced != SIZE_MAX
-                                      ? fy_tag_worker_of(worker)->thresh_forced
-                                      : eager;
+    const fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    fy_tag_ep_of(ep)->eager_max = tw->thresh_forced != SIZE_MAX ? tw->thresh_forced : eager;
+    fy_tag_ep_of(ep)->eager_measured = 0;
+    /* where GET and SPLIT work and nothing is forced, messages from the eager classes' first
+     * size up go eagerly or by rendezvous as the worker measures (tag_calib.c) */
+    size_t calib_min = (size_t)1 << TAG_CALIB_EAGER_CLASS_MIN;
+    if (tw->thresh_forced == SIZE_MAX && tw->mode_forced == 0 && tw->split_min == 0 &&
+        !(caps->flags & FY_TL_CAP_STREAM) &&
+        (caps->flags & (FY_TL_CAP_RMA | FY_TL_CAP_CMA)) == (FY_TL_CAP_RMA | FY_TL_CAP_CMA) &&
+        eager >= calib_min && eager == tag_eager_placed_max(ep)) {
+        fy_tag_ep_of(ep)->eager_max = calib_min - 1;
+        fy_tag_ep_of(ep)->eager_measured = 1;
+    }
     fy_tag_ep_of(ep)->eager_buffer_max = eager_buffer;
     fy_tag_ep_of(ep)->chunk = coop > data_header + 1024 ? coop - data_header : 1024;
     fy_tag_ep_of(ep)->ready = 1;
@@ -457,6 +475,7 @@ static void tag_gather(const ferry_iov_t *iov, size_t iovcnt, uint8_t *dst)
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
                              size_t iovcnt, uint64_t length, uint64_t tag,
                              const ferry_tag_send_params_t *params, bool inject,
+                             tag_rndv_mode_t mode, const tag_calib_ticket_t *ticket,
                              ferry_completion_t *comp)
 {
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
@@ -465,8 +484,14 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
     ferry_status_t status;
     tag_send_t *send = tag_send_alloc(worker);
 
-    if (send == NULL)
+    if (send == NULL) {
+        tag_calib_ticket_cancel(worker, ticket, length);
         return FERRY_ERR_NO_MEMORY;
+    }
+    if (ticket != NULL) {
+        send->calib_class = ticket->calib_class;
+        send->calib_block = ticket->calib_block;
+    }
     if (inject) {
         /* within the inject bound the caller's buffers are free on return: the rendezvous
          * (back-pressure, or a forced threshold) reads a private copy, and tells nobody */
@@ -494,7 +519,7 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
     send->ep = ep;
     send->comp = comp;
     send->tag = tag;
-    send->mode = tag_rndv_choose(worker, ep, length, send);
+    send->mode = mode != 0 ? mode : tag_rndv_choose(worker, ep, length, send);
     send->put_off = 0;
     msg.u.rts.version = TAG_WIRE_VERSION;
     msg.u.rts.tag = tag;
@@ -531,9 +556,9 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
 
 err_release:
     send->state = TAG_SEND_FINISHED;
-    tag_calib_cancel(worker, send, length);
     tag_rndv_send_release(send);
 err_put:
+    tag_calib_cancel(worker, send, length); /* joined a block with the ticket or the choice */
     tag_send_unref(send);
     return status;
 }
@@ -545,15 +570,22 @@ size_t tag_inject_max(const ferry_ep_t *ep)
 }
 
 ferry_status_t tag_rndv_send_sync_eager(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
-                                        tag_wire_eager_t *header, ferry_completion_t *comp)
+                                        uint64_t length, tag_wire_eager_t *header,
+                                        const tag_calib_ticket_t *ticket, ferry_completion_t *comp)
 {
     ferry_worker_t *worker = ep->worker;
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     tag_send_t *send = tag_send_alloc(worker);
     ferry_status_t status;
 
-    if (send == NULL)
+    if (send == NULL) {
+        tag_calib_ticket_cancel(worker, ticket, length);
         return FERRY_ERR_NO_MEMORY;
+    }
+    if (ticket != NULL) {
+        send->calib_class = ticket->calib_class;
+        send->calib_block = ticket->calib_block;
+    }
     send->id = tag_table_insert(&tw->send_table, send);
     if (send->id == 0) {
         status = FERRY_ERR_NO_MEMORY;
@@ -579,6 +611,7 @@ err_release:
     send->state = TAG_SEND_FINISHED;
     tag_rndv_send_release(send);
 err_put:
+    tag_calib_cancel(worker, send, length);
     tag_send_unref(send);
     return status;
 }

@@ -81,8 +81,10 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
             eager.send_id = le64toh(eager.send_id);
             if (!(eager.flags & TAG_FLAG_IMM) && eager.imm != 0)
                 return tag_wire_fail(why, "immediate data without its flag");
-            if ((eager.flags & TAG_FLAG_SYNC) ? eager.send_id == 0 : eager.send_id != 0)
-                return tag_wire_fail(why, "a send id exactly when SYNC is set");
+            if ((eager.flags & TAG_FLAGS_DONE_ON_MATCH) == TAG_FLAGS_DONE_ON_MATCH)
+                return tag_wire_fail(why, "EAGER with both SYNC and ACK");
+            if ((eager.flags & TAG_FLAGS_DONE_ON_MATCH) ? eager.send_id == 0 : eager.send_id != 0)
+                return tag_wire_fail(why, "a send id exactly when SYNC or ACK is set");
         }
         eager.tag = le64toh(eager.tag);
         out->id = id;

@@ -58,8 +58,9 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
             fuzz_fail("EAGER version");
         if ((e->flags & ~TAG_FLAGS_EAGER) != 0 || (!(e->flags & TAG_FLAG_IMM) && e->imm != 0))
             fuzz_fail("EAGER unknown flag, or immediate data without its flag");
-        if ((e->flags & TAG_FLAG_SYNC) ? e->send_id == 0 : e->send_id != 0)
-            fuzz_fail("EAGER send id without the synchronous flag, or 0 with it");
+        if ((e->flags & TAG_FLAGS_DONE_ON_MATCH) == TAG_FLAGS_DONE_ON_MATCH ||
+            ((e->flags & TAG_FLAGS_DONE_ON_MATCH) ? e->send_id == 0 : e->send_id != 0))
+            fuzz_fail("EAGER with SYNC and ACK, or a send id without one of them, or 0 with it");
         break;
     }
     case FY_AM_ID_TAG_RTS: {

@@ -313,14 +313,15 @@ static void ab_malformed(void)
     m.u.eager.reserved[3] = 0;
     ab_send(&m, sizeof(tag_wire_eager_t) + 1, payload, 10); /* too long */
     /* EAGER flags: a flag in a 16-byte header, 32 bytes without flags, an unknown flag,
-     * immediate data without its flag, SYNC without a send id, a send id without SYNC */
+     * immediate data without its flag, SYNC without a send id, a send id without SYNC, ACK
+     * without a send id, SYNC and ACK together */
     m.u.eager.flags = TAG_FLAG_IMM;
     m.u.eager.imm = 5;
     ab_send(&m, TAG_WIRE_EAGER_SHORT, payload, 10);
     m.u.eager.flags = 0;
     m.u.eager.imm = 0;
     ab_send(&m, sizeof(tag_wire_eager_t), payload, 10);
-    m.u.eager.flags = 0x4;
+    m.u.eager.flags = 0x8;
     ab_send(&m, 0, payload, 10);
     m.u.eager.flags = TAG_FLAG_SYNC;
     m.u.eager.send_id = 1;
@@ -332,6 +333,13 @@ static void ab_malformed(void)
     m.u.eager.flags = TAG_FLAG_IMM;
     m.u.eager.send_id = 9;
     ab_send(&m, 0, payload, 10);
+    m.u.eager.flags = TAG_FLAG_ACK;
+    m.u.eager.send_id = 0;
+    ab_send(&m, 0, payload, 10);
+    m.u.eager.flags = TAG_FLAG_SYNC | TAG_FLAG_ACK;
+    m.u.eager.send_id = 9;
+    ab_send(&m, 0, payload, 10);
+    m.u.eager.send_id = 0;
     /* RTS: truncated, too long, version, reserved, mode, payload, send id 0, GET without key,
      * key where none belongs, section without key, section longer than the message */
     m = ab_rts(TB_TAG(1), TAG_RNDV_COOP, 100000, TB_SEND_ID(1));
@@ -458,7 +466,7 @@ static void ab_malformed(void)
     for (unsigned id = FY_AM_ID_TAG_EAGER; id <= FY_AM_ID_TAG_FLOW; id++)
         ab_raw(id, h, 0, NULL, 0);
 }
-#define TB_MALFORMED_COUNT 58
+#define TB_MALFORMED_COUNT 60
 
 static void ab_unknown_ids(void)
 {

@@ -1,18 +1,20 @@
-/* The automatic rendezvous choice calibrating on live traffic, between two processes, every
- * byte checked.
+/* The automatic choices calibrating on live traffic, between two processes, every byte checked.
  *
  * Process "a" (this one) streams tagged messages to "b" (forked) in bursts of 64 with 16 sends
  * in flight while b keeps 16 receives posted (each for one tag, re-posted in order), as tag_bw
- * does, in three size classes: 256 KiB + 1 .. 512 KiB - 1 (256 KiB itself goes eager),
- * 512 KiB .. 1 MiB - 1 and 1 MiB .. 2 MiB - 1 (sizes vary inside the class, iov shapes
- * differ on the two sides). b checks status, tag, length and every byte of every message.
- * After each burst a reads its endpoint's counters (ferry_ep_counters: how each message moved)
- * and goes on until the class is calibrated (src/proto/tag_calib.c: six blocks, C S S C C S, or
- * the first four when one mode is clearly faster, of max(16, 2 MiB / size) messages, and the
- * sends between blocks, whose number depends on the timing): with cross-memory attach (the
- * default), both COOP and SPLIT moved messages, then one mode alone for longer than any stretch of
- * the calibration, then two more bursts of it; with FERRY_SHM_CMA=off (mp_tag_calib_nocma) COOP
- * alone. */
+ * does, in five size classes (sizes vary inside the class, iov shapes differ on the two sides):
+ *   eager or rendezvous (tag_calib.c: blocks E G S S G E, eager ones acknowledged on the match):
+ *     16 KiB + 1 .. 32 KiB - 1 and 64 KiB + 1 .. 128 KiB - 1;
+ *   COOP or SPLIT (blocks C S S C C S, or the first four when one mode is clearly faster):
+ *     256 KiB + 1 .. 512 KiB - 1 (256 KiB itself may go eager), 512 KiB .. 1 MiB - 1 and
+ *     1 MiB .. 2 MiB - 1.
+ * b checks status, tag, length and every byte of every message. After each burst a reads its
+ * endpoint's counters (ferry_ep_counters: how each message moved) and goes on until the class is
+ * calibrated (blocks of max(16, 2 MiB / size) messages, and the sends between blocks, whose
+ * number depends on the timing): with cross-memory attach (the default), every mode of the class
+ * moved messages, then one mode alone for longer than any stretch of the calibration, then two
+ * more bursts of it; with FERRY_SHM_CMA=off (mp_tag_calib_nocma) eager alone in the first two
+ * classes, COOP alone in the others. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,9 +33,39 @@ enum { TK_TOKEN_READY = 0x52454459, TK_TOKEN_NEXT = 0x4e455854 };
 
 #define TK_WINDOW 16
 
-/* the classes: [base, 2 * base) */
-static const size_t tk_bases[] = {262144, 524288, 1048576};
+/* the classes: [base, 2 * base); the first TK_EAGER_CLASSES choose between eager and rendezvous */
+static const size_t tk_bases[] = {16384, 65536, 262144, 524288, 1048576};
 #define TK_CLASSES (sizeof(tk_bases) / sizeof(tk_bases[0]))
+#define TK_EAGER_CLASSES 2u
+
+/* The modes a class may move messages by (the calibration's candidates); without cross-memory
+ * attach only the first. */
+static const unsigned tk_eager_modes[] = {FERRY_COUNTERS_MODE_EAGER, FERRY_COUNTERS_MODE_GET,
+                                          FERRY_COUNTERS_MODE_SPLIT};
+static const unsigned tk_rndv_modes[] = {FERRY_COUNTERS_MODE_COOP, FERRY_COUNTERS_MODE_SPLIT};
+#define TK_MODES_MAX 3u
+
+static unsigned tk_modes_of(unsigned cls, const unsigned **modes)
+{
+    *modes = cls < TK_EAGER_CLASSES ? tk_eager_modes : tk_rndv_modes;
+    return cls < TK_EAGER_CLASSES ? 3u : 2u;
+}
+
+static const char *tk_mode_name(unsigned mode)
+{
+    switch (mode) {
+    case FERRY_COUNTERS_MODE_EAGER:
+        return "eager";
+    case FERRY_COUNTERS_MODE_GET:
+        return "get";
+    case FERRY_COUNTERS_MODE_COOP:
+        return "coop";
+    case FERRY_COUNTERS_MODE_SPLIT:
+        return "split";
+    default:
+        return "?";
+    }
+}
 /* messages of one burst */
 #define TK_BURST 64u
 
@@ -137,48 +169,66 @@ static void tk_recv_burst(tk_proc_t *p, unsigned cls, unsigned burst, unsigned n
     }
 }
 
-/* COOP and SPLIT messages of the class so far on a's endpoint. */
-static void tk_modes(const tk_proc_t *p, unsigned cls, uint64_t *coop, uint64_t *split)
+/* The messages of the class so far on a's endpoint, by each of its modes (counts[i]: modes[i]);
+ * none by another mode. */
+static void tk_modes(const tk_proc_t *p, unsigned cls, uint64_t *counts)
 {
     ferry_counters_t c = {.size = sizeof(c)};
+    const unsigned *modes;
+    unsigned n = tk_modes_of(cls, &modes);
     FT_CHECK(ferry_ep_counters(p->ep, &c) == FERRY_OK, "ferry_ep_counters failed");
     unsigned k = ferry_counters_size_class(tk_bases[cls]);
-    *coop = c.tag_modes[k][FERRY_COUNTERS_MODE_COOP];
-    *split = c.tag_modes[k][FERRY_COUNTERS_MODE_SPLIT];
-    for (unsigned m = 0; m < FERRY_COUNTERS_MODES; m++)
-        FT_CHECK(m == FERRY_COUNTERS_MODE_COOP || m == FERRY_COUNTERS_MODE_SPLIT ||
-                     c.tag_modes[k][m] == 0,
-                 "class %u: %llu messages moved by mode %u (neither coop nor split)", cls,
+    for (unsigned m = 0; m < FERRY_COUNTERS_MODES; m++) {
+        bool candidate = false;
+        for (unsigned i = 0; i < n; i++) {
+            if (modes[i] == m) {
+                counts[i] = c.tag_modes[k][m];
+                candidate = true;
+            }
+        }
+        FT_CHECK(candidate || c.tag_modes[k][m] == 0,
+                 "class %u: %llu messages moved by mode %u (not one of the class's)", cls,
                  (unsigned long long)c.tag_modes[k][m], m);
+    }
 }
 
-/* a: bursts until the class was calibrated: both modes seen (with cross-memory attach), then
- * one mode for longer than any stretch of the calibration (C S S C C S: two blocks and the
- * sends between them), then two more bursts of that mode. */
+/* a: bursts until the class was calibrated: every mode seen (with cross-memory attach), then
+ * one mode for longer than any stretch of the calibration (two blocks and the sends between
+ * them), then two more bursts of that mode. */
 static void tk_run_a(tk_proc_t *p, unsigned cls, bool nocma)
 {
     unsigned per_block = tk_per_block(cls);
     unsigned stable_after = 4 * per_block + 4 * TK_BURST;
     unsigned max_messages = 16 * per_block + 40 * TK_BURST;
-    uint64_t coop = 0, split = 0, t0 = ft_now_ns();
-    unsigned burst = 0, streak = 0, extra = 0, streak_mode = 0, calib_messages = 0;
+    const unsigned *modes;
+    unsigned n = tk_modes_of(cls, &modes);
+    uint64_t counts[TK_MODES_MAX] = {0}, t0 = ft_now_ns();
+    unsigned burst = 0, streak = 0, extra = 0, calib_messages = 0;
+    int streak_mode = -1; /* the index of the one mode of the last bursts, -1: several */
     for (;;) {
-        uint64_t c, s;
+        uint64_t now[TK_MODES_MAX] = {0}, sum = 0;
+        int moved = -1; /* the one mode that moved this burst's messages, -1: several */
         ft_progress_until_token(p->worker, p->chan, TK_TOKEN_READY, FT_TAG_TIMEOUT, NULL);
         tk_send_burst(p, cls, burst, TK_BURST);
         burst++;
-        tk_modes(p, cls, &c, &s);
-        FT_CHECK(c + s == (uint64_t)burst * TK_BURST, "class %u: counted %llu messages, sent %u",
-                 cls, (unsigned long long)(c + s), burst * TK_BURST);
-        FT_CHECK(!nocma || s == 0, "class %u: %llu SPLIT messages without cross-memory attach", cls,
-                 (unsigned long long)s);
-        unsigned mode = c == coop ? 2 : s == split ? 1 : 0; /* 0: both in this burst */
-        streak = mode != 0 && mode == streak_mode ? streak + TK_BURST : mode != 0 ? TK_BURST : 0;
-        streak_mode = mode;
-        coop = c;
-        split = s;
-        bool both_seen = nocma || (coop > 0 && split > 0);
-        if (both_seen && streak >= stable_after) {
+        tk_modes(p, cls, now);
+        for (unsigned i = 0; i < n; i++) {
+            sum += now[i];
+            if (now[i] == counts[i] + TK_BURST)
+                moved = (int)i;
+            FT_CHECK(!nocma || i == 0 || now[i] == 0,
+                     "class %u: %llu %s messages without cross-memory attach", cls,
+                     (unsigned long long)now[i], tk_mode_name(modes[i]));
+        }
+        FT_CHECK(sum == (uint64_t)burst * TK_BURST, "class %u: counted %llu messages, sent %u", cls,
+                 (unsigned long long)sum, burst * TK_BURST);
+        streak = moved >= 0 && moved == streak_mode ? streak + TK_BURST : moved >= 0 ? TK_BURST : 0;
+        streak_mode = moved;
+        memcpy(counts, now, sizeof(counts));
+        bool all_seen = true;
+        for (unsigned i = 0; i < n; i++)
+            all_seen = all_seen && counts[i] > 0;
+        if ((nocma || all_seen) && streak >= stable_after) {
             if (calib_messages == 0)
                 calib_messages = burst * TK_BURST - streak;
             extra += TK_BURST;
@@ -189,18 +239,22 @@ static void tk_run_a(tk_proc_t *p, unsigned cls, bool nocma)
         }
         ft_chan_send_token(p->chan, TK_TOKEN_NEXT, 1, 0, 0, 0);
     }
-    ft_note("class %zu..%zu B: %u messages, coop %llu, split %llu; one mode (%s) from message "
-            "%u on: %.1f ms",
-            tk_bases[cls], 2 * tk_bases[cls] - 1, burst * TK_BURST, (unsigned long long)coop,
-            (unsigned long long)split, streak_mode == 1 ? "coop" : "split", calib_messages,
+    char seen[120];
+    size_t used = 0;
+    for (unsigned i = 0; i < n; i++)
+        used += (size_t)snprintf(seen + used, sizeof(seen) - used, "%s%s %llu", i ? ", " : "",
+                                 tk_mode_name(modes[i]), (unsigned long long)counts[i]);
+    ft_note("class %zu..%zu B: %u messages, %s; one mode (%s) from message %u on: %.1f ms",
+            tk_bases[cls], 2 * tk_bases[cls] - 1, burst * TK_BURST, seen,
+            streak_mode >= 0 ? tk_mode_name(modes[streak_mode]) : "none", calib_messages,
             (double)(ft_now_ns() - t0) / 1e6);
-    FT_CHECK(nocma || (coop > 0 && split > 0),
-             "class %u: the calibration moved coop %llu and split %llu messages, expected both",
-             cls, (unsigned long long)coop, (unsigned long long)split);
+    for (unsigned i = 0; i < n; i++)
+        FT_CHECK(nocma ? (i == 0) == (counts[i] > 0) : counts[i] > 0,
+                 "class %u: the calibration moved %s, expected %s", cls, seen,
+                 nocma ? "the first mode alone" : "every mode");
     FT_CHECK(extra >= 2 * TK_BURST,
-             "class %u: no single mode after %u messages (coop %llu, split %llu; the last %u in "
-             "one mode)",
-             cls, burst * TK_BURST, (unsigned long long)coop, (unsigned long long)split, streak);
+             "class %u: no single mode after %u messages (%s; the last %u in one mode)", cls,
+             burst * TK_BURST, seen, streak);
 }
 
 /* b: receive bursts until a says the class is over. */
