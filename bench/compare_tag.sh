@@ -9,7 +9,8 @@
 #   ucx-posix  the same with UCX_TLS=posix,self (no cross-memory attach)
 #   mpi        bench/mpi_pingpong.c on Open MPI (ob1, btl vader: its default single copy)
 #   mpi-nocma  the same with --mca btl_vader_single_copy_mechanism none (copy in, copy out)
-# then ferry's tag_bw with each FERRY_RNDV_MODE (get, put, coop, null, split) at 64 KiB, 256 KiB,
+# then ferry's tag_bw with each FERRY_RNDV_MODE (get, put, coop, null, split; with
+# FERRY_RNDV_THRESH=4096, so that every size runs the mode, not eager) at 64 KiB, 256 KiB,
 # 1 MiB and 16 MiB. For every size it prints how ferry's automatic choice moved the messages
 # (the client's counters: eager, coop, split, ...) and flags a size whose bandwidth falls more
 # than 10 % below the size before it. Each round starts with bench/physical_limits.c -2: the
@@ -155,7 +156,7 @@ run_ferry() {
     local test=$1 size=$2 mode=$3
     local iters run_env=("${ferry_env[@]}")
     iters=$(tag_iters_of "$test" "$size")
-    [[ $mode != auto ]] && run_env+=("FERRY_RNDV_MODE=$mode")
+    [[ $mode != auto ]] && run_env+=("FERRY_RNDV_MODE=$mode" FERRY_RNDV_THRESH=4096)
     run_progress ferry "$test" "$size" "$mode"
     bench_run "$ferry_perf" -c 0 -- localhost -c 1 -t "$test" -s "$size" -n "$iters" \
         -w $(((iters + 9) / 10)) -f csv -v
@@ -317,7 +318,7 @@ END {
     }
 
     nm = split(modes, MO, " "); nz = split(msizes, Z, " ")
-    printf "\neach mode'"'"'s bandwidth: ferry tag_bw with FERRY_RNDV_MODE, GB/s\n"
+    printf "\neach mode'"'"'s bandwidth: ferry tag_bw with FERRY_RNDV_MODE (FERRY_RNDV_THRESH=4096), GB/s\n"
     printf "(auto: the main runs above; ratio columns = mode / best peer)\n"
     line = sprintf("%6s", "size")
     for (m = 1; m <= nm; m++) line = line sprintf(" %8s", MO[m])
