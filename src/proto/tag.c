@@ -1311,7 +1311,7 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
     /* above eager_max, up to what the transport places (eager_measured): eager or a rendezvous
      * mode, as measured (0: tag_rndv_choose's) */
     unsigned mode = 0;
-    tag_calib_ticket_t ticket = {0, 0};
+    tag_calib_ticket_t ticket = {0, 0, 0};
     bool eager = length <= tep->eager_max && tag_flow_allows(ep, length);
     if (!eager && tep->eager_measured && length <= tag_eager_placed_max(ep) &&
         tag_flow_allows(ep, length)) {
@@ -1319,7 +1319,7 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
         eager = mode == FERRY_COUNTERS_MODE_EAGER;
     }
     if (fy_likely(eager)) {
-        if ((params == NULL || params->flags == 0) && ticket.calib_class == 0)
+        if ((params == NULL || params->flags == 0) && !ticket.ack)
             return tag_send_eager_plain(ep, iov, iovcnt, length, tag, comp);
         tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
         if (params != NULL && (params->flags & FERRY_TAG_SEND_IMM)) {
@@ -1328,7 +1328,7 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
         }
         /* a calibration block's eager send completes on the match too (TAG_FLAG_ACK: the
          * receiver is not told it was synchronous) */
-        if ((params != NULL && (params->flags & FERRY_TAG_SEND_SYNC)) || ticket.calib_class != 0) {
+        if ((params != NULL && (params->flags & FERRY_TAG_SEND_SYNC)) || ticket.ack) {
             header.flags |= params != NULL && (params->flags & FERRY_TAG_SEND_SYNC) ? TAG_FLAG_SYNC
                                                                                     : TAG_FLAG_ACK;
             return tag_eager_counted(

@@ -199,7 +199,9 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
 
 /* Class index (calibrating, ep's transport done with its own) for a send of length bytes: the
  * current block's mode, the send counted in it (ticket), or, while the block before is issued
- * but not complete, the next block's mode uncounted. */
+ * but not complete, the next block's mode uncounted (an eager one acknowledged all the same,
+ * ticket->ack: plain eager sends complete at once, and a window of them would fill the
+ * transport ahead of the block's acknowledged ones, which then measured 0.3-0.5x their stream). */
 static uint8_t calib_join(tag_calib_class_t *c, int index, uint64_t length,
                           tag_calib_ticket_t *ticket)
 {
@@ -210,10 +212,11 @@ static uint8_t calib_join(tag_calib_class_t *c, int index, uint64_t length,
     if (k->issued == c->per_block) {
         /* issued in full: until it completed, sends go uncounted in the next block's mode, so
          * that the next block starts with a pipeline of its own mode */
-        if (c->issue + 1 == TAG_CALIB_BLOCKS)
-            return order[c->issue];
-        if (k->done != c->per_block)
-            return order[c->issue + 1];
+        if (c->issue + 1 == TAG_CALIB_BLOCKS || k->done != c->per_block) {
+            uint8_t mode = order[c->issue + 1 == TAG_CALIB_BLOCKS ? c->issue : c->issue + 1];
+            ticket->ack = mode == FERRY_COUNTERS_MODE_EAGER;
+            return mode;
+        }
         k = &c->block[++c->issue];
     }
     if (k->issued++ == 0)
@@ -221,6 +224,7 @@ static uint8_t calib_join(tag_calib_class_t *c, int index, uint64_t length,
     k->bytes += length;
     ticket->calib_class = (uint8_t)(index + 1);
     ticket->calib_block = c->issue;
+    ticket->ack = order[c->issue] == FERRY_COUNTERS_MODE_EAGER;
     return order[c->issue];
 }
 
@@ -240,7 +244,7 @@ tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, const ferry_ep_t *ep, t
      * the copies the endpoint keeps */
     if (ep->tl->ep_calibrating != NULL && ep->tl->ep_calibrating(ep->tl_ep))
         return TAG_RNDV_COOP;
-    tag_calib_ticket_t ticket = {0, 0};
+    tag_calib_ticket_t ticket = {0, 0, 0};
     tag_rndv_mode_t mode = (tag_rndv_mode_t)calib_join(c, index, length, &ticket);
     send->calib_class = ticket.calib_class;
     send->calib_block = ticket.calib_block;
@@ -253,6 +257,7 @@ unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, ui
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     int index = calib_eager_class_index(length);
     ticket->calib_class = 0;
+    ticket->ack = 0;
     if (index < 0)
         return FERRY_COUNTERS_MODE_EAGER;
     if (fy_unlikely(tw->calib_eager == NULL)) {
@@ -289,7 +294,7 @@ void tag_calib_ticket_cancel(ferry_worker_t *worker, const tag_calib_ticket_t *t
 
 void tag_calib_cancel(ferry_worker_t *worker, tag_send_t *send, uint64_t length)
 {
-    tag_calib_ticket_t ticket = {send->calib_class, send->calib_block};
+    tag_calib_ticket_t ticket = {send->calib_class, send->calib_block, 0};
     send->calib_class = 0;
     tag_calib_ticket_cancel(worker, &ticket, length);
 }

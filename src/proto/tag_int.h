@@ -315,12 +315,14 @@ tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t
 typedef struct tag_calib_ticket {
     uint8_t calib_class; /* tag_send_t.calib_class: class + 1 (0: the send is not counted) */
     uint8_t calib_block; /* tag_send_t.calib_block */
+    uint8_t ack;         /* an eager send goes acknowledged (TAG_FLAG_ACK), counted or not */
 } tag_calib_ticket_t;
 
 /* How a send of length bytes (an eager class's size, above the endpoint's eager_max) to ep,
  * where GET and SPLIT work, goes: FERRY_COUNTERS_MODE_EAGER, TAG_RNDV_GET or TAG_RNDV_SPLIT, as
  * its class decided, or, while it calibrates, as its current block (*ticket counts the send
- * there: an eager one then carries TAG_FLAG_ACK); eager, uncounted, while ep's transport still
+ * there) or, between blocks, the next one's uncounted; an eager send while the class calibrates
+ * carries TAG_FLAG_ACK (ticket->ack); eager, uncounted and plain, while ep's transport still
  * calibrates its own copies. */
 unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, uint64_t length,
                                 tag_calib_ticket_t *ticket);
