@@ -508,6 +508,7 @@ tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_
     recv->id = 0;
     recv->ep = NULL;
     recv->rkey = NULL;
+    recv->address = 0;
     recv->mem = NULL;
     recv->inner_busy = false;
     recv->in_retry = false;
@@ -1319,25 +1320,36 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
         eager = mode == FERRY_COUNTERS_MODE_EAGER;
     }
     if (fy_likely(eager)) {
-        if ((params == NULL || params->flags == 0) && !ticket.ack)
-            return tag_send_eager_plain(ep, iov, iovcnt, length, tag, comp);
-        tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
-        if (params != NULL && (params->flags & FERRY_TAG_SEND_IMM)) {
-            header.flags |= TAG_FLAG_IMM;
-            header.imm = htole64(params->imm);
+        ferry_status_t status;
+        bool sync = params != NULL && (params->flags & FERRY_TAG_SEND_SYNC);
+        if ((params == NULL || params->flags == 0) && !ticket.ack) {
+            status = tag_send_eager_plain(ep, iov, iovcnt, length, tag, comp);
+        } else {
+            tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
+            if (params != NULL && (params->flags & FERRY_TAG_SEND_IMM)) {
+                header.flags |= TAG_FLAG_IMM;
+                header.imm = htole64(params->imm);
+            }
+            if (sync || ticket.ack) {
+                /* the last send of an eager calibration block completes on the match too
+                 * (TAG_FLAG_ACK: the receiver is not told it was synchronous); the ticket goes
+                 * with the send only then */
+                header.flags |= sync ? TAG_FLAG_SYNC : TAG_FLAG_ACK;
+                status =
+                    tag_eager_counted(ep, length,
+                                      tag_rndv_send_sync_eager(ep, iov, iovcnt, length, &header,
+                                                               ticket.ack ? &ticket : NULL, comp));
+                if (ticket.ack)
+                    return status; /* the sync path cancelled the ticket if it did not start */
+            } else {
+                status = tag_eager_counted(ep, length,
+                                           fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header,
+                                                               sizeof(header), iov, iovcnt, comp));
+            }
         }
-        /* a calibration block's eager send completes on the match too (TAG_FLAG_ACK: the
-         * receiver is not told it was synchronous) */
-        if ((params != NULL && (params->flags & FERRY_TAG_SEND_SYNC)) || ticket.ack) {
-            header.flags |= params != NULL && (params->flags & FERRY_TAG_SEND_SYNC) ? TAG_FLAG_SYNC
-                                                                                    : TAG_FLAG_ACK;
-            return tag_eager_counted(
-                ep, length,
-                tag_rndv_send_sync_eager(ep, iov, iovcnt, length, &header, &ticket, comp));
-        }
-        return tag_eager_counted(ep, length,
-                                 fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header,
-                                                     sizeof(header), iov, iovcnt, comp));
+        if (status != FERRY_OK && status != FERRY_INPROGRESS)
+            tag_calib_ticket_cancel(ep->worker, &ticket, length);
+        return status;
     }
     /* a rendezvous completes after the match: synchronous by nature */
     bool inject =

@@ -142,6 +142,14 @@ typedef enum tag_rndv_mode {
     TAG_RNDV_SPLIT = FERRY_COUNTERS_MODE_SPLIT,
 } tag_rndv_mode_t;
 
+/* The sender's address of an RTS with TAG_FLAG_ADDR. */
+static inline uint64_t tag_wire_rts_address(const uint8_t rkey[RKEY_PACKED_SIZE])
+{
+    uint64_t address;
+    memcpy(&address, rkey, sizeof(address));
+    return le64toh(address);
+}
+
 /* DONE.target: which table DONE.id indexes. */
 #define TAG_DONE_TO_SEND 1u /* the sender's send id (GET: from the receiver; aborts) */
 #define TAG_DONE_TO_RECV 2u /* the receiver's recv id (PUT: from the sender; aborts) */
@@ -155,7 +163,12 @@ typedef enum tag_rndv_mode {
 #define TAG_FLAG_ACK 0x4u
 #define TAG_FLAGS_EAGER (TAG_FLAG_IMM | TAG_FLAG_SYNC | TAG_FLAG_ACK)
 #define TAG_FLAGS_DONE_ON_MATCH (TAG_FLAG_SYNC | TAG_FLAG_ACK) /* EAGER: send_id is set */
-#define TAG_FLAGS_RTS TAG_FLAG_IMM /* a rendezvous completes after the match anyway */
+/* RTS (GET of one contiguous buffer): no key; the first 8 bytes of rkey are the buffer's address
+ * in the sender (little-endian, not 0), the rest zero, and section is the whole length: the
+ * receiver reads it by cross-memory attach (fy_tl_ops_t.ep_peer_read), the sender registers
+ * nothing. */
+#define TAG_FLAG_ADDR 0x8u
+#define TAG_FLAGS_RTS (TAG_FLAG_IMM | TAG_FLAG_ADDR) /* a rendezvous completes after the match */
 
 /* Wire headers (little-endian, packed by explicit layout, sizes fixed). */
 typedef struct tag_wire_eager {
@@ -172,13 +185,14 @@ typedef struct tag_wire_eager {
 typedef struct tag_wire_rts {
     uint8_t version;
     uint8_t mode;  /* tag_rndv_mode_t */
-    uint8_t flags; /* TAG_FLAG_IMM */
+    uint8_t flags; /* TAG_FLAG_IMM, TAG_FLAG_ADDR */
     uint8_t reserved[5];
     uint64_t tag;
     uint64_t length; /* message length */
     uint64_t send_id;
     uint64_t section;               /* GET: bytes the key covers (from offset 0); else 0 */
-    uint8_t rkey[RKEY_PACKED_SIZE]; /* GET (length > 0): key of the first section; else 0 */
+    uint8_t rkey[RKEY_PACKED_SIZE]; /* GET (length > 0): key of the first section (ADDR: the
+                                     * address); else 0 */
     uint64_t imm;                   /* TAG_FLAG_IMM: the immediate data; else 0 */
 } tag_wire_rts_t;                   /* 112 B, no payload */
 
@@ -371,6 +385,7 @@ typedef struct fy_tag_ep {
 #define TAG_CALIB_EAGER_CLASS_MIN 14
 #define TAG_CALIB_EAGER_CLASS_MAX 18
 #define TAG_CALIB_EAGER_CLASSES (TAG_CALIB_EAGER_CLASS_MAX - TAG_CALIB_EAGER_CLASS_MIN + 1)
+#define TAG_CALIB_EAGER_BLOCK_BYTES (8u << 20)
 #define TAG_CALIB_BLOCKS 6
 #define TAG_CALIB_BLOCK_BYTES (2u << 20)
 #define TAG_CALIB_BLOCK_MIN 16u

@@ -125,6 +125,7 @@ typedef struct tag_recv {
     uint64_t get_end;     /* GET: where reading stops (accepted; SPLIT: the split point) */
     tag_cursor_t cursor;  /* where the next bytes go */
     ferry_rkey_t *rkey;   /* GET: key of the section being read */
+    uint64_t address;     /* GET with TAG_FLAG_ADDR (rkey NULL): the sender's buffer; else 0 */
     ferry_mem_t *mem;     /* PUT: registration of the accepted bytes (SPLIT: of the tail) */
     ferry_completion_t inner;
     bool inner_busy;
@@ -315,15 +316,16 @@ tag_rndv_mode_t tag_rndv_choose(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t
 typedef struct tag_calib_ticket {
     uint8_t calib_class; /* tag_send_t.calib_class: class + 1 (0: the send is not counted) */
     uint8_t calib_block; /* tag_send_t.calib_block */
-    uint8_t ack;         /* an eager send goes acknowledged (TAG_FLAG_ACK), counted or not */
+    uint8_t ack;         /* eager: the block's last send, acknowledged (TAG_FLAG_ACK) and
+                          * tracked to its completion (the others are plain eager sends) */
 } tag_calib_ticket_t;
 
 /* How a send of length bytes (an eager class's size, above the endpoint's eager_max) to ep,
  * where GET and SPLIT work, goes: FERRY_COUNTERS_MODE_EAGER, TAG_RNDV_GET or TAG_RNDV_SPLIT, as
  * its class decided, or, while it calibrates, as its current block (*ticket counts the send
- * there) or, between blocks, the next one's uncounted; an eager send while the class calibrates
- * carries TAG_FLAG_ACK (ticket->ack); eager, uncounted and plain, while ep's transport still
- * calibrates its own copies. */
+ * there: cancel it when the send does not start; the last of an eager block carries
+ * TAG_FLAG_ACK, ticket->ack) or, between blocks, the next one's uncounted; eager, uncounted,
+ * while ep's transport still calibrates its own copies. */
 unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, uint64_t length,
                                 tag_calib_ticket_t *ticket);
 

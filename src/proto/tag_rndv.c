@@ -472,6 +472,16 @@ static void tag_gather(const ferry_iov_t *iov, size_t iovcnt, uint8_t *dst)
     }
 }
 
+/* Whether send's GET goes by address (TAG_FLAG_ADDR): one contiguous buffer within a section,
+ * to an endpoint whose transport reads the peer's memory without a key. */
+static bool tag_rndv_send_by_address(const tag_send_t *send, uint64_t length)
+{
+    const ferry_ep_t *ep = send->ep;
+    return send->mode == TAG_RNDV_GET && length > 0 && send->buf.iovcnt == 1 &&
+           length <= fy_tag_worker_of(send->worker)->section && ep->tl->ep_peer_read != NULL &&
+           (ep->caps.flags & FY_TL_CAP_CMA);
+}
+
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
                              size_t iovcnt, uint64_t length, uint64_t tag,
                              const ferry_tag_send_params_t *params, bool inject,
@@ -529,7 +539,16 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
         msg.u.rts.flags = TAG_FLAG_IMM;
         msg.u.rts.imm = params->imm;
     }
-    if (tag_mode_reads(send->mode) && length > 0) {
+    if (tag_rndv_send_by_address(send, length)) {
+        /* one contiguous buffer the receiver reads by its address: nothing to register */
+        uint64_t address = htole64((uint64_t)(uintptr_t)send->buf.iov[0].buffer);
+        memcpy(msg.u.rts.rkey, &address, sizeof(address));
+        msg.u.rts.flags |= TAG_FLAG_ADDR;
+        msg.u.rts.section = length;
+        send->section_off = 0;
+        send->section_len = length;
+        tag_cursor_advance(&send->buf, &send->cursor, length);
+    } else if (tag_mode_reads(send->mode) && length > 0) {
         status = tag_send_register_section(send, msg.u.rts.rkey);
         if (status == FERRY_OK) {
             msg.u.rts.section = send->section_len;
@@ -861,7 +880,8 @@ void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_
     send->accepted = cts->length;
     if (send->mode == TAG_RNDV_GET ||
         (send->mode == TAG_RNDV_SPLIT && cts->mode != TAG_RNDV_SPLIT)) {
-        ferry_mem_deregister(send->mem); /* the first section's key goes unused */
+        if (send->mem != NULL) /* the first section's key goes unused (none by address) */
+            ferry_mem_deregister(send->mem);
         send->mem = NULL;
         send->cursor = (tag_cursor_t){0, 0, 0};
     }
@@ -1048,6 +1068,12 @@ static void tag_recv_get_section(tag_recv_t *recv, uint64_t offset, uint64_t len
         tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
         return;
     }
+    if (recv->address != 0) { /* TAG_FLAG_ADDR: one section, the whole message, no key */
+        recv->section_end = offset + length;
+        recv->state = TAG_RECV_GET;
+        tag_recv_get_issue(recv);
+        return;
+    }
     status = ferry_rkey_unpack(recv->ep, key, RKEY_PACKED_SIZE, &rkey);
     if (status != FERRY_OK) { /* ferry_rkey_unpack said why */
         tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
@@ -1120,6 +1146,20 @@ static bool tag_recv_get_issue(tag_recv_t *recv)
         tag_recv_get_done(recv, FERRY_ERR_NO_MEMORY);
         return true;
     }
+    if (recv->address != 0) {
+        /* by address: read now, in this call */
+        ferry_status_t status = recv->ep->tl->ep_peer_read(recv->ep->tl_ep, pieces, count,
+                                                           recv->address + recv->received, n);
+        if (pieces != stack)
+            free(pieces);
+        if (status == FERRY_ERR_UNSUPPORTED && recv->received == 0) {
+            recv->address = 0;
+            tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
+            return true;
+        }
+        tag_recv_get_done(recv, status);
+        return true;
+    }
     ferry_remote_iov_t remote = {.offset = 0, .length = (size_t)n};
     recv->inner = (ferry_completion_t){.cb = tag_recv_inner_cb, .count = 1, .status = FERRY_OK};
     ferry_status_t status =
@@ -1181,6 +1221,7 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
     recv->received = 0;
     recv->get_end = recv->accepted;
     recv->split = false;
+    recv->address = 0;
     recv->peer_done = false;
     recv->cursor = (tag_cursor_t){0, 0, 0};
     if (ep->state != FY_EP_OPEN) {
@@ -1206,6 +1247,13 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
         }
         if (recv->mode == TAG_RNDV_SPLIT && !tag_recv_split_start(recv))
             return;
+        if (rts->flags & TAG_FLAG_ADDR) {
+            if (ep->tl->ep_peer_read == NULL) {
+                tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* no read by address here */
+                return;
+            }
+            recv->address = tag_wire_rts_address(rts->rkey);
+        }
         tag_recv_get_section(recv, 0, rts->section, rts->rkey);
         return;
     case TAG_RNDV_PUT:

@@ -121,7 +121,14 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
             return tag_wire_fail(why, "unknown rendezvous mode");
         if (r->send_id == 0)
             return tag_wire_fail(why, "send id 0");
-        if ((r->mode == TAG_RNDV_GET || r->mode == TAG_RNDV_SPLIT) && r->length > 0) {
+        if (r->flags & TAG_FLAG_ADDR) {
+            uint64_t address = tag_wire_rts_address(r->rkey);
+            if (r->mode != TAG_RNDV_GET || r->length == 0 || r->section != r->length)
+                return tag_wire_fail(why, "ADDR other than a GET of the whole message");
+            if (address == 0 || address > UINT64_MAX - r->length ||
+                !tag_wire_zero(r->rkey + sizeof(address), sizeof(r->rkey) - sizeof(address)))
+                return tag_wire_fail(why, "ADDR with address 0, past the end, or more than it");
+        } else if ((r->mode == TAG_RNDV_GET || r->mode == TAG_RNDV_SPLIT) && r->length > 0) {
             if (r->section == 0 || r->section > r->length)
                 return tag_wire_fail(why, "GET section empty or longer than the message");
             if (!tag_wire_has_key(r->rkey))

@@ -294,6 +294,17 @@ typedef struct fy_tl_ops {
      * FERRY_ERR_UNSUPPORTED). */
     ferry_status_t (*rkey_map)(fy_tl_ep_t *tlep, ferry_rkey_t *rkey);
 
+    /* Copy length bytes at address remote_address of the peer's process into the local
+     * pieces (count of them, together at least length bytes; the caller's, only during the
+     * call), by cross-memory attach, without a key: for memory the peer itself pointed to
+     * (a tagged rendezvous of one contiguous buffer). May block for the copy (system calls);
+     * never waits for the peer. Returns FERRY_OK, FERRY_ERR_ACCESS (the range is not mapped
+     * readable in the peer), FERRY_ERR_CONNECTION_RESET (the peer has exited) or
+     * FERRY_ERR_UNSUPPORTED (not connected, cross-memory attach is off or denied: logged at
+     * info level once per endpoint). May be NULL (only keyed one-sided access). */
+    ferry_status_t (*ep_peer_read)(fy_tl_ep_t *tlep, const ferry_iov_t *local, size_t count,
+                                   uint64_t remote_address, uint64_t length);
+
     /* Receive and deliver (fy_am_deliver), retry pending sends. Never blocks; returns the
      * number of events handled. Not called while the transport's poll_bit is set in
      * *local->poll_skip. May be NULL (a transport driven only by fd callbacks). */

@@ -70,7 +70,13 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
             fuzz_fail("RTS version or mode");
         if (r->send_id == 0)
             fuzz_fail("RTS send id 0");
-        if ((r->mode == TAG_RNDV_GET || r->mode == TAG_RNDV_SPLIT) && r->length > 0) {
+        if (r->flags & TAG_FLAG_ADDR) {
+            uint64_t address = tag_wire_rts_address(r->rkey);
+            if (r->mode != TAG_RNDV_GET || r->length == 0 || r->section != r->length ||
+                address == 0 || address > UINT64_MAX - r->length ||
+                !fuzz_zero(r->rkey + sizeof(address), sizeof(r->rkey) - sizeof(address)))
+                fuzz_fail("RTS ADDR rules");
+        } else if ((r->mode == TAG_RNDV_GET || r->mode == TAG_RNDV_SPLIT) && r->length > 0) {
             if (r->section == 0 || r->section > r->length || !key)
                 fuzz_fail("GET RTS section or key");
         } else if (r->section != 0 || key) {

@@ -10,7 +10,9 @@
  * eager message from a on the same endpoint that m must receive intact:
  *    1 malformed headers: truncated, too long, empty, unknown version, reserved bytes set,
  *      unknown mode, payload where none belongs, DATA without bytes or overflowing, keys where
- *      none belongs and missing where one must be, bad DONE fields, empty COOKIE, bad FLOW;
+ *      none belongs and missing where one must be, RTS by address breaking its rules (SPLIT,
+ *      a section short of the message, address 0 or wrapping, bytes after it), bad DONE
+ *      fields, empty COOKIE, bad FLOW;
  *      a receive posted for the tag of a malformed EAGER stays untouched and posted
  *    2 ids nobody issued: DONE (to a send, to a receive), DATA, COOKIE, CTS
  *    3 a CTS and a DONE for a send of m that has finished
@@ -46,6 +48,9 @@
  *      then sends a DONE that says one byte less: the receive ends with FERRY_ERR_PROTOCOL and
  *      a's send is told; m's registration of the tail is released     (18, 19: cross-memory
  *                                                                       attach needed)
+ *   20 RTS (GET by address, TAG_FLAG_ADDR) of 100 000 bytes at an address a has not mapped: m's
+ *      read fails, the receive ends with FERRY_ERR_ACCESS, nothing written, a is told (DONE
+ *      with the error)                                         (cross-memory attach needed)
  * For each case m checks how many messages each warning kind counted (worker->tag.warned), and
  * at the end that each kind printed exactly one warning. g exchanges rendezvous messages with m
  * between the cases; no endpoint of m fails. */
@@ -80,7 +85,7 @@ enum {
     TB_TOKEN_EXIT = 0x45584954,
 };
 
-#define TB_NCASES 19
+#define TB_NCASES 20
 #define TB_FAKE_RECV_17 0x0000000100000077ull
 #define TB_FAKE_RECV_18 0x0000000100000078ull
 #define TB_REUSE_BYTE 0x5a
@@ -383,6 +388,28 @@ static void ab_malformed(void)
     m.u.rts.length = 0;
     m.u.rts.section = 0;
     ab_send(&m, 0, NULL, 0); /* GET of 0 bytes with a key */
+    /* RTS by address (TAG_FLAG_ADDR): with SPLIT, a section short of the message, address 0,
+     * an address whose range wraps, bytes after the address */
+    m = ab_rts(TB_TAG(1), TAG_RNDV_SPLIT, 100000, TB_SEND_ID(1));
+    m.u.rts.flags = TAG_FLAG_ADDR;
+    m.u.rts.section = 100000;
+    uint64_t address = htole64(0x10000);
+    memcpy(m.u.rts.rkey, &address, sizeof(address));
+    ab_send(&m, 0, NULL, 0);
+    m.u.rts.mode = TAG_RNDV_GET;
+    m.u.rts.section = 4096;
+    ab_send(&m, 0, NULL, 0);
+    m.u.rts.section = 100000;
+    memset(m.u.rts.rkey, 0, sizeof(address));
+    ab_send(&m, 0, NULL, 0);
+    address = htole64(UINT64_MAX - 10);
+    memcpy(m.u.rts.rkey, &address, sizeof(address));
+    ab_send(&m, 0, NULL, 0);
+    address = htole64(0x10000);
+    memcpy(m.u.rts.rkey, &address, sizeof(address));
+    m.u.rts.rkey[9] = 1;
+    ab_send(&m, 0, NULL, 0);
+    m.u.rts.rkey[9] = 0;
     /* CTS: truncated, id 0, mode GET, PUT without key, COOP with key */
     m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
     m.u.cts.version = TAG_WIRE_VERSION;
@@ -466,7 +493,7 @@ static void ab_malformed(void)
     for (unsigned id = FY_AM_ID_TAG_EAGER; id <= FY_AM_ID_TAG_FLOW; id++)
         ab_raw(id, h, 0, NULL, 0);
 }
-#define TB_MALFORMED_COUNT 60
+#define TB_MALFORMED_COUNT 65
 
 static void ab_unknown_ids(void)
 {
@@ -773,6 +800,16 @@ static void ab_case(unsigned k)
         free(buf);
         break;
     }
+    case 20: {
+        m = ab_rts(TB_TAG(k), TAG_RNDV_GET, 100000, TB_SEND_ID(k));
+        m.u.rts.flags = TAG_FLAG_ADDR;
+        m.u.rts.section = 100000;
+        uint64_t address = htole64(0x1000); /* the first page after NULL: never mapped */
+        memcpy(m.u.rts.rkey, &address, sizeof(address));
+        ab_send(&m, 0, NULL, 0);
+        ab_expect_done(TB_SEND_ID(k), FERRY_ERR_ACCESS, 1);
+        break;
+    }
     default:
         FT_CHECK(false, "no case %u", k);
     }
@@ -1049,8 +1086,12 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
         ft_note("case %u skipped: cross-memory attach to a does not work here", k);
         return;
     }
-    if (k >= 18 && (!cma || ft_cma_forced_off())) {
+    if (k >= 18 && k <= 19 && (!cma || ft_cma_forced_off())) {
         ft_note("case %u skipped: m uses SPLIT only with cross-memory attach", k);
+        return;
+    }
+    if (k == 20 && (!cma || ft_cma_forced_off())) {
+        ft_note("case 20 skipped: m reads by address only with cross-memory attach");
         return;
     }
     if (k == 16 && !ft_cma_forced_off()) {
@@ -1076,6 +1117,9 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
     case 19:
         cap = 100000;
         shape = FT_SHAPE_SEVEN;
+        break;
+    case 20:
+        cap = 100000;
         break;
     case 4:
         cap = 50000;
@@ -1265,6 +1309,12 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
                  ferry_status_name(r.status));
         ft_tbuf_check_prefix(&r.buf, ft_tag_seed(TB_A, TB_TAG(k), 100000), 100000, what);
         break;
+    case 20:
+        ft_tag_recv_wait(w, &r);
+        FT_CHECK(r.status == FERRY_ERR_ACCESS, "%s: the receive completed with %s", what,
+                 ferry_status_name(r.status));
+        ft_tbuf_check_prefix(&r.buf, 0, 0, what);
+        break;
     }
     if (k == 16) {
         /* every reply to m's read has come back */
@@ -1330,6 +1380,7 @@ int main(void)
         [17] = {{0, 0, 0, 0}},
         [18] = {{0, 0, 0, 1}},
         [19] = {{0, 0, 0, 1}},
+        [20] = {{0, 0, 0, 0}}, /* the transport warns (rate-limited) */
     };
 
     ft_set_role("m");
@@ -1380,11 +1431,12 @@ int main(void)
              "messages; log:\n%s",
              tag_warnings, kinds, text);
     size_t key_warnings = ft_count(text, "] WARN ") - tag_warnings;
-    /* the key decoder's (cases 9 and 10); without cross-memory attach, the target-executed
-     * write past the key in case 15 may be refused with one */
-    FT_CHECK(key_warnings <= (cma ? 2u : 1u),
+    /* the key decoder's (cases 9 and 10) and the transport's read at a bad address (case
+     * 20); without cross-memory attach, the target-executed write past the key in case 15 may
+     * be refused with one */
+    FT_CHECK(key_warnings <= (cma ? 3u : 1u),
              "%zu other warnings (expected at most one for "
-             "each of the 2 bad keys); log:\n%s",
+             "each of the 2 bad keys and the bad address); log:\n%s",
              key_warnings, text);
     ft_note("%u bad messages dropped (%u malformed, %u unknown ids, %u in the wrong state, %u "
             "not matching their transfer) with %zu warnings, %zu about keys; %u cases, a's "

@@ -10,7 +10,7 @@
  *     1 MiB .. 2 MiB - 1.
  * b checks status, tag, length and every byte of every message. After each burst a reads its
  * endpoint's counters (ferry_ep_counters: how each message moved) and goes on until the class is
- * calibrated (blocks of max(16, 2 MiB / size) messages, and the sends between blocks, whose
+ * calibrated (blocks of max(16, 8 or 2 MiB / size) messages, and the sends between blocks, whose
  * number depends on the timing): with cross-memory attach (the default), every mode of the class
  * moved messages, then one mode alone for longer than any stretch of the calibration, then two
  * more bursts of it; with FERRY_SHM_CMA=off (mp_tag_calib_nocma) eager alone in the first two
@@ -69,10 +69,11 @@ static const char *tk_mode_name(unsigned mode)
 /* messages of one burst */
 #define TK_BURST 64u
 
-/* messages of one calibration block of a class (tag_calib.c: at least 2 MiB and 16) */
+/* messages of one calibration block of a class (tag_calib.c: at least 16, and 8 MiB in the
+ * eager classes, 2 MiB in the others) */
 static unsigned tk_per_block(unsigned cls)
 {
-    size_t n = ((size_t)2 << 20) / tk_bases[cls];
+    size_t n = ((size_t)(cls < TK_EAGER_CLASSES ? 8 : 2) << 20) / tk_bases[cls];
     return n < 16 ? 16 : (unsigned)n;
 }
 

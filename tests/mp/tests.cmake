@@ -86,6 +86,8 @@ ferry_add_test(NAME mp_rkey_forge_nocma SOURCES mp/mp_rkey_forge.c TIMEOUT 180
 #               and of peers holding / owning an unexpected RTS: endpoint errors within 1 s, no
 #               registration left (INTERNAL: reads the context's registration slots), the
 #               survivor keeps working with another peer
+# (get: a contiguous send goes by address, TAG_FLAG_ADDR, read without a key; one in pieces, or
+# larger than FERRY_RNDV_SECTION, with keys)
 foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_sizes_${mode} SOURCES mp/mp_tag_sizes.c TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})

@@ -1525,4 +1525,5 @@ const fy_tl_ops_t fy_tl_shm_ops = {
     .describe = shm_describe,
     .rma = shm_rma,
     .rkey_map = shm_rkey_map,
+    .ep_peer_read = shm_ep_peer_read,
 };

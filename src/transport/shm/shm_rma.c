@@ -543,6 +543,57 @@ denied:
     return FERRY_ERR_UNSUPPORTED;
 }
 
+ferry_status_t shm_ep_peer_read(fy_tl_ep_t *tlep, const ferry_iov_t *local, size_t count,
+                                uint64_t remote_address, uint64_t length)
+{
+    if (tlep->state != SHM_CONN_CONNECTED || tlep->cma < 0 || !tlep->tlw->cma_enabled)
+        return FERRY_ERR_UNSUPPORTED;
+    if (remote_address > UINT64_MAX - length)
+        return FERRY_ERR_ACCESS;
+    /* one piece at a time; a partial transfer resumes where it stopped */
+    for (size_t i = 0; i < count && length > 0; i++) {
+        uint8_t *to = local[i].buffer;
+        uint64_t piece = local[i].length < length ? local[i].length : length;
+        while (piece > 0) {
+            struct iovec l = {.iov_base = to, .iov_len = (size_t)piece};
+            struct iovec r = {.iov_base = (void *)(uintptr_t)remote_address,
+                              .iov_len = (size_t)piece};
+            ssize_t n = process_vm_readv((pid_t)tlep->peer_pid, &l, 1, &r, 1, 0);
+            int err = errno;
+            if (n < 0 && err == EINTR)
+                continue;
+            if (n < 0 && shm_cma_denied_errno(err)) {
+                tlep->cma_errno = err;
+                tlep->cma = -1;
+                fy_info("shm: cross-memory attach to pid %u is denied: %s; tagged rendezvous "
+                        "from it go through shared buffers",
+                        tlep->peer_pid, shm_cma_reason(err));
+                return FERRY_ERR_UNSUPPORTED;
+            }
+            if (n < 0 && err == ESRCH) {
+                fy_debug("shm: process_vm_readv(pid %u): the process is gone", tlep->peer_pid);
+                return FERRY_ERR_CONNECTION_RESET;
+            }
+            if (n <= 0) {
+                /* the peer pointed at memory it does not have: its fault, said once in a while */
+                fy_warn_limited(&shm_rma_cma_log_limit,
+                                "shm: process_vm_readv(pid %u, %llu bytes at 0x%llx), an address "
+                                "the peer gave, failed: %s",
+                                tlep->peer_pid, (unsigned long long)piece,
+                                (unsigned long long)remote_address,
+                                n < 0 ? strerror(err) : "no progress");
+                return FERRY_ERR_ACCESS;
+            }
+            tlep->cma = 1;
+            to += n;
+            piece -= (uint64_t)n;
+            length -= (uint64_t)n;
+            remote_address += (uint64_t)n;
+        }
+    }
+    return FERRY_OK;
+}
+
 /* One probe per endpoint: a one-byte process_vm_readv of the peer's address 0 fails with
  * EFAULT when the kernel allows access (it checks permission first), EPERM/EACCES/ENOSYS when
  * it does not. */
