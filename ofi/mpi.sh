@@ -92,7 +92,11 @@ else
 fi
 grep -E "mtl:ofi|mpi_semantics|^ok |FAIL|rror" "$log" | sed -E 's/^\[[^]]*\] //' | sort |
     uniq -c | sed 's/^ *//' | head -40
-selected=$(grep -cE "mtl:ofi:provider: ferry" "$log")
+# ranks (by their [host:pid] prefix) whose MTL said it runs on ferry: mpirun forwards the ranks'
+# output in chunks, and a line may come cut after another's start, so either of the MTL's two
+# lines counts (the provider include list is ferry alone: "component ofi selected" means ferry)
+selected=$(grep -oE "^\[[^]]+:[0-9]+\] (.*mtl:ofi:provider: ferry|select: component ofi selected)" "$log" |
+    sed -E 's/^(\[[^]]+\]).*/\1/' | sort -u | wc -l)
 if [ "$selected" -ne "$NP" ]; then
     echo "mpi.sh: the OFI MTL selected the provider ferry in $selected of $NP ranks (exit $rc);" \
         "the log's end:"
@@ -100,8 +104,10 @@ if [ "$selected" -ne "$NP" ]; then
     exit 1
 fi
 if [ "$TRANSPORT" = hosts ]; then
+    # either of the MTL's lines (above) for a rank of the host
     for h in h1 h2; do
-        if ! grep -E "mtl:ofi:provider: ferry" "$log" | grep -q "^\[$(netns_hostname $h):"; then
+        if ! grep -qE "^\[$(netns_hostname $h):[0-9]+\] (.*mtl:ofi:provider: ferry|select: component ofi selected)" \
+            "$log"; then
             echo "mpi.sh: no rank on host $h ($(netns_hostname $h)) selected ferry; the log's end:"
             tail -30 "$log"
             exit 1
