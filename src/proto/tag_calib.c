@@ -46,6 +46,7 @@
  * 8 KiB or more: microseconds each), nothing afterwards. */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/compiler.h"
@@ -148,6 +149,16 @@ static void calib_best(const tag_calib_class_t *c, const uint8_t *order, const u
         rate_mbps[m] = best_ns[m] != 0 ? (uint32_t)(best_bytes[m] * 1000 / best_ns[m]) : 0;
 }
 
+/* The decision of class index, at info level: "tagged messages: WHAT of LO..HI bytes to endpoints
+ * with cross-memory attach CHOICE (calibrated on the traffic: FIGURES)". */
+static void calib_say(int index, const char *what, const char *choice, const char *figures)
+{
+    fy_info("tagged messages: %s of %llu..%llu bytes to endpoints with cross-memory attach %s "
+            "(calibrated on the traffic: %s)",
+            what, (unsigned long long)calib_class_size(index),
+            (unsigned long long)(2 * calib_class_size(index) - 1), choice, figures);
+}
+
 static void calib_decide(tag_calib_class_t *c, int index)
 {
     static const uint8_t modes[2] = {TAG_RNDV_COOP, TAG_RNDV_SPLIT};
@@ -162,13 +173,11 @@ static void calib_decide(tag_calib_class_t *c, int index)
     else
         c->mode = best_ns[0] != 0 ? TAG_RNDV_COOP : TAG_RNDV_SPLIT;
     c->decided = true;
-    fy_info("tagged messages: rendezvous of %llu..%llu bytes to endpoints with cross-memory "
-            "attach use %s (calibrated on the traffic: best block coop %u.%03u GB/s, split "
-            "%u.%03u GB/s)",
-            (unsigned long long)calib_class_size(index),
-            (unsigned long long)(2 * calib_class_size(index) - 1),
-            c->mode == TAG_RNDV_COOP ? "coop" : "split", c->rate_mbps[0] / 1000,
-            c->rate_mbps[0] % 1000, c->rate_mbps[1] / 1000, c->rate_mbps[1] % 1000);
+    char figures[96];
+    snprintf(figures, sizeof(figures), "best block coop %u.%03u GB/s, split %u.%03u GB/s",
+             c->rate_mbps[0] / 1000, c->rate_mbps[0] % 1000, c->rate_mbps[1] / 1000,
+             c->rate_mbps[1] % 1000);
+    calib_say(index, "rendezvous", c->mode == TAG_RNDV_COOP ? "use coop" : "use split", figures);
 }
 
 /* An eager class: the faster rendezvous mode (GET or SPLIT) when its best block beat eager's
@@ -188,17 +197,18 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
                       CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN))
         c->mode = calib_eager_modes[rndv];
     c->decided = true;
-    fy_info("tagged messages: messages of %llu..%llu bytes to endpoints with cross-memory attach "
-            "go %s (calibrated on the traffic: best block eager %u.%03u GB/s, get %u.%03u, split "
-            "%u.%03u; a rendezvous needs %u/%u of eager's)",
-            (unsigned long long)calib_class_size(index),
-            (unsigned long long)(2 * calib_class_size(index) - 1),
-            c->mode == TAG_RNDV_GET     ? "by rendezvous get"
-            : c->mode == TAG_RNDV_SPLIT ? "by rendezvous split"
-                                        : "eagerly",
-            rate_mbps[0] / 1000, rate_mbps[0] % 1000, rate_mbps[1] / 1000, rate_mbps[1] % 1000,
-            rate_mbps[2] / 1000, rate_mbps[2] % 1000, CALIB_EAGER_MARGIN_NUM,
-            CALIB_EAGER_MARGIN_DEN);
+    char figures[128];
+    snprintf(figures, sizeof(figures),
+             "best block eager %u.%03u GB/s, get %u.%03u, split %u.%03u; a rendezvous needs "
+             "%u/%u of eager's",
+             rate_mbps[0] / 1000, rate_mbps[0] % 1000, rate_mbps[1] / 1000, rate_mbps[1] % 1000,
+             rate_mbps[2] / 1000, rate_mbps[2] % 1000, CALIB_EAGER_MARGIN_NUM,
+             CALIB_EAGER_MARGIN_DEN);
+    calib_say(index, "messages",
+              c->mode == TAG_RNDV_GET     ? "go by rendezvous get"
+              : c->mode == TAG_RNDV_SPLIT ? "go by rendezvous split"
+                                          : "go eagerly",
+              figures);
 }
 
 /* Class index (calibrating, ep's transport done with its own) for a send of length bytes: the

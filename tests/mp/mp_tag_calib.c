@@ -53,18 +53,10 @@ static unsigned tk_modes_of(unsigned cls, const unsigned **modes)
 
 static const char *tk_mode_name(unsigned mode)
 {
-    switch (mode) {
-    case FERRY_COUNTERS_MODE_EAGER:
-        return "eager";
-    case FERRY_COUNTERS_MODE_GET:
-        return "get";
-    case FERRY_COUNTERS_MODE_COOP:
-        return "coop";
-    case FERRY_COUNTERS_MODE_SPLIT:
-        return "split";
-    default:
-        return "?";
-    }
+    /* ferry_counters_mode_t's order */
+    static const char *const names[FERRY_COUNTERS_MODES] = {"eager", "get",  "put",
+                                                            "coop",  "null", "split"};
+    return mode < FERRY_COUNTERS_MODES ? names[mode] : "?";
 }
 /* messages of one burst */
 #define TK_BURST 64u
