@@ -420,50 +420,80 @@ static ferry_iov_t *shm_remote_pieces(const ferry_rkey_t *rkey, const fy_rma_op_
 
 static fy_log_limit_t shm_rma_cma_log_limit; /* a warning a peer can trigger */
 
-static ferry_status_t shm_rma_cma(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey, const fy_rma_op_t *op,
-                                  const ferry_iov_t *remote_pieces, size_t remote_count)
+/* Copy length bytes between the local pieces and the peer's remote pieces by cross-memory
+ * attach (write: process_vm_writev, else process_vm_readv), in calls of at most
+ * FERRY_SHM_CMA_CHUNK bytes; a partial transfer resumes where it stopped. Returns FERRY_OK,
+ * FERRY_ERR_UNSUPPORTED (the kernel denied it), FERRY_ERR_CONNECTION_RESET (the peer is gone),
+ * or FERRY_ERR_ACCESS; on a denial or an access error, *err_p (errno; 0: no progress) and
+ * *bytes_p (the remote bytes of the failed call) for the caller's decision and warning. */
+static ferry_status_t shm_cma_copy(fy_tl_ep_t *tlep, bool write, const ferry_iov_t *local,
+                                   size_t local_count, const ferry_iov_t *remote,
+                                   size_t remote_count, uint64_t length, int *err_p,
+                                   size_t *bytes_p)
 {
     struct iovec liov[SHM_CMA_IOV_MAX], riov[SHM_CMA_IOV_MAX];
-    shm_cursor_t lc = {.pieces = op->local, .count = op->local_count};
-    shm_cursor_t rc = {.pieces = remote_pieces, .count = remote_count};
+    shm_cursor_t lc = {.pieces = local, .count = local_count};
+    shm_cursor_t rc = {.pieces = remote, .count = remote_count};
     size_t chunk = (size_t)tlep->tlw->cma_chunk;
-    uint64_t left = op->length;
+    const char *call = write ? "process_vm_writev" : "process_vm_readv";
 
-    while (left > 0) {
-        size_t lbytes, rbytes, want = left < chunk ? (size_t)left : chunk;
+    while (length > 0) {
+        size_t lbytes, rbytes, want = length < chunk ? (size_t)length : chunk;
         size_t ln = shm_cursor_fill(&lc, liov, SHM_CMA_IOV_MAX, want, &lbytes);
         size_t rn = shm_cursor_fill(&rc, riov, SHM_CMA_IOV_MAX, lbytes, &rbytes);
-        ssize_t n = op->kind == FY_RMA_PUT
-                        ? process_vm_writev((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0)
-                        : process_vm_readv((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0);
+        ssize_t n = write ? process_vm_writev((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0)
+                          : process_vm_readv((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0);
         if (n <= 0) {
             int err = errno;
             if (n < 0 && err == EINTR)
                 continue;
-            if (n < 0 && shm_cma_denied_errno(err) && tlep->cma == 0) {
-                tlep->cma_errno = err;
-                return FERRY_ERR_UNSUPPORTED;
-            }
             if (n < 0 && err == ESRCH) {
                 /* the peer is gone: its endpoint fails once the socket's hang-up is seen */
-                fy_debug("shm: %s(pid %u): the process is gone",
-                         op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
-                         tlep->peer_pid);
+                fy_debug("shm: %s(pid %u): the process is gone", call, tlep->peer_pid);
                 return FERRY_ERR_CONNECTION_RESET;
             }
-            fy_warn_limited(&shm_rma_cma_log_limit,
-                            "shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
-                            "memory freed before it was deregistered?)",
-                            op->kind == FY_RMA_PUT ? "process_vm_writev" : "process_vm_readv",
-                            tlep->peer_pid, rbytes, rkey->key.index,
-                            n < 0 ? strerror(err) : "no progress");
-            return FERRY_ERR_ACCESS;
+            *err_p = n < 0 ? err : 0;
+            *bytes_p = rbytes;
+            return n < 0 && shm_cma_denied_errno(err) ? FERRY_ERR_UNSUPPORTED : FERRY_ERR_ACCESS;
         }
-        shm_cursor_advance(&lc, (size_t)n); /* a partial transfer resumes where it stopped */
+        shm_cursor_advance(&lc, (size_t)n);
         shm_cursor_advance(&rc, (size_t)n);
-        left -= (uint64_t)n;
+        length -= (uint64_t)n;
     }
     return FERRY_OK;
+}
+
+/* Cross-memory attach to the peer does not work (tlep->cma_errno): from now on its one-sided
+ * transfers and the tagged rendezvous that would read its memory go through shared buffers. */
+static void shm_cma_deny(fy_tl_ep_t *tlep)
+{
+    tlep->cma = -1;
+    fy_info("shm: cross-memory attach to pid %u is denied: %s; one-sided transfers to it "
+            "go through shared buffers driven by its progress",
+            tlep->peer_pid, shm_cma_reason(tlep->cma_errno));
+}
+
+static ferry_status_t shm_rma_cma(fy_tl_ep_t *tlep, const ferry_rkey_t *rkey, const fy_rma_op_t *op,
+                                  const ferry_iov_t *remote_pieces, size_t remote_count)
+{
+    int err = 0;
+    size_t rbytes = 0;
+    bool write = op->kind == FY_RMA_PUT;
+    ferry_status_t status = shm_cma_copy(tlep, write, op->local, op->local_count, remote_pieces,
+                                         remote_count, op->length, &err, &rbytes);
+    if (status == FERRY_ERR_UNSUPPORTED && tlep->cma == 0) {
+        tlep->cma_errno = err; /* denied before it ever worked: the caller falls back */
+        return status;
+    }
+    if (status == FERRY_ERR_UNSUPPORTED) /* denied after it worked: this region's error */
+        status = FERRY_ERR_ACCESS;
+    if (status == FERRY_ERR_ACCESS)
+        fy_warn_limited(&shm_rma_cma_log_limit,
+                        "shm: %s(pid %u, %zu bytes at region %u) failed: %s (was the region's "
+                        "memory freed before it was deregistered?)",
+                        write ? "process_vm_writev" : "process_vm_readv", tlep->peer_pid, rbytes,
+                        rkey->key.index, err != 0 ? strerror(err) : "no progress");
+    return status;
 }
 
 ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op)
@@ -536,10 +566,7 @@ ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op)
     return status;
 
 denied:
-    tlep->cma = -1;
-    fy_info("shm: cross-memory attach to pid %u is denied: %s; one-sided transfers to it "
-            "go through shared buffers driven by its progress",
-            tlep->peer_pid, shm_cma_reason(tlep->cma_errno));
+    shm_cma_deny(tlep);
     return FERRY_ERR_UNSUPPORTED;
 }
 
@@ -550,48 +577,23 @@ ferry_status_t shm_ep_peer_read(fy_tl_ep_t *tlep, const ferry_iov_t *local, size
         return FERRY_ERR_UNSUPPORTED;
     if (remote_address > UINT64_MAX - length)
         return FERRY_ERR_ACCESS;
-    /* one piece at a time; a partial transfer resumes where it stopped */
-    for (size_t i = 0; i < count && length > 0; i++) {
-        uint8_t *to = local[i].buffer;
-        uint64_t piece = local[i].length < length ? local[i].length : length;
-        while (piece > 0) {
-            struct iovec l = {.iov_base = to, .iov_len = (size_t)piece};
-            struct iovec r = {.iov_base = (void *)(uintptr_t)remote_address,
-                              .iov_len = (size_t)piece};
-            ssize_t n = process_vm_readv((pid_t)tlep->peer_pid, &l, 1, &r, 1, 0);
-            int err = errno;
-            if (n < 0 && err == EINTR)
-                continue;
-            if (n < 0 && shm_cma_denied_errno(err)) {
-                tlep->cma_errno = err;
-                tlep->cma = -1;
-                fy_info("shm: cross-memory attach to pid %u is denied: %s; tagged rendezvous "
-                        "from it go through shared buffers",
-                        tlep->peer_pid, shm_cma_reason(err));
-                return FERRY_ERR_UNSUPPORTED;
-            }
-            if (n < 0 && err == ESRCH) {
-                fy_debug("shm: process_vm_readv(pid %u): the process is gone", tlep->peer_pid);
-                return FERRY_ERR_CONNECTION_RESET;
-            }
-            if (n <= 0) {
-                /* the peer pointed at memory it does not have: its fault, said once in a while */
-                fy_warn_limited(&shm_rma_cma_log_limit,
-                                "shm: process_vm_readv(pid %u, %llu bytes at 0x%llx), an address "
-                                "the peer gave, failed: %s",
-                                tlep->peer_pid, (unsigned long long)piece,
-                                (unsigned long long)remote_address,
-                                n < 0 ? strerror(err) : "no progress");
-                return FERRY_ERR_ACCESS;
-            }
-            tlep->cma = 1;
-            to += n;
-            piece -= (uint64_t)n;
-            length -= (uint64_t)n;
-            remote_address += (uint64_t)n;
-        }
-    }
-    return FERRY_OK;
+    int err = 0;
+    size_t rbytes = 0;
+    ferry_iov_t remote = {.buffer = (void *)(uintptr_t)remote_address, .length = (size_t)length};
+    ferry_status_t status =
+        shm_cma_copy(tlep, false, local, count, &remote, 1, length, &err, &rbytes);
+    if (status == FERRY_OK)
+        tlep->cma = 1;
+    else if (status == FERRY_ERR_UNSUPPORTED) {
+        tlep->cma_errno = err;
+        shm_cma_deny(tlep);
+    } else if (status == FERRY_ERR_ACCESS) /* the peer pointed at memory it does not have */
+        fy_warn_limited(&shm_rma_cma_log_limit,
+                        "shm: process_vm_readv(pid %u, %zu bytes at 0x%llx), an address the "
+                        "peer gave, failed: %s",
+                        tlep->peer_pid, rbytes, (unsigned long long)remote_address,
+                        err != 0 ? strerror(err) : "no progress");
+    return status;
 }
 
 /* One probe per endpoint: a one-byte process_vm_readv of the peer's address 0 fails with
