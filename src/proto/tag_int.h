@@ -345,8 +345,8 @@ void tag_calib_done(ferry_worker_t *worker, tag_send_t *send);
 
 /* ferry_tag_send of a message that does not go eagerly: RTS, in mode (0: tag_rndv_choose's),
  * counted by the calibration block of ticket (NULL or calib_class 0: none; cancelled when
- * nothing started). Returns
- * FERRY_INPROGRESS, FERRY_ERR_NO_RESOURCE (nothing started), or an error (nothing started). */
+ * nothing started). Returns FERRY_INPROGRESS, FERRY_ERR_NO_RESOURCE (nothing started), or an
+ * error (nothing started). */
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
                              size_t iovcnt, uint64_t length, uint64_t tag,
                              const ferry_tag_send_params_t *params, bool inject,
@@ -360,8 +360,7 @@ size_t tag_inject_max(const ferry_ep_t *ep);
 /* A synchronous EAGER (header filled but for send_id, flags with SYNC or ACK): tracked like a
  * rendezvous, a send in the table until the receiver's DONE on the match, counted by the
  * calibration block of ticket (NULL or calib_class 0: none; cancelled when nothing started).
- * Returns FERRY_INPROGRESS or an
- * error / FERRY_ERR_NO_RESOURCE (nothing started). */
+ * Returns FERRY_INPROGRESS or an error / FERRY_ERR_NO_RESOURCE (nothing started). */
 ferry_status_t tag_rndv_send_sync_eager(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
                                         uint64_t length, tag_wire_eager_t *header,
                                         const tag_calib_ticket_t *ticket, ferry_completion_t *comp);

@@ -222,8 +222,9 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
      * buffered within FERRY_TAG_UNEXPECTED_MAX like any eager message) */
     if (caps->flags & FY_TL_CAP_STREAM)
         eager = TAG_EAGER_STREAM_CAP - TAG_WIRE_EAGER_SHORT;
-    if (!(caps->flags & FY_TL_CAP_STREAM) && tag_eager_placed_max(ep) > eager)
-        eager = tag_eager_placed_max(ep);
+    size_t placed = tag_eager_placed_max(ep);
+    if (!(caps->flags & FY_TL_CAP_STREAM) && placed > eager)
+        eager = placed;
     /* a DATA header that travels beside the buffer leaves all of it to the payload: 32 KiB
      * chunks on shm, 4 KiB-aligned in the user's buffers */
     size_t data_header =
@@ -238,7 +239,7 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     if (tw->thresh_forced == SIZE_MAX && tw->mode_forced == 0 && tw->split_min == 0 &&
         !(caps->flags & FY_TL_CAP_STREAM) &&
         (caps->flags & (FY_TL_CAP_RMA | FY_TL_CAP_CMA)) == (FY_TL_CAP_RMA | FY_TL_CAP_CMA) &&
-        eager >= calib_min && eager == tag_eager_placed_max(ep)) {
+        eager >= calib_min && eager == placed) {
         fy_tag_ep_of(ep)->eager_max = calib_min - 1;
         fy_tag_ep_of(ep)->eager_measured = 1;
     }
@@ -472,6 +473,23 @@ static void tag_gather(const ferry_iov_t *iov, size_t iovcnt, uint8_t *dst)
     }
 }
 
+/* tag_send_alloc, the send counted by the calibration block of ticket (NULL or calib_class 0:
+ * none); NULL (the ticket cancelled) when out of memory. */
+static tag_send_t *tag_send_alloc_counted(ferry_worker_t *worker, const tag_calib_ticket_t *ticket,
+                                          uint64_t length)
+{
+    tag_send_t *send = tag_send_alloc(worker);
+    if (send == NULL) {
+        tag_calib_ticket_cancel(worker, ticket, length);
+        return NULL;
+    }
+    if (ticket != NULL) {
+        send->calib_class = ticket->calib_class;
+        send->calib_block = ticket->calib_block;
+    }
+    return send;
+}
+
 /* Whether send's GET goes by address (TAG_FLAG_ADDR): one contiguous buffer within a section,
  * to an endpoint whose transport reads the peer's memory without a key. */
 static bool tag_rndv_send_by_address(const tag_send_t *send, uint64_t length)
@@ -492,16 +510,10 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
     tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_RTS};
     uint8_t header[sizeof(tag_wire_rts_t)];
     ferry_status_t status;
-    tag_send_t *send = tag_send_alloc(worker);
+    tag_send_t *send = tag_send_alloc_counted(worker, ticket, length);
 
-    if (send == NULL) {
-        tag_calib_ticket_cancel(worker, ticket, length);
+    if (send == NULL)
         return FERRY_ERR_NO_MEMORY;
-    }
-    if (ticket != NULL) {
-        send->calib_class = ticket->calib_class;
-        send->calib_block = ticket->calib_block;
-    }
     if (inject) {
         /* within the inject bound the caller's buffers are free on return: the rendezvous
          * (back-pressure, or a forced threshold) reads a private copy, and tells nobody */
@@ -594,17 +606,11 @@ ferry_status_t tag_rndv_send_sync_eager(ferry_ep_t *ep, const ferry_iov_t *iov, 
 {
     ferry_worker_t *worker = ep->worker;
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
-    tag_send_t *send = tag_send_alloc(worker);
+    tag_send_t *send = tag_send_alloc_counted(worker, ticket, length);
     ferry_status_t status;
 
-    if (send == NULL) {
-        tag_calib_ticket_cancel(worker, ticket, length);
+    if (send == NULL)
         return FERRY_ERR_NO_MEMORY;
-    }
-    if (ticket != NULL) {
-        send->calib_class = ticket->calib_class;
-        send->calib_block = ticket->calib_block;
-    }
     send->id = tag_table_insert(&tw->send_table, send);
     if (send->id == 0) {
         status = FERRY_ERR_NO_MEMORY;
