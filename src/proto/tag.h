@@ -56,7 +56,8 @@
  * stream (FY_TL_CAP_STREAM) NULL). Where GET and SPLIT work and nothing is forced, a message of
  * 16 KiB up to what the transport places (shm: 256 KiB) goes eager, by GET or by SPLIT as the
  * worker measured on its first messages of that size class (tag_calib.c, "eager or
- * rendezvous"; fy_tag_ep_t.eager_measured):
+ * rendezvous"; fy_tag_ep_t.eager_measured), and one of 8 KiB .. 16 KiB - 1 from one piece by GET
+ * when it answers the peer, else eagerly (tag_reply_choose):
  *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
  *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
  *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is
@@ -365,6 +366,10 @@ typedef struct fy_tag_ep {
     uint8_t coop_fallback_said; /* forced COOP fell back to NULL here: said once */
     uint8_t eager_measured;     /* above eager_max, up to tag_eager_placed_max: eager or
                                  * rendezvous as the worker measured (tag_calib.c; ready) */
+    size_t reply_min;           /* from here up to eager_max, a send that answers the peer
+                                 * goes by GET (tag_reply_choose; SIZE_MAX: none; ready) */
+    uint64_t reply_mark;        /* the worker's rx_count at this endpoint's last send that
+                                 * answered (tag_reply_choose) */
 } fy_tag_ep_t;
 
 /* Classes of recycled unexpected-message buffers (tag_int.h): 8 KiB, 32 KiB, then 64 KiB to
@@ -385,6 +390,11 @@ typedef struct fy_tag_ep {
 #define TAG_CALIB_EAGER_CLASS_MIN 14
 #define TAG_CALIB_EAGER_CLASS_MAX 18
 #define TAG_CALIB_EAGER_CLASSES (TAG_CALIB_EAGER_CLASS_MAX - TAG_CALIB_EAGER_CLASS_MIN + 1)
+/* Below those classes, from 2^TAG_REPLY_GET_SHIFT (8 KiB), on the same endpoints: a send from
+ * one contiguous buffer that answers the peer (a tagged message came from it since the
+ * endpoint's last send of these sizes) goes by GET by address, the others eager (tag_calib.c,
+ * tag_reply_choose; fy_tag_ep_t.reply_min). */
+#define TAG_REPLY_GET_SHIFT 13
 #define TAG_CALIB_EAGER_BLOCK_BYTES (8u << 20)
 #define TAG_CALIB_BLOCKS 6
 #define TAG_CALIB_BLOCK_BYTES (2u << 20)
@@ -409,7 +419,11 @@ typedef struct tag_calib_class {
 } tag_calib_class_t;
 
 typedef struct fy_tag_worker {
-    fy_list_t posted;     /* receives not matched yet, in post order */
+    fy_list_t posted; /* receives not matched yet, in post order */
+    /* tagged messages received (matched) from any endpoint, and the worker id of the last one's
+     * sender: whether a send answers its peer (tag_reply_choose) */
+    uint64_t rx_count;
+    uint64_t rx_last_peer;
     fy_list_t unexpected; /* messages not matched yet, in arrival order */
     fy_list_t probed;     /* taken by ferry_tag_probe(remove), not received yet */
     fy_list_t ctl;        /* control messages waiting for transport room, in order */

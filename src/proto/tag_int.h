@@ -227,6 +227,9 @@ static inline void tag_count_sent(ferry_ep_t *ep, uint64_t length, unsigned mode
 static inline void tag_count_received(ferry_worker_t *worker, ferry_ep_t *ep, uint64_t length)
 {
     fy_count_received(ep != NULL ? &ep->counters.tag : &worker->retired.tag, length);
+    fy_tag_worker_t *tw = fy_tag_worker_of(worker);
+    tw->rx_count++;
+    tw->rx_last_peer = ep != NULL ? ep->peer.worker_uuid : 0;
 }
 
 /* ------------------------------------------------------------------ tag.c */
@@ -328,6 +331,23 @@ typedef struct tag_calib_ticket {
  * while ep's transport still calibrates its own copies. */
 unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, uint64_t length,
                                 tag_calib_ticket_t *ticket);
+/* How a send of iovcnt pieces to ep, of a size from the endpoint's reply_min up to its eager_max
+ * (8 KiB .. 16 KiB - 1 where GET and SPLIT work and nothing is forced), goes: TAG_RNDV_GET (by
+ * address) when it answers the peer and comes from one piece, else FERRY_COUNTERS_MODE_EAGER.
+ * It answers the peer when the worker's last tagged message came from ep's peer and arrived
+ * after ep's last send that answered (fy_tag_worker_t.rx_count, rx_last_peer); that send is
+ * then marked. The inline send path asks tag_reply_due first: a stream (nothing received in
+ * between) stays on it. */
+unsigned tag_reply_choose(ferry_ep_t *ep, size_t iovcnt);
+
+/* Whether a send to ep answers its peer (tag_reply_choose), without marking it. */
+static inline bool tag_reply_due(const ferry_ep_t *ep)
+{
+    const fy_tag_worker_t *tw = fy_tag_worker_of(ep->worker);
+    /* the peer's messages may come on another endpoint than ours to it (each side connects):
+     * the worker's last sender says whose it was */
+    return tw->rx_count != fy_tag_ep_of(ep)->reply_mark && tw->rx_last_peer == ep->peer.worker_uuid;
+}
 
 /* COOP or SPLIT for a send of length bytes to ep, where both work: the decided mode of its size
  * class, or, while the class calibrates, its current block's (send joins it); COOP, uncounted,

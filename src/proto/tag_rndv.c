@@ -233,6 +233,7 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
     const fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     fy_tag_ep_of(ep)->eager_max = tw->thresh_forced != SIZE_MAX ? tw->thresh_forced : eager;
     fy_tag_ep_of(ep)->eager_measured = 0;
+    fy_tag_ep_of(ep)->reply_min = SIZE_MAX;
     /* where GET and SPLIT work and nothing is forced, messages from the eager classes' first
      * size up go eagerly or by rendezvous as the worker measures (tag_calib.c) */
     size_t calib_min = (size_t)1 << TAG_CALIB_EAGER_CLASS_MIN;
@@ -241,6 +242,7 @@ void tag_rndv_ep_setup(ferry_worker_t *worker, ferry_ep_t *ep)
         (caps->flags & (FY_TL_CAP_RMA | FY_TL_CAP_CMA)) == (FY_TL_CAP_RMA | FY_TL_CAP_CMA) &&
         eager >= calib_min && eager == placed) {
         fy_tag_ep_of(ep)->eager_max = calib_min - 1;
+        fy_tag_ep_of(ep)->reply_min = (size_t)1 << TAG_REPLY_GET_SHIFT;
         fy_tag_ep_of(ep)->eager_measured = 1;
     }
     fy_tag_ep_of(ep)->eager_buffer_max = eager_buffer;

@@ -26,7 +26,9 @@
  * (placed straight into the receive when it is contiguous, reassembled and scattered when not),
  * unexpected and probed; except that once a message of more than one bulk buffer (32 KiB) went
  * unexpected, the receiver may have told the sender EAGER_BUFFER (src/proto/tag.h): such
- * messages may then move either way.
+ * messages may then move either way; and that with cross-memory attach a message of 8 KiB ..
+ * 16 KiB - 1 from one piece that answers the other process (it received since its last send of
+ * those sizes) moves by GET (src/proto/tag_calib.c, tag_reply_choose).
  * "Unexpected" is synchronised through the channel: the sender says SENT once ferry_tag_send
  * returned, the receiver progresses until ferry_tag_probe sees the message (and checks what it
  * says), then receives it. The receiver checks status, info (tag, real length, the same sender
@@ -142,6 +144,9 @@ typedef struct ts_proc {
     ferry_ep_t *sender_ep;  /* what receives said about the other process */
     bool check_eager;       /* "eager": check how each message moved (automatic mode, shm) */
     bool pieces_unexpected; /* a message of ours in pieces went unexpected (EAGER_BUFFER) */
+    bool cma;               /* cross-memory attach on (FERRY_SHM_CMA not off) */
+    bool answers;           /* a message came from the other process since our last send of
+                             * 8 KiB .. 16 KiB - 1 (tag_reply_choose) */
 } ts_proc_t;
 
 /* Eager messages of length's size class sent so far on p's endpoint. */
@@ -163,13 +168,21 @@ static void ts_send(ts_proc_t *p, size_t i)
     if (st->order != TS_POSTED)
         ft_chan_send_token(p->chan, TS_TOKEN_SENT, i, 0, 0, 0);
     ft_tag_send_wait(p->worker, &s, FERRY_OK);
+    /* with cross-memory attach, a message of 8 KiB .. 16 KiB - 1 from one piece that answers
+     * the other process goes by GET */
+    bool reply_range = st->size >= 8192 && st->size < 16384;
+    bool by_get = reply_range && p->cma && p->answers && st->send_shape == FT_SHAPE_CONTIG;
+    if (reply_range)
+        p->answers = false;
     if (p->check_eager) {
         bool eager = ts_eager_count(p, st->size) != eager_before;
         bool pieces = st->size > 32768 && st->size <= ft_tag_eager_max();
-        FT_CHECK(eager == (st->size <= ft_tag_eager_max()) || (pieces && p->pieces_unexpected),
-                 "step %zu (%s, %zu bytes): moved %s, the eager threshold is %zu", i,
-                 ts_order_name(st->order), st->size, eager ? "eager" : "by rendezvous",
-                 ft_tag_eager_max());
+        FT_CHECK(eager == (st->size <= ft_tag_eager_max() && !by_get) ||
+                     (pieces && p->pieces_unexpected),
+                 "step %zu (%s, %zu bytes, %s): moved %s, the eager threshold is %zu%s", i,
+                 ts_order_name(st->order), st->size, ft_shape_name(st->send_shape),
+                 eager ? "eager" : "by rendezvous", ft_tag_eager_max(),
+                 by_get ? " (an answer from one piece: by GET)" : "");
         if (pieces && eager && st->order != TS_POSTED)
             p->pieces_unexpected = true;
     }
@@ -223,6 +236,7 @@ static void ts_recv(ts_proc_t *p, size_t i)
     FT_CHECK(r.info.sender == p->sender_ep, "%s: info.sender %p, earlier messages came from %p",
              what, (void *)r.info.sender, (void *)p->sender_ep);
     ft_tag_recv_free(&r);
+    p->answers = true;
 }
 
 static void ts_run(ts_proc_t *p, bool verbose)
@@ -253,6 +267,8 @@ static void ts_pair(ft_pair_t *pair, void *arg)
                    .ep = pair->ep,
                    .chan = pair->chan,
                    .check_eager = *(const bool *)arg};
+    const char *cma = getenv("FERRY_SHM_CMA");
+    p.cma = cma == NULL || strcmp(cma, "off") != 0;
     if (p.self == TS_A)
         FT_CHECK(strcmp(ferry_ep_transport_name(p.ep), ft_remote_transport()) == 0,
                  "an endpoint to another process uses %s, expected %s",

@@ -140,6 +140,8 @@ ferry_add_test(NAME mp_tag_sizes_split_nocma SOURCES mp/mp_tag_sizes.c ARGS quic
 # calibrates and one of them afterwards; without it, COOP only
 ferry_add_test(NAME mp_tag_calib SOURCES mp/mp_tag_calib.c TIMEOUT 120)
 ferry_add_test(NAME mp_tag_calib_nocma SOURCES mp/mp_tag_calib.c TIMEOUT 120 ENV FERRY_SHM_CMA=off)
+ferry_add_test(NAME mp_tag_reply SOURCES mp/mp_tag_reply.c TIMEOUT 60)
+ferry_add_test(NAME mp_tag_reply_nocma SOURCES mp/mp_tag_reply.c TIMEOUT 60 ENV FERRY_SHM_CMA=off)
 # bad input: hand-made tag-protocol messages (INTERNAL: ferry_am_send_internal) from a peer that
 # speaks the protocol by hand: each dropped with one warning per kind, or ending only its
 # transfer; _nocma: the target reads through the peer's progress (target-executed one-sided
