@@ -89,8 +89,9 @@ static void fuzz_require_buffer(const shm_cell_t *cell, const fuzz_rx_t *rx, uin
 
 /* Use one accepted cell as shm_rx_cell() does. Returns false when the receiver stops. */
 static bool fuzz_use_cell(fuzz_rx_t *rx, const shm_cell_t *cell, uint64_t free_bits,
-                          const uint8_t *buffer /* the pool buffer: exactly SHM_BUF_SIZE, or
-                                                   SHM_BULK_SIZE bytes for SHM_CELL_BULK */,
+                          const uint8_t *buffer /* the pool buffer: a medium one's slot, exactly
+                                                   SHM_BUF_SLOT bytes, or SHM_BULK_SIZE bytes
+                                                   for SHM_CELL_BULK */,
                           const uint8_t *cell_data /* an INLINE message's bytes, gathered from
                                                       its cell and continuation cells: exactly
                                                       SHM_CELL_DATA + flags * SHM_CELL_EXTRA_DATA */)
@@ -111,10 +112,14 @@ static bool fuzz_use_cell(fuzz_rx_t *rx, const shm_cell_t *cell, uint64_t free_b
         FUZZ_REQUIRE(!frag->active);
         fuzz_require_buffer(cell, rx, free_bits);
         FUZZ_REQUIRE(cell->header_length <= FERRY_AM_HEADER_MAX);
-        if (cell->flags & SHM_CELL_HEAD) { /* header in the cell, payload from byte 0 */
+        if (cell->flags & SHM_CELL_HEAD) { /* header in the cell, payload from the start */
             fuzz_consume(cell->data, cell->header_length);
+            if (!(cell->flags & SHM_CELL_BULK))
+                buffer += shm_buf_shift(cell->length - cell->header_length);
             fuzz_consume(buffer, cell->length - cell->header_length);
         } else {
+            if (!(cell->flags & SHM_CELL_BULK))
+                buffer += shm_buf_shift(cell->length);
             fuzz_consume(buffer, cell->header_length);
             fuzz_consume(buffer + cell->header_length, cell->length - cell->header_length);
         }
@@ -216,11 +221,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* Exact-size heap copies: AddressSanitizer reports a read past either. */
     shm_cell_t *cell = malloc(sizeof(*cell));
     uint8_t *cell_data = NULL; /* sized per message below */
-    uint8_t *buffer = malloc(SHM_BUF_SIZE);
+    uint8_t *buffer = malloc(SHM_BUF_SLOT);
     uint8_t *bulk = malloc(SHM_BULK_SIZE);
     if (cell == NULL || buffer == NULL || bulk == NULL)
         abort();
-    for (size_t i = 0; i < SHM_BUF_SIZE; i++)
+    for (size_t i = 0; i < SHM_BUF_SLOT; i++)
         buffer[i] = (uint8_t)i;
     for (size_t i = 0; i < SHM_BULK_SIZE; i++)
         bulk[i] = (uint8_t)(i * 7);

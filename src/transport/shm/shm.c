@@ -259,7 +259,7 @@ static inline uint8_t *shm_buf_data(shm_region_t *region, unsigned pool, unsigne
 {
     if (pool == SHM_POOL_BULK)
         return (uint8_t *)region + SHM_BULK_OFFSET + (size_t)index * SHM_BULK_SIZE;
-    return (uint8_t *)region + SHM_REGION_HEADER_SIZE + (size_t)index * SHM_BUF_SIZE;
+    return (uint8_t *)region + SHM_REGION_HEADER_SIZE + (size_t)index * SHM_BUF_SLOT;
 }
 
 /* The pool of a received MEDIUM or FRAG cell. */
@@ -377,7 +377,8 @@ static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
         int buf = shm_buf_reserve(tlep, pool);
         if (buf < 0)
             return FERRY_ERR_NO_RESOURCE;
-        uint8_t *data = shm_buf_data(tlep->peer_region, pool, (unsigned)buf);
+        uint8_t *data = shm_buf_data(tlep->peer_region, pool, (unsigned)buf) +
+                        (pool == SHM_POOL_MEDIUM ? shm_buf_shift(bytes) : 0);
         memcpy(head ? cell->data : data, req->header, req->header_length);
         shm_req_gather_to(req, head ? data : data + req->header_length, req->length,
                           pool == SHM_POOL_BULK ? tlep->stores.stream_min : UINT64_MAX);
@@ -864,8 +865,10 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
         /* the handler may have closed the endpoint (its ring is unmapped then) */
         return tlep->state != SHM_CONN_DETACHED;
     case SHM_CELL_MEDIUM: {
-        uint8_t *data = shm_buf_data(region, shm_cell_pool(cell), cell->buf);
         bool head = (cell->flags & SHM_CELL_HEAD) != 0;
+        uint8_t *data = shm_buf_data(region, shm_cell_pool(cell), cell->buf);
+        if (shm_cell_pool(cell) == SHM_POOL_MEDIUM)
+            data += shm_buf_shift(head ? cell->length - cell->header_length : cell->length);
         if (fy_am_deliver(tlw->worker, ep, cell->am_id, head ? cell->data : data,
                           cell->header_length, head ? data : data + cell->header_length,
                           cell->length - cell->header_length,
@@ -1474,9 +1477,9 @@ static bool shm_am_data_release(fy_tl_worker_t *tlw, void *data)
     uint8_t *bulk = (uint8_t *)tlw->region + SHM_BULK_OFFSET;
     if (p >= bulk && p < bulk + (size_t)SHM_BULK_COUNT * SHM_BULK_SIZE)
         shm_buf_release(tlw->region, SHM_POOL_BULK, (unsigned)((size_t)(p - bulk) / SHM_BULK_SIZE));
-    else if (p >= base && p < base + (size_t)SHM_BUF_COUNT * SHM_BUF_SIZE)
+    else if (p >= base && p < base + (size_t)SHM_BUF_COUNT * SHM_BUF_SLOT)
         shm_buf_release(tlw->region, SHM_POOL_MEDIUM,
-                        (unsigned)((size_t)(p - base) / SHM_BUF_SIZE));
+                        (unsigned)((size_t)(p - base) / SHM_BUF_SLOT));
     else
         return false;
     shm_wake_waiters(tlw);
