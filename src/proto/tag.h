@@ -415,6 +415,9 @@ typedef struct tag_calib_class {
     uint32_t per_block;    /* messages per block (0: not started) */
     uint32_t rate_mbps[2]; /* once decided: the best block of COOP, SPLIT, in MB/s (eager
                             * classes: unused) */
+    uint8_t rounds;        /* eager classes: rounds of blocks before the current one (a close
+                            * call measures again, tag_calib.c) */
+    uint64_t prior_bytes[3], prior_ns[3]; /* and the best block of each mode in them */
     tag_calib_block_t block[TAG_CALIB_BLOCKS];
 } tag_calib_class_t;
 
