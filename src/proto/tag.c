@@ -1314,7 +1314,7 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
     unsigned mode = 0;
     tag_calib_ticket_t ticket = {0, 0, 0};
     bool eager = length <= tep->eager_max && tag_flow_allows(ep, length);
-    if (eager && length >= tep->reply_min) {
+    if (eager && length >= tep->reply_min && comp != NULL) {
         mode = tag_reply_choose(ep, iovcnt);
         eager = mode == FERRY_COUNTERS_MODE_EAGER;
     } else if (!eager && tep->eager_measured && length <= tag_eager_placed_max(ep) &&
@@ -1372,7 +1372,7 @@ static fy_always_inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_
         const fy_tag_ep_t *tep = fy_tag_ep_of(ep);
         if (fy_likely(ep->state == FY_EP_OPEN && tep->ready && iov->length <= tep->eager_max &&
                       !tep->eager_limit) &&
-            (fy_likely(iov->length < tep->reply_min) || !tag_reply_due(ep)))
+            (fy_likely(iov->length < tep->reply_min) || comp == NULL || !tag_reply_due(ep)))
             return tag_send_eager_plain(ep, iov, 1, iov->length, tag, comp);
     }
     return tag_send_any(ep, iov, iovcnt, tag, NULL, comp);

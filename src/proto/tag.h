@@ -56,8 +56,8 @@
  * stream (FY_TL_CAP_STREAM) NULL). Where GET and SPLIT work and nothing is forced, a message of
  * 16 KiB up to what the transport places (shm: 256 KiB) goes eager, by GET or by SPLIT as the
  * worker measured on its first messages of that size class (tag_calib.c, "eager or
- * rendezvous"; fy_tag_ep_t.eager_measured), and one of 8 KiB .. 16 KiB - 1 from one piece by GET
- * when it answers the peer, else eagerly (tag_reply_choose):
+ * rendezvous"; fy_tag_ep_t.eager_measured), and one of 8 KiB .. 16 KiB - 1 from one piece, with a
+ * completion, by GET when it answers the peer, else eagerly (tag_reply_choose):
  *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
  *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
  *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is

@@ -337,7 +337,8 @@ unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, ui
  * It answers the peer when the worker's last tagged message came from ep's peer and arrived
  * after ep's last send that answered (fy_tag_worker_t.rx_count, rx_last_peer); that send is
  * then marked. The inline send path asks tag_reply_due first: a stream (nothing received in
- * between) stays on it. */
+ * between) stays on it. A send without a completion is not asked (it stays eager: its caller
+ * cannot learn when a rendezvous is done with the buffers). */
 unsigned tag_reply_choose(ferry_ep_t *ep, size_t iovcnt);
 
 /* Whether a send to ep answers its peer (tag_reply_choose), without marking it. */

@@ -4,7 +4,9 @@
  * Process "a" (this one) and "b" (forked), each with an endpoint of its own to the other:
  *   1. ping-pong, TR_ROUNDS rounds: a sends one message (8 KiB .. 16 KiB - 1; every fourth from
  *      three pieces, the others from one), b receives it and answers with one of its own (the
- *      same sizes; every fifth an 8-byte one, every seventh from three pieces), a receives that.
+ *      same sizes; every fifth an 8-byte one, every seventh from three pieces, every ninth
+ *      without a completion: ferry_tag_send must return FERRY_OK, and b frees the buffer at
+ *      once), a receives that.
  *      b posts its receive before a's message comes in odd rounds and after it came (probed:
  *      an unexpected RTS or eager message) in even ones; a always posts first.
  *   2. a stream a -> b: TR_STREAM messages of those sizes from one piece, TR_WINDOW in flight,
@@ -13,7 +15,8 @@
  * how each of its messages moved: with cross-memory attach (the default), a's first ping eager
  * (nothing came from b before it), every later one from one piece by GET, every one from
  * three pieces eager; each of b's answers of that class from one piece by GET, from three
- * eager; of the stream, only the first by GET (it follows b's last answer), the rest eager.
+ * eager, and the ones sent without a completion eager; of the stream, only the first by GET (it
+ * follows b's last answer), the rest eager.
  * With FERRY_SHM_CMA=off (mp_tag_reply_nocma) every message eager. */
 #define _GNU_SOURCE
 #include <stdbool.h>
@@ -52,6 +55,12 @@ static bool tr_ping_pieces(unsigned i)
     return i % 4 == 3;
 }
 
+/* b's answers sent without a completion (from one piece) */
+static bool tr_answer_nocomp(unsigned i)
+{
+    return i % 9 == 7;
+}
+
 static size_t tr_answer_size(unsigned i)
 {
     return i % 5 == 4 ? 8 : tr_size(TR_B, i);
@@ -59,7 +68,7 @@ static size_t tr_answer_size(unsigned i)
 
 static bool tr_answer_pieces(unsigned i)
 {
-    return i % 7 == 6;
+    return i % 7 == 6 && !tr_answer_nocomp(i);
 }
 
 typedef struct tr_expect {
@@ -102,6 +111,25 @@ static void tr_send(tr_proc_t *p, ft_tag_send_t *s, uint64_t tag, size_t size, b
                       pieces ? FT_SHAPE_UNEVEN3 : FT_SHAPE_CONTIG);
 }
 
+/* A send without a completion: its buffers are the caller's again when it returns FERRY_OK (freed
+ * here at once: the receiver's byte check would see it if the message read them later). */
+static void tr_send_nocomp(tr_proc_t *p, uint64_t tag, size_t size)
+{
+    ft_tbuf_t buf;
+    ft_tbuf_init(&buf, FT_SHAPE_CONTIG, size);
+    ft_tbuf_fill(&buf, p->self, tag, size);
+    ferry_status_t status;
+    uint64_t deadline = ft_now_ns() + (uint64_t)FT_TAG_TIMEOUT * 1000000u;
+    while ((status = ferry_tag_send(p->ep, buf.iov, buf.count, tag, NULL)) ==
+           FERRY_ERR_NO_RESOURCE) {
+        ft_progress_once(p->worker);
+        FT_CHECK(ft_now_ns() < deadline, "ferry_tag_send(%zu bytes, no completion): no room", size);
+    }
+    FT_CHECK(status == FERRY_OK, "ferry_tag_send(%zu bytes, no completion) returned %s", size,
+             ferry_status_name(status));
+    ft_tbuf_free(&buf);
+}
+
 static void tr_recv(tr_proc_t *p, unsigned from, uint64_t tag, size_t size, bool probe_first,
                     const char *what)
 {
@@ -138,6 +166,12 @@ static void tr_pingpong(tr_proc_t *p, bool cma, tr_expect_t *expect)
         }
         snprintf(what, sizeof(what), "round %u: a's message", i);
         tr_recv(p, TR_A, tr_tag(1, TR_A, i), tr_size(TR_A, i), i % 2 == 0, what);
+        if (tr_answer_nocomp(i)) {
+            tr_send_nocomp(p, tr_tag(1, TR_B, i), tr_answer_size(i));
+            if (tr_answer_size(i) >= TR_CLASS_BASE)
+                tr_expect_sent(expect, cma, false, false);
+            continue;
+        }
         tr_send(p, &s, tr_tag(1, TR_B, i), tr_answer_size(i), tr_answer_pieces(i));
         if (tr_answer_size(i) >= TR_CLASS_BASE)
             tr_expect_sent(expect, cma, true, tr_answer_pieces(i));
