@@ -267,6 +267,16 @@ bool ft_tag_send_done(const ft_tag_send_t *s)
     return *(volatile const int64_t *)&s->comp.count == 0;
 }
 
+bool ft_tag_send_reap(ft_tag_send_t *s, const char *what)
+{
+    if (!ft_tag_send_done(s))
+        return false;
+    FT_CHECK(s->comp.status == FERRY_OK, "%s: send of tag 0x%llx completed with %s", what,
+             (unsigned long long)s->tag, ferry_status_name(s->comp.status));
+    ft_tbuf_free(&s->buf);
+    return true;
+}
+
 void ft_tag_send_wait(ferry_worker_t *w, ft_tag_send_t *s, ferry_status_t expected)
 {
     char what[160];

@@ -91,6 +91,9 @@ void ft_tag_send_start_ext(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, 
 ferry_status_t ft_tag_send_buf(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint64_t tag,
                                size_t size);
 bool ft_tag_send_done(const ft_tag_send_t *s);
+/* A send of a window slot: when it completed, checks it completed with FERRY_OK (what names the
+ * stream in the failure), frees its buffer and returns true; else false. */
+bool ft_tag_send_reap(ft_tag_send_t *s, const char *what);
 /* Wait for the completion (timeout_ms), fail unless its status is expected; frees the buffer. */
 void ft_tag_send_wait(ferry_worker_t *w, ft_tag_send_t *s, ferry_status_t expected);
 

@@ -98,15 +98,12 @@ static void tk_send_burst(tk_proc_t *p, unsigned cls, unsigned burst, unsigned n
 {
     bool busy[TK_WINDOW] = {false};
     unsigned next = 0, done = 0;
+    char what[48];
+    snprintf(what, sizeof(what), "class %u burst %u", cls, burst);
     uint64_t deadline = ft_now_ns() + (uint64_t)FT_TAG_TIMEOUT * 1000000u;
     while (done < n) {
         for (unsigned s = 0; s < TK_WINDOW; s++) {
-            if (busy[s] && ft_tag_send_done(&tk_sends[s])) {
-                FT_CHECK(tk_sends[s].comp.status == FERRY_OK,
-                         "class %u burst %u: send of tag 0x%llx completed with %s", cls, burst,
-                         (unsigned long long)tk_sends[s].tag,
-                         ferry_status_name(tk_sends[s].comp.status));
-                ft_tbuf_free(&tk_sends[s].buf);
+            if (busy[s] && ft_tag_send_reap(&tk_sends[s], what)) {
                 busy[s] = false;
                 done++;
             }

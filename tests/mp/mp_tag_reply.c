@@ -194,12 +194,7 @@ static void tr_stream_a(tr_proc_t *p, bool cma, tr_expect_t *expect)
     ft_progress_until_token(p->worker, p->chan, TR_TOKEN_READY, FT_TAG_TIMEOUT, NULL);
     while (done < TR_STREAM) {
         for (unsigned s = 0; s < TR_WINDOW; s++) {
-            if (busy[s] && ft_tag_send_done(&tr_sends[s])) {
-                FT_CHECK(tr_sends[s].comp.status == FERRY_OK,
-                         "stream: send of tag 0x%llx completed with %s",
-                         (unsigned long long)tr_sends[s].tag,
-                         ferry_status_name(tr_sends[s].comp.status));
-                ft_tbuf_free(&tr_sends[s].buf);
+            if (busy[s] && ft_tag_send_reap(&tr_sends[s], "stream")) {
                 busy[s] = false;
                 done++;
             }
