@@ -391,9 +391,9 @@ typedef struct fy_tag_ep {
 #define TAG_CALIB_EAGER_CLASS_MAX 18
 #define TAG_CALIB_EAGER_CLASSES (TAG_CALIB_EAGER_CLASS_MAX - TAG_CALIB_EAGER_CLASS_MIN + 1)
 /* Below those classes, from 2^TAG_REPLY_GET_SHIFT (8 KiB), on the same endpoints: a send from
- * one contiguous buffer that answers the peer (a tagged message came from it since the
- * endpoint's last send of these sizes) goes by GET by address, the others eager (tag_calib.c,
- * tag_reply_choose; fy_tag_ep_t.reply_min). */
+ * one contiguous buffer, with a completion, that answers the peer (the worker's last tagged
+ * message came from it, after the endpoint's last answer) goes by GET by address, the others
+ * eager (tag_calib.c, tag_reply_choose; fy_tag_ep_t.reply_min). */
 #define TAG_REPLY_GET_SHIFT 13
 #define TAG_CALIB_EAGER_BLOCK_BYTES (8u << 20)
 #define TAG_CALIB_BLOCKS 6
