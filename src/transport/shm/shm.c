@@ -262,6 +262,15 @@ static inline uint8_t *shm_buf_data(shm_region_t *region, unsigned pool, unsigne
     return (uint8_t *)region + SHM_REGION_HEADER_SIZE + (size_t)index * SHM_BUF_SLOT;
 }
 
+/* Where the contents (bytes of them) of a buffer of a MEDIUM cell start: a medium buffer's are
+ * shifted into its slot when large (shm_buf_shift), a bulk buffer's start it. */
+static inline uint8_t *shm_buf_contents(shm_region_t *region, unsigned pool, unsigned index,
+                                        size_t bytes)
+{
+    uint8_t *slot = shm_buf_data(region, pool, index);
+    return pool == SHM_POOL_MEDIUM ? slot + shm_buf_shift(bytes) : slot;
+}
+
 /* The pool of a received MEDIUM or FRAG cell. */
 static inline unsigned shm_cell_pool(const shm_cell_t *cell)
 {
@@ -377,8 +386,7 @@ static ferry_status_t shm_req_post(fy_tl_ep_t *tlep, shm_req_t *req)
         int buf = shm_buf_reserve(tlep, pool);
         if (buf < 0)
             return FERRY_ERR_NO_RESOURCE;
-        uint8_t *data = shm_buf_data(tlep->peer_region, pool, (unsigned)buf) +
-                        (pool == SHM_POOL_MEDIUM ? shm_buf_shift(bytes) : 0);
+        uint8_t *data = shm_buf_contents(tlep->peer_region, pool, (unsigned)buf, bytes);
         memcpy(head ? cell->data : data, req->header, req->header_length);
         shm_req_gather_to(req, head ? data : data + req->header_length, req->length,
                           pool == SHM_POOL_BULK ? tlep->stores.stream_min : UINT64_MAX);
@@ -866,9 +874,8 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
         return tlep->state != SHM_CONN_DETACHED;
     case SHM_CELL_MEDIUM: {
         bool head = (cell->flags & SHM_CELL_HEAD) != 0;
-        uint8_t *data = shm_buf_data(region, shm_cell_pool(cell), cell->buf);
-        if (shm_cell_pool(cell) == SHM_POOL_MEDIUM)
-            data += shm_buf_shift(head ? cell->length - cell->header_length : cell->length);
+        uint8_t *data = shm_buf_contents(region, shm_cell_pool(cell), cell->buf,
+                                         head ? cell->length - cell->header_length : cell->length);
         if (fy_am_deliver(tlw->worker, ep, cell->am_id, head ? cell->data : data,
                           cell->header_length, head ? data : data + cell->header_length,
                           cell->length - cell->header_length,
