@@ -199,6 +199,10 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
     if (best_ns[1] != 0 && (best_ns[2] == 0 || fy_rate_above(best_bytes[1], best_ns[1],
                                                              best_bytes[2], best_ns[2], 1, 1)))
         rndv = 1;
+    char rates[80];
+    snprintf(rates, sizeof(rates), "best block eager %u.%03u GB/s, get %u.%03u, split %u.%03u",
+             rate_mbps[0] / 1000, rate_mbps[0] % 1000, rate_mbps[1] / 1000, rate_mbps[1] % 1000,
+             rate_mbps[2] / 1000, rate_mbps[2] % 1000);
     bool figures_both = best_ns[0] != 0 && best_ns[rndv] != 0;
     bool clear =
         figures_both && fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0],
@@ -213,23 +217,17 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
         memset(c->block, 0, sizeof(c->block));
         c->issue = 0;
         c->rounds++;
-        fy_debug("tagged messages of %llu..%llu bytes: a close call (best block eager %u.%03u "
-                 "GB/s, get %u.%03u, split %u.%03u): another round of blocks",
+        fy_debug("tagged messages of %llu..%llu bytes: a close call (%s): another round of blocks",
                  (unsigned long long)calib_class_size(index),
-                 (unsigned long long)(2 * calib_class_size(index) - 1), rate_mbps[0] / 1000,
-                 rate_mbps[0] % 1000, rate_mbps[1] / 1000, rate_mbps[1] % 1000, rate_mbps[2] / 1000,
-                 rate_mbps[2] % 1000);
+                 (unsigned long long)(2 * calib_class_size(index) - 1), rates);
         return;
     }
     c->mode = clear ? calib_eager_modes[rndv] : FERRY_COUNTERS_MODE_EAGER;
     c->decided = true;
     char figures[160];
-    snprintf(figures, sizeof(figures),
-             "best block eager %u.%03u GB/s, get %u.%03u, split %u.%03u (%u round%s); a "
-             "rendezvous needs %u/%u of eager's",
-             rate_mbps[0] / 1000, rate_mbps[0] % 1000, rate_mbps[1] / 1000, rate_mbps[1] % 1000,
-             rate_mbps[2] / 1000, rate_mbps[2] % 1000, c->rounds + 1u, c->rounds ? "s" : "",
-             CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN);
+    snprintf(figures, sizeof(figures), "%s (%u round%s); a rendezvous needs %u/%u of eager's",
+             rates, c->rounds + 1u, c->rounds ? "s" : "", CALIB_EAGER_MARGIN_NUM,
+             CALIB_EAGER_MARGIN_DEN);
     calib_say(index, "messages",
               c->mode == TAG_RNDV_GET     ? "go by rendezvous get"
               : c->mode == TAG_RNDV_SPLIT ? "go by rendezvous split"
