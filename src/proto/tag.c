@@ -1313,14 +1313,17 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
      * mode, as measured (0: tag_rndv_choose's) */
     unsigned mode = 0;
     tag_calib_ticket_t ticket = {0, 0, 0};
-    bool eager = length <= tep->eager_max && tag_flow_allows(ep, length);
+    bool allowed = tag_flow_allows(ep, length);
+    bool eager = length <= tep->eager_max && allowed;
     if (eager && length >= tep->reply_min && comp != NULL) {
         mode = tag_reply_choose(ep, iovcnt);
         eager = mode == FERRY_COUNTERS_MODE_EAGER;
-    } else if (!eager && tep->eager_measured && length <= tag_eager_placed_max(ep) &&
-               tag_flow_allows(ep, length)) {
-        mode = tag_calib_eager_choose(ep->worker, ep, length, &ticket);
-        eager = mode == FERRY_COUNTERS_MODE_EAGER;
+    } else if (tep->eager_measured && length > tep->eager_max &&
+               length <= tag_eager_placed_max(ep)) {
+        /* restricted by the receiver (!allowed): the class's rendezvous mode, or its blocks
+         * without the eager ones (FERRY_COUNTERS_MODE_EAGER back: tag_rndv_choose's) */
+        mode = tag_calib_eager_choose(ep->worker, ep, length, !allowed, &ticket);
+        eager = allowed && mode == FERRY_COUNTERS_MODE_EAGER;
     }
     if (fy_likely(eager)) {
         ferry_status_t status;

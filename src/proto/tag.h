@@ -417,6 +417,8 @@ typedef struct tag_calib_class {
                             * classes: unused) */
     uint8_t rounds;        /* eager classes: rounds of blocks before the current one (a close
                             * call measures again, tag_calib.c) */
+    bool eager_skipped;    /* eager classes: an eager block was given up, the receiver keeping
+                            * the sends from going eagerly (tag_calib.c, calib_skip_eager) */
     uint64_t prior_bytes[3], prior_ns[3]; /* and the best block of each mode in them */
     tag_calib_block_t block[TAG_CALIB_BLOCKS];
 } tag_calib_class_t;

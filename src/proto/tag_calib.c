@@ -40,7 +40,11 @@
  * class only when its best block ran at least CALIB_EAGER_MARGIN times eager's best: eager asks
  * nothing of the receiver, and a noisy block (preemption) only makes eager stay. As for COOP and
  * SPLIT, a class decides after its first four blocks (E G S S) when the slowest block of one
- * mode ran 1.5x the fastest of each other's (64 KiB-256 KiB here: SPLIT 1.6-2.9x eager).
+ * mode ran 1.5x the fastest of each other's (64 KiB-256 KiB here: SPLIT 1.6-2.9x eager), and
+ * also when every block of one rendezvous mode ran the margin above the eager block (the faster
+ * rendezvous mode then takes the class). A send the receiver keeps from going eagerly (FLOW
+ * back-pressure) goes on with the class's rendezvous blocks and gives up its eager ones; a class
+ * whose eager blocks were all given up decides between GET and SPLIT.
  *
  * Cost: one clock reading per send and completion of a class while it calibrates (messages of
  * 8 KiB or more: microseconds each), nothing afterwards. */
@@ -204,9 +208,12 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
              rate_mbps[0] / 1000, rate_mbps[0] % 1000, rate_mbps[1] / 1000, rate_mbps[1] % 1000,
              rate_mbps[2] / 1000, rate_mbps[2] % 1000);
     bool figures_both = best_ns[0] != 0 && best_ns[rndv] != 0;
-    bool clear =
-        figures_both && fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0],
-                                      CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN);
+    /* eager without a figure because the receiver kept the class's sends from going eagerly
+     * (calib_skip_eager): the rendezvous */
+    bool clear = figures_both
+                     ? fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0],
+                                     CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN)
+                     : c->eager_skipped && best_ns[0] == 0 && best_ns[rndv] != 0;
     if (figures_both && !clear && c->rounds + 1u < CALIB_EAGER_ROUNDS &&
         fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0], 1, 1)) {
         /* a close call: the blocks again, each mode's best kept */
@@ -235,36 +242,70 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
               figures);
 }
 
+/* A send the receiver keeps from going eagerly (FLOW restricted, restricted true) would start
+ * or join c's eager block c->issue, whose last send is not issued (the block's sends so far went
+ * as plain eager sends; only the last is tracked): the block is given up, without a figure, and
+ * the class goes on with the next block, or decides when it was the last. Under Open MPI's
+ * window of 16 a 64 KiB stream outruns the reposted receives while it goes eagerly, and the
+ * receiver restricts it in the middle of the class's blocks: the eager block then never ended,
+ * the class never decided, and the restricted sends calibrated COOP against SPLIT from scratch
+ * (about 200 more messages). */
+static void calib_skip_eager(tag_calib_class_t *c, int index)
+{
+    tag_calib_block_t *k = &c->block[c->issue];
+    k->issued = c->per_block;
+    k->done = c->per_block;
+    k->first_ns = 0;
+    k->end_ns = 0;
+    k->bytes = 0;
+    c->eager_skipped = true;
+    if (c->issue + 1 == TAG_CALIB_BLOCKS)
+        calib_decide_eager(c, index); /* a close call starts another round at block 0 */
+    else
+        c->issue++;
+}
+
 /* Class index (calibrating, ep's transport done with its own) for a send of length bytes: the
  * current block's mode, the send counted in it (ticket), or, while the block before is issued
  * but not complete, the next block's mode uncounted. In an eager block only the last message
  * carries TAG_FLAG_ACK (ticket->ack) and is tracked to its completion: messages arrive and match
  * in order, so its match ends the block, and the others go as plain eager sends do (an ACK on
  * each cost the receiver a DONE per message: at 16 KiB the blocks read 12-14 GB/s where the
- * stream runs 16-17). */
-static uint8_t calib_join(tag_calib_class_t *c, int index, uint64_t length,
+ * stream runs 16-17). A restricted send (restricted true: the receiver keeps it from going
+ * eagerly) gives up an eager block it would start or join (calib_skip_eager) and goes uncounted
+ * by SPLIT where it would go uncounted eagerly; when that decides the class, its mode. */
+static uint8_t calib_join(tag_calib_class_t *c, int index, uint64_t length, bool restricted,
                           tag_calib_ticket_t *ticket)
 {
     const uint8_t *order = calib_order_of(index);
     if (c->per_block == 0)
         c->per_block = calib_per_block(index);
-    tag_calib_block_t *k = &c->block[c->issue];
-    if (k->issued == c->per_block) {
-        /* issued in full: until it completed, sends go uncounted in the next block's mode, so
-         * that the next block starts with a pipeline of its own mode */
-        if (c->issue + 1 == TAG_CALIB_BLOCKS)
-            return order[c->issue];
-        if (k->done != c->per_block)
-            return order[c->issue + 1];
-        k = &c->block[++c->issue];
+    for (;;) {
+        tag_calib_block_t *k = &c->block[c->issue];
+        if (k->issued == c->per_block) {
+            /* issued in full: until it completed, sends go uncounted in the next block's mode,
+             * so that the next block starts with a pipeline of its own mode */
+            if (c->issue + 1 == TAG_CALIB_BLOCKS || k->done != c->per_block) {
+                uint8_t next = order[c->issue + 1 == TAG_CALIB_BLOCKS ? c->issue : c->issue + 1];
+                return restricted && next == FERRY_COUNTERS_MODE_EAGER ? TAG_RNDV_SPLIT : next;
+            }
+            c->issue++;
+            continue;
+        }
+        if (restricted && order[c->issue] == FERRY_COUNTERS_MODE_EAGER) {
+            calib_skip_eager(c, index);
+            if (c->decided)
+                return c->mode;
+            continue;
+        }
+        if (k->issued++ == 0)
+            k->first_ns = fy_time_now_ns();
+        k->bytes += length;
+        ticket->calib_class = (uint8_t)(index + 1);
+        ticket->calib_block = c->issue;
+        ticket->ack = order[c->issue] == FERRY_COUNTERS_MODE_EAGER && k->issued == c->per_block;
+        return order[c->issue];
     }
-    if (k->issued++ == 0)
-        k->first_ns = fy_time_now_ns();
-    k->bytes += length;
-    ticket->calib_class = (uint8_t)(index + 1);
-    ticket->calib_block = c->issue;
-    ticket->ack = order[c->issue] == FERRY_COUNTERS_MODE_EAGER && k->issued == c->per_block;
-    return order[c->issue];
 }
 
 tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, const ferry_ep_t *ep, tag_send_t *send,
@@ -284,14 +325,14 @@ tag_rndv_mode_t tag_calib_choose(ferry_worker_t *worker, const ferry_ep_t *ep, t
     if (ep->tl->ep_calibrating != NULL && ep->tl->ep_calibrating(ep->tl_ep))
         return TAG_RNDV_COOP;
     tag_calib_ticket_t ticket = {0, 0, 0};
-    tag_rndv_mode_t mode = (tag_rndv_mode_t)calib_join(c, index, length, &ticket);
+    tag_rndv_mode_t mode = (tag_rndv_mode_t)calib_join(c, index, length, false, &ticket);
     send->calib_class = ticket.calib_class;
     send->calib_block = ticket.calib_block;
     return mode;
 }
 
 unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, uint64_t length,
-                                tag_calib_ticket_t *ticket)
+                                bool restricted, tag_calib_ticket_t *ticket)
 {
     fy_tag_worker_t *tw = fy_tag_worker_of(worker);
     int index = calib_eager_class_index(length);
@@ -317,7 +358,7 @@ unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, ui
     /* as above: eager, uncounted, finishes the transport's calibration of its copies */
     if (ep->tl->ep_calibrating != NULL && ep->tl->ep_calibrating(ep->tl_ep))
         return FERRY_COUNTERS_MODE_EAGER;
-    return calib_join(c, index, length, ticket);
+    return calib_join(c, index, length, restricted, ticket);
 }
 
 /* Answers. An 8 KiB .. 16 KiB - 1 message is too small for the eager classes' blocks (an eager
@@ -383,6 +424,32 @@ static bool calib_clear(const tag_calib_class_t *c, const uint8_t *order)
     return false;
 }
 
+/* After the first CALIB_EARLY_BLOCKS blocks of an eager class (E G S S) completed: whether every
+ * block of one rendezvous mode ran at least the margin a rendezvous needs above every eager
+ * block. The class then decides without its last two blocks (for the faster rendezvous mode,
+ * calib_decide_eager): at 64 KiB, where SPLIT streams 1.3-1.6x eager's rate and GET 1.2-1.3x,
+ * neither rendezvous mode ran 3/2 of the other's blocks, so the class ran all six blocks (768
+ * messages) of Open MPI's 1 000-message stream. */
+static bool calib_eager_beaten(const tag_calib_class_t *c)
+{
+    for (unsigned b = 0; b < CALIB_EARLY_BLOCKS; b++)
+        if (c->block[b].end_ns <= c->block[b].first_ns)
+            return false; /* no figure (the clock did not move, or a block given up) */
+    for (unsigned m = 1; m < 3; m++) {
+        bool beats = true;
+        for (unsigned r = 0; r < CALIB_EARLY_BLOCKS && beats; r++) {
+            if (calib_eager_order[r] != calib_eager_modes[m])
+                continue;
+            for (unsigned e = 0; e < CALIB_EARLY_BLOCKS && beats; e++)
+                beats = calib_eager_order[e] != FERRY_COUNTERS_MODE_EAGER ||
+                        calib_block_above(c, r, e, CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN);
+        }
+        if (beats)
+            return true;
+    }
+    return false;
+}
+
 void tag_calib_done(ferry_worker_t *worker, tag_send_t *send)
 {
     int index = send->calib_class - 1;
@@ -396,9 +463,10 @@ void tag_calib_done(ferry_worker_t *worker, tag_send_t *send)
         return;
     k->end_ns = fy_time_now_ns();
     /* no send joined the next block yet (calib_join waits for this one's completion) */
-    bool last =
-        send->calib_block + 1 == TAG_CALIB_BLOCKS ||
-        (send->calib_block + 1 == CALIB_EARLY_BLOCKS && calib_clear(c, calib_order_of(index)));
+    bool last = send->calib_block + 1 == TAG_CALIB_BLOCKS ||
+                (send->calib_block + 1 == CALIB_EARLY_BLOCKS &&
+                 (calib_clear(c, calib_order_of(index)) ||
+                  (index >= TAG_CALIB_CLASSES && calib_eager_beaten(c))));
     if (!last)
         return;
     if (index >= TAG_CALIB_CLASSES)

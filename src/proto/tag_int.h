@@ -328,9 +328,11 @@ typedef struct tag_calib_ticket {
  * its class decided, or, while it calibrates, as its current block (*ticket counts the send
  * there: cancel it when the send does not start; the last of an eager block carries
  * TAG_FLAG_ACK, ticket->ack) or, between blocks, the next one's uncounted; eager, uncounted,
- * while ep's transport still calibrates its own copies. */
+ * while ep's transport still calibrates its own copies. restricted (the receiver keeps the send
+ * from going eagerly): never eager; FERRY_COUNTERS_MODE_EAGER back means tag_rndv_choose's mode
+ * (a class decided for eager, or not calibrating), the eager blocks are given up. */
 unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, uint64_t length,
-                                tag_calib_ticket_t *ticket);
+                                bool restricted, tag_calib_ticket_t *ticket);
 /* How a send of iovcnt pieces to ep, of a size from the endpoint's reply_min up to its eager_max
  * (8 KiB .. 16 KiB - 1 where GET and SPLIT work and nothing is forced), goes: TAG_RNDV_GET (by
  * address) when it answers the peer and comes from one piece, else FERRY_COUNTERS_MODE_EAGER.

@@ -16,7 +16,15 @@
  * number depends on the timing): with cross-memory attach (the default), every mode of the class
  * moved messages, then one mode alone for longer than any stretch of the calibration, then two
  * more bursts of it; with FERRY_SHM_CMA=off (mp_tag_calib_nocma) eager alone in the first two
- * classes, COOP alone in the others. */
+ * classes, COOP alone in the others.
+ *
+ * With MP_TAG_CALIB_RESTRICTED=1 (mp_tag_calib_restricted) only the class of 64 KiB + 1 .. 128
+ * KiB - 1, and b posts no receive for the first burst until it restricted a (the unexpected
+ * messages in pieces used up its recycled buffers: FLOW EAGER_BUFFER, then EAGER_SMALL), as
+ * Open MPI's window of receives did: a's class calibrates while its sends are kept from going
+ * eagerly, so its eager blocks are given up (tag_calib.c, calib_skip_eager) and the class
+ * decides between GET and SPLIT; none of its messages goes by COOP (before, the restricted
+ * sends calibrated COOP against SPLIT from scratch). */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -130,22 +138,50 @@ static void tk_send_burst(tk_proc_t *p, unsigned cls, unsigned burst, unsigned n
     }
 }
 
-/* b: n messages of the class, tk_recv_window(cls) receives posted, each checked. */
-static void tk_recv_burst(tk_proc_t *p, unsigned cls, unsigned burst, unsigned n)
+/* b, restricted: after READY, progress without a receive posted until b restricted a's eager
+ * sends (its worker's counters). */
+static void tk_restrict(tk_proc_t *p)
 {
-    unsigned window = tk_recv_window(cls);
+    uint64_t deadline = ft_now_ns() + (uint64_t)FT_TAG_TIMEOUT * 1000000u;
+    for (;;) {
+        ferry_counters_t c = {.size = sizeof(c)};
+        FT_CHECK(ferry_worker_counters(p->worker, &c) == FERRY_OK, "ferry_worker_counters failed");
+        if (c.tag_flow_limited > 0) {
+            ft_note("b restricted a with %llu unexpected messages (%llu bytes) buffered",
+                    (unsigned long long)c.tag_unexpected_peak_count,
+                    (unsigned long long)c.tag_unexpected_peak_bytes);
+            return;
+        }
+        ft_progress_once(p->worker);
+        FT_CHECK(ft_now_ns() < deadline,
+                 "a's eager sends were not restricted after %d ms without receives (peak %llu "
+                 "unexpected messages)",
+                 FT_TAG_TIMEOUT, (unsigned long long)c.tag_unexpected_peak_count);
+    }
+}
+
+/* b: n messages of the class, tk_recv_window(cls) receives posted, each checked; late: the
+ * receives posted only once a is restricted (tk_restrict), then TK_WINDOW of them. */
+static void tk_recv_burst(tk_proc_t *p, unsigned cls, unsigned burst, unsigned n, bool late)
+{
+    unsigned window = late ? TK_WINDOW : tk_recv_window(cls);
     unsigned slot_msg[TK_BURST];
     bool busy[TK_BURST] = {false};
     unsigned next = 0, done = 0;
     char what[100];
     uint64_t deadline = ft_now_ns() + (uint64_t)FT_TAG_TIMEOUT * 1000000u;
+    if (late) {
+        ft_chan_send_token(p->chan, TK_TOKEN_READY, 0, 0, 0, 0);
+        tk_restrict(p);
+    }
     for (unsigned s = 0; s < window && next < n; s++, next++) {
         ft_tag_recv_init(&tk_recvs[s], tk_shape(next + 1), tk_size(cls, next));
         ft_tag_recv_post(p->worker, &tk_recvs[s], tk_tag(cls, burst, next), UINT64_MAX);
         slot_msg[s] = next;
         busy[s] = true;
     }
-    ft_chan_send_token(p->chan, TK_TOKEN_READY, 0, 0, 0, 0);
+    if (!late)
+        ft_chan_send_token(p->chan, TK_TOKEN_READY, 0, 0, 0, 0);
     while (done < n) {
         for (unsigned s = 0; s < window; s++) {
             if (!busy[s] || !ft_tag_recv_poll(&tk_recvs[s]))
@@ -258,12 +294,12 @@ static void tk_run_a(tk_proc_t *p, unsigned cls, bool nocma)
              burst * TK_BURST, seen, streak);
 }
 
-/* b: receive bursts until a says the class is over. */
-static void tk_run_b(tk_proc_t *p, unsigned cls)
+/* b: receive bursts until a says the class is over (restricted: the first one late). */
+static void tk_run_b(tk_proc_t *p, unsigned cls, bool restricted)
 {
     for (unsigned burst = 0;; burst++) {
         ft_token_t token;
-        tk_recv_burst(p, cls, burst, TK_BURST);
+        tk_recv_burst(p, cls, burst, TK_BURST, restricted && burst == 0);
         ft_progress_until_token(p->worker, p->chan, TK_TOKEN_NEXT, FT_TAG_TIMEOUT, &token);
         if (token.v[0] == 0)
             break;
@@ -274,11 +310,13 @@ static void tk_run(tk_proc_t *p)
 {
     const char *cma = getenv("FERRY_SHM_CMA");
     bool nocma = cma != NULL && strcmp(cma, "off") == 0;
-    for (unsigned cls = 0; cls < TK_CLASSES; cls++) {
+    const char *restrict_env = getenv("MP_TAG_CALIB_RESTRICTED");
+    bool restricted = restrict_env != NULL && strcmp(restrict_env, "1") == 0;
+    for (unsigned cls = restricted ? 1 : 0; cls < (restricted ? 2 : TK_CLASSES); cls++) {
         if (p->self == TK_A)
             tk_run_a(p, cls, nocma);
         else
-            tk_run_b(p, cls);
+            tk_run_b(p, cls, restricted);
     }
 }
 

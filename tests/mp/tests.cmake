@@ -140,6 +140,9 @@ ferry_add_test(NAME mp_tag_sizes_split_nocma SOURCES mp/mp_tag_sizes.c ARGS quic
 # calibrates and one of them afterwards; without it, COOP only
 ferry_add_test(NAME mp_tag_calib SOURCES mp/mp_tag_calib.c TIMEOUT 120)
 ferry_add_test(NAME mp_tag_calib_nocma SOURCES mp/mp_tag_calib.c TIMEOUT 120 ENV FERRY_SHM_CMA=off)
+# the store kind fixed (plain), so that no send goes by COOP while the transport measures it
+ferry_add_test(NAME mp_tag_calib_restricted SOURCES mp/mp_tag_calib.c TIMEOUT 120
+               ENV MP_TAG_CALIB_RESTRICTED=1 FERRY_SHM_STREAM_MIN=16G)
 ferry_add_test(NAME mp_tag_reply SOURCES mp/mp_tag_reply.c TIMEOUT 60)
 ferry_add_test(NAME mp_tag_reply_nocma SOURCES mp/mp_tag_reply.c TIMEOUT 60 ENV FERRY_SHM_CMA=off)
 # bad input: hand-made tag-protocol messages (INTERNAL: ferry_am_send_internal) from a peer that
