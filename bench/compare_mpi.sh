@@ -3,9 +3,12 @@
 #
 # In one session, REPEAT rounds; in each round, alternating run by run (A B C D, A B C D):
 #   1. tag_lat (ping-pong) and tag_bw (windowed streaming) of bench/mpi_pingpong.c at 8 B,
-#      4 KiB, 64 KiB, 1 MiB, 16 MiB (three mpiruns per configuration and test: 8 B and 4 KiB
-#      with 10000 iterations, five runs of each in the mpirun, 64 KiB and 1 MiB with 1000, 16
-#      MiB with 50; warm-up a tenth)
+#      4 KiB, 64 KiB, 1 MiB, 16 MiB (four mpiruns per configuration and test: 8 B and 4 KiB
+#      with 10000 iterations, five runs of each in the mpirun, 64 KiB with 10000, 1 MiB with
+#      1000, 16 MiB with 50; warm-up a tenth, as in compare_tag.sh: it holds the automatic
+#      choice's calibration), and the start of a run at 64 KiB on its own, row "64K-first":
+#      its first 1000 iterations after 100 (most of the calibration measured; the row 64 KiB
+#      was until session 12)
 #      under mpirun -np 2 --bind-to core:
 #        ferry-ofi  --mca pml cm --mca mtl ofi, provider ferry (build/ofi/libferry-fi.so)
 #        ob1-cma    --mca pml ob1 --mca btl self,vader (vader's default single copy: CMA)
@@ -41,8 +44,8 @@ provider_setup "rounds, default 3" "$mpicc" mpirun.openmpi fi_pingpong taskset s
 prog=$work/mpi_pingpong
 mpi_pingpong_build "$prog"
 
-run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]
-    local config=$1 test=$2 size=$3
+run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]; MPI_ROW: the row's name
+    local config=$1 test=$2 size=$3 row=${MPI_ROW:-}
     shift 3
     local args=(--allow-run-as-root --oversubscribe -np 2 --bind-to core)
     # shellcheck disable=SC2054 # self,vader is one word: the list of BTLs
@@ -67,8 +70,8 @@ run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]
         return 0
     fi
     # mpi_pingpong's CSV: test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
-    echo "$out" | awk -F, -v c="$config" -v t="$test" '$1 == t {
-        printf "%s,%s,%s,%s\n", c, t, $2, t == "tag_lat" ? $4 : $6 }' >>"$raw"
+    echo "$out" | awk -F, -v c="$config" -v t="$test" -v row="$row" '$1 == t {
+        printf "%s,%s,%s,%s\n", c, t, row != "" ? row : $2, t == "tag_lat" ? $4 : $6 }' >>"$raw"
 }
 
 # run_raw TOOL: one run of 8-byte ping-pongs, pinned (server core 0, client core 1); its
@@ -101,7 +104,7 @@ run_raw() {
 }
 
 nconfigs=$(wc -w <<<"$configs")
-total_runs=$(((nconfigs * 6 + 2) * repeat))
+total_runs=$(((nconfigs * 8 + 2) * repeat))
 count=0
 busy_before=$(cpu_busy_percent)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -115,7 +118,9 @@ for ((r = 1; r <= repeat; r++)); do
             # first run of an mpirun over the provider grows ferry's pools (ofi/README.md),
             # so each mpirun measures 8 B and 4 KiB five times; the table takes the median
             run_mpi "$config" "$test" 8,8,8,8,8,4096,4096,4096,4096,4096 -n 10000 -w 1000
-            run_mpi "$config" "$test" 65536,1048576 -n 1000 -w 100
+            run_mpi "$config" "$test" 65536 -n 10000 -w 1000
+            MPI_ROW=64K-first run_mpi "$config" "$test" 65536 -n 1000 -w 100
+            run_mpi "$config" "$test" 1048576 -n 1000 -w 100
             run_mpi "$config" "$test" 16777216 -n 50 -w 5
         done
     done
@@ -134,7 +139,7 @@ tables=$out_dir/compare_mpi.txt
     { add($2 "," $3 "," $1, $4) }
     END {
         nc = split(configs, c, " ")
-        split("8 4096 65536 1048576 16777216", sz, " ")
+        split("8 4096 65536 64K-first 1048576 16777216", sz, " ")
         split("tag_lat tag_bw", tests, " ")
         for (t = 1; t <= 2; t++) {
             if (t == 1)
@@ -143,7 +148,7 @@ tables=$out_dir/compare_mpi.txt
                 printf "\nmpi_pingpong tag_bw: GB/s (10^9 B/s), each run bytes / time; the median of the runs of %d rounds (8 B, 4 KiB: 5 a round) (higher is better)\n", repeat
             printf "%9s", "size"; for (i = 1; i <= nc; i++) printf " %10s", c[i]
             printf " %15s\n", "ferry-ofi/best"
-            for (s = 1; s <= 5; s++) {
+            for (s = 1; s <= 6; s++) {
                 printf "%9s", sz[s]
                 best = ""
                 for (i = 1; i <= nc; i++) {
