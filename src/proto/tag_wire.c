@@ -12,13 +12,21 @@
 /* A negative status a peer may legitimately report (an error of ferry_status_t's range). */
 #define TAG_WIRE_STATUS_MIN (-127)
 
+/* Whether length bytes are all zero: eight at a time, without an early exit (a byte loop that
+ * stopped at the first non-zero byte cost ~300 instructions for an RTS's 56-byte rest of the
+ * key, 6 % of the receiver's instructions in an 8 KiB ping-pong by GET by address). */
 static bool tag_wire_zero(const uint8_t *bytes, size_t length)
 {
-    for (size_t i = 0; i < length; i++) {
-        if (bytes[i] != 0)
-            return false;
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + sizeof(uint64_t) <= length; i += sizeof(uint64_t)) {
+        uint64_t word;
+        memcpy(&word, bytes + i, sizeof(word));
+        any |= word;
     }
-    return true;
+    for (; i < length; i++)
+        any |= bytes[i];
+    return any == 0;
 }
 
 static bool tag_wire_has_key(const uint8_t rkey[RKEY_PACKED_SIZE])
