@@ -46,8 +46,9 @@
  * whose first piece came a moment before its receive made every later one go by rendezvous.
  * The same on tcp, whose large frames are placed too (EAGER_BUFFER: eager up to 32 KiB).
  *
- * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]}; it
- * matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
+ * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]} (by
+ * address, TAG_FLAG_ADDR: {tag, length, send id, address} in the short form tag_wire_rts_addr_t);
+ * it matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
  * by default tag_rndv_choose, the one place the choice is made, picks COOP or SPLIT when the
  * endpoint has FY_TL_CAP_RMA and FY_TL_CAP_CMA (cross-memory attach to the peer works: its
  * transport probes that once per endpoint) — whichever the worker measured faster on its own
@@ -129,7 +130,7 @@
 #include "proto/module_list.h"
 #include "wireup/ep.h"
 
-#define TAG_WIRE_VERSION 3u /* 3: TAG_FLAG_ACK */
+#define TAG_WIRE_VERSION 4u /* 3: TAG_FLAG_ACK; 4: the RTS by address in 40 or 48 bytes */
 
 /* NULL mode: DATA messages in flight per send. */
 #define TAG_NULL_WINDOW 4u
@@ -197,6 +198,23 @@ typedef struct tag_wire_rts {
     uint64_t imm;                   /* TAG_FLAG_IMM: the immediate data; else 0 */
 } tag_wire_rts_t;                   /* 112 B, no payload */
 
+/* An RTS with TAG_FLAG_ADDR travels in this form, and only in it: 40 bytes, 48 with
+ * TAG_FLAG_IMM (one shm cell holds 44 bytes of header: the long form took three cells, three
+ * cache lines to cross the cores per message). Decoded into tag_wire_rts_t: the address in
+ * rkey's first 8 bytes (little-endian, tag_wire_rts_address), section = length. */
+typedef struct tag_wire_rts_addr {
+    uint8_t version;
+    uint8_t mode;  /* TAG_RNDV_GET */
+    uint8_t flags; /* TAG_FLAG_ADDR, and TAG_FLAG_IMM exactly when imm is there */
+    uint8_t reserved[5];
+    uint64_t tag;
+    uint64_t length; /* message length (> 0), the section the address covers */
+    uint64_t send_id;
+    uint64_t address;  /* of the sender's buffer (not 0; address + length does not wrap) */
+    uint64_t imm;      /* TAG_FLAG_IMM only: the immediate data */
+} tag_wire_rts_addr_t; /* 40 or 48 B, no payload */
+#define TAG_WIRE_RTS_ADDR_SHORT 40u /* without TAG_FLAG_IMM */
+
 typedef struct tag_wire_cts {
     uint8_t version;
     uint8_t mode; /* PUT, COOP or NULL: what the receiver accepted */
@@ -256,6 +274,9 @@ typedef struct tag_wire_flow {
 _Static_assert(sizeof(tag_wire_eager_t) == 32, "EAGER header is 16 or 32 bytes");
 _Static_assert(offsetof(tag_wire_eager_t, imm) == TAG_WIRE_EAGER_SHORT, "EAGER short form");
 _Static_assert(sizeof(tag_wire_rts_t) == 112, "RTS header is 112 bytes");
+_Static_assert(sizeof(tag_wire_rts_addr_t) == 48 &&
+                   offsetof(tag_wire_rts_addr_t, imm) == TAG_WIRE_RTS_ADDR_SHORT,
+               "RTS by address is 40 or 48 bytes");
 _Static_assert(sizeof(tag_wire_cts_t) == 96, "CTS header is 96 bytes");
 _Static_assert(sizeof(tag_wire_data_t) == 24, "DATA header is 24 bytes");
 _Static_assert(sizeof(tag_wire_done_t) == 32, "DONE header is 32 bytes");
@@ -276,7 +297,8 @@ typedef struct tag_wire_msg {
     } u;
 } tag_wire_msg_t;
 
-/* Check a tag protocol header received as active message id (its exact size for that id, the
+/* Check a tag protocol header received as active message id (its exact size for that id and
+ * form: EAGER 16 or 32 bytes, RTS 112, or 40/48 by address, tag_wire_rts_addr_t; the
  * version, known mode, reserved bytes zero, payload only where allowed, lengths and offsets
  * consistent and not overflowing, keys present exactly where the mode needs one) and copy it
  * into out in host byte order (for EAGER, the fast path's message, only out->id and

@@ -579,9 +579,8 @@ ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry
              (unsigned long long)length, (unsigned long long)tag, (void *)ep, send->mode,
              (unsigned long long)msg.u.rts.section);
     send->state = tag_mode_reads(send->mode) ? TAG_SEND_WAIT_DONE : TAG_SEND_WAIT_CTS;
-    tag_wire_encode(&msg, header);
-    status =
-        fy_am_send_internal(ep, FY_AM_ID_TAG_RTS, header, sizeof(tag_wire_rts_t), NULL, 0, NULL);
+    size_t header_length = tag_wire_encode(&msg, header); /* ADDR: 40 or 48 bytes */
+    status = fy_am_send_internal(ep, FY_AM_ID_TAG_RTS, header, header_length, NULL, 0, NULL);
     if (status != FERRY_OK && status != FERRY_INPROGRESS)
         goto err_release;
     tag_count_sent(ep, length, send->mode); /* tag_rndv_mode_t: the counters' mode numbers */

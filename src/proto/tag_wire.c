@@ -62,6 +62,48 @@ static ferry_status_t tag_wire_fail(const char **why, const char *reason)
     return FERRY_ERR_PROTOCOL;
 }
 
+/* The RTS by address (tag_wire_rts_addr_t, header_length 40 or 48) into out->u.rts. */
+static ferry_status_t tag_wire_decode_rts_addr(const void *header, size_t header_length,
+                                               size_t payload_length, tag_wire_msg_t *out,
+                                               const char **why)
+{
+    tag_wire_rts_addr_t a;
+    memset(&a, 0, sizeof(a));
+    memcpy(&a, header, header_length);
+    if (a.version != TAG_WIRE_VERSION)
+        return tag_wire_fail(why, "unknown wire version");
+    if (payload_length != 0)
+        return tag_wire_fail(why, "payload on a message that carries none");
+    if (!tag_wire_zero(a.reserved, sizeof(a.reserved)))
+        return tag_wire_fail(why, "reserved bytes not zero");
+    if ((a.flags & ~TAG_FLAGS_RTS) != 0 || !(a.flags & TAG_FLAG_ADDR) ||
+        ((a.flags & TAG_FLAG_IMM) != 0) != (header_length == sizeof(a)))
+        return tag_wire_fail(why, "an RTS of 40 or 48 bytes without ADDR, or IMM not matching "
+                                  "its size");
+    a.tag = le64toh(a.tag);
+    a.length = le64toh(a.length);
+    a.send_id = le64toh(a.send_id);
+    uint64_t address = le64toh(a.address);
+    if (a.mode != TAG_RNDV_GET || a.length == 0)
+        return tag_wire_fail(why, "ADDR other than a GET of the whole message");
+    if (a.send_id == 0)
+        return tag_wire_fail(why, "send id 0");
+    if (address == 0 || address > UINT64_MAX - a.length)
+        return tag_wire_fail(why, "ADDR with address 0, or past the end");
+    memset(&out->u.rts, 0, sizeof(out->u.rts));
+    out->id = FY_AM_ID_TAG_RTS;
+    out->u.rts.version = a.version;
+    out->u.rts.mode = a.mode;
+    out->u.rts.flags = a.flags;
+    out->u.rts.tag = a.tag;
+    out->u.rts.length = a.length;
+    out->u.rts.send_id = a.send_id;
+    out->u.rts.section = a.length;
+    memcpy(out->u.rts.rkey, &a.address, sizeof(a.address)); /* as on the wire */
+    out->u.rts.imm = le64toh(a.imm);
+    return FERRY_OK;
+}
+
 ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_length,
                                size_t payload_length, tag_wire_msg_t *out, const char **why)
 {
@@ -101,6 +143,9 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
     }
     if (size == 0)
         return tag_wire_fail(why, "unknown message id");
+    if (id == FY_AM_ID_TAG_RTS && header != NULL &&
+        (header_length == TAG_WIRE_RTS_ADDR_SHORT || header_length == sizeof(tag_wire_rts_addr_t)))
+        return tag_wire_decode_rts_addr(header, header_length, payload_length, out, why);
     if (header == NULL || header_length != size)
         return tag_wire_fail(why, "header of the wrong size for its message id");
     memset(&m, 0, sizeof(m));
@@ -130,12 +175,7 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         if (r->send_id == 0)
             return tag_wire_fail(why, "send id 0");
         if (r->flags & TAG_FLAG_ADDR) {
-            uint64_t address = tag_wire_rts_address(r->rkey);
-            if (r->mode != TAG_RNDV_GET || r->length == 0 || r->section != r->length)
-                return tag_wire_fail(why, "ADDR other than a GET of the whole message");
-            if (address == 0 || address > UINT64_MAX - r->length ||
-                !tag_wire_zero(r->rkey + sizeof(address), sizeof(r->rkey) - sizeof(address)))
-                return tag_wire_fail(why, "ADDR with address 0, past the end, or more than it");
+            return tag_wire_fail(why, "ADDR in the long RTS (it has a form of its own)");
         } else if ((r->mode == TAG_RNDV_GET || r->mode == TAG_RNDV_SPLIT) && r->length > 0) {
             if (r->section == 0 || r->section > r->length)
                 return tag_wire_fail(why, "GET section empty or longer than the message");
@@ -254,6 +294,19 @@ size_t tag_wire_encode(const tag_wire_msg_t *msg, void *buffer)
             size = TAG_WIRE_EAGER_SHORT;
         break;
     case FY_AM_ID_TAG_RTS:
+        if (m.u.rts.flags & TAG_FLAG_ADDR) {
+            tag_wire_rts_addr_t a = {.version = m.u.rts.version,
+                                     .mode = m.u.rts.mode,
+                                     .flags = m.u.rts.flags,
+                                     .tag = htole64(m.u.rts.tag),
+                                     .length = htole64(m.u.rts.length),
+                                     .send_id = htole64(m.u.rts.send_id),
+                                     .imm = htole64(m.u.rts.imm)};
+            memcpy(&a.address, m.u.rts.rkey, sizeof(a.address)); /* little-endian already */
+            size = (m.u.rts.flags & TAG_FLAG_IMM) ? sizeof(a) : TAG_WIRE_RTS_ADDR_SHORT;
+            memcpy(buffer, &a, size);
+            return size;
+        }
         m.u.rts.tag = htole64(m.u.rts.tag);
         m.u.rts.imm = htole64(m.u.rts.imm);
         m.u.rts.length = htole64(m.u.rts.length);

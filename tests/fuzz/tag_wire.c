@@ -4,7 +4,8 @@
  * Input: byte 0 picks the active-message id (FY_AM_ID_TAG_EAGER + byte % 8: the seven tag
  * ids and one that is not), bytes 1..4 are the payload length (u32, little-endian), the rest is
  * the header. When the decoder accepts it, every promise tag.h makes about a decoded header is
- * checked: the exact size for the id (EAGER: 16 bytes without flags, 32 with), version 1,
+ * checked: the exact size for the id (EAGER: 16 bytes without flags, 32 with; RTS by address:
+ * 40 bytes without immediate data, 48 with), the current version,
  * EAGER's flags (immediate data, synchronous send id), payload only on EAGER and DATA (and never an
  * empty DATA), modes, ids never 0, sections, offsets and lengths that do not overflow, keys
  * exactly where the mode needs one, DONE's target/final/status/reply id rules; and re-encoding
@@ -43,10 +44,14 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
                                    sizeof(tag_wire_flow_t)};
     if (m->id < FY_AM_ID_TAG_EAGER || m->id > FY_AM_ID_TAG_FLOW)
         fuzz_fail("accepted an unknown id");
-    /* EAGER has two sizes: the short form without flags, the full one with them */
+    /* EAGER has two sizes: the short form without flags, the full one with them; an RTS by
+     * address has a form of its own, 40 bytes without immediate data, 48 with */
     size_t expected = m->id == FY_AM_ID_TAG_EAGER && m->u.eager.flags == 0
                           ? TAG_WIRE_EAGER_SHORT
                           : sizes[m->id - FY_AM_ID_TAG_EAGER];
+    if (m->id == FY_AM_ID_TAG_RTS && (m->u.rts.flags & TAG_FLAG_ADDR))
+        expected =
+            (m->u.rts.flags & TAG_FLAG_IMM) ? sizeof(tag_wire_rts_addr_t) : TAG_WIRE_RTS_ADDR_SHORT;
     if (header_length != expected)
         fuzz_fail("accepted a header of the wrong size");
     if (payload != 0 && m->id != FY_AM_ID_TAG_EAGER && m->id != FY_AM_ID_TAG_DATA)

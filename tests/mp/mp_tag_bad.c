@@ -11,7 +11,8 @@
  *    1 malformed headers: truncated, too long, empty, unknown version, reserved bytes set,
  *      unknown mode, payload where none belongs, DATA without bytes or overflowing, keys where
  *      none belongs and missing where one must be, RTS by address breaking its rules (SPLIT,
- *      a section short of the message, address 0 or wrapping, bytes after it), bad DONE
+ *      0 bytes, address 0 or wrapping, IMM not matching its 40 or 48 bytes, ADDR in the long
+ *      form), bad DONE
  *      fields, empty COOKIE, bad FLOW;
  *      a receive posted for the tag of a malformed EAGER stays untouched and posted
  *    2 ids nobody issued: DONE (to a send, to a receive), DATA, COOKIE, CTS
@@ -388,8 +389,9 @@ static void ab_malformed(void)
     m.u.rts.length = 0;
     m.u.rts.section = 0;
     ab_send(&m, 0, NULL, 0); /* GET of 0 bytes with a key */
-    /* RTS by address (TAG_FLAG_ADDR): with SPLIT, a section short of the message, address 0,
-     * an address whose range wraps, bytes after the address */
+    /* RTS by address (TAG_FLAG_ADDR, in its own form of 40 bytes, 48 with IMM): with SPLIT, of
+     * 0 bytes, address 0, an address whose range wraps, 48 bytes without IMM, 40 with it, and
+     * ADDR in the long form */
     m = ab_rts(TB_TAG(1), TAG_RNDV_SPLIT, 100000, TB_SEND_ID(1));
     m.u.rts.flags = TAG_FLAG_ADDR;
     m.u.rts.section = 100000;
@@ -397,9 +399,9 @@ static void ab_malformed(void)
     memcpy(m.u.rts.rkey, &address, sizeof(address));
     ab_send(&m, 0, NULL, 0);
     m.u.rts.mode = TAG_RNDV_GET;
-    m.u.rts.section = 4096;
+    m.u.rts.length = 0;
     ab_send(&m, 0, NULL, 0);
-    m.u.rts.section = 100000;
+    m.u.rts.length = 100000;
     memset(m.u.rts.rkey, 0, sizeof(address));
     ab_send(&m, 0, NULL, 0);
     address = htole64(UINT64_MAX - 10);
@@ -407,9 +409,14 @@ static void ab_malformed(void)
     ab_send(&m, 0, NULL, 0);
     address = htole64(0x10000);
     memcpy(m.u.rts.rkey, &address, sizeof(address));
-    m.u.rts.rkey[9] = 1;
-    ab_send(&m, 0, NULL, 0);
-    m.u.rts.rkey[9] = 0;
+    ab_send(&m, sizeof(tag_wire_rts_addr_t), NULL, 0);
+    m.u.rts.flags = TAG_FLAG_ADDR | TAG_FLAG_IMM;
+    ab_send(&m, TAG_WIRE_RTS_ADDR_SHORT, NULL, 0);
+    m.u.rts.flags = 0; /* a valid GET with a key in the long form, then ADDR set in its bytes */
+    uint8_t long_rts[sizeof(tag_wire_rts_t)];
+    FT_CHECK(tag_wire_encode(&m, long_rts) == sizeof(long_rts), "encode of a long RTS");
+    long_rts[offsetof(tag_wire_rts_t, flags)] |= TAG_FLAG_ADDR;
+    ab_raw(FY_AM_ID_TAG_RTS, long_rts, sizeof(long_rts), NULL, 0);
     /* CTS: truncated, id 0, mode GET, PUT without key, COOP with key */
     m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
     m.u.cts.version = TAG_WIRE_VERSION;
@@ -493,7 +500,7 @@ static void ab_malformed(void)
     for (unsigned id = FY_AM_ID_TAG_EAGER; id <= FY_AM_ID_TAG_FLOW; id++)
         ab_raw(id, h, 0, NULL, 0);
 }
-#define TB_MALFORMED_COUNT 65
+#define TB_MALFORMED_COUNT 67
 
 static void ab_unknown_ids(void)
 {
