@@ -165,10 +165,10 @@ static inline uint64_t tag_wire_rts_address(const uint8_t rkey[RKEY_PACKED_SIZE]
 #define TAG_FLAG_ACK 0x4u
 #define TAG_FLAGS_EAGER (TAG_FLAG_IMM | TAG_FLAG_SYNC | TAG_FLAG_ACK)
 #define TAG_FLAGS_DONE_ON_MATCH (TAG_FLAG_SYNC | TAG_FLAG_ACK) /* EAGER: send_id is set */
-/* RTS (GET of one contiguous buffer): no key; the first 8 bytes of rkey are the buffer's address
- * in the sender (little-endian, not 0), the rest zero, and section is the whole length: the
- * receiver reads it by cross-memory attach (fy_tl_ops_t.ep_peer_read), the sender registers
- * nothing. */
+/* RTS (GET or SPLIT of one contiguous buffer): no key; the first 8 bytes of rkey are the
+ * buffer's address in the sender (little-endian, not 0), the rest zero, and section is the whole
+ * length: the receiver reads it (SPLIT: its head) by cross-memory attach
+ * (fy_tl_ops_t.ep_peer_read), the sender registers nothing. On the wire: tag_wire_rts_addr_t. */
 #define TAG_FLAG_ADDR 0x8u
 #define TAG_FLAGS_RTS (TAG_FLAG_IMM | TAG_FLAG_ADDR) /* a rendezvous completes after the match */
 
@@ -204,7 +204,7 @@ typedef struct tag_wire_rts {
  * rkey's first 8 bytes (little-endian, tag_wire_rts_address), section = length. */
 typedef struct tag_wire_rts_addr {
     uint8_t version;
-    uint8_t mode;  /* TAG_RNDV_GET */
+    uint8_t mode;  /* TAG_RNDV_GET or TAG_RNDV_SPLIT (the receiver reads the head) */
     uint8_t flags; /* TAG_FLAG_ADDR, and TAG_FLAG_IMM exactly when imm is there */
     uint8_t reserved[5];
     uint64_t tag;

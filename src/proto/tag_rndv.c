@@ -492,12 +492,19 @@ static tag_send_t *tag_send_alloc_counted(ferry_worker_t *worker, const tag_cali
     return send;
 }
 
-/* Whether send's GET goes by address (TAG_FLAG_ADDR): one contiguous buffer within a section,
- * to an endpoint whose transport reads the peer's memory without a key. */
+/* Whether send's GET or SPLIT goes by address (TAG_FLAG_ADDR): one contiguous buffer within a
+ * section, to an endpoint whose transport reads the peer's memory without a key (SPLIT: the
+ * receiver reads its head so; the tail we write still goes by the receiver's key). SPLIT only
+ * where one-sided access itself goes by cross-memory attach (FY_TL_CAP_RMA with CMA: shm with
+ * FERRY_SHM_CMA on): a GET whose read fails asks for COOP instead, a SPLIT has sent its CTS by
+ * then. */
 static bool tag_rndv_send_by_address(const tag_send_t *send, uint64_t length)
 {
     const ferry_ep_t *ep = send->ep;
-    return send->mode == TAG_RNDV_GET && length > 0 && send->buf.iovcnt == 1 &&
+    unsigned both = FY_TL_CAP_RMA | FY_TL_CAP_CMA;
+    return (send->mode == TAG_RNDV_GET ||
+            (send->mode == TAG_RNDV_SPLIT && (ep->caps.flags & both) == both)) &&
+           length > 0 && send->buf.iovcnt == 1 &&
            length <= fy_tag_worker_of(send->worker)->section && ep->tl->ep_peer_read != NULL &&
            (ep->caps.flags & FY_TL_CAP_CMA);
 }
@@ -1078,7 +1085,10 @@ static void tag_recv_get_section(tag_recv_t *recv, uint64_t offset, uint64_t len
     if (recv->address != 0) { /* TAG_FLAG_ADDR: one section, the whole message, no key */
         recv->section_end = offset + length;
         recv->state = TAG_RECV_GET;
-        tag_recv_get_issue(recv);
+        if (recv->split) /* SPLIT: our half from progress, as below */
+            tag_list_add(worker, &fy_tag_worker_of(worker)->retry, &recv->obj, &recv->in_retry);
+        else
+            tag_recv_get_issue(recv);
         return;
     }
     status = ferry_rkey_unpack(recv->ep, key, RKEY_PACKED_SIZE, &rkey);
@@ -1159,11 +1169,11 @@ static bool tag_recv_get_issue(tag_recv_t *recv)
                                                            recv->address + recv->received, n);
         if (pieces != stack)
             free(pieces);
-        if (status == FERRY_ERR_UNSUPPORTED && recv->received == 0) {
+        if (status == FERRY_ERR_UNSUPPORTED && recv->received == 0 && !recv->split) {
             recv->address = 0;
             tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
             return true;
-        }
+        } /* SPLIT: our CTS went out already, the transfer fails (DONE with the error) */
         tag_recv_get_done(recv, status);
         return true;
     }

@@ -84,8 +84,8 @@ static ferry_status_t tag_wire_decode_rts_addr(const void *header, size_t header
     a.length = le64toh(a.length);
     a.send_id = le64toh(a.send_id);
     uint64_t address = le64toh(a.address);
-    if (a.mode != TAG_RNDV_GET || a.length == 0)
-        return tag_wire_fail(why, "ADDR other than a GET of the whole message");
+    if ((a.mode != TAG_RNDV_GET && a.mode != TAG_RNDV_SPLIT) || a.length == 0)
+        return tag_wire_fail(why, "ADDR other than a GET or SPLIT of the whole message");
     if (a.send_id == 0)
         return tag_wire_fail(why, "send id 0");
     if (address == 0 || address > UINT64_MAX - a.length)

@@ -77,8 +77,8 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
             fuzz_fail("RTS send id 0");
         if (r->flags & TAG_FLAG_ADDR) {
             uint64_t address = tag_wire_rts_address(r->rkey);
-            if (r->mode != TAG_RNDV_GET || r->length == 0 || r->section != r->length ||
-                address == 0 || address > UINT64_MAX - r->length ||
+            if ((r->mode != TAG_RNDV_GET && r->mode != TAG_RNDV_SPLIT) || r->length == 0 ||
+                r->section != r->length || address == 0 || address > UINT64_MAX - r->length ||
                 !fuzz_zero(r->rkey + sizeof(address), sizeof(r->rkey) - sizeof(address)))
                 fuzz_fail("RTS ADDR rules");
         } else if ((r->mode == TAG_RNDV_GET || r->mode == TAG_RNDV_SPLIT) && r->length > 0) {

@@ -10,7 +10,7 @@
  * eager message from a on the same endpoint that m must receive intact:
  *    1 malformed headers: truncated, too long, empty, unknown version, reserved bytes set,
  *      unknown mode, payload where none belongs, DATA without bytes or overflowing, keys where
- *      none belongs and missing where one must be, RTS by address breaking its rules (SPLIT,
+ *      none belongs and missing where one must be, RTS by address breaking its rules (COOP,
  *      0 bytes, address 0 or wrapping, IMM not matching its 40 or 48 bytes, ADDR in the long
  *      form), bad DONE
  *      fields, empty COOKIE, bad FLOW;
@@ -52,6 +52,8 @@
  *   20 RTS (GET by address, TAG_FLAG_ADDR) of 100 000 bytes at an address a has not mapped: m's
  *      read fails, the receive ends with FERRY_ERR_ACCESS, nothing written, a is told (DONE
  *      with the error)                                         (cross-memory attach needed)
+ *   21 the same by SPLIT: m registers its tail and sends CTS(SPLIT), then its read of the head
+ *      fails: the receive ends with FERRY_ERR_ACCESS, a is told (cross-memory attach needed)
  * For each case m checks how many messages each warning kind counted (worker->tag.warned), and
  * at the end that each kind printed exactly one warning. g exchanges rendezvous messages with m
  * between the cases; no endpoint of m fails. */
@@ -86,7 +88,7 @@ enum {
     TB_TOKEN_EXIT = 0x45584954,
 };
 
-#define TB_NCASES 20
+#define TB_NCASES 21
 #define TB_FAKE_RECV_17 0x0000000100000077ull
 #define TB_FAKE_RECV_18 0x0000000100000078ull
 #define TB_REUSE_BYTE 0x5a
@@ -389,10 +391,10 @@ static void ab_malformed(void)
     m.u.rts.length = 0;
     m.u.rts.section = 0;
     ab_send(&m, 0, NULL, 0); /* GET of 0 bytes with a key */
-    /* RTS by address (TAG_FLAG_ADDR, in its own form of 40 bytes, 48 with IMM): with SPLIT, of
+    /* RTS by address (TAG_FLAG_ADDR, in its own form of 40 bytes, 48 with IMM): with COOP, of
      * 0 bytes, address 0, an address whose range wraps, 48 bytes without IMM, 40 with it, and
      * ADDR in the long form */
-    m = ab_rts(TB_TAG(1), TAG_RNDV_SPLIT, 100000, TB_SEND_ID(1));
+    m = ab_rts(TB_TAG(1), TAG_RNDV_COOP, 100000, TB_SEND_ID(1));
     m.u.rts.flags = TAG_FLAG_ADDR;
     m.u.rts.section = 100000;
     uint64_t address = htole64(0x10000);
@@ -807,6 +809,17 @@ static void ab_case(unsigned k)
         free(buf);
         break;
     }
+    case 21: {
+        m = ab_rts(TB_TAG(k), TAG_RNDV_SPLIT, 100000, TB_SEND_ID(k));
+        m.u.rts.flags = TAG_FLAG_ADDR;
+        m.u.rts.section = 100000;
+        uint64_t address = htole64(0x1000); /* the first page after NULL: never mapped */
+        memcpy(m.u.rts.rkey, &address, sizeof(address));
+        ab_send(&m, 0, NULL, 0);
+        (void)ab_expect_cts(TB_SEND_ID(k), TAG_RNDV_SPLIT, 100000);
+        ab_expect_done(TB_SEND_ID(k), FERRY_ERR_ACCESS, 1);
+        break;
+    }
     case 20: {
         m = ab_rts(TB_TAG(k), TAG_RNDV_GET, 100000, TB_SEND_ID(k));
         m.u.rts.flags = TAG_FLAG_ADDR;
@@ -1097,8 +1110,8 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
         ft_note("case %u skipped: m uses SPLIT only with cross-memory attach", k);
         return;
     }
-    if (k == 20 && (!cma || ft_cma_forced_off())) {
-        ft_note("case 20 skipped: m reads by address only with cross-memory attach");
+    if (k >= 20 && k <= 21 && (!cma || ft_cma_forced_off())) {
+        ft_note("case %u skipped: m reads by address only with cross-memory attach", k);
         return;
     }
     if (k == 16 && !ft_cma_forced_off()) {
@@ -1126,6 +1139,7 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
         shape = FT_SHAPE_SEVEN;
         break;
     case 20:
+    case 21:
         cap = 100000;
         break;
     case 4:
@@ -1272,9 +1286,10 @@ static void tb_case(unsigned k, const tb_expect_t *expect, bool cma)
     case 9:
     case 10:
     case 11:
-    case 20: /* nothing written; the bad address (20) is an access error, the rest protocol */
+    case 20:
+    case 21: /* nothing written; a bad address (20, 21) is an access error, the rest protocol */
         ft_tag_recv_wait(w, &r);
-        FT_CHECK(r.status == (k == 20 ? FERRY_ERR_ACCESS : FERRY_ERR_PROTOCOL),
+        FT_CHECK(r.status == (k >= 20 ? FERRY_ERR_ACCESS : FERRY_ERR_PROTOCOL),
                  "%s: the receive completed with %s", what, ferry_status_name(r.status));
         ft_tbuf_check_prefix(&r.buf, 0, 0, what);
         break;
@@ -1383,6 +1398,7 @@ int main(void)
         [18] = {{0, 0, 0, 1}},
         [19] = {{0, 0, 0, 1}},
         [20] = {{0, 0, 0, 0}}, /* the transport warns (rate-limited) */
+        [21] = {{0, 0, 0, 0}},
     };
 
     ft_set_role("m");
@@ -1433,12 +1449,12 @@ int main(void)
              "messages; log:\n%s",
              tag_warnings, kinds, text);
     size_t key_warnings = ft_count(text, "] WARN ") - tag_warnings;
-    /* the key decoder's (cases 9 and 10) and the transport's read at a bad address (case
-     * 20); without cross-memory attach, the target-executed write past the key in case 15 may
-     * be refused with one */
-    FT_CHECK(key_warnings <= (cma ? 3u : 1u),
+    /* the key decoder's (cases 9 and 10) and the transport's reads at bad addresses (cases
+     * 20 and 21, rate-limited); without cross-memory attach, the target-executed write past the
+     * key in case 15 may be refused with one */
+    FT_CHECK(key_warnings <= (cma ? 4u : 1u),
              "%zu other warnings (expected at most one for "
-             "each of the 2 bad keys and the bad address); log:\n%s",
+             "each of the 2 bad keys and the 2 bad addresses); log:\n%s",
              key_warnings, text);
     ft_note("%u bad messages dropped (%u malformed, %u unknown ids, %u in the wrong state, %u "
             "not matching their transfer) with %zu warnings, %zu about keys; %u cases, a's "
