@@ -62,6 +62,20 @@ static ferry_status_t tag_wire_fail(const char **why, const char *reason)
     return FERRY_ERR_PROTOCOL;
 }
 
+/* The checks every short form (by address) starts with: version, no payload, its 5 reserved
+ * bytes zero. */
+static ferry_status_t tag_wire_short_head(uint8_t version, const uint8_t reserved[5],
+                                          size_t payload_length, const char **why)
+{
+    if (version != TAG_WIRE_VERSION)
+        return tag_wire_fail(why, "unknown wire version");
+    if (payload_length != 0)
+        return tag_wire_fail(why, "payload on a message that carries none");
+    if (!tag_wire_zero(reserved, 5))
+        return tag_wire_fail(why, "reserved bytes not zero");
+    return FERRY_OK;
+}
+
 /* The RTS by address (tag_wire_rts_addr_t, header_length 40 or 48) into out->u.rts. */
 static ferry_status_t tag_wire_decode_rts_addr(const void *header, size_t header_length,
                                                size_t payload_length, tag_wire_msg_t *out,
@@ -70,12 +84,8 @@ static ferry_status_t tag_wire_decode_rts_addr(const void *header, size_t header
     tag_wire_rts_addr_t a;
     memset(&a, 0, sizeof(a));
     memcpy(&a, header, header_length);
-    if (a.version != TAG_WIRE_VERSION)
-        return tag_wire_fail(why, "unknown wire version");
-    if (payload_length != 0)
-        return tag_wire_fail(why, "payload on a message that carries none");
-    if (!tag_wire_zero(a.reserved, sizeof(a.reserved)))
-        return tag_wire_fail(why, "reserved bytes not zero");
+    if (tag_wire_short_head(a.version, a.reserved, payload_length, why) != FERRY_OK)
+        return FERRY_ERR_PROTOCOL;
     if ((a.flags & ~TAG_FLAGS_RTS) != 0 || !(a.flags & TAG_FLAG_ADDR) ||
         ((a.flags & TAG_FLAG_IMM) != 0) != (header_length == sizeof(a)))
         return tag_wire_fail(why, "an RTS of 40 or 48 bytes without ADDR, or IMM not matching "
@@ -110,12 +120,8 @@ static ferry_status_t tag_wire_decode_cts_addr(const void *header, size_t payloa
 {
     tag_wire_cts_addr_t a;
     memcpy(&a, header, sizeof(a));
-    if (a.version != TAG_WIRE_VERSION)
-        return tag_wire_fail(why, "unknown wire version");
-    if (payload_length != 0)
-        return tag_wire_fail(why, "payload on a message that carries none");
-    if (!tag_wire_zero(a.reserved, sizeof(a.reserved)))
-        return tag_wire_fail(why, "reserved bytes not zero");
+    if (tag_wire_short_head(a.version, a.reserved, payload_length, why) != FERRY_OK)
+        return FERRY_ERR_PROTOCOL;
     if (a.flags != TAG_FLAG_ADDR || a.mode != TAG_RNDV_SPLIT)
         return tag_wire_fail(why, "a CTS of 48 bytes other than a SPLIT by address");
     a.send_id = le64toh(a.send_id);

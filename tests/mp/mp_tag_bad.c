@@ -290,6 +290,33 @@ static tag_wire_cts_t ab_expect_cts(uint64_t send_id, tag_rndv_mode_t mode, uint
     return m.u.cts;
 }
 
+/* Cases 18 and 22: m's RTS(SPLIT) of TB_M_RNDV bytes taken, a CTS(SPLIT) for all of them with
+ * flags (its key or address left to the caller). */
+static tag_wire_msg_t ab_split_cts_to_m(uint8_t flags)
+{
+    tag_wire_msg_t rts = ab_take(FY_AM_ID_TAG_RTS, "m's RTS");
+    FT_CHECK(rts.u.rts.mode == TAG_RNDV_SPLIT && rts.u.rts.length == TB_M_RNDV,
+             "m's RTS: mode %u, %llu bytes", rts.u.rts.mode, (unsigned long long)rts.u.rts.length);
+    tag_wire_msg_t m = {.id = FY_AM_ID_TAG_CTS};
+    m.u.cts.version = TAG_WIRE_VERSION;
+    m.u.cts.mode = TAG_RNDV_SPLIT;
+    m.u.cts.flags = flags;
+    m.u.cts.send_id = rts.u.rts.send_id;
+    m.u.cts.recv_id = TB_FAKE_RECV_18;
+    m.u.cts.length = TB_M_RNDV;
+    return m;
+}
+
+/* Cases 18 and 22: m's send ended with status, and its final DONE says so. */
+static void ab_expect_m_abort(ferry_status_t status)
+{
+    tag_wire_msg_t m = ab_take(FY_AM_ID_TAG_DONE, "m's DONE");
+    FT_CHECK(m.u.done.target == TAG_DONE_TO_RECV && m.u.done.id == TB_FAKE_RECV_18 &&
+                 m.u.done.status == status && m.u.done.final == 1,
+             "m's DONE: target %u, id 0x%llx, status %d (expected %d), final %u", m.u.done.target,
+             (unsigned long long)m.u.done.id, m.u.done.status, (int)status, m.u.done.final);
+}
+
 /* The DONE m ends a's fake send with: an abort with status, or (status OK) a section. */
 static tag_wire_done_t ab_expect_done(uint64_t send_id, int32_t status, int final)
 {
@@ -786,26 +813,13 @@ static void ab_case(unsigned k)
         break;
     }
     case 18: {
-        tag_wire_msg_t rts = ab_take(FY_AM_ID_TAG_RTS, "m's RTS");
-        FT_CHECK(rts.u.rts.mode == TAG_RNDV_SPLIT && rts.u.rts.length == TB_M_RNDV,
-                 "m's RTS: mode %u, %llu bytes", rts.u.rts.mode,
-                 (unsigned long long)rts.u.rts.length);
         buf = calloc(1, TB_M_RNDV);
         FT_CHECK(buf != NULL, "calloc");
         ab_register(&region, buf, TB_M_RNDV, FERRY_ACCESS_REMOTE_WRITE);
-        m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
-        m.u.cts.version = TAG_WIRE_VERSION;
-        m.u.cts.mode = TAG_RNDV_SPLIT;
-        m.u.cts.send_id = rts.u.rts.send_id;
-        m.u.cts.recv_id = TB_FAKE_RECV_18;
-        m.u.cts.length = TB_M_RNDV;
+        m = ab_split_cts_to_m(0);
         memcpy(m.u.cts.rkey, region.key, RKEY_PACKED_SIZE); /* all of it, not a tail */
         ab_send(&m, 0, NULL, 0);
-        m = ab_take(FY_AM_ID_TAG_DONE, "m's DONE");
-        FT_CHECK(m.u.done.target == TAG_DONE_TO_RECV && m.u.done.id == TB_FAKE_RECV_18 &&
-                     m.u.done.status == FERRY_ERR_PROTOCOL && m.u.done.final == 1,
-                 "m's DONE: target %u, id 0x%llx, status %d, final %u", m.u.done.target,
-                 (unsigned long long)m.u.done.id, m.u.done.status, m.u.done.final);
+        ab_expect_m_abort(FERRY_ERR_PROTOCOL);
         size_t written = 0;
         for (size_t i = 0; i < TB_M_RNDV; i++)
             written += buf[i] != 0;
@@ -840,46 +854,25 @@ static void ab_case(unsigned k)
         break;
     }
     case 22: {
-        tag_wire_msg_t rts = ab_take(FY_AM_ID_TAG_RTS, "m's RTS");
-        FT_CHECK(rts.u.rts.mode == TAG_RNDV_SPLIT && rts.u.rts.length == TB_M_RNDV,
-                 "m's RTS: mode %u, %llu bytes", rts.u.rts.mode,
-                 (unsigned long long)rts.u.rts.length);
-        m = (tag_wire_msg_t){.id = FY_AM_ID_TAG_CTS};
-        m.u.cts.version = TAG_WIRE_VERSION;
-        m.u.cts.mode = TAG_RNDV_SPLIT;
-        m.u.cts.flags = TAG_FLAG_ADDR;
-        m.u.cts.send_id = rts.u.rts.send_id;
-        m.u.cts.recv_id = TB_FAKE_RECV_18;
-        m.u.cts.length = TB_M_RNDV;
+        m = ab_split_cts_to_m(TAG_FLAG_ADDR);
         uint64_t address = htole64(0x1000), offset = htole64(TB_M_RNDV / 2);
         memcpy(m.u.cts.rkey, &address, sizeof(address));
         memcpy(m.u.cts.rkey + sizeof(address), &offset, sizeof(offset));
         ab_send(&m, 0, NULL, 0);
-        m = ab_take(FY_AM_ID_TAG_DONE, "m's DONE");
-        FT_CHECK(m.u.done.target == TAG_DONE_TO_RECV && m.u.done.id == TB_FAKE_RECV_18 &&
-                     m.u.done.status == FERRY_ERR_ACCESS && m.u.done.final == 1,
-                 "m's DONE: target %u, id 0x%llx, status %d, final %u", m.u.done.target,
-                 (unsigned long long)m.u.done.id, m.u.done.status, m.u.done.final);
+        ab_expect_m_abort(FERRY_ERR_ACCESS);
         break;
     }
-    case 21: {
-        m = ab_rts(TB_TAG(k), TAG_RNDV_SPLIT, 100000, TB_SEND_ID(k));
+    case 20:
+    case 21: { /* GET (20) or SPLIT (21) by address; SPLIT's CTS comes first */
+        tag_rndv_mode_t mode = k == 20 ? TAG_RNDV_GET : TAG_RNDV_SPLIT;
+        m = ab_rts(TB_TAG(k), mode, 100000, TB_SEND_ID(k));
         m.u.rts.flags = TAG_FLAG_ADDR;
         m.u.rts.section = 100000;
         uint64_t address = htole64(0x1000); /* the first page after NULL: never mapped */
         memcpy(m.u.rts.rkey, &address, sizeof(address));
         ab_send(&m, 0, NULL, 0);
-        (void)ab_expect_cts(TB_SEND_ID(k), TAG_RNDV_SPLIT, 100000);
-        ab_expect_done(TB_SEND_ID(k), FERRY_ERR_ACCESS, 1);
-        break;
-    }
-    case 20: {
-        m = ab_rts(TB_TAG(k), TAG_RNDV_GET, 100000, TB_SEND_ID(k));
-        m.u.rts.flags = TAG_FLAG_ADDR;
-        m.u.rts.section = 100000;
-        uint64_t address = htole64(0x1000); /* the first page after NULL: never mapped */
-        memcpy(m.u.rts.rkey, &address, sizeof(address));
-        ab_send(&m, 0, NULL, 0);
+        if (mode == TAG_RNDV_SPLIT)
+            (void)ab_expect_cts(TB_SEND_ID(k), TAG_RNDV_SPLIT, 100000);
         ab_expect_done(TB_SEND_ID(k), FERRY_ERR_ACCESS, 1);
         break;
     }
