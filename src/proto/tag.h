@@ -47,27 +47,27 @@
  * The same on tcp, whose large frames are placed too (EAGER_BUFFER: eager up to 32 KiB).
  *
  * Rendezvous (larger): the sender sends RTS {tag, length, send id, mode, [section, key]} (by
- * address, TAG_FLAG_ADDR: {tag, length, send id, address} in the short form tag_wire_rts_addr_t;
- * a SPLIT's CTS answers it by address too where the receiver's tail is one piece,
- * tag_wire_cts_addr_t); it matches like an eager message. Modes
- * (FERRY_RNDV_MODE=get|put|coop|null|split forces one; by default tag_rndv_choose, the one place
- * the choice is made, picks COOP or SPLIT when the endpoint has FY_TL_CAP_RMA and FY_TL_CAP_CMA
- * (cross-memory attach to the peer works: its transport probes that once per endpoint) — whichever
- * the worker measured faster on its own first messages of that size class (tag_calib.c), SPLIT from
- * 2 MiB, or by the fixed threshold FERRY_RNDV_SPLIT_MIN when set — else COOP (measurements:
- * docs/ARCHITECTURE.md); over a byte stream (FY_TL_CAP_STREAM) NULL). Where GET and SPLIT work and
- * nothing is forced, a message of 16 KiB up to what the transport places (shm: 256 KiB) goes eager,
- * by GET or by SPLIT as the worker measured on its first messages of that size class (tag_calib.c,
- * "eager or rendezvous"; fy_tag_ep_t.eager_measured), and one of 8 KiB .. 16 KiB - 1 from one
- * piece, with a completion, by GET when it answers the peer, else eagerly (tag_reply_choose): GET
- * the sender registers its buffer (single use, read) and puts the key in RTS; on match the receiver
- * reads it with one ferry_getv and sends DONE(to send, final). A buffer larger than
- * FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is registered one section at
- * a time: RTS.section says how many bytes the first key covers; after each section the receiver
- * sends DONE(to send, not final, done = bytes so far, reply id = its recv id) and the sender
- * answers COOKIE {recv id, offset, length, key of the next section}, releasing the previous one. In
- * automatic mode a receiver that cannot read the sender's memory (cross-memory attach may be
- * allowed in one direction only) answers the RTS with CTS(COOP) instead; the sender releases the
+ * address, TAG_FLAG_ADDR: {tag, length, send id, address} in the short form tag_wire_rts_addr_t);
+ * it matches like an eager message. Modes (FERRY_RNDV_MODE=get|put|coop|null|split forces one;
+ * by default tag_rndv_choose, the one place the choice is made, picks COOP or SPLIT when the
+ * endpoint has FY_TL_CAP_RMA and FY_TL_CAP_CMA (cross-memory attach to the peer works: its
+ * transport probes that once per endpoint) — whichever the worker measured faster on its own
+ * first messages of that size class (tag_calib.c), SPLIT from 2 MiB, or by the fixed threshold
+ * FERRY_RNDV_SPLIT_MIN when set — else COOP (measurements: docs/ARCHITECTURE.md); over a byte
+ * stream (FY_TL_CAP_STREAM) NULL). Where GET and SPLIT work and nothing is forced, a message of
+ * 16 KiB up to what the transport places (shm: 256 KiB) goes eager, by GET or by SPLIT as the
+ * worker measured on its first messages of that size class (tag_calib.c, "eager or
+ * rendezvous"; fy_tag_ep_t.eager_measured), and one of 8 KiB .. 16 KiB - 1 from one piece, with a
+ * completion, by GET when it answers the peer, else eagerly (tag_reply_choose):
+ *   GET   the sender registers its buffer (single use, read) and puts the key in RTS; on match
+ *         the receiver reads it with one ferry_getv and sends DONE(to send, final). A buffer
+ *         larger than FERRY_RNDV_SECTION bytes (or of more than FERRY_MEM_IOV_MAX pieces) is
+ *         registered one section at a time: RTS.section says how many bytes the first key
+ *         covers; after each section the receiver sends DONE(to send, not final, done = bytes
+ *         so far, reply id = its recv id) and the sender answers COOKIE {recv id, offset,
+ *         length, key of the next section}, releasing the previous one. In automatic mode a
+ *         receiver that cannot read the sender's memory (cross-memory attach may be allowed in
+ *         one direction only) answers the RTS with CTS(COOP) instead; the sender releases the
  *         key and continues as COOP. A sender that cannot register uses COOP from the start.
  *   PUT   on match the receiver registers its buffer (single use, write) and sends CTS {send
  *         id, recv id, accepted length, key}; the sender writes it with one ferry_putv,
@@ -87,11 +87,7 @@
  *         completes when it has read its part and that DONE arrived, and only then sends
  *         DONE(to send, final): the sender's registration stays until the reads are over.
  *         A receiver that does not split (too short to pay off, cannot register, cannot read
- *         the sender) sends no CTS and reads everything as GET. By address (an RTS with
- *         TAG_FLAG_ADDR, one contiguous sender buffer): the receiver reads [0, s) by address,
- *         and where [s, accepted) is one piece of its buffer its CTS gives that piece's address
- *         and s instead of a key (tag_wire_cts_addr_t); the sender writes it in the call
- *         (fy_tl_ops_t.ep_peer_write), then DONE as above.
+ *         the sender) sends no CTS and reads everything as GET.
  *   NULL  like COOP, but DATA messages are FERRY_RNDV_NULL_CHUNK bytes (auto: one transport
  *         buffer on shared memory, 1 MiB on tcp) sent as
  *         ordinary active messages that the transport fragments over its send path, at most
@@ -134,8 +130,7 @@
 #include "proto/module_list.h"
 #include "wireup/ep.h"
 
-/* 3: TAG_FLAG_ACK; 4: the RTS by address in 40 or 48 bytes; 5: the CTS(SPLIT) by address */
-#define TAG_WIRE_VERSION 5u
+#define TAG_WIRE_VERSION 4u /* 3: TAG_FLAG_ACK; 4: the RTS by address in 40 or 48 bytes */
 
 /* NULL mode: DATA messages in flight per send. */
 #define TAG_NULL_WINDOW 4u
@@ -222,45 +217,13 @@ typedef struct tag_wire_rts_addr {
 
 typedef struct tag_wire_cts {
     uint8_t version;
-    uint8_t mode;  /* PUT, COOP, NULL or SPLIT: what the receiver accepted */
-    uint8_t flags; /* TAG_FLAG_ADDR (SPLIT only, decoded from tag_wire_cts_addr_t); else 0 */
-    uint8_t reserved[5];
+    uint8_t mode; /* PUT, COOP or NULL: what the receiver accepted */
+    uint8_t reserved[6];
     uint64_t send_id;
     uint64_t recv_id;
     uint64_t length;                /* accepted: min(message, posted buffer) */
     uint8_t rkey[RKEY_PACKED_SIZE]; /* PUT (length > 0): key of the receiver's buffer; else 0 */
 } tag_wire_cts_t;                   /* 96 B, no payload */
-
-/* A CTS(SPLIT) whose tail the sender writes by address (TAG_FLAG_ADDR: the receiver's buffer
- * from offset on is one contiguous piece, and the RTS came by address) travels in this form,
- * and only in it: 48 bytes, two shm cells as the long form, without the receiver's
- * registration. Decoded into tag_wire_cts_t: flags TAG_FLAG_ADDR, rkey's first 8 bytes the
- * address, the next 8 the offset (little-endian: tag_wire_cts_address, tag_wire_cts_offset). */
-typedef struct tag_wire_cts_addr {
-    uint8_t version;
-    uint8_t mode;  /* TAG_RNDV_SPLIT */
-    uint8_t flags; /* TAG_FLAG_ADDR */
-    uint8_t reserved[5];
-    uint64_t send_id;
-    uint64_t recv_id;
-    uint64_t length;   /* accepted (> 0) */
-    uint64_t offset;   /* the sender writes [offset, length): 0 < offset < length */
-    uint64_t address;  /* where byte offset goes in the receiver (not 0; does not wrap) */
-} tag_wire_cts_addr_t; /* 48 B, no payload */
-
-static inline uint64_t tag_wire_cts_address(const tag_wire_cts_t *cts)
-{
-    uint64_t v;
-    memcpy(&v, cts->rkey, sizeof(v));
-    return le64toh(v);
-}
-
-static inline uint64_t tag_wire_cts_offset(const tag_wire_cts_t *cts)
-{
-    uint64_t v;
-    memcpy(&v, cts->rkey + sizeof(v), sizeof(v));
-    return le64toh(v);
-}
 
 typedef struct tag_wire_data {
     uint8_t version;
@@ -315,7 +278,6 @@ _Static_assert(sizeof(tag_wire_rts_addr_t) == 48 &&
                    offsetof(tag_wire_rts_addr_t, imm) == TAG_WIRE_RTS_ADDR_SHORT,
                "RTS by address is 40 or 48 bytes");
 _Static_assert(sizeof(tag_wire_cts_t) == 96, "CTS header is 96 bytes");
-_Static_assert(sizeof(tag_wire_cts_addr_t) == 48, "CTS by address is 48 bytes");
 _Static_assert(sizeof(tag_wire_data_t) == 24, "DATA header is 24 bytes");
 _Static_assert(sizeof(tag_wire_done_t) == 32, "DONE header is 32 bytes");
 _Static_assert(sizeof(tag_wire_cookie_t) == 96, "COOKIE header is 96 bytes");

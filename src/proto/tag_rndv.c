@@ -847,40 +847,6 @@ static unsigned tag_send_pump(tag_send_t *send)
     return handed;
 }
 
-/* SPLIT, the receiver's tail by address (CTS with TAG_FLAG_ADDR; accepted set): write bytes
- * [offset, accepted) of the message to address in the receiver, in this call, then DONE as
- * after a put. The decoder checked 0 < offset < accepted and that the range does not wrap. */
-static void tag_send_split_write(tag_send_t *send, uint64_t offset, uint64_t address)
-{
-    ferry_ep_t *ep = send->ep;
-    ferry_iov_t stack[TAG_IOV_STACK], *pieces;
-    tag_cursor_t start = {0, 0, 0};
-    uint64_t bytes, n = send->accepted - offset;
-    if (ep->tl->ep_peer_write == NULL) {
-        tag_warn(send->worker, TAG_WARN_BAD_TRANSFER,
-                 "CTS(SPLIT) by address from endpoint %p, whose transport (%s) writes no peer "
-                 "memory by address",
-                 (void *)ep, ep->tl->name);
-        tag_send_abort(send, FERRY_ERR_PROTOCOL);
-        return;
-    }
-    send->put_off = offset;
-    tag_cursor_advance(&send->buf, &start, offset);
-    size_t count = tag_pieces(&send->buf, &start, n, stack, SIZE_MAX, &pieces, &bytes);
-    if (count == SIZE_MAX) {
-        tag_send_abort(send, FERRY_ERR_NO_MEMORY);
-        return;
-    }
-    ferry_status_t status = ep->tl->ep_peer_write(ep->tl_ep, pieces, count, address, n);
-    if (pieces != stack)
-        free(pieces);
-    if (status != FERRY_OK) {
-        tag_send_abort(send, status);
-        return;
-    }
-    tag_send_put_done(send);
-}
-
 void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_t *cts)
 {
     tag_send_t *send = tag_table_lookup(&fy_tag_worker_of(worker)->send_table, cts->send_id);
@@ -940,10 +906,6 @@ void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_
             tag_send_finish(send, FERRY_OK);
             return;
         }
-        if (cts->flags & TAG_FLAG_ADDR) { /* SPLIT by address: write the tail now */
-            tag_send_split_write(send, tag_wire_cts_offset(cts), tag_wire_cts_address(cts));
-            return;
-        }
         if (ferry_rkey_unpack(ep, cts->rkey, RKEY_PACKED_SIZE, &send->rkey) != FERRY_OK) {
             send->rkey = NULL; /* ferry_rkey_unpack said why */
             tag_send_abort(send, FERRY_ERR_PROTOCOL);
@@ -981,15 +943,11 @@ void tag_rndv_on_cts(ferry_worker_t *worker, ferry_ep_t *ep, const tag_wire_cts_
 
 static void tag_recv_inner_cb(ferry_completion_t *comp);
 
-/* CTS in mode, with key (NULL: none) and flags (TAG_FLAG_ADDR: key holds the tail's address
- * and offset, tag_wire_cts_addr_t). */
-static void tag_recv_send_cts(tag_recv_t *recv, tag_rndv_mode_t mode, const uint8_t *key,
-                              uint8_t flags)
+static void tag_recv_send_cts(tag_recv_t *recv, tag_rndv_mode_t mode, const uint8_t *key)
 {
     tag_wire_msg_t msg = {.id = FY_AM_ID_TAG_CTS};
     msg.u.cts.version = TAG_WIRE_VERSION;
     msg.u.cts.mode = (uint8_t)mode;
-    msg.u.cts.flags = flags;
     msg.u.cts.send_id = recv->send_id;
     msg.u.cts.recv_id = recv->id;
     msg.u.cts.length = recv->accepted;
@@ -1058,7 +1016,7 @@ static void tag_recv_put_start(tag_recv_t *recv)
     size_t count;
 
     if (recv->accepted == 0) {
-        tag_recv_send_cts(recv, TAG_RNDV_PUT, NULL, 0);
+        tag_recv_send_cts(recv, TAG_RNDV_PUT, NULL);
         return;
     }
     ferry_status_t status = tag_recv_register(recv, 0, key, &count);
@@ -1070,19 +1028,16 @@ static void tag_recv_put_start(tag_recv_t *recv)
         fy_info("tagged messages: a PUT rendezvous could not register the %llu-byte receive "
                 "buffer (%zu pieces: %s); it uses COOP",
                 (unsigned long long)recv->accepted, count, ferry_status_string(status));
-        tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL, 0);
+        tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL);
         return;
     }
-    tag_recv_send_cts(recv, TAG_RNDV_PUT, key, 0);
+    tag_recv_send_cts(recv, TAG_RNDV_PUT, key);
 }
 
 /* SPLIT offered: register the second half (from a 4 KiB-aligned split point) for the sender to
  * write and send its key in CTS; we read the first half. Without a split (too short, cannot
- * register) we read it all as GET. When the RTS came by address (by_address) and the second
- * half is one piece of our buffer, the CTS gives its address instead of a key (the sender
- * writes it by cross-memory attach, as we read its head). Returns false when the receive ended
- * (CTS not sent). */
-static bool tag_recv_split_start(tag_recv_t *recv, bool by_address)
+ * register) we read it all as GET. Returns false when the receive ended (CTS not sent). */
+static bool tag_recv_split_start(tag_recv_t *recv)
 {
     fy_tag_worker_t *tw = fy_tag_worker_of(recv->worker);
     uint64_t split = (recv->accepted / 2) & ~(uint64_t)4095;
@@ -1093,23 +1048,6 @@ static bool tag_recv_split_start(tag_recv_t *recv, bool by_address)
     if (split == 0 ||
         (tw->mode_forced != TAG_RNDV_SPLIT && tw->split_min != 0 && recv->accepted < tw->split_min))
         return true;
-    if (by_address && recv->ep->tl->ep_peer_write != NULL) {
-        tag_cursor_t at = recv->cursor;
-        ferry_iov_t tail;
-        uint64_t bytes;
-        tag_cursor_advance(&recv->buf, &at, split);
-        if (tag_cursor_pieces(&recv->buf, &at, recv->accepted - split, &tail, 1, &bytes) == 1 &&
-            bytes == recv->accepted - split) {
-            uint64_t address = htole64((uint64_t)(uintptr_t)tail.buffer), offset = htole64(split);
-            memset(key, 0, sizeof(key));
-            memcpy(key, &address, sizeof(address));
-            memcpy(key + sizeof(address), &offset, sizeof(offset));
-            recv->split = true;
-            recv->get_end = split;
-            tag_recv_send_cts(recv, TAG_RNDV_SPLIT, key, TAG_FLAG_ADDR);
-            return recv->state != TAG_RECV_FINISHED;
-        }
-    }
     ferry_status_t status = tag_recv_register(recv, split, key, &count);
     if (status == FERRY_ERR_NO_MEMORY) {
         tag_recv_abort(recv, status);
@@ -1123,7 +1061,7 @@ static bool tag_recv_split_start(tag_recv_t *recv, bool by_address)
     }
     recv->split = true;
     recv->get_end = split;
-    tag_recv_send_cts(recv, TAG_RNDV_SPLIT, key, 0);
+    tag_recv_send_cts(recv, TAG_RNDV_SPLIT, key);
     return recv->state != TAG_RECV_FINISHED;
 }
 
@@ -1233,7 +1171,7 @@ static bool tag_recv_get_issue(tag_recv_t *recv)
             free(pieces);
         if (status == FERRY_ERR_UNSUPPORTED && recv->received == 0 && !recv->split) {
             recv->address = 0;
-            tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL, 0); /* we cannot read its memory */
+            tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
             return true;
         } /* SPLIT: our CTS went out already, the transfer fails (DONE with the error) */
         tag_recv_get_done(recv, status);
@@ -1321,16 +1259,14 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
             return;
         }
         if (fy_tag_worker_of(worker)->mode_forced == 0 && !(ep->caps.flags & FY_TL_CAP_CMA)) {
-            tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL, 0); /* we cannot read its memory */
+            tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
             return;
         }
-        if (recv->mode == TAG_RNDV_SPLIT &&
-            !tag_recv_split_start(recv, (rts->flags & TAG_FLAG_ADDR) != 0 &&
-                                            ep->tl->ep_peer_read != NULL))
+        if (recv->mode == TAG_RNDV_SPLIT && !tag_recv_split_start(recv))
             return;
         if (rts->flags & TAG_FLAG_ADDR) {
             if (ep->tl->ep_peer_read == NULL) {
-                tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL, 0); /* no read by address here */
+                tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* no read by address here */
                 return;
             }
             recv->address = tag_wire_rts_address(rts->rkey);
@@ -1342,7 +1278,7 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
         return;
     case TAG_RNDV_COOP:
     case TAG_RNDV_NULL:
-        tag_recv_send_cts(recv, recv->mode, NULL, 0);
+        tag_recv_send_cts(recv, recv->mode, NULL);
         return;
     }
 }

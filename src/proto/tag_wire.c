@@ -62,20 +62,6 @@ static ferry_status_t tag_wire_fail(const char **why, const char *reason)
     return FERRY_ERR_PROTOCOL;
 }
 
-/* The checks every short form (by address) starts with: version, no payload, its 5 reserved
- * bytes zero. */
-static ferry_status_t tag_wire_short_head(uint8_t version, const uint8_t reserved[5],
-                                          size_t payload_length, const char **why)
-{
-    if (version != TAG_WIRE_VERSION)
-        return tag_wire_fail(why, "unknown wire version");
-    if (payload_length != 0)
-        return tag_wire_fail(why, "payload on a message that carries none");
-    if (!tag_wire_zero(reserved, 5))
-        return tag_wire_fail(why, "reserved bytes not zero");
-    return FERRY_OK;
-}
-
 /* The RTS by address (tag_wire_rts_addr_t, header_length 40 or 48) into out->u.rts. */
 static ferry_status_t tag_wire_decode_rts_addr(const void *header, size_t header_length,
                                                size_t payload_length, tag_wire_msg_t *out,
@@ -84,8 +70,12 @@ static ferry_status_t tag_wire_decode_rts_addr(const void *header, size_t header
     tag_wire_rts_addr_t a;
     memset(&a, 0, sizeof(a));
     memcpy(&a, header, header_length);
-    if (tag_wire_short_head(a.version, a.reserved, payload_length, why) != FERRY_OK)
-        return FERRY_ERR_PROTOCOL;
+    if (a.version != TAG_WIRE_VERSION)
+        return tag_wire_fail(why, "unknown wire version");
+    if (payload_length != 0)
+        return tag_wire_fail(why, "payload on a message that carries none");
+    if (!tag_wire_zero(a.reserved, sizeof(a.reserved)))
+        return tag_wire_fail(why, "reserved bytes not zero");
     if ((a.flags & ~TAG_FLAGS_RTS) != 0 || !(a.flags & TAG_FLAG_ADDR) ||
         ((a.flags & TAG_FLAG_IMM) != 0) != (header_length == sizeof(a)))
         return tag_wire_fail(why, "an RTS of 40 or 48 bytes without ADDR, or IMM not matching "
@@ -111,39 +101,6 @@ static ferry_status_t tag_wire_decode_rts_addr(const void *header, size_t header
     out->u.rts.section = a.length;
     memcpy(out->u.rts.rkey, &a.address, sizeof(a.address)); /* as on the wire */
     out->u.rts.imm = le64toh(a.imm);
-    return FERRY_OK;
-}
-
-/* The CTS(SPLIT) by address (tag_wire_cts_addr_t, 48 bytes) into out->u.cts. */
-static ferry_status_t tag_wire_decode_cts_addr(const void *header, size_t payload_length,
-                                               tag_wire_msg_t *out, const char **why)
-{
-    tag_wire_cts_addr_t a;
-    memcpy(&a, header, sizeof(a));
-    if (tag_wire_short_head(a.version, a.reserved, payload_length, why) != FERRY_OK)
-        return FERRY_ERR_PROTOCOL;
-    if (a.flags != TAG_FLAG_ADDR || a.mode != TAG_RNDV_SPLIT)
-        return tag_wire_fail(why, "a CTS of 48 bytes other than a SPLIT by address");
-    a.send_id = le64toh(a.send_id);
-    a.recv_id = le64toh(a.recv_id);
-    a.length = le64toh(a.length);
-    uint64_t offset = le64toh(a.offset), address = le64toh(a.address);
-    if (a.send_id == 0 || a.recv_id == 0)
-        return tag_wire_fail(why, "id 0");
-    if (offset == 0 || offset >= a.length)
-        return tag_wire_fail(why, "SPLIT by address with no tail or no head");
-    if (address == 0 || address > UINT64_MAX - (a.length - offset))
-        return tag_wire_fail(why, "ADDR with address 0, or past the end");
-    memset(&out->u.cts, 0, sizeof(out->u.cts));
-    out->id = FY_AM_ID_TAG_CTS;
-    out->u.cts.version = a.version;
-    out->u.cts.mode = a.mode;
-    out->u.cts.flags = a.flags;
-    out->u.cts.send_id = a.send_id;
-    out->u.cts.recv_id = a.recv_id;
-    out->u.cts.length = a.length;
-    memcpy(out->u.cts.rkey, &a.address, sizeof(a.address)); /* as on the wire */
-    memcpy(out->u.cts.rkey + sizeof(a.address), &a.offset, sizeof(a.offset));
     return FERRY_OK;
 }
 
@@ -189,8 +146,6 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
     if (id == FY_AM_ID_TAG_RTS && header != NULL &&
         (header_length == TAG_WIRE_RTS_ADDR_SHORT || header_length == sizeof(tag_wire_rts_addr_t)))
         return tag_wire_decode_rts_addr(header, header_length, payload_length, out, why);
-    if (id == FY_AM_ID_TAG_CTS && header != NULL && header_length == sizeof(tag_wire_cts_addr_t))
-        return tag_wire_decode_cts_addr(header, payload_length, out, why);
     if (header == NULL || header_length != size)
         return tag_wire_fail(why, "header of the wrong size for its message id");
     memset(&m, 0, sizeof(m));
@@ -238,8 +193,6 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         tag_wire_cts_t *c = &m.u.cts;
         if (!tag_wire_zero(c->reserved, sizeof(c->reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
-        if (c->flags != 0)
-            return tag_wire_fail(why, "flags in the long CTS (ADDR has a form of its own)");
         c->send_id = le64toh(c->send_id);
         c->recv_id = le64toh(c->recv_id);
         c->length = le64toh(c->length);
@@ -361,19 +314,6 @@ size_t tag_wire_encode(const tag_wire_msg_t *msg, void *buffer)
         m.u.rts.section = htole64(m.u.rts.section);
         break;
     case FY_AM_ID_TAG_CTS:
-        if (m.u.cts.flags & TAG_FLAG_ADDR) {
-            tag_wire_cts_addr_t a = {.version = m.u.cts.version,
-                                     .mode = m.u.cts.mode,
-                                     .flags = m.u.cts.flags,
-                                     .send_id = htole64(m.u.cts.send_id),
-                                     .recv_id = htole64(m.u.cts.recv_id),
-                                     .length = htole64(m.u.cts.length)};
-            /* little-endian already */
-            memcpy(&a.address, m.u.cts.rkey, sizeof(a.address));
-            memcpy(&a.offset, m.u.cts.rkey + sizeof(a.address), sizeof(a.offset));
-            memcpy(buffer, &a, sizeof(a));
-            return sizeof(a);
-        }
         m.u.cts.send_id = htole64(m.u.cts.send_id);
         m.u.cts.recv_id = htole64(m.u.cts.recv_id);
         m.u.cts.length = htole64(m.u.cts.length);

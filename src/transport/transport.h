@@ -305,13 +305,6 @@ typedef struct fy_tl_ops {
     ferry_status_t (*ep_peer_read)(fy_tl_ep_t *tlep, const ferry_iov_t *local, size_t count,
                                    uint64_t remote_address, uint64_t length);
 
-    /* The other way: copy length bytes of the local pieces to address remote_address of the
-     * peer's process, memory the peer itself pointed to (the tail of a SPLIT's receive buffer).
-     * Same contract as ep_peer_read (FERRY_ERR_ACCESS: not mapped writable in the peer). May be
-     * NULL; set exactly where ep_peer_read is. */
-    ferry_status_t (*ep_peer_write)(fy_tl_ep_t *tlep, const ferry_iov_t *local, size_t count,
-                                    uint64_t remote_address, uint64_t length);
-
     /* Receive and deliver (fy_am_deliver), retry pending sends. Never blocks; returns the
      * number of events handled. Not called while the transport's poll_bit is set in
      * *local->poll_skip. May be NULL (a transport driven only by fd callbacks). */

@@ -5,7 +5,7 @@
  * ids and one that is not), bytes 1..4 are the payload length (u32, little-endian), the rest is
  * the header. When the decoder accepts it, every promise tag.h makes about a decoded header is
  * checked: the exact size for the id (EAGER: 16 bytes without flags, 32 with; RTS by address:
- * 40 bytes without immediate data, 48 with; CTS by address 48), the current version,
+ * 40 bytes without immediate data, 48 with), the current version,
  * EAGER's flags (immediate data, synchronous send id), payload only on EAGER and DATA (and never an
  * empty DATA), modes, ids never 0, sections, offsets and lengths that do not overflow, keys
  * exactly where the mode needs one, DONE's target/final/status/reply id rules; and re-encoding
@@ -52,8 +52,6 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
     if (m->id == FY_AM_ID_TAG_RTS && (m->u.rts.flags & TAG_FLAG_ADDR))
         expected =
             (m->u.rts.flags & TAG_FLAG_IMM) ? sizeof(tag_wire_rts_addr_t) : TAG_WIRE_RTS_ADDR_SHORT;
-    if (m->id == FY_AM_ID_TAG_CTS && m->u.cts.flags != 0)
-        expected = sizeof(tag_wire_cts_addr_t);
     if (header_length != expected)
         fuzz_fail("accepted a header of the wrong size");
     if (payload != 0 && m->id != FY_AM_ID_TAG_EAGER && m->id != FY_AM_ID_TAG_DATA)
@@ -102,14 +100,6 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
             fuzz_fail("CTS id 0 or empty SPLIT");
         if (key != ((c->mode == TAG_RNDV_PUT || c->mode == TAG_RNDV_SPLIT) && c->length > 0))
             fuzz_fail("CTS key presence");
-        if (c->flags != 0) {
-            uint64_t offset = tag_wire_cts_offset(c), address = tag_wire_cts_address(c);
-            if (c->flags != TAG_FLAG_ADDR || c->mode != TAG_RNDV_SPLIT || offset == 0 ||
-                offset >= c->length || address == 0 ||
-                address > UINT64_MAX - (c->length - offset) ||
-                !fuzz_zero(c->rkey + 16, sizeof(c->rkey) - 16))
-                fuzz_fail("CTS ADDR rules");
-        }
         break;
     }
     case FY_AM_ID_TAG_DATA:

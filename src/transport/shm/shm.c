@@ -1536,5 +1536,4 @@ const fy_tl_ops_t fy_tl_shm_ops = {
     .rma = shm_rma,
     .rkey_map = shm_rkey_map,
     .ep_peer_read = shm_ep_peer_read,
-    .ep_peer_write = shm_ep_peer_write,
 };

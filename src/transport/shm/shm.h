@@ -216,8 +216,6 @@ size_t shm_record_fields(const void *record, size_t record_length, ferry_info_fi
 /* shm_rma.c: one-sided operations without the target (mapped memory, cross-memory attach) */
 ferry_status_t shm_rma(fy_tl_ep_t *tlep, const fy_rma_op_t *op);
 /* fy_tl_ops_t.ep_peer_read: process_vm_readv of the peer's memory at an address it gave. */
-ferry_status_t shm_ep_peer_write(fy_tl_ep_t *tlep, const ferry_iov_t *local, size_t count,
-                                 uint64_t remote_address, uint64_t length);
 ferry_status_t shm_ep_peer_read(fy_tl_ep_t *tlep, const ferry_iov_t *local, size_t count,
                                 uint64_t remote_address, uint64_t length);
 /* Does the kernel let this process read and write pid's memory with cross-memory attach?

@@ -570,10 +570,8 @@ denied:
     return FERRY_ERR_UNSUPPORTED;
 }
 
-/* ep_peer_read and ep_peer_write: one copy between the local pieces and the peer's memory at
- * an address the peer gave (write: into it). */
-static ferry_status_t shm_ep_peer_copy(fy_tl_ep_t *tlep, bool write, const ferry_iov_t *local,
-                                       size_t count, uint64_t remote_address, uint64_t length)
+ferry_status_t shm_ep_peer_read(fy_tl_ep_t *tlep, const ferry_iov_t *local, size_t count,
+                                uint64_t remote_address, uint64_t length)
 {
     if (tlep->state != SHM_CONN_CONNECTED || tlep->cma < 0 || !tlep->tlw->cma_enabled)
         return FERRY_ERR_UNSUPPORTED;
@@ -583,7 +581,7 @@ static ferry_status_t shm_ep_peer_copy(fy_tl_ep_t *tlep, bool write, const ferry
     size_t rbytes = 0;
     ferry_iov_t remote = {.buffer = (void *)(uintptr_t)remote_address, .length = (size_t)length};
     ferry_status_t status =
-        shm_cma_copy(tlep, write, local, count, &remote, 1, length, &err, &rbytes);
+        shm_cma_copy(tlep, false, local, count, &remote, 1, length, &err, &rbytes);
     if (status == FERRY_OK)
         tlep->cma = 1;
     else if (status == FERRY_ERR_UNSUPPORTED) {
@@ -591,24 +589,11 @@ static ferry_status_t shm_ep_peer_copy(fy_tl_ep_t *tlep, bool write, const ferry
         shm_cma_deny(tlep);
     } else if (status == FERRY_ERR_ACCESS) /* the peer pointed at memory it does not have */
         fy_warn_limited(&shm_rma_cma_log_limit,
-                        "shm: process_vm_%s(pid %u, %zu bytes at 0x%llx), an address the "
+                        "shm: process_vm_readv(pid %u, %zu bytes at 0x%llx), an address the "
                         "peer gave, failed: %s",
-                        write ? "writev" : "readv", tlep->peer_pid, rbytes,
-                        (unsigned long long)remote_address,
+                        tlep->peer_pid, rbytes, (unsigned long long)remote_address,
                         err != 0 ? strerror(err) : "no progress");
     return status;
-}
-
-ferry_status_t shm_ep_peer_read(fy_tl_ep_t *tlep, const ferry_iov_t *local, size_t count,
-                                uint64_t remote_address, uint64_t length)
-{
-    return shm_ep_peer_copy(tlep, false, local, count, remote_address, length);
-}
-
-ferry_status_t shm_ep_peer_write(fy_tl_ep_t *tlep, const ferry_iov_t *local, size_t count,
-                                 uint64_t remote_address, uint64_t length)
-{
-    return shm_ep_peer_copy(tlep, true, local, count, remote_address, length);
 }
 
 /* One probe per endpoint: a one-byte process_vm_readv of the peer's address 0 fails with
