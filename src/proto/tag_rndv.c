@@ -1262,15 +1262,16 @@ void tag_rndv_recv_start(tag_recv_t *recv, ferry_ep_t *ep, const tag_wire_rts_t 
             tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
             return;
         }
+        /* by address only where this transport reads so; asked before a SPLIT's CTS, which
+         * would commit us to reading */
+        if ((rts->flags & TAG_FLAG_ADDR) && ep->tl->ep_peer_read == NULL) {
+            tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* no read by address here */
+            return;
+        }
         if (recv->mode == TAG_RNDV_SPLIT && !tag_recv_split_start(recv))
             return;
-        if (rts->flags & TAG_FLAG_ADDR) {
-            if (ep->tl->ep_peer_read == NULL) {
-                tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* no read by address here */
-                return;
-            }
+        if (rts->flags & TAG_FLAG_ADDR)
             recv->address = tag_wire_rts_address(rts->rkey);
-        }
         tag_recv_get_section(recv, 0, rts->section, rts->rkey);
         return;
     case TAG_RNDV_PUT:
