@@ -213,7 +213,7 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
     bool clear = figures_both
                      ? fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0],
                                      CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN)
-                     : c->eager_skipped && best_ns[0] == 0 && best_ns[rndv] != 0;
+                     : c->eager_skipped && best_ns[rndv] != 0;
     if (figures_both && !clear && c->rounds + 1u < CALIB_EAGER_ROUNDS &&
         fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0], 1, 1)) {
         /* a close call: the blocks again, each mode's best kept */
@@ -403,13 +403,22 @@ static bool calib_block_above(const tag_calib_class_t *c, unsigned a, unsigned b
                          den);
 }
 
+/* Whether each of the first CALIB_EARLY_BLOCKS blocks of c has a figure (its clock moved, and
+ * it was not given up). */
+static bool calib_early_timed(const tag_calib_class_t *c)
+{
+    for (unsigned b = 0; b < CALIB_EARLY_BLOCKS; b++)
+        if (c->block[b].end_ns <= c->block[b].first_ns)
+            return false;
+    return true;
+}
+
 /* After the first CALIB_EARLY_BLOCKS blocks of a class (their modes in order) completed: whether
  * one mode clearly won. */
 static bool calib_clear(const tag_calib_class_t *c, const uint8_t *order)
 {
-    for (unsigned b = 0; b < CALIB_EARLY_BLOCKS; b++)
-        if (c->block[b].end_ns <= c->block[b].first_ns)
-            return false; /* the clock did not move: no figure */
+    if (!calib_early_timed(c))
+        return false;
     for (unsigned a = 0; a < CALIB_EARLY_BLOCKS; a++) {
         bool beats_all = true; /* block a, the slowest of its mode, beats every other clearly */
         for (unsigned b = 0; b < CALIB_EARLY_BLOCKS && beats_all; b++) {
@@ -432,9 +441,8 @@ static bool calib_clear(const tag_calib_class_t *c, const uint8_t *order)
  * messages) of Open MPI's 1 000-message stream. */
 static bool calib_eager_beaten(const tag_calib_class_t *c)
 {
-    for (unsigned b = 0; b < CALIB_EARLY_BLOCKS; b++)
-        if (c->block[b].end_ns <= c->block[b].first_ns)
-            return false; /* no figure (the clock did not move, or a block given up) */
+    if (!calib_early_timed(c))
+        return false;
     for (unsigned m = 1; m < 3; m++) {
         bool beats = true;
         for (unsigned r = 0; r < CALIB_EARLY_BLOCKS && beats; r++) {

@@ -501,12 +501,10 @@ static tag_send_t *tag_send_alloc_counted(ferry_worker_t *worker, const tag_cali
 static bool tag_rndv_send_by_address(const tag_send_t *send, uint64_t length)
 {
     const ferry_ep_t *ep = send->ep;
-    unsigned both = FY_TL_CAP_RMA | FY_TL_CAP_CMA;
-    return (send->mode == TAG_RNDV_GET ||
-            (send->mode == TAG_RNDV_SPLIT && (ep->caps.flags & both) == both)) &&
-           length > 0 && send->buf.iovcnt == 1 &&
-           length <= fy_tag_worker_of(send->worker)->section && ep->tl->ep_peer_read != NULL &&
-           (ep->caps.flags & FY_TL_CAP_CMA);
+    unsigned need = send->mode == TAG_RNDV_SPLIT ? FY_TL_CAP_RMA | FY_TL_CAP_CMA : FY_TL_CAP_CMA;
+    return (send->mode == TAG_RNDV_GET || send->mode == TAG_RNDV_SPLIT) && length > 0 &&
+           send->buf.iovcnt == 1 && length <= fy_tag_worker_of(send->worker)->section &&
+           ep->tl->ep_peer_read != NULL && (ep->caps.flags & need) == need;
 }
 
 ferry_status_t tag_rndv_send(ferry_worker_t *worker, ferry_ep_t *ep, const ferry_iov_t *iov,
@@ -1082,31 +1080,25 @@ static void tag_recv_get_section(tag_recv_t *recv, uint64_t offset, uint64_t len
         tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
         return;
     }
-    if (recv->address != 0) { /* TAG_FLAG_ADDR: one section, the whole message, no key */
-        recv->section_end = offset + length;
-        recv->state = TAG_RECV_GET;
-        if (recv->split) /* SPLIT: our half from progress, as below */
-            tag_list_add(worker, &fy_tag_worker_of(worker)->retry, &recv->obj, &recv->in_retry);
-        else
-            tag_recv_get_issue(recv);
-        return;
+    /* by address (TAG_FLAG_ADDR: one section, the whole message) there is no key */
+    if (recv->address == 0) {
+        status = ferry_rkey_unpack(recv->ep, key, RKEY_PACKED_SIZE, &rkey);
+        if (status != FERRY_OK) { /* ferry_rkey_unpack said why */
+            tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
+            return;
+        }
+        if (rkey->key.length != length || !(rkey->key.access & FERRY_ACCESS_REMOTE_READ)) {
+            tag_warn(worker, TAG_WARN_BAD_TRANSFER,
+                     "the key of GET section [%llu, +%llu) from endpoint %p covers %llu bytes "
+                     "with access 0x%x, not the section's bytes readable",
+                     (unsigned long long)offset, (unsigned long long)length, (void *)recv->ep,
+                     (unsigned long long)rkey->key.length, rkey->key.access);
+            ferry_rkey_release(rkey);
+            tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
+            return;
+        }
+        recv->rkey = rkey;
     }
-    status = ferry_rkey_unpack(recv->ep, key, RKEY_PACKED_SIZE, &rkey);
-    if (status != FERRY_OK) { /* ferry_rkey_unpack said why */
-        tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
-        return;
-    }
-    if (rkey->key.length != length || !(rkey->key.access & FERRY_ACCESS_REMOTE_READ)) {
-        tag_warn(worker, TAG_WARN_BAD_TRANSFER,
-                 "the key of GET section [%llu, +%llu) from endpoint %p covers %llu bytes with "
-                 "access 0x%x, not the section's bytes readable",
-                 (unsigned long long)offset, (unsigned long long)length, (void *)recv->ep,
-                 (unsigned long long)rkey->key.length, rkey->key.access);
-        ferry_rkey_release(rkey);
-        tag_recv_abort(recv, FERRY_ERR_PROTOCOL);
-        return;
-    }
-    recv->rkey = rkey;
     recv->section_end = offset + length;
     recv->state = TAG_RECV_GET;
     if (recv->split && offset == 0) {
@@ -1169,11 +1161,13 @@ static bool tag_recv_get_issue(tag_recv_t *recv)
                                                            recv->address + recv->received, n);
         if (pieces != stack)
             free(pieces);
+        /* we cannot read its memory: COOP instead, unless our SPLIT CTS went out already
+         * (then the transfer fails: DONE with the error) */
         if (status == FERRY_ERR_UNSUPPORTED && recv->received == 0 && !recv->split) {
             recv->address = 0;
-            tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL); /* we cannot read its memory */
+            tag_recv_send_cts(recv, TAG_RNDV_COOP, NULL);
             return true;
-        } /* SPLIT: our CTS went out already, the transfer fails (DONE with the error) */
+        }
         tag_recv_get_done(recv, status);
         return true;
     }
