@@ -1278,18 +1278,21 @@ static fy_always_inline ferry_status_t tag_eager_counted(ferry_ep_t *ep, uint64_
     return status;
 }
 
-/* The eager send of a message without flags (the 16-byte header) on an open endpoint, iov
- * checked; one piece goes straight to the transport (fy_am_send_one). */
+/* The eager send of a message that completes when the transport took it (no SYNC, no ACK),
+ * with immediate data (imm_flags TAG_FLAG_IMM: the 32-byte header) or without (0: 16 bytes), on
+ * an open endpoint, iov checked; one piece goes straight to the transport (fy_am_send_one). */
 static fy_always_inline ferry_status_t tag_send_eager_plain(ferry_ep_t *ep, const ferry_iov_t *iov,
                                                             size_t iovcnt, uint64_t length,
-                                                            uint64_t tag, ferry_completion_t *comp)
+                                                            uint64_t tag, uint8_t imm_flags,
+                                                            uint64_t imm, ferry_completion_t *comp)
 {
-    tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
+    tag_wire_eager_t header = {
+        .version = TAG_WIRE_VERSION, .flags = imm_flags, .tag = htole64(tag), .imm = htole64(imm)};
+    size_t header_length = imm_flags != 0 ? sizeof(header) : TAG_WIRE_EAGER_SHORT;
     ferry_status_t status =
-        iovcnt == 1
-            ? fy_am_send_one(ep, FY_AM_ID_TAG_EAGER, &header, TAG_WIRE_EAGER_SHORT, iov, comp)
-            : fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, TAG_WIRE_EAGER_SHORT, iov,
-                                  iovcnt, comp);
+        iovcnt == 1 ? fy_am_send_one(ep, FY_AM_ID_TAG_EAGER, &header, header_length, iov, comp)
+                    : fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, header_length, iov,
+                                          iovcnt, comp);
     return tag_eager_counted(ep, length, status);
 }
 
@@ -1328,30 +1331,25 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
     if (fy_likely(eager)) {
         ferry_status_t status;
         bool sync = params != NULL && (params->flags & FERRY_TAG_SEND_SYNC);
-        if ((params == NULL || params->flags == 0) && !ticket.ack) {
-            status = tag_send_eager_plain(ep, iov, iovcnt, length, tag, comp);
+        if (!sync && !ticket.ack) {
+            bool imm = params != NULL && (params->flags & FERRY_TAG_SEND_IMM);
+            status = tag_send_eager_plain(ep, iov, iovcnt, length, tag, imm ? TAG_FLAG_IMM : 0,
+                                          imm ? params->imm : 0, comp);
         } else {
             tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
             if (params != NULL && (params->flags & FERRY_TAG_SEND_IMM)) {
                 header.flags |= TAG_FLAG_IMM;
                 header.imm = htole64(params->imm);
             }
-            if (sync || ticket.ack) {
-                /* the last send of an eager calibration block completes on the match too
-                 * (TAG_FLAG_ACK: the receiver is not told it was synchronous); the ticket goes
-                 * with the send only then */
-                header.flags |= sync ? TAG_FLAG_SYNC : TAG_FLAG_ACK;
-                status =
-                    tag_eager_counted(ep, length,
-                                      tag_rndv_send_sync_eager(ep, iov, iovcnt, length, &header,
-                                                               ticket.ack ? &ticket : NULL, comp));
-                if (ticket.ack)
-                    return status; /* the sync path cancelled the ticket if it did not start */
-            } else {
-                status = tag_eager_counted(ep, length,
-                                           fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header,
-                                                               sizeof(header), iov, iovcnt, comp));
-            }
+            /* SYNC, or the last send of an eager calibration block, which completes on the
+             * match too (TAG_FLAG_ACK: the receiver is not told it was synchronous); the ticket
+             * goes with the send only then */
+            header.flags |= sync ? TAG_FLAG_SYNC : TAG_FLAG_ACK;
+            status = tag_eager_counted(ep, length,
+                                       tag_rndv_send_sync_eager(ep, iov, iovcnt, length, &header,
+                                                                ticket.ack ? &ticket : NULL, comp));
+            if (ticket.ack)
+                return status; /* the sync path cancelled the ticket if it did not start */
         }
         if (status != FERRY_OK && status != FERRY_INPROGRESS)
             tag_calib_ticket_cancel(ep->worker, &ticket, length);
@@ -1364,10 +1362,13 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
                          (tag_rndv_mode_t)mode, &ticket, comp);
 }
 
-/* A plain send (no flags). The common case inline: one valid piece, eager, on an endpoint set
- * up; everything else in tag_send_any (which checks in the documented order). */
+/* A send without flags (params NULL) or with immediate data only (params->flags
+ * FERRY_TAG_SEND_IMM: an MPI layer's every message). The common case inline: one valid piece,
+ * eager, on an endpoint set up; everything else in tag_send_any (which checks in the documented
+ * order). */
 static fy_always_inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_t *iov,
                                                 size_t iovcnt, uint64_t tag,
+                                                const ferry_tag_send_params_t *params,
                                                 ferry_completion_t *comp)
 {
     if (fy_likely(ep != NULL && iovcnt == 1 && iov != NULL &&
@@ -1376,9 +1377,11 @@ static fy_always_inline ferry_status_t tag_send(ferry_ep_t *ep, const ferry_iov_
         if (fy_likely(ep->state == FY_EP_OPEN && tep->ready && iov->length <= tep->eager_max &&
                       !tep->eager_limit) &&
             (fy_likely(iov->length < tep->reply_min) || comp == NULL || !tag_reply_due(ep)))
-            return tag_send_eager_plain(ep, iov, 1, iov->length, tag, comp);
+            return tag_send_eager_plain(ep, iov, 1, iov->length, tag,
+                                        params != NULL ? TAG_FLAG_IMM : 0,
+                                        params != NULL ? params->imm : 0, comp);
     }
-    return tag_send_any(ep, iov, iovcnt, tag, NULL, comp);
+    return tag_send_any(ep, iov, iovcnt, tag, params, comp);
 }
 
 static inline ferry_status_t locked_tag_send(ferry_ep_t *ep, const ferry_iov_t *iov, size_t iovcnt,
@@ -1386,7 +1389,7 @@ static inline ferry_status_t locked_tag_send(ferry_ep_t *ep, const ferry_iov_t *
 {
     if (ep != NULL && fy_ep_forked(ep))
         return FERRY_ERR_FORKED;
-    return tag_send(ep, iov, iovcnt, tag, comp);
+    return tag_send(ep, iov, iovcnt, tag, NULL, comp);
 }
 
 static inline ferry_status_t locked_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov,
@@ -1397,7 +1400,9 @@ static inline ferry_status_t locked_tag_send_ext(ferry_ep_t *ep, const ferry_iov
     if (ep != NULL && fy_ep_forked(ep))
         return FERRY_ERR_FORKED;
     if (fy_likely(params == NULL || params->flags == 0))
-        return tag_send(ep, iov, iovcnt, tag, comp);
+        return tag_send(ep, iov, iovcnt, tag, NULL, comp);
+    if (fy_likely(params->flags == FERRY_TAG_SEND_IMM))
+        return tag_send(ep, iov, iovcnt, tag, params, comp);
     if ((params->flags & ~(FERRY_TAG_SEND_IMM | FERRY_TAG_SEND_SYNC)) != 0 ||
         ((params->flags & FERRY_TAG_SEND_SYNC) && comp == NULL))
         return FERRY_ERR_INVALID_PARAM;

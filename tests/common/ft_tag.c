@@ -215,6 +215,9 @@ static ferry_status_t ft_tag_send_buf_ext(ferry_worker_t *w, ferry_ep_t *ep, ft_
     s->size = size;
     s->done_ns = 0;
     s->comp = (ferry_completion_t){.cb = ft_tag_send_cb, .count = 1, .status = FERRY_OK};
+    ferry_tag_send_params_t imm = {.flags = FERRY_TAG_SEND_IMM, .imm = ft_tag_imm_of(tag, size)};
+    if (params == NULL && ft_tag_imm_all())
+        params = &imm;
     ft_deadline_t deadline = ft_deadline_in_ms(FT_TAG_TIMEOUT);
     for (unsigned tries = 1;; tries++) {
         ferry_status_t status =
@@ -241,6 +244,21 @@ ferry_status_t ft_tag_send_buf(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t 
                                size_t size)
 {
     return ft_tag_send_buf_ext(w, ep, s, tag, size, NULL);
+}
+
+bool ft_tag_imm_all(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("FT_TAG_IMM");
+        on = v != NULL && strcmp(v, "1") == 0;
+    }
+    return on != 0;
+}
+
+uint64_t ft_tag_imm_of(uint64_t tag, size_t size)
+{
+    return (tag * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)size << 17) ^ UINT64_C(0x1d);
 }
 
 void ft_tag_send_start(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint32_t sender,
@@ -357,6 +375,17 @@ void ft_tag_recv_wait(ferry_worker_t *w, ft_tag_recv_t *r)
     ft_progress_until(w, FT_TAG_TIMEOUT, ft_tag_recv_cond, r, "a tagged receive's completion");
 }
 
+void ft_tag_imm_check(const ferry_tag_info_t *info, uint64_t tag, size_t size, const char *what)
+{
+    bool want = ft_tag_imm_all();
+    uint64_t imm = want ? ft_tag_imm_of(tag, size) : 0;
+    FT_CHECK(((info->flags & FERRY_TAG_INFO_IMM) != 0) == want && info->imm == imm,
+             "%s: info.flags 0x%x, info.imm 0x%llx; expected %s, 0x%llx", what, info->flags,
+             (unsigned long long)info->imm,
+             want ? "FERRY_TAG_INFO_IMM (FT_TAG_IMM=1)" : "no FERRY_TAG_INFO_IMM",
+             (unsigned long long)imm);
+}
+
 void ft_tag_recv_check(const ft_tag_recv_t *r, uint32_t sender, uint64_t tag, size_t size,
                        const char *what)
 {
@@ -369,6 +398,7 @@ void ft_tag_recv_check(const ft_tag_recv_t *r, uint32_t sender, uint64_t tag, si
     FT_CHECK(r->info.length == size, "%s: info.length %zu, expected %zu", what, r->info.length,
              size);
     FT_CHECK(r->info.sender != NULL, "%s: info.sender is NULL", what);
+    ft_tag_imm_check(&r->info, tag, size, what);
     FT_CHECK(strcmp(ferry_ep_transport_name(r->info.sender), ft_remote_transport()) == 0,
              "%s: info.sender uses %s", what, ferry_ep_transport_name(r->info.sender));
     ft_tbuf_check(&r->buf, sender, tag, size, what);

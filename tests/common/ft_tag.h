@@ -123,6 +123,14 @@ void ft_tag_recv_check(const ft_tag_recv_t *r, uint32_t sender, uint64_t tag, si
                        const char *what);
 void ft_tag_recv_free(ft_tag_recv_t *r);
 
+/* FT_TAG_IMM=1 in the environment: every send of these helpers without options carries
+ * immediate data (FERRY_TAG_SEND_IMM, ft_tag_imm_of(tag, size)), and ft_tag_recv_check checks
+ * it arrived; otherwise it checks that none did. */
+bool ft_tag_imm_all(void);
+uint64_t ft_tag_imm_of(uint64_t tag, size_t size);
+/* The immediate data (or its absence) of a message of (tag, size) as ft_tag_imm_all says. */
+void ft_tag_imm_check(const ferry_tag_info_t *info, uint64_t tag, size_t size, const char *what);
+
 /* Progress until ferry_tag_probe(tag, mask, no remove) finds a message; returns its info. */
 ferry_tag_info_t ft_tag_probe_until(ferry_worker_t *w, uint64_t tag, uint64_t mask);
 

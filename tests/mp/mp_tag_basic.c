@@ -109,6 +109,7 @@ static void tb_probe_check(const ferry_tag_info_t *info, uint64_t tag, size_t si
              "%s: probe says tag 0x%llx, %zu bytes, sender %p; expected tag 0x%llx, %zu bytes",
              what, (unsigned long long)info->tag, info->length, (void *)info->sender,
              (unsigned long long)tag, size);
+    ft_tag_imm_check(info, tag, size, what);
 }
 
 /* ------------------------------------------------------------------ the two roles */

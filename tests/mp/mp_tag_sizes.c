@@ -209,6 +209,7 @@ static void ts_recv(ts_proc_t *p, size_t i)
         FT_CHECK(info.tag == tag && info.length == st->size && info.sender != NULL,
                  "%s: probe says tag 0x%llx, %zu bytes, sender %p", what,
                  (unsigned long long)info.tag, info.length, (void *)info.sender);
+        ft_tag_imm_check(&info, tag, st->size, what);
         FT_CHECK(p->sender_ep == NULL || info.sender == p->sender_ep,
                  "%s: probe names sender %p, earlier messages came from %p", what,
                  (void *)info.sender, (void *)p->sender_ep);

@@ -51,6 +51,11 @@ endforeach()
 # COOP moves everything above the eager size through shm's bulk buffers: once with plain stores
 # into them (FERRY_SHM_STREAM_MIN=16G), once with non-temporal stores from 65 bytes (unaligned
 # heads and tails of iov pieces)
+# every message with immediate data (FT_TAG_IMM: the sends carry FERRY_TAG_SEND_IMM, each receive
+# and probe checks it; the eager fast path of a one-piece send with it), automatic and COOP
+ferry_add_test(NAME mp_tag_basic_imm SOURCES mp/mp_tag_basic.c TIMEOUT 120 ENV FT_TAG_IMM=1)
+ferry_add_test(NAME mp_tag_basic_imm_coop SOURCES mp/mp_tag_basic.c TIMEOUT 120
+               ENV FT_TAG_IMM=1 FERRY_RNDV_MODE=coop)
 ferry_add_test(NAME mp_tag_basic_coop_plain SOURCES mp/mp_tag_basic.c TIMEOUT 120
                ENV FERRY_RNDV_MODE=coop FERRY_SHM_STREAM_MIN=16G)
 ferry_add_test(NAME mp_tag_basic_coop_stream65 SOURCES mp/mp_tag_basic.c TIMEOUT 120
@@ -112,6 +117,9 @@ endforeach()
 ferry_add_test(NAME mp_tag_sizes_auto SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60)
 ferry_add_test(NAME mp_tag_sizes_auto_nocma SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
                ENV FERRY_SHM_CMA=off)
+# the same with immediate data on every message (FT_TAG_IMM: each receive and probe checks it)
+ferry_add_test(NAME mp_tag_sizes_auto_imm SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
+               ENV FT_TAG_IMM=1)
 # the same with each store kind of the copies into shm's bulk buffers forced (automatic: each
 # endpoint calibrates the two on its first bulk copies, so the runs above move bytes with both)
 ferry_add_test(NAME mp_tag_sizes_auto_plain SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
