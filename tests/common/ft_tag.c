@@ -248,12 +248,9 @@ ferry_status_t ft_tag_send_buf(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t 
 
 bool ft_tag_imm_all(void)
 {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("FT_TAG_IMM");
-        on = v != NULL && strcmp(v, "1") == 0;
-    }
-    return on != 0;
+    /* read every time: the helpers run in several threads of some tests (no cache to race on) */
+    const char *v = getenv("FT_TAG_IMM");
+    return v != NULL && strcmp(v, "1") == 0;
 }
 
 uint64_t ft_tag_imm_of(uint64_t tag, size_t size)
