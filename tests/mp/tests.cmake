@@ -247,6 +247,8 @@ ferry_add_test(NAME mp_clean_close_tcp SOURCES mp/mp_clean_close.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
 ferry_add_test(NAME mp_tag_basic_tcp SOURCES mp/mp_tag_basic.c TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp)
+ferry_add_test(NAME mp_tag_basic_imm_tcp SOURCES mp/mp_tag_basic.c TIMEOUT 120
+               ENV FERRY_TRANSPORTS=tcp FT_TAG_IMM=1)
 # forced COOP cannot use shared buffers over tcp: it falls back to NULL (info log)
 ferry_add_test(NAME mp_tag_sizes_tcp SOURCES mp/mp_tag_sizes.c ARGS quick TIMEOUT 60
                ENV FERRY_TRANSPORTS=tcp)
