@@ -1279,16 +1279,23 @@ static fy_always_inline ferry_status_t tag_eager_counted(ferry_ep_t *ep, uint64_
 }
 
 /* The eager send of a message that completes when the transport took it (no SYNC, no ACK),
- * with immediate data (imm_flags TAG_FLAG_IMM: the 32-byte header) or without (0: 16 bytes), on
- * an open endpoint, iov checked; one piece goes straight to the transport (fy_am_send_one). */
+ * with immediate data (imm_flags TAG_FLAG_IMM: the 16-byte header below 2^32, else the 32-byte
+ * one) or without (0: 16 bytes), on an open endpoint, iov checked; one piece goes straight to
+ * the transport (fy_am_send_one). */
 static fy_always_inline ferry_status_t tag_send_eager_plain(ferry_ep_t *ep, const ferry_iov_t *iov,
                                                             size_t iovcnt, uint64_t length,
                                                             uint64_t tag, uint8_t imm_flags,
                                                             uint64_t imm, ferry_completion_t *comp)
 {
     tag_wire_eager_t header = {
-        .version = TAG_WIRE_VERSION, .flags = imm_flags, .tag = htole64(tag), .imm = htole64(imm)};
-    size_t header_length = imm_flags != 0 ? sizeof(header) : TAG_WIRE_EAGER_SHORT;
+        .version = TAG_WIRE_VERSION, .flags = imm_flags, .tag = htole64(tag)};
+    size_t header_length = TAG_WIRE_EAGER_SHORT;
+    if (imm <= UINT32_MAX) {
+        header.imm32 = htole32((uint32_t)imm); /* 0 without imm_flags */
+    } else {
+        header.imm = htole64(imm);
+        header_length = sizeof(header);
+    }
     ferry_status_t status =
         iovcnt == 1 ? fy_am_send_one(ep, FY_AM_ID_TAG_EAGER, &header, header_length, iov, comp)
                     : fy_am_send_internal(ep, FY_AM_ID_TAG_EAGER, &header, header_length, iov,

@@ -130,7 +130,9 @@
 #include "proto/module_list.h"
 #include "wireup/ep.h"
 
-#define TAG_WIRE_VERSION 4u /* 3: TAG_FLAG_ACK; 4: the RTS by address in 40 or 48 bytes */
+/* 3: TAG_FLAG_ACK; 4: the RTS by address in 40 or 48 bytes; 5: EAGER's 32-bit immediate data in
+ * its 16-byte form */
+#define TAG_WIRE_VERSION 5u
 
 /* NULL mode: DATA messages in flight per send. */
 #define TAG_NULL_WINDOW 4u
@@ -173,16 +175,21 @@ static inline uint64_t tag_wire_rts_address(const uint8_t rkey[RKEY_PACKED_SIZE]
 #define TAG_FLAGS_RTS (TAG_FLAG_IMM | TAG_FLAG_ADDR) /* a rendezvous completes after the match */
 
 /* Wire headers (little-endian, packed by explicit layout, sizes fixed). */
+/* EAGER has two forms, one encoding per message: 16 bytes when flags are 0, or only TAG_FLAG_IMM
+ * with immediate data below 2^32 (imm32: an MPI layer's source rank, so that its 8 to 28-byte
+ * messages travel in one shm cell); 32 bytes otherwise (SYNC or ACK, or immediate data of 2^32
+ * or more), imm32 0. Decoded (tag_wire_decode), the immediate data is in imm and imm32 is 0. */
 typedef struct tag_wire_eager {
     uint8_t version;
-    uint8_t flags; /* TAG_FLAG_IMM | TAG_FLAG_SYNC or _ACK; 0: the header ends after the tag */
-    uint8_t reserved[6];
+    uint8_t flags; /* TAG_FLAG_IMM | TAG_FLAG_SYNC or _ACK */
+    uint8_t reserved[2];
+    uint32_t imm32; /* the 16-byte form with TAG_FLAG_IMM: the immediate data; else 0 */
     uint64_t tag;
-    /* only when flags != 0 (a 32-byte header): */
-    uint64_t imm;                /* TAG_FLAG_IMM: the immediate data; else 0 */
+    /* only in the 32-byte form: */
+    uint64_t imm;                /* TAG_FLAG_IMM: the immediate data (2^32 or more); else 0 */
     uint64_t send_id;            /* SYNC or ACK: the sender's send id, for its DONE; else 0 */
-} tag_wire_eager_t;              /* 16 B (flags 0) or 32 B; payload = the message */
-#define TAG_WIRE_EAGER_SHORT 16u /* the header without flags: the common case */
+} tag_wire_eager_t;              /* 16 or 32 B (above); payload = the message */
+#define TAG_WIRE_EAGER_SHORT 16u /* the 16-byte form: the common case */
 
 typedef struct tag_wire_rts {
     uint8_t version;
@@ -272,7 +279,9 @@ typedef struct tag_wire_flow {
 } tag_wire_flow_t; /* 8 B, no payload */
 
 _Static_assert(sizeof(tag_wire_eager_t) == 32, "EAGER header is 16 or 32 bytes");
-_Static_assert(offsetof(tag_wire_eager_t, imm) == TAG_WIRE_EAGER_SHORT, "EAGER short form");
+_Static_assert(offsetof(tag_wire_eager_t, imm) == TAG_WIRE_EAGER_SHORT &&
+                   offsetof(tag_wire_eager_t, imm32) == 4,
+               "EAGER short form");
 _Static_assert(sizeof(tag_wire_rts_t) == 112, "RTS header is 112 bytes");
 _Static_assert(sizeof(tag_wire_rts_addr_t) == 48 &&
                    offsetof(tag_wire_rts_addr_t, imm) == TAG_WIRE_RTS_ADDR_SHORT,
@@ -308,7 +317,7 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
                                size_t payload_length, tag_wire_msg_t *out, const char **why);
 
 /* The fast case of tag_wire_decode for EAGER: the 16-byte header without flags (a plain send)
- * starts with one 8-byte word that is exactly the version (flags 0, reserved bytes zero), so
+ * starts with one 8-byte word that is exactly the version (flags 0, reserved and imm32 zero), so
  * one compare checks what tag_wire_decode checks of it. Returns true with the tag in host order;
  * false for any other header (tag_wire_decode then decodes or refuses it). header_length == 16
  * implies a readable header (the transport's). */
@@ -323,22 +332,31 @@ static inline bool tag_wire_eager_plain(const void *header, size_t header_length
     return le64toh(first) == TAG_WIRE_VERSION;
 }
 
-/* The second fast case of tag_wire_decode for EAGER: the 32-byte header of a send with
- * immediate data and nothing else (what libfabric's remote CQ data makes of every Open MPI
- * message): its first word is exactly the version and TAG_FLAG_IMM (reserved bytes zero) and
- * its send id is 0, which is all tag_wire_decode checks of such a header. Returns true with
- * the tag and the immediate data in host order; false for any other header. header_length ==
- * 32 implies a readable header (the transport's). */
+/* The second fast case of tag_wire_decode for EAGER: a send with immediate data and nothing
+ * else (what libfabric's remote CQ data makes of every Open MPI message). In the 16-byte form
+ * the first word's low half is exactly the version and TAG_FLAG_IMM (reserved bytes zero) and
+ * its high half the immediate data; in the 32-byte form the first word is exactly the version
+ * and TAG_FLAG_IMM, the immediate data at least 2^32 and the send id 0. That is all
+ * tag_wire_decode checks of such a header. Returns true with the tag and the immediate data in
+ * host order; false for any other header. header_length 16 or 32 implies a readable header
+ * (the transport's). */
 static inline bool tag_wire_eager_imm(const void *header, size_t header_length, uint64_t *tag_p,
                                       uint64_t *imm_p)
 {
     uint64_t w[4];
+    const uint64_t first = TAG_WIRE_VERSION | (uint64_t)TAG_FLAG_IMM << 8;
+    if (header_length == TAG_WIRE_EAGER_SHORT) {
+        memcpy(w, header, TAG_WIRE_EAGER_SHORT);
+        *tag_p = le64toh(w[1]);
+        *imm_p = le64toh(w[0]) >> 32;
+        return (le64toh(w[0]) & UINT32_MAX) == first;
+    }
     if (header_length != sizeof(w))
         return false;
     memcpy(w, header, sizeof(w));
     *tag_p = le64toh(w[1]);
     *imm_p = le64toh(w[2]);
-    return le64toh(w[0]) == (TAG_WIRE_VERSION | (uint64_t)TAG_FLAG_IMM << 8) && w[3] == 0;
+    return le64toh(w[0]) == first && *imm_p > UINT32_MAX && w[3] == 0;
 }
 
 /* Write msg's header (host byte order in, little-endian out) into buffer, which holds at least

@@ -123,14 +123,28 @@ ferry_status_t tag_wire_decode(unsigned id, const void *header, size_t header_le
         memcpy(&eager, h, header_length);
         if (!tag_wire_zero(eager.reserved, sizeof(eager.reserved)))
             return tag_wire_fail(why, "reserved bytes not zero");
-        if (fy_unlikely(header_length != TAG_WIRE_EAGER_SHORT || eager.flags != 0)) {
-            if (header_length != sizeof(eager) || eager.flags == 0 ||
-                (eager.flags & ~TAG_FLAGS_EAGER) != 0)
+        uint32_t imm32 = le32toh(eager.imm32);
+        eager.imm32 = 0;
+        if (header_length == TAG_WIRE_EAGER_SHORT) {
+            /* flags 0, or immediate data below 2^32 and nothing else */
+            if (fy_unlikely(eager.flags != 0)) {
+                if (eager.flags != TAG_FLAG_IMM)
+                    return tag_wire_fail(why, "EAGER flags do not match the header's size");
+                eager.imm = imm32;
+            } else if (imm32 != 0) {
+                return tag_wire_fail(why, "immediate data without its flag");
+            }
+        } else {
+            if (eager.flags == 0 || (eager.flags & ~TAG_FLAGS_EAGER) != 0)
                 return tag_wire_fail(why, "EAGER flags do not match the header's size");
+            if (imm32 != 0)
+                return tag_wire_fail(why, "the 16-byte form's immediate data in the 32-byte one");
             eager.imm = le64toh(eager.imm);
             eager.send_id = le64toh(eager.send_id);
             if (!(eager.flags & TAG_FLAG_IMM) && eager.imm != 0)
                 return tag_wire_fail(why, "immediate data without its flag");
+            if (eager.flags == TAG_FLAG_IMM && eager.imm <= UINT32_MAX)
+                return tag_wire_fail(why, "immediate data below 2^32 alone in the 32-byte form");
             if ((eager.flags & TAG_FLAGS_DONE_ON_MATCH) == TAG_FLAGS_DONE_ON_MATCH)
                 return tag_wire_fail(why, "EAGER with both SYNC and ACK");
             if ((eager.flags & TAG_FLAGS_DONE_ON_MATCH) ? eager.send_id == 0 : eager.send_id != 0)
@@ -287,11 +301,16 @@ size_t tag_wire_encode(const tag_wire_msg_t *msg, void *buffer)
 
     switch (m.id) {
     case FY_AM_ID_TAG_EAGER:
+        /* the 16-byte form when flags are 0 or immediate data below 2^32 alone (tag.h) */
+        if (m.u.eager.flags == 0 ||
+            (m.u.eager.flags == TAG_FLAG_IMM && m.u.eager.imm <= UINT32_MAX)) {
+            m.u.eager.imm32 = htole32((uint32_t)m.u.eager.imm);
+            m.u.eager.imm = 0;
+            size = TAG_WIRE_EAGER_SHORT;
+        }
         m.u.eager.tag = htole64(m.u.eager.tag);
         m.u.eager.imm = htole64(m.u.eager.imm);
         m.u.eager.send_id = htole64(m.u.eager.send_id);
-        if (m.u.eager.flags == 0)
-            size = TAG_WIRE_EAGER_SHORT;
         break;
     case FY_AM_ID_TAG_RTS:
         if (m.u.rts.flags & TAG_FLAG_ADDR) {

@@ -255,7 +255,9 @@ bool ft_tag_imm_all(void)
 
 uint64_t ft_tag_imm_of(uint64_t tag, size_t size)
 {
-    return (tag * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)size << 17) ^ UINT64_C(0x1d);
+    uint64_t h = (tag * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)size << 17) ^ UINT64_C(0x1d);
+    /* about half below 2^32 (EAGER's 16-byte form), half above (its 32-byte form) */
+    return (h >> 63) != 0 ? h : h >> 32;
 }
 
 void ft_tag_send_start(ferry_worker_t *w, ferry_ep_t *ep, ft_tag_send_t *s, uint32_t sender,

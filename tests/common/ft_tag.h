@@ -124,7 +124,8 @@ void ft_tag_recv_check(const ft_tag_recv_t *r, uint32_t sender, uint64_t tag, si
 void ft_tag_recv_free(ft_tag_recv_t *r);
 
 /* FT_TAG_IMM=1 in the environment: every send of these helpers without options carries
- * immediate data (FERRY_TAG_SEND_IMM, ft_tag_imm_of(tag, size)), and ft_tag_recv_check checks
+ * immediate data (FERRY_TAG_SEND_IMM, ft_tag_imm_of(tag, size): below 2^32 for about half the
+ * messages, above for the others, so both forms of EAGER go), and ft_tag_recv_check checks
  * it arrived; otherwise it checks that none did. */
 bool ft_tag_imm_all(void);
 uint64_t ft_tag_imm_of(uint64_t tag, size_t size);

@@ -4,15 +4,17 @@
  * Input: byte 0 picks the active-message id (FY_AM_ID_TAG_EAGER + byte % 8: the seven tag
  * ids and one that is not), bytes 1..4 are the payload length (u32, little-endian), the rest is
  * the header. When the decoder accepts it, every promise tag.h makes about a decoded header is
- * checked: the exact size for the id (EAGER: 16 bytes without flags, 32 with; RTS by address:
- * 40 bytes without immediate data, 48 with), the current version,
+ * checked: the exact size for the id (EAGER: 16 bytes without flags or with immediate data
+ * below 2^32 alone, 32 otherwise; RTS by address: 40 bytes without immediate data, 48 with), the
+ * current version,
  * EAGER's flags (immediate data, synchronous send id), payload only on EAGER and DATA (and never an
  * empty DATA), modes, ids never 0, sections, offsets and lengths that do not overflow, keys
  * exactly where the mode needs one, DONE's target/final/status/reply id rules; and re-encoding
  * the decoded header must give the input back (nothing is ignored: reserved bytes are zero).
  * The fast cases of EAGER must take exactly the headers of their kind the decoder accepts, with
  * the same fields: tag_wire_eager_plain the flag-less ones (the tag), tag_wire_eager_imm those
- * whose only flag is TAG_FLAG_IMM (the tag and the immediate data). A violation aborts.
+ * whose only flag is TAG_FLAG_IMM, in either form (the tag and the immediate data). A violation
+ * aborts.
  *
  * Seeds (tests/fuzz/corpus/tag_wire/): one valid header of each kind, some with payload. */
 #define _GNU_SOURCE
@@ -44,9 +46,12 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
                                    sizeof(tag_wire_flow_t)};
     if (m->id < FY_AM_ID_TAG_EAGER || m->id > FY_AM_ID_TAG_FLOW)
         fuzz_fail("accepted an unknown id");
-    /* EAGER has two sizes: the short form without flags, the full one with them; an RTS by
-     * address has a form of its own, 40 bytes without immediate data, 48 with */
-    size_t expected = m->id == FY_AM_ID_TAG_EAGER && m->u.eager.flags == 0
+    /* EAGER has two sizes: the short form without flags or with immediate data below 2^32
+     * alone, the full one otherwise; an RTS by address has a form of its own, 40 bytes without
+     * immediate data, 48 with */
+    size_t expected = m->id == FY_AM_ID_TAG_EAGER &&
+                              (m->u.eager.flags == 0 ||
+                               (m->u.eager.flags == TAG_FLAG_IMM && m->u.eager.imm <= UINT32_MAX))
                           ? TAG_WIRE_EAGER_SHORT
                           : sizes[m->id - FY_AM_ID_TAG_EAGER];
     if (m->id == FY_AM_ID_TAG_RTS && (m->u.rts.flags & TAG_FLAG_ADDR))
@@ -63,6 +68,8 @@ static void fuzz_check(const tag_wire_msg_t *m, size_t header_length, size_t pay
             fuzz_fail("EAGER version");
         if ((e->flags & ~TAG_FLAGS_EAGER) != 0 || (!(e->flags & TAG_FLAG_IMM) && e->imm != 0))
             fuzz_fail("EAGER unknown flag, or immediate data without its flag");
+        if (e->imm32 != 0 || e->reserved[0] != 0 || e->reserved[1] != 0)
+            fuzz_fail("EAGER decoded with imm32 or reserved bytes set");
         if ((e->flags & TAG_FLAGS_DONE_ON_MATCH) == TAG_FLAGS_DONE_ON_MATCH ||
             ((e->flags & TAG_FLAGS_DONE_ON_MATCH) ? e->send_id == 0 : e->send_id != 0))
             fuzz_fail("EAGER with SYNC and ACK, or a send id without one of them, or 0 with it");

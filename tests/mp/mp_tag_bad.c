@@ -12,7 +12,8 @@
  *      unknown mode, payload where none belongs, DATA without bytes or overflowing, keys where
  *      none belongs and missing where one must be, RTS by address breaking its rules (COOP,
  *      0 bytes, address 0 or wrapping, IMM not matching its 40 or 48 bytes, ADDR in the long
- *      form), bad DONE
+ *      form), EAGER's immediate data in the wrong form (imm32 without its flag, below 2^32
+ *      in the 32-byte form, imm32 in the 32-byte form, a reserved byte beside it), bad DONE
  *      fields, empty COOKIE, bad FLOW;
  *      a receive posted for the tag of a malformed EAGER stays untouched and posted
  *    2 ids nobody issued: DONE (to a send, to a receive), DATA, COOKIE, CTS
@@ -316,18 +317,18 @@ static void ab_malformed(void)
     m.u.eager.version = 0;
     ab_send(&m, 0, payload, 10);
     m.u.eager.version = TAG_WIRE_VERSION;
-    m.u.eager.reserved[3] = 1;
+    m.u.eager.reserved[1] = 1;
     ab_send(&m, 0, payload, 10);
-    m.u.eager.reserved[3] = 0;
+    m.u.eager.reserved[1] = 0;
     ab_send(&m, sizeof(tag_wire_eager_t) + 1, payload, 10); /* too long */
-    /* EAGER flags: a flag in a 16-byte header, 32 bytes without flags, an unknown flag,
+    /* EAGER flags: SYNC in a 16-byte header, 32 bytes without flags, an unknown flag,
      * immediate data without its flag, SYNC without a send id, a send id without SYNC, ACK
      * without a send id, SYNC and ACK together */
-    m.u.eager.flags = TAG_FLAG_IMM;
-    m.u.eager.imm = 5;
+    m.u.eager.flags = TAG_FLAG_SYNC;
+    m.u.eager.send_id = 9;
     ab_send(&m, TAG_WIRE_EAGER_SHORT, payload, 10);
     m.u.eager.flags = 0;
-    m.u.eager.imm = 0;
+    m.u.eager.send_id = 0;
     ab_send(&m, sizeof(tag_wire_eager_t), payload, 10);
     m.u.eager.flags = 0x8;
     ab_send(&m, 0, payload, 10);
@@ -339,8 +340,10 @@ static void ab_malformed(void)
     m.u.eager.send_id = 0;
     ab_send(&m, 0, payload, 10);
     m.u.eager.flags = TAG_FLAG_IMM;
+    m.u.eager.imm = UINT64_C(1) << 40; /* the 32-byte form: a send id there is wrong */
     m.u.eager.send_id = 9;
     ab_send(&m, 0, payload, 10);
+    m.u.eager.imm = 0;
     m.u.eager.flags = TAG_FLAG_ACK;
     m.u.eager.send_id = 0;
     ab_send(&m, 0, payload, 10);
@@ -348,6 +351,29 @@ static void ab_malformed(void)
     m.u.eager.send_id = 9;
     ab_send(&m, 0, payload, 10);
     m.u.eager.send_id = 0;
+    /* the two forms of immediate data (one encoding per message, tag.h), written by hand: the
+     * 16-byte form's imm32 without TAG_FLAG_IMM; immediate data below 2^32 alone in the 32-byte
+     * form; imm32 set in the 32-byte form (SYNC with immediate data); TAG_FLAG_IMM with a
+     * reserved byte set in the 16-byte form */
+    {
+        tag_wire_eager_t e = {.version = TAG_WIRE_VERSION, .tag = htole64(TB_TAG(1))};
+        e.imm32 = htole32(7);
+        ab_raw(FY_AM_ID_TAG_EAGER, &e, TAG_WIRE_EAGER_SHORT, payload, 10);
+        e.imm32 = 0;
+        e.flags = TAG_FLAG_IMM;
+        e.imm = htole64(7);
+        ab_raw(FY_AM_ID_TAG_EAGER, &e, sizeof(e), payload, 10);
+        e.flags = TAG_FLAG_IMM | TAG_FLAG_SYNC;
+        e.imm32 = htole32(7);
+        e.send_id = htole64(9);
+        ab_raw(FY_AM_ID_TAG_EAGER, &e, sizeof(e), payload, 10);
+        e = (tag_wire_eager_t){.version = TAG_WIRE_VERSION,
+                               .flags = TAG_FLAG_IMM,
+                               .reserved = {0, 1},
+                               .imm32 = htole32(7),
+                               .tag = htole64(TB_TAG(1))};
+        ab_raw(FY_AM_ID_TAG_EAGER, &e, TAG_WIRE_EAGER_SHORT, payload, 10);
+    }
     /* RTS: truncated, too long, version, reserved, mode, payload, send id 0, GET without key,
      * key where none belongs, section without key, section longer than the message */
     m = ab_rts(TB_TAG(1), TAG_RNDV_COOP, 100000, TB_SEND_ID(1));
@@ -502,7 +528,7 @@ static void ab_malformed(void)
     for (unsigned id = FY_AM_ID_TAG_EAGER; id <= FY_AM_ID_TAG_FLOW; id++)
         ab_raw(id, h, 0, NULL, 0);
 }
-#define TB_MALFORMED_COUNT 67
+#define TB_MALFORMED_COUNT 71
 
 static void ab_unknown_ids(void)
 {
