@@ -315,6 +315,16 @@ static size_t tag_pieces(const tag_iovs_t *iovs, const tag_cursor_t *cur, uint64
                          ferry_iov_t *stack, size_t max, ferry_iov_t **pieces_p, uint64_t *bytes_p)
 {
     uint64_t bytes;
+    if (n > 0 && max > 0 && cur->index < iovs->iovcnt &&
+        iovs->iov[cur->index].length - cur->offset >= n) {
+        /* the n bytes lie in the cursor's piece (one contiguous buffer): what
+         * tag_cursor_pieces gives, without its two walks */
+        stack[0].buffer = (uint8_t *)iovs->iov[cur->index].buffer + cur->offset;
+        stack[0].length = (size_t)n;
+        *pieces_p = stack;
+        *bytes_p = n;
+        return 1;
+    }
     size_t count = tag_cursor_pieces(iovs, cur, n, NULL, max, &bytes);
     ferry_iov_t *pieces = stack;
     if (count > TAG_IOV_STACK) {

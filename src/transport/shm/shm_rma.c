@@ -437,6 +437,17 @@ static ferry_status_t shm_cma_copy(fy_tl_ep_t *tlep, bool write, const ferry_iov
     size_t chunk = (size_t)tlep->tlw->cma_chunk;
     const char *call = write ? "process_vm_writev" : "process_vm_readv";
 
+    if (local_count == 1 && remote_count == 1 && length <= chunk && local[0].length == length &&
+        remote[0].length == length) {
+        /* one piece on each side, one call (a GET by address into a contiguous receive):
+         * the loop below without its cursors; a short copy goes on in the loop */
+        liov[0] = (struct iovec){.iov_base = local[0].buffer, .iov_len = (size_t)length};
+        riov[0] = (struct iovec){.iov_base = remote[0].buffer, .iov_len = (size_t)length};
+        ssize_t n = write ? process_vm_writev((pid_t)tlep->peer_pid, liov, 1, riov, 1, 0)
+                          : process_vm_readv((pid_t)tlep->peer_pid, liov, 1, riov, 1, 0);
+        if (n == (ssize_t)length)
+            return FERRY_OK;
+    }
     while (length > 0) {
         size_t lbytes, rbytes, want = length < chunk ? (size_t)length : chunk;
         size_t ln = shm_cursor_fill(&lc, liov, SHM_CMA_IOV_MAX, want, &lbytes);
