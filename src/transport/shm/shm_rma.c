@@ -440,7 +440,8 @@ static ferry_status_t shm_cma_copy(fy_tl_ep_t *tlep, bool write, const ferry_iov
     if (local_count == 1 && remote_count == 1 && length <= chunk && local[0].length == length &&
         remote[0].length == length) {
         /* one piece on each side, one call (a GET by address into a contiguous receive):
-         * the loop below without its cursors; a short copy goes on in the loop */
+         * the loop below without its cursors; after a short or failed call the loop copies
+         * the same bytes again from the start, and reports what fails */
         liov[0] = (struct iovec){.iov_base = local[0].buffer, .iov_len = (size_t)length};
         riov[0] = (struct iovec){.iov_base = remote[0].buffer, .iov_len = (size_t)length};
         ssize_t n = write ? process_vm_writev((pid_t)tlep->peer_pid, liov, 1, riov, 1, 0)
