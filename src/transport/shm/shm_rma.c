@@ -420,12 +420,22 @@ static ferry_iov_t *shm_remote_pieces(const ferry_rkey_t *rkey, const fy_rma_op_
 
 static fy_log_limit_t shm_rma_cma_log_limit; /* a warning a peer can trigger */
 
+/* One process_vm_writev (write) or process_vm_readv of the peer's memory. */
+static inline ssize_t shm_cma_call(const fy_tl_ep_t *tlep, bool write, const struct iovec *liov,
+                                   size_t ln, const struct iovec *riov, size_t rn)
+{
+    return write ? process_vm_writev((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0)
+                 : process_vm_readv((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0);
+}
+
 /* Copy length bytes between the local pieces and the peer's remote pieces by cross-memory
  * attach (write: process_vm_writev, else process_vm_readv), in calls of at most
- * FERRY_SHM_CMA_CHUNK bytes; a partial transfer resumes where it stopped. Returns FERRY_OK,
- * FERRY_ERR_UNSUPPORTED (the kernel denied it), FERRY_ERR_CONNECTION_RESET (the peer is gone),
- * or FERRY_ERR_ACCESS; on a denial or an access error, *err_p (errno; 0: no progress) and
- * *bytes_p (the remote bytes of the failed call) for the caller's decision and warning. */
+ * FERRY_SHM_CMA_CHUNK bytes; a partial transfer resumes where it stopped (one piece on each
+ * side within a chunk: one call first, and after a short or failed one the loop from the
+ * start). Returns FERRY_OK, FERRY_ERR_UNSUPPORTED (the kernel denied it),
+ * FERRY_ERR_CONNECTION_RESET (the peer is gone), or FERRY_ERR_ACCESS; on a denial or an access
+ * error, *err_p (errno; 0: no progress) and *bytes_p (the remote bytes of the failed call) for
+ * the caller's decision and warning. */
 static ferry_status_t shm_cma_copy(fy_tl_ep_t *tlep, bool write, const ferry_iov_t *local,
                                    size_t local_count, const ferry_iov_t *remote,
                                    size_t remote_count, uint64_t length, int *err_p,
@@ -444,17 +454,14 @@ static ferry_status_t shm_cma_copy(fy_tl_ep_t *tlep, bool write, const ferry_iov
          * the same bytes again from the start, and reports what fails */
         liov[0] = (struct iovec){.iov_base = local[0].buffer, .iov_len = (size_t)length};
         riov[0] = (struct iovec){.iov_base = remote[0].buffer, .iov_len = (size_t)length};
-        ssize_t n = write ? process_vm_writev((pid_t)tlep->peer_pid, liov, 1, riov, 1, 0)
-                          : process_vm_readv((pid_t)tlep->peer_pid, liov, 1, riov, 1, 0);
-        if (n == (ssize_t)length)
+        if (shm_cma_call(tlep, write, liov, 1, riov, 1) == (ssize_t)length)
             return FERRY_OK;
     }
     while (length > 0) {
         size_t lbytes, rbytes, want = length < chunk ? (size_t)length : chunk;
         size_t ln = shm_cursor_fill(&lc, liov, SHM_CMA_IOV_MAX, want, &lbytes);
         size_t rn = shm_cursor_fill(&rc, riov, SHM_CMA_IOV_MAX, lbytes, &rbytes);
-        ssize_t n = write ? process_vm_writev((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0)
-                          : process_vm_readv((pid_t)tlep->peer_pid, liov, ln, riov, rn, 0);
+        ssize_t n = shm_cma_call(tlep, write, liov, ln, riov, rn);
         if (n <= 0) {
             int err = errno;
             if (n < 0 && err == EINTR)
