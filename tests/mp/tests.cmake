@@ -48,14 +48,15 @@ foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_basic_${mode} SOURCES mp/mp_tag_basic.c TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})
 endforeach()
-# COOP moves everything above the eager size through shm's bulk buffers: once with plain stores
-# into them (FERRY_SHM_STREAM_MIN=16G), once with non-temporal stores from 65 bytes (unaligned
-# heads and tails of iov pieces)
-# every message with immediate data (FT_TAG_IMM: the sends carry FERRY_TAG_SEND_IMM, each receive
-# and probe checks it; the eager fast path of a one-piece send with it), automatic and COOP
+# every message with immediate data (FT_TAG_IMM: the sends carry FERRY_TAG_SEND_IMM, about half
+# below 2^32 and half above, so both forms of the EAGER header go; each receive and probe checks
+# it), automatic and COOP
 ferry_add_test(NAME mp_tag_basic_imm SOURCES mp/mp_tag_basic.c TIMEOUT 120 ENV FT_TAG_IMM=1)
 ferry_add_test(NAME mp_tag_basic_imm_coop SOURCES mp/mp_tag_basic.c TIMEOUT 120
                ENV FT_TAG_IMM=1 FERRY_RNDV_MODE=coop)
+# COOP moves everything above the eager size through shm's bulk buffers: once with plain stores
+# into them (FERRY_SHM_STREAM_MIN=16G), once with non-temporal stores from 65 bytes (unaligned
+# heads and tails of iov pieces)
 ferry_add_test(NAME mp_tag_basic_coop_plain SOURCES mp/mp_tag_basic.c TIMEOUT 120
                ENV FERRY_RNDV_MODE=coop FERRY_SHM_STREAM_MIN=16G)
 ferry_add_test(NAME mp_tag_basic_coop_stream65 SOURCES mp/mp_tag_basic.c TIMEOUT 120
