@@ -1290,7 +1290,7 @@ static fy_always_inline ferry_status_t tag_send_eager_plain(ferry_ep_t *ep, cons
     tag_wire_eager_t header = {
         .version = TAG_WIRE_VERSION, .flags = imm_flags, .tag = htole64(tag)};
     size_t header_length = TAG_WIRE_EAGER_SHORT;
-    if (imm <= UINT32_MAX) {
+    if (tag_wire_eager_is_short(imm_flags, imm)) {
         header.imm32 = htole32((uint32_t)imm); /* 0 without imm_flags */
     } else {
         header.imm = htole64(imm);
@@ -1338,16 +1338,15 @@ static fy_noinline ferry_status_t tag_send_any(ferry_ep_t *ep, const ferry_iov_t
     if (fy_likely(eager)) {
         ferry_status_t status;
         bool sync = params != NULL && (params->flags & FERRY_TAG_SEND_SYNC);
+        bool imm = params != NULL && (params->flags & FERRY_TAG_SEND_IMM);
         if (!sync && !ticket.ack) {
-            bool imm = params != NULL && (params->flags & FERRY_TAG_SEND_IMM);
             status = tag_send_eager_plain(ep, iov, iovcnt, length, tag, imm ? TAG_FLAG_IMM : 0,
                                           imm ? params->imm : 0, comp);
         } else {
-            tag_wire_eager_t header = {.version = TAG_WIRE_VERSION, .tag = htole64(tag)};
-            if (params != NULL && (params->flags & FERRY_TAG_SEND_IMM)) {
-                header.flags |= TAG_FLAG_IMM;
-                header.imm = htole64(params->imm);
-            }
+            tag_wire_eager_t header = {.version = TAG_WIRE_VERSION,
+                                       .flags = imm ? TAG_FLAG_IMM : 0,
+                                       .tag = htole64(tag),
+                                       .imm = htole64(imm ? params->imm : 0)};
             /* SYNC, or the last send of an eager calibration block, which completes on the
              * match too (TAG_FLAG_ACK: the receiver is not told it was synchronous); the ticket
              * goes with the send only then */

@@ -191,6 +191,13 @@ typedef struct tag_wire_eager {
 } tag_wire_eager_t;              /* 16 or 32 B (above); payload = the message */
 #define TAG_WIRE_EAGER_SHORT 16u /* the 16-byte form: the common case */
 
+/* Whether an EAGER header of these flags and immediate data takes the 16-byte form (above): its
+ * one encoding, for the encoder, the sender's inline header and the fuzz target alike. */
+static inline bool tag_wire_eager_is_short(unsigned flags, uint64_t imm)
+{
+    return flags == 0 || (flags == TAG_FLAG_IMM && imm <= UINT32_MAX);
+}
+
 typedef struct tag_wire_rts {
     uint8_t version;
     uint8_t mode;  /* tag_rndv_mode_t */

@@ -301,9 +301,7 @@ size_t tag_wire_encode(const tag_wire_msg_t *msg, void *buffer)
 
     switch (m.id) {
     case FY_AM_ID_TAG_EAGER:
-        /* the 16-byte form when flags are 0 or immediate data below 2^32 alone (tag.h) */
-        if (m.u.eager.flags == 0 ||
-            (m.u.eager.flags == TAG_FLAG_IMM && m.u.eager.imm <= UINT32_MAX)) {
+        if (tag_wire_eager_is_short(m.u.eager.flags, m.u.eager.imm)) {
             m.u.eager.imm32 = htole32((uint32_t)m.u.eager.imm);
             m.u.eager.imm = 0;
             size = TAG_WIRE_EAGER_SHORT;
