@@ -14,7 +14,9 @@
  *      refused (FERRY_ERR_NO_RESOURCE: the receiver, told to start only then, has not made
  *      room yet) the sender sleeps in ferry_worker_wait, which must wake up (not time out)
  *      once the receiver makes room.
- * Every byte is checked. */
+ * Every byte is checked. With the argument "mixed" the server turns membarrier off
+ * (FERRY_SHM_MEMBARRIER=off): its sends and frees fence while the client's would not, and each
+ * must still wake the other (the client sees the server's handshake and fences too). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -193,8 +195,10 @@ static int w_server_role(int chan, void *arg)
     w_side_t side = {.rx = {.magic = W_MAGIC, .sender = W_CLIENT}};
     ft_ferry_t f;
     uint32_t seq = 0;
-    (void)arg;
+    bool mixed = *(const bool *)arg;
 
+    if (mixed)
+        FT_CHECK(setenv("FERRY_SHM_MEMBARRIER", "off", 1) == 0, "setenv: %s", strerror(errno));
     ft_ferry_init(&f, NULL, NULL);
     FT_CHECK_OK(ferry_am_set_handler(f.worker, W_ID_PING, w_handler, &side));
     FT_CHECK_OK(ferry_am_set_handler(f.worker, W_ID_WAKE, w_wake_handler, &side));
@@ -267,17 +271,18 @@ static int w_server_role(int chan, void *arg)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     uint8_t address[FT_CHAN_MSG_MAX];
     w_side_t side = {.rx = {.magic = W_MAGIC, .sender = W_SERVER}};
     ft_peer_t server;
     ft_ferry_t f;
     uint32_t seq = 0;
+    bool mixed = argc > 1 && strcmp(argv[1], "mixed") == 0;
 
     ft_set_role("client");
     ft_watchdog(55);
-    ft_peer_spawn(&server, "server", w_server_role, NULL);
+    ft_peer_spawn(&server, "server", w_server_role, &mixed);
     ft_ferry_init(&f, NULL, NULL);
     FT_CHECK_OK(ferry_am_set_handler(f.worker, W_ID_PONG, w_handler, &side));
     size_t length = ft_recv_address(server.chan, address, sizeof(address), 30000);

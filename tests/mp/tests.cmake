@@ -13,12 +13,21 @@ ferry_add_test(NAME mp_am_backpressure SOURCES mp/mp_am_backpressure.c TIMEOUT 6
 ferry_add_test(NAME mp_shm_claim SOURCES mp/mp_shm_claim.c TIMEOUT 60)
 # measures an idle waiter's CPU time and its wake-up: run alone
 ferry_add_test(NAME mp_am_wait SOURCES mp/mp_am_wait.c TIMEOUT 60 LABELS perf_sensitive)
+# the same with fences instead of membarrier (FERRY_SHM_MEMBARRIER=off) on both sides, and on the
+# server's side only (the client then fences too: shm's handshake says who issues membarrier)
+ferry_add_test(NAME mp_am_wait_fenced SOURCES mp/mp_am_wait.c TIMEOUT 60 LABELS perf_sensitive
+               ENV FERRY_SHM_MEMBARRIER=off)
+ferry_add_test(NAME mp_am_wait_mixed SOURCES mp/mp_am_wait.c ARGS mixed TIMEOUT 60
+               LABELS perf_sensitive)
 ferry_add_test(NAME mp_peer_death SOURCES mp/mp_peer_death.c TIMEOUT 60)
 ferry_add_test(NAME mp_bad_input SOURCES mp/mp_bad_input.c TIMEOUT 60)
 # INTERNAL: forges the uid in an address, and sends a hand-made handshake. shm's uid check is
 # the premise: tcp (which, like any network transport, takes peers of any user) is left out
 ferry_add_test(NAME mp_other_uid SOURCES mp/mp_other_uid.c INTERNAL TIMEOUT 60
                ENV FERRY_TRANSPORTS=self,shm)
+# INTERNAL: hand-made shm HELLOs with an unknown flag and with the previous layout version,
+# each refused with one warning; the worker then ping-pongs with a peer
+ferry_add_test(NAME mp_shm_handshake SOURCES mp/mp_shm_handshake.c INTERNAL TIMEOUT 60)
 ferry_add_test(NAME mp_close SOURCES mp/mp_close.c TIMEOUT 60)
 # a clean shutdown of 3 processes (graceful closes seen by both sides, staggered ends) logs
 # nothing above info, 10 rounds (issue 11); over tcp below

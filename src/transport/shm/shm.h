@@ -103,6 +103,7 @@ struct fy_tl_ep {
     shm_ring_header_t *tx_ring;
     shm_cell_t *tx_cells;
     uint32_t tx_mask;
+    bool tx_fence_free; /* both peers issue membarrier before sleeping: no fence (shm_wake.c) */
     /* what shm_send_short took (the am_sent slot), beside tx_pos, which every send writes:
      * no other cache line. Not neighbours: GCC would make one vector add of the two adds
      * (9 instructions instead of 2) */
@@ -172,11 +173,24 @@ struct fy_tl_worker {
     fy_list_t all;          /* every fy_tl_ep_t, including those still accepting */
     bool cma_enabled;       /* FERRY_SHM_CMA (shm_rma.c reads its settings once) */
     bool stores_auto;       /* FERRY_SHM_STREAM_MIN=auto: each endpoint calibrates the kind */
-    uint64_t cma_min;       /* FERRY_SHM_CMA_MIN */
-    uint64_t cma_chunk;     /* FERRY_SHM_CMA_CHUNK */
+    /* shm_wake.c: this worker registered for membarrier and issues it before sleeping */
+    bool membarrier;
+    /* frees of ring cells fence before reading waiters: no membarrier here, or a peer
+     * connected without it (stays set) */
+    bool fenced_frees;
+    uint64_t cma_min;   /* FERRY_SHM_CMA_MIN */
+    uint64_t cma_chunk; /* FERRY_SHM_CMA_CHUNK */
 };
 
 extern const fy_tl_ops_t fy_tl_shm_ops;
+
+/* shm_wake.c: membarrier in place of a fence on every message */
+/* Register this process for MEMBARRIER_CMD_GLOBAL_EXPEDITED. Returns false (and says why at
+ * info level) where the kernel lacks it. */
+bool shm_wake_register(void);
+/* Issue MEMBARRIER_CMD_GLOBAL_EXPEDITED: between a sleeper's stores and its loads. Returns
+ * false (warned about, rate-limited) when the call failed: the caller must not sleep. */
+bool shm_wake_barrier(void);
 
 /* shm_conn.c: sockets, handshake, memfds, mappings */
 ferry_status_t shm_conn_listen(fy_tl_worker_t *tlw);

@@ -135,7 +135,8 @@ static ferry_status_t shm_handshake_send(fy_tl_ep_t *tlep, uint16_t type, int ri
                            .pid = (uint32_t)getpid(),
                            .ring_cells = tlw->ring_cells,
                            .worker_uuid = tlw->local->worker_uuid,
-                           .sender_id = tlep->peer_sender_id};
+                           .sender_id = tlep->peer_sender_id,
+                           .flags = tlw->membarrier ? SHM_HANDSHAKE_MEMBARRIER : 0u};
     int fds[SHM_HANDSHAKE_FDS] = {tlw->region_fd, tlw->eventfd, ring_fd, tlw->local->keytable_fd};
     union {
         char buf[CMSG_SPACE(sizeof(fds))];
@@ -198,12 +199,13 @@ static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_typ
     if (n != (ssize_t)sizeof(msg) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
         nfds != SHM_HANDSHAKE_FDS || msg.magic != SHM_HANDSHAKE_MAGIC ||
         msg.version != SHM_LAYOUT_VERSION || msg.type != expected_type || msg.ring_cells < 2 ||
-        msg.ring_cells > (1u << 20) || (msg.ring_cells & (msg.ring_cells - 1)) != 0) {
+        msg.ring_cells > (1u << 20) || (msg.ring_cells & (msg.ring_cells - 1)) != 0 ||
+        (msg.flags & ~SHM_HANDSHAKE_FLAGS_KNOWN) != 0) {
         fy_warn_limited(&shm_handshake_recv_log_limit,
                         "shm: malformed handshake from pid %u (%zd bytes, %u descriptors, magic "
-                        "0x%x, version %u, type %u): connection refused",
+                        "0x%x, version %u, type %u, flags 0x%x): connection refused",
                         tlep->peer_pid, n, nfds, n >= 4 ? msg.magic : 0u, n >= 6 ? msg.version : 0u,
-                        n >= 8 ? msg.type : 0u);
+                        n >= 8 ? msg.type : 0u, n == (ssize_t)sizeof(msg) ? msg.flags : 0u);
         goto err_close_fds;
     }
     tlep->peer_pid = msg.pid;
@@ -235,6 +237,10 @@ static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_typ
     tlep->tx_pos = 0;
     tlep->my_sender_id = msg.sender_id;
     tlep->peer_eventfd = fds[1];
+    /* fences only where a peer does not issue membarrier before it sleeps (shm_wake.c) */
+    tlep->tx_fence_free = tlep->tlw->membarrier && (msg.flags & SHM_HANDSHAKE_MEMBARRIER) != 0;
+    if (!tlep->tx_fence_free)
+        tlep->tlw->fenced_frees = true;
     close(fds[0]);
     close(fds[2]);
     close(fds[3]);

@@ -22,7 +22,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define SHM_LAYOUT_VERSION 7u
+#define SHM_LAYOUT_VERSION 8u
 #define SHM_REGION_MAGIC 0x4e4f494745524d53ull /* "SMREGION" */
 #define SHM_RING_MAGIC 0x474e4952444d4853ull   /* "SHMDRING" */
 
@@ -151,8 +151,14 @@ typedef struct shm_handshake {
     uint32_t ring_cells; /* cells of the ring passed with this message */
     uint64_t worker_uuid;
     uint32_t sender_id; /* the id the receiver of this message writes into buf_owner */
-    uint32_t reserved;
+    uint32_t flags;     /* SHM_HANDSHAKE_MEMBARRIER; others must be 0 */
 } shm_handshake_t;
+
+/* The sender registered for membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) and issues that barrier
+ * whenever it goes to sleep (layout version 8, shm_wake.c): where both peers say so, neither
+ * fences its sends and frees. */
+#define SHM_HANDSHAKE_MEMBARRIER 0x1u
+#define SHM_HANDSHAKE_FLAGS_KNOWN SHM_HANDSHAKE_MEMBARRIER
 
 _Static_assert(sizeof(shm_handshake_t) == 32, "handshake layout is fixed");
 
