@@ -118,7 +118,7 @@ __attribute__((noinline)) static ssize_t cq_take(fy_ofi_cq_t *cq, void *buf, siz
 /* cq_take for tagged entries without sources (Open MPI's reads): the head and count stay in
  * registers and the entry is one structure copy. Out of line, as cq_take: inline, its
  * registers made every empty read's frame larger (7 instructions more per poll). */
-__attribute__((noinline)) static ssize_t
+static fy_ofi_hot __attribute__((noinline)) ssize_t
 cq_take_tagged(fy_ofi_cq_t *cq, struct fi_cq_tagged_entry *out, size_t count)
 {
     size_t avail = cq->count;
@@ -163,7 +163,8 @@ static inline bool cq_skip_progress(fy_ofi_cq_t *cq, size_t count)
 /* readfrom: progress the bound endpoints (unless cq_skip_progress), then copy up to count
  * entries of the CQ's format. Returns the number read, -FI_EAGAIN (none), -FI_EAVAIL (an error
  * entry comes first), or -FI_EINVAL. count 0 only progresses and returns 0. Never blocks. */
-static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src_addr)
+static fy_ofi_hot ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count,
+                                      fi_addr_t *src_addr)
 {
     fy_ofi_cq_t *cq = FY_OFI_CONTAINER(fid, fy_ofi_cq_t, cq_fid);
     if (count > 0 && buf == NULL)
@@ -183,7 +184,7 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
     return rc;
 }
 
-static ssize_t cq_read(struct fid_cq *fid, void *buf, size_t count)
+static fy_ofi_hot ssize_t cq_read(struct fid_cq *fid, void *buf, size_t count)
 {
     return cq_readfrom(fid, buf, count, NULL);
 }

@@ -62,7 +62,7 @@ static int iov_build(fy_ofi_req_t *req, const struct iovec *iov, size_t count)
 
 /* ---------------------------------------------------------------- sends */
 
-static void send_done_cb(ferry_completion_t *comp)
+static fy_ofi_hot void send_done_cb(ferry_completion_t *comp)
 {
     fy_ofi_req_t *req = FY_OFI_CONTAINER(comp, fy_ofi_req_t, comp);
     fy_ofi_req_complete(req, comp->status);
@@ -260,7 +260,7 @@ static inline __attribute__((always_inline)) void recv_entry(fy_ofi_ep_t *ep, bo
 
 /* The completion of a receive ferry matched after it was posted: the common one (the whole
  * message placed, not discarded) is recv_entry. */
-static void recv_done_cb(ferry_completion_t *comp)
+static fy_ofi_hot void recv_done_cb(ferry_completion_t *comp)
 {
     fy_ofi_req_t *req = FY_OFI_CONTAINER(comp, fy_ofi_req_t, comp);
     if (comp->status != FERRY_OK || (req->flags & FY_OFI_REQ_DISCARD) ||
@@ -613,8 +613,9 @@ struct fi_ops_msg fy_ofi_ops_msg = {
 
 /* ---------------------------------------------------------------- fi_ops_tagged */
 
-static ssize_t tagged_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
-                           fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+static fy_ofi_hot ssize_t tagged_recv(struct fid_ep *fid, void *buf, size_t len, void *desc,
+                                      fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                                      void *context)
 {
     (void)desc;
     fy_ofi_ep_t *ep = ep_of(fid);
@@ -630,7 +631,8 @@ static ssize_t tagged_recvv(struct fid_ep *fid, const struct iovec *iov, void **
     return recv_common(ep, iov, count, src_addr, tag, ignore, context, ep->rx_op_flags, true);
 }
 
-static ssize_t tagged_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
+static fy_ofi_hot ssize_t tagged_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                                         uint64_t flags)
 {
     if (msg == NULL)
         return -FI_EINVAL;
@@ -638,8 +640,8 @@ static ssize_t tagged_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *ms
                        msg->context, flags, true);
 }
 
-static ssize_t tagged_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
-                           fi_addr_t dest_addr, uint64_t tag, void *context)
+static fy_ofi_hot ssize_t tagged_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
+                                      fi_addr_t dest_addr, uint64_t tag, void *context)
 {
     (void)desc;
     fy_ofi_ep_t *ep = ep_of(fid);
@@ -655,7 +657,8 @@ static ssize_t tagged_sendv(struct fid_ep *fid, const struct iovec *iov, void **
     return send_common(ep, iov, count, dest_addr, tag, 0, context, ep->tx_op_flags, true, false);
 }
 
-static ssize_t tagged_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
+static fy_ofi_hot ssize_t tagged_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg,
+                                         uint64_t flags)
 {
     if (msg == NULL)
         return -FI_EINVAL;
@@ -663,15 +666,16 @@ static ssize_t tagged_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *ms
                        msg->context, flags, true, false);
 }
 
-static ssize_t tagged_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest_addr,
-                             uint64_t tag)
+static fy_ofi_hot ssize_t tagged_inject(struct fid_ep *fid, const void *buf, size_t len,
+                                        fi_addr_t dest_addr, uint64_t tag)
 {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     return send_common(ep_of(fid), &iov, 1, dest_addr, tag, 0, NULL, FI_INJECT, true, true);
 }
 
-static ssize_t tagged_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
-                               uint64_t data, fi_addr_t dest_addr, uint64_t tag, void *context)
+static fy_ofi_hot ssize_t tagged_senddata(struct fid_ep *fid, const void *buf, size_t len,
+                                          void *desc, uint64_t data, fi_addr_t dest_addr,
+                                          uint64_t tag, void *context)
 {
     (void)desc;
     fy_ofi_ep_t *ep = ep_of(fid);
@@ -680,8 +684,8 @@ static ssize_t tagged_senddata(struct fid_ep *fid, const void *buf, size_t len, 
                        ep->tx_op_flags | FI_REMOTE_CQ_DATA, true, false);
 }
 
-static ssize_t tagged_injectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data,
-                                 fi_addr_t dest_addr, uint64_t tag)
+static fy_ofi_hot ssize_t tagged_injectdata(struct fid_ep *fid, const void *buf, size_t len,
+                                            uint64_t data, fi_addr_t dest_addr, uint64_t tag)
 {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     return send_common(ep_of(fid), &iov, 1, dest_addr, tag, data, NULL,

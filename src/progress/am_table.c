@@ -75,9 +75,9 @@ ferry_status_t fy_am_set_internal_handler(ferry_worker_t *worker, unsigned id,
 
 static fy_log_limit_t fy_am_deliver_log_limit; /* a warning a peer can trigger */
 
-ferry_status_t fy_am_deliver(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id,
-                             const void *header, size_t header_length, void *data, size_t length,
-                             unsigned flags)
+fy_hot ferry_status_t fy_am_deliver(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id,
+                                    const void *header, size_t header_length, void *data,
+                                    size_t length, unsigned flags)
 {
     fy_am_handler_t *handler = &worker->am[id & (FY_AM_ID_ALL - 1)];
     ferry_am_recv_params_t params = {.reply_ep = ep, .flags = flags, .peer = ep->peer.worker_uuid};

@@ -49,7 +49,7 @@ void fy_worker_fd_remove(ferry_worker_t *worker, fy_worker_fd_t *entry)
         fy_debug("epoll_ctl(DEL, fd %d): %s", entry->fd, strerror(errno));
 }
 
-void fy_worker_defer(ferry_worker_t *worker, fy_deferred_t *deferred)
+fy_hot void fy_worker_defer(ferry_worker_t *worker, fy_deferred_t *deferred)
 {
     fy_list_push_tail(&worker->deferred, &deferred->link);
 }
@@ -157,7 +157,7 @@ static inline unsigned worker_progress(ferry_worker_t *worker)
     return count;
 }
 
-FERRY_EXPORT unsigned ferry_worker_progress(ferry_worker_t *worker)
+FERRY_EXPORT fy_hot unsigned ferry_worker_progress(ferry_worker_t *worker)
 {
     ferry_worker_t *locked = fy_worker_multi(worker);
     if (fy_likely(locked == NULL))

@@ -200,7 +200,8 @@ void tag_need_progress(ferry_worker_t *worker, int delta)
     fy_worker_module_progress_set(worker, FY_MODULE_TAG, tw->need_progress > 0);
 }
 
-static ferry_status_t tag_iov_check(const ferry_iov_t *iov, size_t iovcnt, uint64_t *length_p)
+static fy_hot ferry_status_t tag_iov_check(const ferry_iov_t *iov, size_t iovcnt,
+                                           uint64_t *length_p)
 {
     uint64_t total = 0;
     if (fy_unlikely(iov == NULL && iovcnt > 0))
@@ -230,8 +231,8 @@ ferry_status_t tag_iovs_copy(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iov
     return tag_iovs_copy_checked(dst, iov, iovcnt, total);
 }
 
-ferry_status_t tag_iovs_copy_checked(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iovcnt,
-                                     uint64_t total)
+fy_hot ferry_status_t tag_iovs_copy_checked(tag_iovs_t *dst, const ferry_iov_t *iov, size_t iovcnt,
+                                            uint64_t total)
 {
     dst->iov = dst->iov_inline;
     if (iovcnt > TAG_IOV_INLINE) {
@@ -398,7 +399,7 @@ void tag_send_unref(tag_send_t *send)
     tag_pool_put(&fy_tag_worker_of(send->worker)->sends, send);
 }
 
-static void tag_recv_deferred_cb(fy_deferred_t *self)
+static fy_hot void tag_recv_deferred_cb(fy_deferred_t *self)
 {
     tag_recv_t *recv = fy_container_of(self, tag_recv_t, deferred);
     ferry_completion_t *comp = recv->comp;
@@ -407,7 +408,7 @@ static void tag_recv_deferred_cb(fy_deferred_t *self)
     fy_completion_update(comp, status);
 }
 
-static void tag_send_deferred_cb(fy_deferred_t *self)
+static fy_hot void tag_send_deferred_cb(fy_deferred_t *self)
 {
     tag_send_t *send = fy_container_of(self, tag_send_t, deferred);
     ferry_completion_t *comp = send->comp;
@@ -416,7 +417,7 @@ static void tag_send_deferred_cb(fy_deferred_t *self)
     fy_completion_update(comp, status);
 }
 
-void tag_recv_finish(tag_recv_t *recv, ferry_status_t status)
+fy_hot void tag_recv_finish(tag_recv_t *recv, ferry_status_t status)
 {
     if (recv->state == TAG_RECV_FINISHED)
         return;
@@ -487,9 +488,9 @@ void tag_send_complete_user_now(tag_send_t *send)
 }
 
 /* A receive descriptor for the user's buffers (copied), or NULL with *status_p set. */
-tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
-                           uint64_t length, ferry_tag_info_t *info, ferry_completion_t *comp,
-                           ferry_status_t *status_p)
+fy_hot tag_recv_t *tag_recv_alloc(ferry_worker_t *worker, const ferry_iov_t *iov, size_t iovcnt,
+                                  uint64_t length, ferry_tag_info_t *info, ferry_completion_t *comp,
+                                  ferry_status_t *status_p)
 {
     tag_recv_t *recv = tag_pool_get(&fy_tag_worker_of(worker)->recvs, TAG_MAGIC_RECV);
     if (fy_unlikely(recv == NULL)) {
@@ -1021,10 +1022,11 @@ static fy_always_inline ferry_status_t tag_eager_arrived(ferry_worker_t *worker,
 
 /* An EAGER header the plain fast case did not take: one with immediate data only (the second
  * fast case, tag_wire_eager_imm), else decoded in full (other flags, or not a valid header). */
-static fy_noinline ferry_status_t tag_on_eager_decoded(ferry_worker_t *worker, const void *header,
-                                                       size_t header_length, void *data,
-                                                       size_t length,
-                                                       const ferry_am_recv_params_t *params)
+static fy_hot fy_noinline ferry_status_t tag_on_eager_decoded(ferry_worker_t *worker,
+                                                              const void *header,
+                                                              size_t header_length, void *data,
+                                                              size_t length,
+                                                              const ferry_am_recv_params_t *params)
 {
     tag_wire_eager_t eager = {.version = TAG_WIRE_VERSION, .flags = TAG_FLAG_IMM};
     if (tag_wire_eager_imm(header, header_length, &eager.tag, &eager.imm))
@@ -1133,8 +1135,9 @@ static fy_noinline ferry_status_t tag_eager_placed(ferry_worker_t *worker, const
     return FERRY_OK;
 }
 
-static ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_length, void *data,
-                                   size_t length, const ferry_am_recv_params_t *params)
+static fy_hot ferry_status_t tag_on_eager(void *arg, const void *header, size_t header_length,
+                                          void *data, size_t length,
+                                          const ferry_am_recv_params_t *params)
 {
     tag_wire_eager_t eager = {.version = TAG_WIRE_VERSION};
     if (fy_unlikely(params->flags & FY_AM_RECV_PLACED))
@@ -1444,10 +1447,10 @@ FERRY_EXPORT ferry_status_t ferry_tag_send(ferry_ep_t *ep, const ferry_iov_t *io
     return status_or_value;
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov,
-                                               size_t iovcnt, uint64_t tag,
-                                               const ferry_tag_send_params_t *params,
-                                               ferry_completion_t *comp)
+FERRY_EXPORT fy_hot ferry_status_t ferry_tag_send_ext(ferry_ep_t *ep, const ferry_iov_t *iov,
+                                                      size_t iovcnt, uint64_t tag,
+                                                      const ferry_tag_send_params_t *params,
+                                                      ferry_completion_t *comp)
 {
     ferry_worker_t *locked = fy_worker_multi(ep != NULL ? ep->worker : NULL);
     if (fy_likely(locked == NULL))
@@ -1488,10 +1491,9 @@ static inline ferry_status_t locked_tag_recv_from(ferry_worker_t *worker, ferry_
     return FERRY_INPROGRESS;
 }
 
-FERRY_EXPORT ferry_status_t ferry_tag_recv_from(ferry_worker_t *worker, ferry_peer_id_t source,
-                                                const ferry_iov_t *iov, size_t iovcnt, uint64_t tag,
-                                                uint64_t tag_mask, ferry_tag_info_t *info,
-                                                ferry_completion_t *comp)
+FERRY_EXPORT fy_hot ferry_status_t ferry_tag_recv_from(
+    ferry_worker_t *worker, ferry_peer_id_t source, const ferry_iov_t *iov, size_t iovcnt,
+    uint64_t tag, uint64_t tag_mask, ferry_tag_info_t *info, ferry_completion_t *comp)
 {
     ferry_worker_t *locked = fy_worker_multi(worker);
     if (fy_likely(locked == NULL))

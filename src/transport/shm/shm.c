@@ -644,8 +644,9 @@ static fy_noinline ferry_status_t shm_send_short_other(fy_tl_ep_t *tlep, uint8_t
                                 shm_sendv(tlep, id, header, header_length, &iov, 1, NULL));
 }
 
-static ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
-                                     size_t header_length, const void *payload, size_t length)
+static fy_hot ferry_status_t shm_send_short(fy_tl_ep_t *tlep, uint8_t id, const void *header,
+                                            size_t header_length, const void *payload,
+                                            size_t length)
 {
     size_t total = header_length + length;
 
@@ -916,7 +917,7 @@ static bool shm_rx_cell(fy_tl_ep_t *tlep, const shm_cell_t *cell, const uint8_t 
 }
 
 /* Take up to budget cells from the endpoint's ring. */
-static unsigned shm_ep_poll_rx(fy_tl_ep_t *tlep, unsigned budget)
+static fy_hot unsigned shm_ep_poll_rx(fy_tl_ep_t *tlep, unsigned budget)
 {
     fy_tl_worker_t *tlw = tlep->tlw; /* a cell's handler may free tlep */
     unsigned count = 0;
@@ -961,7 +962,7 @@ static unsigned shm_ep_poll_rx(fy_tl_ep_t *tlep, unsigned budget)
 }
 
 /* After freeing ring cells or buffers: wake senders that wait for them. */
-static void shm_wake_waiters(fy_tl_worker_t *tlw)
+static fy_hot void shm_wake_waiters(fy_tl_worker_t *tlw)
 {
     /* Our frees (cell seq stores, buffer bits) must be visible before we read waiters; the
      * blocked sender stores sender_waiting and then re-reads the ring (shm_has_work). Where
@@ -1005,7 +1006,7 @@ static inline bool shm_ep_rx_ready(const fy_tl_ep_t *tlep)
     return atomic_load_explicit(&slot->seq, memory_order_acquire) == tlep->rx_pos + 1;
 }
 
-static unsigned shm_poll(fy_tl_worker_t *tlw)
+static fy_hot unsigned shm_poll(fy_tl_worker_t *tlw)
 {
     unsigned count = 0;
     for (unsigned i = 0; i < tlw->rx_count;) {
