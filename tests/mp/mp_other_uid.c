@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "ft.h"
+#include "mp_shm_raw.h"
 #include "transport/shm/shm.h"
 #include "wireup/address.h"
 
@@ -95,15 +96,9 @@ static ferry_status_t ou_try_connect(ferry_worker_t *worker, const void *address
  * three memfds. Returns true when the connection was made (the listener must refuse it). */
 static bool ou_raw_hello(const shm_record_t *record)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    size_t name_length = strnlen(record->name, sizeof(record->name));
-    memcpy(sa.sun_path + 1, record->name, name_length);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    FT_CHECK(fd >= 0, "socket: %s", strerror(errno));
-    if (connect(fd, (struct sockaddr *)&sa,
-                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + name_length)) != 0) {
+    int fd = mp_shm_raw_connect(record, 0);
+    if (fd < 0) {
         ft_note("raw connect: %s", strerror(errno));
-        close(fd);
         return false;
     }
     int fds[3];
@@ -119,21 +114,7 @@ static bool ou_raw_hello(const shm_record_t *record)
                            .ring_cells = 256,
                            .worker_uuid = 1,
                            .sender_id = 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(fds))];
-        struct cmsghdr align;
-    } control;
-    struct iovec iov = {.iov_base = &msg, .iov_len = sizeof(msg)};
-    struct msghdr mh = {.msg_iov = &iov,
-                        .msg_iovlen = 1,
-                        .msg_control = control.buf,
-                        .msg_controllen = sizeof(control.buf)};
-    struct cmsghdr *cmsg = CMSG_FIRSTHDR(&mh);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(fds));
-    memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
-    ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+    ssize_t n = mp_shm_raw_send_handshake(fd, &msg, fds, 3);
     ft_note("raw HELLO: sendmsg returned %zd%s%s", n, n < 0 ? ": " : "",
             n < 0 ? strerror(errno) : "");
     /* the listener must close it without an answer */

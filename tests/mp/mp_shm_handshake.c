@@ -20,6 +20,7 @@
 #include "ft.h"
 #include "ft_capture.h"
 #include "ft_echo.h"
+#include "mp_shm_raw.h"
 #include "transport/shm/shm.h"
 #include "wireup/address.h"
 
@@ -43,36 +44,16 @@ static shm_record_t hk_own_record(ferry_worker_t *worker)
 static void hk_send_hello(ferry_worker_t *worker, const shm_record_t *record,
                           const shm_handshake_t *msg, const char *what)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    size_t name_length = strnlen(record->name, sizeof(record->name));
-    memcpy(sa.sun_path + 1, record->name, name_length);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    FT_CHECK(fd >= 0, "socket: %s", strerror(errno));
-    FT_CHECK(connect(fd, (struct sockaddr *)&sa,
-                     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + name_length)) == 0,
-             "connect to the worker's shm socket: %s", strerror(errno));
+    int fd = mp_shm_raw_connect(record, SOCK_NONBLOCK);
+    FT_CHECK(fd >= 0, "connect to the worker's shm socket: %s", strerror(errno));
     int fds[SHM_HANDSHAKE_FDS];
     for (int i = 0; i < SHM_HANDSHAKE_FDS; i++) {
         fds[i] = memfd_create("handshake-test", MFD_CLOEXEC);
         FT_CHECK(fds[i] >= 0 && ftruncate(fds[i], SHM_REGION_SIZE) == 0, "memfd: %s",
                  strerror(errno));
     }
-    union {
-        char buf[CMSG_SPACE(sizeof(fds))];
-        struct cmsghdr align;
-    } control;
-    struct iovec iov = {.iov_base = (void *)msg, .iov_len = sizeof(*msg)};
-    struct msghdr mh = {.msg_iov = &iov,
-                        .msg_iovlen = 1,
-                        .msg_control = control.buf,
-                        .msg_controllen = sizeof(control.buf)};
-    struct cmsghdr *cmsg = CMSG_FIRSTHDR(&mh);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(fds));
-    memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
-    FT_CHECK(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*msg), "sendmsg(%s HELLO): %s", what,
-             strerror(errno));
+    FT_CHECK(mp_shm_raw_send_handshake(fd, msg, fds, SHM_HANDSHAKE_FDS) == (ssize_t)sizeof(*msg),
+             "sendmsg(%s HELLO): %s", what, strerror(errno));
     uint64_t deadline = ft_now_ns() + 10000000000ull;
     for (;;) {
         char answer[64];
