@@ -4,8 +4,12 @@
  *                 at once), 30 rounds: each time exactly one TCP connection results (the
  *                 established TCP sockets of the process, from /proc/net/tcp{,6} and
  *                 /proc/self/fd), 200 messages flow each way, every byte checked, in order;
- *                 then both close their endpoints and the connection goes away (IDLE both
- *                 ways) before the next round;
+ *                 then each creates a second endpoint to the other and sends 200 more on it,
+ *                 all of which must arrive (a connection the peer closed by the
+ *                 simultaneous-connect rule could reach a worker after its own one was up:
+ *                 endpoints put on it lost their messages, fi_av_xfer over tcp hung 1 run in
+ *                 4-80); then both close their endpoints and the connection goes away (IDLE
+ *                 both ways) before the next round;
  *   stopped       a peer that stops responding (SIGSTOP) fails the endpoint with
  *                 FERRY_ERR_ENDPOINT_TIMEOUT within FERRY_TCP_TIMEOUT_MS (1500 ms here) plus
  *                 slack, although the kernel still acknowledges everything;
@@ -27,7 +31,7 @@
 
 #include "ft.h"
 
-enum { TC_ID_MSG = 7 };
+enum { TC_ID_MSG = 7, TC_ID_MSG2 = 8 };
 enum { TC_ROUNDS = 30, TC_MESSAGES = 200 };
 enum { TC_TOKEN_GO = 0x474f2020, TC_TOKEN_DONE = 0x444f4e45, TC_TOKEN_CLOSED = 0x434c4f53 };
 #define TC_TIMEOUT_MS 1500u
@@ -122,16 +126,40 @@ static bool tc_connections_are(void *arg)
     return tc_count_connections() == ((tc_zero_t *)arg)->want;
 }
 
+/* TC_MESSAGES messages of a round on ep (header: round, sequence; a checked payload). */
+static void tc_send_round(ft_ferry_t *f, ferry_ep_t *ep, unsigned id, uint32_t me, uint32_t round,
+                          uint8_t *payload, size_t capacity)
+{
+    for (uint32_t i = 0; i < TC_MESSAGES; i++) {
+        uint32_t h[2] = {round, i};
+        size_t size = (i * 37u) % capacity;
+        ft_pattern_fill(payload, size, ft_pattern_seed(me, round * 1000u + i, size), 0);
+        ft_am_send_ok(f->worker, ep, id, h, sizeof(h), payload, size, NULL, 30000);
+    }
+}
+
+/* Close ep gracefully and destroy it. */
+static void tc_close(ft_ferry_t *f, ferry_ep_t *ep)
+{
+    ferry_completion_t comp = {.cb = NULL, .count = 1, .status = FERRY_OK};
+    ferry_status_t status = ferry_ep_close(ep, 0, &comp);
+    if (status == FERRY_INPROGRESS)
+        ft_progress_until_completion(f->worker, 30000, &comp, "the graceful close");
+    ferry_ep_destroy(ep);
+}
+
 static int tc_simul_role(int chan, void *arg)
 {
     uint32_t me = (uint32_t)(uintptr_t)arg;
     uint8_t address[FT_CHAN_MSG_MAX];
     ft_ferry_t f;
     tc_rx_t rx = {.sender = 1 - me};
+    tc_rx_t rx2 = {.sender = 1 - me}; /* the second endpoints' messages */
     uint8_t payload[3000];
 
     ft_ferry_init(&f, "tcp", NULL);
     FT_CHECK_OK(ferry_am_set_handler(f.worker, TC_ID_MSG, tc_handler, &rx));
+    FT_CHECK_OK(ferry_am_set_handler(f.worker, TC_ID_MSG2, tc_handler, &rx2));
     ft_send_address(chan, f.worker);
     size_t length = ft_recv_address(chan, address, sizeof(address), 30000);
     for (uint32_t round = 0; round < TC_ROUNDS; round++) {
@@ -139,29 +167,27 @@ static int tc_simul_role(int chan, void *arg)
          * while this one still waits for GO here (progressing, so receiving) */
         ft_progress_until_token(f.worker, chan, TC_TOKEN_GO, 30000, NULL);
         ferry_ep_t *ep = ft_ep_create(f.worker, address, length, NULL); /* both at once */
-        for (uint32_t i = 0; i < TC_MESSAGES; i++) {
-            uint32_t h[2] = {round, i};
-            size_t size = (i * 37u) % sizeof(payload);
-            ft_pattern_fill(payload, size, ft_pattern_seed(me, round * 1000u + i, size), 0);
-            ft_am_send_ok(f.worker, ep, TC_ID_MSG, h, sizeof(h), payload, size, NULL, 30000);
-        }
+        tc_send_round(&f, ep, TC_ID_MSG, me, round, payload, sizeof(payload));
         ft_progress_until_count(f.worker, 30000, &rx.received, TC_MESSAGES,
                                 "the other worker's messages");
+        ferry_ep_t *ep2 = ft_ep_create(f.worker, address, length, NULL);
+        tc_send_round(&f, ep2, TC_ID_MSG2, me, round, payload, sizeof(payload));
+        ft_progress_until_count(f.worker, 30000, &rx2.received, TC_MESSAGES,
+                                "the other worker's messages on its second endpoint");
         unsigned n = tc_count_connections();
         FT_CHECK(n == 1, "round %u: %u TCP connections between the two workers, expected 1", round,
                  n);
         ft_chan_send_token(chan, TC_TOKEN_DONE, round, 0, 0, 0);
         ft_progress_until_token(f.worker, chan, TC_TOKEN_CLOSED, 30000, NULL);
-        ferry_completion_t comp = {.cb = NULL, .count = 1, .status = FERRY_OK};
-        ferry_status_t status = ferry_ep_close(ep, 0, &comp);
-        if (status == FERRY_INPROGRESS)
-            ft_progress_until_completion(f.worker, 30000, &comp, "the graceful close");
-        ferry_ep_destroy(ep);
+        tc_close(&f, ep);
+        tc_close(&f, ep2);
         tc_zero_t zero = {.want = 0};
         ft_progress_until(f.worker, 30000, tc_connections_are, &zero,
                           "the connection to go away once both sides closed");
         rx.round = round + 1; /* every message of this round arrived: the next may start */
         rx.received = 0;
+        rx2.round = round + 1;
+        rx2.received = 0;
         ft_chan_send_token(chan, TC_TOKEN_DONE, round, 1, 0, 0);
     }
     ft_chan_expect_eof(chan, 30000);
@@ -195,8 +221,8 @@ static void tc_simultaneous(void)
         close(peers[i].chan);
         ft_peer_expect_exit(&peers[i], 30000, 0);
     }
-    ft_note("simultaneous connects: %u rounds, one connection each, %u messages each way, "
-            "closed between rounds, %.2f s",
+    ft_note("simultaneous connects: %u rounds, one connection each, %u messages each way on "
+            "each of two endpoints, closed between rounds, %.2f s",
             TC_ROUNDS, TC_MESSAGES, (double)(ft_now_ns() - start) / 1e9);
 }
 

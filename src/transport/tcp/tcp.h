@@ -142,7 +142,10 @@ struct tcp_peer {
     fy_list_link_t link; /* tlw->peers (lookup by uuid) or tlw->orphans */
     fy_tl_worker_t *tlw;
     uint64_t uuid;
-    bool in_table;  /* findable by uuid: new endpoints use it */
+    bool in_table; /* findable by uuid: new endpoints use it */
+    /* accepted while our own connection to that worker was up: out of the table until a frame
+     * on it shows the peer uses it (tcp_on_hello, tcp_peer_confirm) */
+    bool tentative;
     bool failed;    /* its connection broke: channels failed */
     bool idle_sent; /* IDLE sent since the channel list became empty */
     bool same_host;

@@ -116,6 +116,16 @@ unsigned tcp_peer_open_chans(tcp_peer_t *peer)
     return open;
 }
 
+/* We open nothing more on the peer's connection: out of the table, and IDLE said once. */
+static void tcp_peer_say_idle(tcp_peer_t *peer)
+{
+    peer->in_table = false;
+    if (!peer->idle_sent) {
+        peer->idle_sent = true;
+        tcp_send_control(peer, NULL, TCP_FRAME_IDLE, NULL, 0, false);
+    }
+}
+
 /* A channel was destroyed: when it was the last one, say IDLE (we open nothing more on this
  * connection), or drop a connection that never came up. */
 void tcp_peer_chan_removed(tcp_peer_t *peer)
@@ -124,21 +134,13 @@ void tcp_peer_chan_removed(tcp_peer_t *peer)
     if (peer->chan_count > 0)
         return;
     if (peer->conn != NULL && peer->conn->state == TCP_CONN_ESTABLISHED && !peer->failed) {
-        peer->in_table = false;
-        if (!peer->idle_sent) {
-            peer->idle_sent = true;
-            tcp_send_control(peer, NULL, TCP_FRAME_IDLE, NULL, 0, false);
-        }
+        tcp_peer_say_idle(peer);
         return;
     }
     if (peer->outgoing != NULL && !peer->failed && !fy_list_is_empty(&peer->queue)) {
         /* frames of a force-closed channel that were reported sent wait for the connection:
          * it stays, nothing more is opened on it, and IDLE follows them */
-        peer->in_table = false;
-        if (!peer->idle_sent) {
-            peer->idle_sent = true;
-            tcp_send_control(peer, NULL, TCP_FRAME_IDLE, NULL, 0, false);
-        }
+        tcp_peer_say_idle(peer);
         return;
     }
     if (peer->outgoing != NULL) {
@@ -529,9 +531,13 @@ static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
     if (address.worker_uuid !=
         tlw->local->worker_uuid) /* a connection to ourselves pairs with no one */
         peer = tcp_peer_get(tlw, address.worker_uuid);
+    bool tentative = false;
     if (peer != NULL && peer->conn != NULL) {
-        /* it thinks there is no connection (it saw ours end): a fresh start */
-        peer->in_table = false;
+        /* Either it saw ours end and starts afresh, or both connected at once, and it found
+         * ours (established before this HELLO reached us) and closed this one by the rule
+         * above: frames we sent on it would be lost. So this one stays out of the table, and
+         * new endpoints on ours, until a frame on it shows that the peer uses it. */
+        tentative = true;
         peer = NULL;
     }
     if (peer != NULL && peer->outgoing != NULL && tlw->local->worker_uuid > address.worker_uuid) {
@@ -550,12 +556,13 @@ static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
         tcp_conn_close(ours); /* theirs wins */
     }
     if (peer == NULL) {
-        peer =
-            tcp_peer_new(tlw, address.worker_uuid, address.worker_uuid != tlw->local->worker_uuid);
+        peer = tcp_peer_new(tlw, address.worker_uuid,
+                            address.worker_uuid != tlw->local->worker_uuid && !tentative);
         if (peer == NULL) {
             tcp_conn_fail(conn, FERRY_ERR_NO_MEMORY);
             return;
         }
+        peer->tentative = tentative;
     }
     tcp_peer_set_identity(peer, &address);
     if (tcp_send_hello(conn, TCP_HELLO_ACCEPT) != FERRY_OK) {
@@ -564,6 +571,21 @@ static void tcp_on_hello(tcp_conn_t *conn, const uint8_t *body, size_t length)
         return;
     }
     tcp_conn_establish(conn, peer);
+}
+
+/* The first frame on a tentative connection (tcp_on_hello): the peer uses it, so new endpoints
+ * do too, and the connection it replaces takes no new ones (it ends by the idle close). */
+static void tcp_peer_confirm(tcp_peer_t *peer)
+{
+    tcp_peer_t *old = tcp_peer_get(peer->tlw, peer->uuid);
+    if (old != NULL) {
+        old->in_table = false;
+        if (old->chan_count == 0 && old->conn != NULL && old->conn->state == TCP_CONN_ESTABLISHED &&
+            !old->failed)
+            tcp_peer_say_idle(old); /* nothing keeps it */
+    }
+    peer->tentative = false;
+    peer->in_table = true;
 }
 
 static void tcp_on_open(tcp_conn_t *conn, const tcp_frame_t *frame)
@@ -603,10 +625,7 @@ static void tcp_on_idle(tcp_conn_t *conn)
     peer->in_table = false; /* it opens nothing more here: new endpoints connect anew */
     if (peer->chan_count > 0)
         return; /* our channels keep it; we say IDLE when the last one goes */
-    if (!peer->idle_sent) {
-        peer->idle_sent = true;
-        tcp_send_control(peer, NULL, TCP_FRAME_IDLE, NULL, 0, false);
-    }
+    tcp_peer_say_idle(peer);
     if (fy_list_is_empty(&peer->queue)) {
         fy_debug("tcp: connection with %s (pid %u) idle on both sides: closed", conn->remote_name,
                  peer->pid);
@@ -656,6 +675,8 @@ void tcp_conn_on_frame(tcp_conn_t *conn, const tcp_frame_t *frame, const uint8_t
     }
     tcp_peer_t *peer = conn->peer;
     fy_tl_ep_t *chan;
+    if (fy_unlikely(peer->tentative))
+        tcp_peer_confirm(peer);
     switch (frame->type) {
     case TCP_FRAME_AM:
         chan = tcp_chan_find(peer, frame->channel, !(frame->flags & TCP_FRAME_FLAG_SENDER_OPENED));
