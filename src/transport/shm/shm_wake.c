@@ -11,10 +11,10 @@
  * take the cell's cache line from the other core (~60 ns here, the whole of a cache-line
  * transfer, on the path of every message: ferry_perf's 8 B tag_lat 0.211 -> 0.181 us and
  * am_lat 0.201 -> 0.164 us without them, same session). The side going to sleep runs rarely and
- * may pay more. So, where the
- * kernel has membarrier(2), every worker registers for MEMBARRIER_CMD_GLOBAL_EXPEDITED, and one
- * that goes to sleep issues that barrier between its stores and its loads: the kernel makes every
- * CPU that runs a registered process execute a full barrier before the call returns. The
+ * may pay more. So, where the kernel has membarrier(2), every worker registers for
+ * MEMBARRIER_CMD_GLOBAL_EXPEDITED, and one that goes to sleep issues that barrier between its
+ * stores and its loads: the kernel makes every CPU that runs a registered process execute a full
+ * barrier before the call returns. The
  * per-message side then needs no fence instruction, only a compiler barrier: either its load
  * came after the sleeper's barrier (and sees the sleeper's store), or its store was made
  * visible by that barrier (and the sleeper's loads after it see the store).
