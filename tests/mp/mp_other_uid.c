@@ -102,18 +102,8 @@ static bool ou_raw_hello(const shm_record_t *record)
         return false;
     }
     int fds[3];
-    for (int i = 0; i < 3; i++) {
-        fds[i] = memfd_create("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        FT_CHECK(fds[i] >= 0 && ftruncate(fds[i], SHM_REGION_SIZE) == 0, "memfd: %s",
-                 strerror(errno));
-    }
-    shm_handshake_t msg = {.magic = SHM_HANDSHAKE_MAGIC,
-                           .version = SHM_LAYOUT_VERSION,
-                           .type = SHM_HANDSHAKE_HELLO,
-                           .pid = (uint32_t)getpid(),
-                           .ring_cells = 256,
-                           .worker_uuid = 1,
-                           .sender_id = 1};
+    mp_shm_raw_memfds(fds, 3, "hostile", MFD_ALLOW_SEALING);
+    shm_handshake_t msg = mp_shm_raw_hello();
     ssize_t n = mp_shm_raw_send_handshake(fd, &msg, fds, 3);
     ft_note("raw HELLO: sendmsg returned %zd%s%s", n, n < 0 ? ": " : "",
             n < 0 ? strerror(errno) : "");

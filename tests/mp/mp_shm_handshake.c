@@ -47,11 +47,7 @@ static void hk_send_hello(ferry_worker_t *worker, const shm_record_t *record,
     int fd = mp_shm_raw_connect(record, SOCK_NONBLOCK);
     FT_CHECK(fd >= 0, "connect to the worker's shm socket: %s", strerror(errno));
     int fds[SHM_HANDSHAKE_FDS];
-    for (int i = 0; i < SHM_HANDSHAKE_FDS; i++) {
-        fds[i] = memfd_create("handshake-test", MFD_CLOEXEC);
-        FT_CHECK(fds[i] >= 0 && ftruncate(fds[i], SHM_REGION_SIZE) == 0, "memfd: %s",
-                 strerror(errno));
-    }
+    mp_shm_raw_memfds(fds, SHM_HANDSHAKE_FDS, "handshake-test", 0);
     FT_CHECK(mp_shm_raw_send_handshake(fd, msg, fds, SHM_HANDSHAKE_FDS) == (ssize_t)sizeof(*msg),
              "sendmsg(%s HELLO): %s", what, strerror(errno));
     uint64_t deadline = ft_now_ns() + 10000000000ull;
@@ -81,14 +77,8 @@ int main(void)
     ft_peer_spawn(&echo, "echo", ft_echo_role, NULL);
     ft_ferry_init(&f, "self,shm", NULL);
     shm_record_t record = hk_own_record(f.worker);
-    shm_handshake_t good = {.magic = SHM_HANDSHAKE_MAGIC,
-                            .version = SHM_LAYOUT_VERSION,
-                            .type = SHM_HANDSHAKE_HELLO,
-                            .pid = (uint32_t)getpid(),
-                            .ring_cells = 256,
-                            .worker_uuid = 1,
-                            .sender_id = 1,
-                            .flags = SHM_HANDSHAKE_MEMBARRIER};
+    shm_handshake_t good = mp_shm_raw_hello();
+    good.flags = SHM_HANDSHAKE_MEMBARRIER;
 
     ft_capture_begin();
     shm_handshake_t msg = good;

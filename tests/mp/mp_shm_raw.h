@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -31,6 +32,29 @@ static inline int mp_shm_raw_connect(const shm_record_t *record, int flags)
         return -1;
     }
     return fd;
+}
+
+/* n memfds of a region's size (flags: memfd_create's besides MFD_CLOEXEC), into fds. */
+static inline void mp_shm_raw_memfds(int *fds, unsigned n, const char *name, unsigned flags)
+{
+    for (unsigned i = 0; i < n; i++) {
+        fds[i] = memfd_create(name, MFD_CLOEXEC | flags);
+        FT_CHECK(fds[i] >= 0 && ftruncate(fds[i], SHM_REGION_SIZE) == 0, "memfd: %s",
+                 strerror(errno));
+    }
+}
+
+/* A HELLO that is well-formed for this layout version (a 256-cell ring, worker id 1, sender id
+ * 1, no flags): what a test changes one field of, or sends as it is. */
+static inline shm_handshake_t mp_shm_raw_hello(void)
+{
+    return (shm_handshake_t){.magic = SHM_HANDSHAKE_MAGIC,
+                             .version = SHM_LAYOUT_VERSION,
+                             .type = SHM_HANDSHAKE_HELLO,
+                             .pid = (uint32_t)getpid(),
+                             .ring_cells = 256,
+                             .worker_uuid = 1,
+                             .sender_id = 1};
 }
 
 /* Send msg with the nfds (at most SHM_HANDSHAKE_FDS) descriptors fds. Returns sendmsg's
