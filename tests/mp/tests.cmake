@@ -8,6 +8,10 @@ ferry_add_test(NAME mp_am_pingpong SOURCES mp/mp_am_pingpong.c TIMEOUT 60)
 ferry_add_test(NAME am_self SOURCES mp/mp_am_pingpong.c ARGS self TIMEOUT 60
                ENV FERRY_TRANSPORTS=self)
 ferry_add_test(NAME mp_am_flood SOURCES mp/mp_am_flood.c TIMEOUT 120)
+# the same through rings of 2 cells: a sender's knowledge of free cells (shm_tx_room) runs out at
+# every other send, and every inline message of more than one cell takes a buffer instead
+ferry_add_test(NAME mp_am_flood_ring2 SOURCES mp/mp_am_flood.c TIMEOUT 120
+               ENV FERRY_SHM_RING_CELLS=2)
 ferry_add_test(NAME mp_am_backpressure SOURCES mp/mp_am_backpressure.c TIMEOUT 60)
 # shm's medium buffers reserved ahead by a sender come back when its endpoint closes
 ferry_add_test(NAME mp_shm_claim SOURCES mp/mp_shm_claim.c TIMEOUT 60)
@@ -19,6 +23,9 @@ ferry_add_test(NAME mp_am_wait_fenced SOURCES mp/mp_am_wait.c TIMEOUT 60 LABELS 
                ENV FERRY_SHM_MEMBARRIER=off)
 ferry_add_test(NAME mp_am_wait_mixed SOURCES mp/mp_am_wait.c ARGS mixed TIMEOUT 60
                LABELS perf_sensitive)
+# and with rings of 2 cells: the blocking sender waits for a free cell at almost every send
+ferry_add_test(NAME mp_am_wait_ring2 SOURCES mp/mp_am_wait.c TIMEOUT 60 LABELS perf_sensitive
+               ENV FERRY_SHM_RING_CELLS=2)
 ferry_add_test(NAME mp_peer_death SOURCES mp/mp_peer_death.c TIMEOUT 60)
 ferry_add_test(NAME mp_bad_input SOURCES mp/mp_bad_input.c TIMEOUT 60)
 # INTERNAL: forges the uid in an address, and sends a hand-made handshake. shm's uid check is
@@ -57,6 +64,8 @@ foreach(mode get put coop null split)
     ferry_add_test(NAME mp_tag_basic_${mode} SOURCES mp/mp_tag_basic.c TIMEOUT 120
                    ENV FERRY_RNDV_MODE=${mode})
 endforeach()
+ferry_add_test(NAME mp_tag_basic_ring4 SOURCES mp/mp_tag_basic.c TIMEOUT 120
+               ENV FERRY_SHM_RING_CELLS=4)
 # every message with immediate data (FT_TAG_IMM: the sends carry FERRY_TAG_SEND_IMM, about half
 # below 2^32 and half above, so both forms of the EAGER header go; each receive and probe checks
 # it), automatic and COOP

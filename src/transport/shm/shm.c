@@ -111,12 +111,44 @@ static bool shm_stream_min_check(const char *text, char *why, size_t why_len)
 
 /* ------------------------------------------------------------------ sending */
 
+/* Learn whether the cell of position last is free, when tx_free_end does not say so: by the
+ * cell half a ring ahead of tx_pos first (the consumer frees in position order, so that one
+ * free means every one before it is, and the next half ring of sends need not look), else by
+ * last's own. */
+static fy_noinline bool shm_tx_room_refresh(fy_tl_ep_t *tlep, uint64_t last)
+{
+    uint64_t ahead = tlep->tx_pos + (tlep->tx_mask + 1) / 2;
+    if (ahead > last && atomic_load_explicit(&tlep->tx_cells[ahead & tlep->tx_mask].seq,
+                                             memory_order_acquire) == ahead) {
+        tlep->tx_free_end = ahead + 1;
+        return true;
+    }
+    if (atomic_load_explicit(&tlep->tx_cells[last & tlep->tx_mask].seq, memory_order_acquire) !=
+        last)
+        return false; /* ring full */
+    tlep->tx_free_end = last + 1;
+    return true;
+}
+
+/* Whether the cells of positions tx_pos .. tx_pos + extra are free. A cell is free when its
+ * seq is its position (the consumer stores position + cells when it takes one). Most sends
+ * know it from an earlier look (tx_free_end) and load nothing: the cell a send writes is the
+ * one the polling consumer reads, and loading it first would bring its cache line over twice
+ * (for the load, then for the store) instead of once. The consumer can only make its own
+ * ring lie (a seq it stores early): the messages to it are then overwritten, nothing else. */
+static fy_always_inline bool shm_tx_room(fy_tl_ep_t *tlep, unsigned extra)
+{
+    uint64_t last = tlep->tx_pos + extra;
+    if (fy_likely(last < tlep->tx_free_end))
+        return true;
+    return shm_tx_room_refresh(tlep, last);
+}
+
 static inline shm_cell_t *shm_tx_cell(fy_tl_ep_t *tlep)
 {
-    shm_cell_t *cell = &tlep->tx_cells[tlep->tx_pos & tlep->tx_mask];
-    if (atomic_load_explicit(&cell->seq, memory_order_acquire) != tlep->tx_pos)
+    if (fy_unlikely(!shm_tx_room(tlep, 0)))
         return NULL; /* ring full */
-    return cell;
+    return &tlep->tx_cells[tlep->tx_pos & tlep->tx_mask];
 }
 
 /* A message send_short took: counted in the endpoint (the am_sent slot, transport.h). */
@@ -150,8 +182,7 @@ static ferry_status_t shm_post_inline(fy_tl_ep_t *tlep, uint8_t id, size_t heade
     if (extra > tlep->tx_mask)
         return FERRY_ERR_UNSUPPORTED;
     /* the consumer frees cells in position order: the last one free means all are */
-    shm_cell_t *last = &tlep->tx_cells[(tlep->tx_pos + extra) & tlep->tx_mask];
-    if (atomic_load_explicit(&last->seq, memory_order_acquire) != tlep->tx_pos + extra)
+    if (!shm_tx_room(tlep, extra))
         return FERRY_ERR_NO_RESOURCE;
     size_t done = total < SHM_CELL_DATA ? total : SHM_CELL_DATA;
     for (unsigned j = 1; j <= extra; j++) {

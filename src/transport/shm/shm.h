@@ -109,6 +109,7 @@ struct fy_tl_ep {
      * (9 instructions instead of 2) */
     uint64_t tx_messages;
     uint64_t tx_pos;
+    uint64_t tx_free_end; /* the cells of positions below it are known free (shm_tx_room) */
     uint64_t tx_bytes;
     int peer_eventfd;
     fy_list_t pending;    /* shm_req_t in order */

@@ -235,6 +235,7 @@ static ferry_status_t shm_handshake_recv(fy_tl_ep_t *tlep, uint16_t expected_typ
     tlep->tx_cells = (shm_cell_t *)((char *)ring + SHM_RING_HEADER_SIZE);
     tlep->tx_mask = msg.ring_cells - 1;
     tlep->tx_pos = 0;
+    tlep->tx_free_end = 0;
     tlep->my_sender_id = msg.sender_id;
     tlep->peer_eventfd = fds[1];
     /* fences only where a peer does not issue membarrier before it sleeps (shm_wake.c) */
