@@ -16,7 +16,10 @@
 #        ucx        --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any (UCX's shm)
 #      Every configuration runs the same program and reports the same figures: tag_lat the
 #      p50 of the run's round trips / 2, tag_bw bytes / time.
-#   2. at 8 B, what the provider adds over raw ferry: ferry_perf tag_lat (raw ferry) beside
+#   2. what looking for a message that is not there costs (mpi_pingpong -t poll: the mean time
+#      of one MPI_Test of a receive nothing matches, 2000000 of them): a message that arrives
+#      while a rank polls waits half of that on average before the rank sees it.
+#   3. at 8 B, what the provider adds over raw ferry: ferry_perf tag_lat (raw ferry) beside
 #      fi_pingpong -p ferry -e rdm -m tagged (the provider), both pinned server on core 0,
 #      client on core 1, 20000 measured round trips after 2000 (ferry_perf) or fi_pingpong's
 #      own warm-up ones. fi_pingpong reports only the mean (usec/xfer: the run's time / round
@@ -71,7 +74,7 @@ run_mpi() { # CONFIG TEST SIZES (comma-separated) [mpi_pingpong options]; MPI_RO
     fi
     # mpi_pingpong's CSV: test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps
     echo "$out" | awk -F, -v c="$config" -v t="$test" -v row="$row" '$1 == t {
-        printf "%s,%s,%s,%s\n", c, t, row != "" ? row : $2, t == "tag_lat" ? $4 : $6 }' >>"$raw"
+        printf "%s,%s,%s,%s\n", c, t, row != "" ? row : $2, t == "tag_bw" ? $6 : $4 }' >>"$raw"
 }
 
 # run_raw TOOL: one run of 8-byte ping-pongs, pinned (server core 0, client core 1); its
@@ -104,7 +107,7 @@ run_raw() {
 }
 
 nconfigs=$(wc -w <<<"$configs")
-total_runs=$(((nconfigs * 8 + 2) * repeat))
+total_runs=$(((nconfigs * 9 + 2) * repeat))
 count=0
 busy_before=$(cpu_busy_percent)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -123,6 +126,9 @@ for ((r = 1; r <= repeat; r++)); do
             run_mpi "$config" "$test" 1048576 -n 1000 -w 100
             run_mpi "$config" "$test" 16777216 -n 50 -w 5
         done
+    done
+    for config in $configs; do
+        run_mpi "$config" poll 0
     done
     run_raw ferry_perf
     run_raw fi_pingpong
@@ -160,6 +166,18 @@ tables=$out_dir/compare_mpi.txt
                 printf " %15s\n", (m[1] == "" || best == "" || best + 0 == 0) ? "-" : sprintf("%.2f", m[1] / best)
             }
         }
+        printf "\nempty MPI_Test, ns: mpi_pingpong -t poll, a receive nothing matches, 2000000 tests; the median of %d runs (lower is better)\n", repeat
+        printf "%9s", ""; for (i = 1; i <= nc; i++) printf " %10s", c[i]
+        printf " %15s\n", "ferry-ofi/best"
+        printf "%9s", "MPI_Test"
+        best = ""
+        for (i = 1; i <= nc; i++) {
+            m[i] = median("poll,0," c[i])
+            printf " %10s", m[i] == "" ? "-" : sprintf("%.1f", m[i] * 1000)
+            if (i > 1 && m[i] != "" && (best == "" || m[i] + 0 < best + 0))
+                best = m[i]
+        }
+        printf " %15s\n", (m[1] == "" || best == "" || best + 0 == 0) ? "-" : sprintf("%.2f", m[1] / best)
         printf "\n8 B one-way latency, us: each run its mean over %d round trips / 2 (fi_pingpong gives only the mean); the median of %d runs\n", iters, repeat
         split("ferry_perf fi_pingpong", tool, " ")
         split("raw ferry (ferry_perf tag_lat)|the provider (fi_pingpong -p ferry -e rdm -m tagged)", what, "|")

@@ -3,8 +3,8 @@
  * with ferry_perf's clock.c, parse.c and keyed.c (the same clock, option parsing and byte
  * pattern):
  *
- *   mpirun -np 2 --bind-to core mpi_pingpong -t tag_lat|tag_bw [-s SIZE[,SIZE...]] [-n ITERS]
- *          [-w WARMUP] [--no-thp]
+ *   mpirun -np 2 --bind-to core mpi_pingpong -t tag_lat|tag_bw|poll [-s SIZE[,SIZE...]]
+ *          [-n ITERS] [-w WARMUP] [--no-thp]
  *
  * Rank 0 is the server (responder), rank 1 the client (it measures and prints): with
  * --bind-to core, the server runs on core 0 and the client on core 1, as ferry_perf's and
@@ -19,6 +19,11 @@
  *            reuses its request), the server as many MPI_Irecv's posted, all into one buffer
  *            (as osu_bw and ucx_perftest); the clock stops when the server's RECEIVED message
  *            says the last message is in place.
+ *   poll     the cost of looking for a message that is not there: the client posts an MPI_Irecv
+ *            that nothing matches and times ITERS MPI_Test's of it (default 2000000, after
+ *            WARMUP more), then cancels it; the server waits. lat_p50_us and lat_avg_us are
+ *            both the mean time of one MPI_Test. A message that arrives while a rank polls so
+ *            waits half such a call on average before the rank sees it.
  * Each phase (warm-up, measured) starts after an MPI_Barrier that follows the server's first
  * receives, has its own pattern, and is checked when it is over: every receive's length and
  * tag as it completes, the received bytes at the end (not timed). Buffers of 2 MiB and more are 2
@@ -47,10 +52,19 @@
 #define MP_SERVER 0
 #define MP_CLIENT 1
 
-enum { MP_KIND_PING = 1, MP_KIND_PONG, MP_KIND_DATA, MP_KIND_RECEIVED, MP_KIND_RESULT };
+enum {
+    MP_KIND_PING = 1,
+    MP_KIND_PONG,
+    MP_KIND_DATA,
+    MP_KIND_RECEIVED,
+    MP_KIND_RESULT,
+    MP_KIND_NEVER
+};
+#define MP_POLL_ITERS 2000000u
 
 typedef struct mp_options {
     bool bw;
+    bool poll; /* -t poll */
     bool no_thp;
     unsigned size_count;
     uint64_t sizes[MP_MAX_SIZES];
@@ -241,7 +255,7 @@ static uint64_t default_iters(uint64_t size)
 static int usage(const char *why, const char *arg)
 {
     fprintf(stderr, "mpi_pingpong: %s%s%s\n", why, arg ? ": " : "", arg ? arg : "");
-    fprintf(stderr, "usage: mpirun -np 2 mpi_pingpong -t tag_lat|tag_bw [-s SIZE[,SIZE...]] "
+    fprintf(stderr, "usage: mpirun -np 2 mpi_pingpong -t tag_lat|tag_bw|poll [-s SIZE[,SIZE...]] "
                     "[-n ITERS] [-w WARMUP] [--no-thp]\n");
     return -1;
 }
@@ -264,9 +278,11 @@ static int parse_options(int argc, char **argv, mp_options_t *opt)
             return usage("missing value or unknown option", arg);
         i++;
         if (strcmp(arg, "-t") == 0) {
-            if (strcmp(value, "tag_lat") != 0 && strcmp(value, "tag_bw") != 0)
-                return usage("unknown test (tag_lat or tag_bw)", value);
+            if (strcmp(value, "tag_lat") != 0 && strcmp(value, "tag_bw") != 0 &&
+                strcmp(value, "poll") != 0)
+                return usage("unknown test (tag_lat, tag_bw or poll)", value);
             opt->bw = strcmp(value, "tag_bw") == 0;
+            opt->poll = strcmp(value, "poll") == 0;
             have_test = true;
         } else if (strcmp(arg, "-s") == 0) {
             char *copy = strdup(value), *save = NULL;
@@ -296,12 +312,44 @@ static int parse_options(int argc, char **argv, mp_options_t *opt)
         }
     }
     if (!have_test)
-        return usage("missing -t tag_lat|tag_bw", NULL);
+        return usage("missing -t tag_lat|tag_bw|poll", NULL);
+    return 0;
+}
+
+/* -t poll: the client times MPI_Test's of a receive nothing matches. */
+static int run_poll(const mp_options_t *opt, int rank)
+{
+    uint64_t iters = opt->iters ? opt->iters : MP_POLL_ITERS;
+    uint64_t warmup = opt->warmup >= 0 ? (uint64_t)opt->warmup : iters / 10;
+    if (rank == MP_CLIENT) {
+        uint8_t byte;
+        int flag = 0;
+        MPI_Request req;
+        MPI_Irecv(&byte, 1, MPI_BYTE, MP_SERVER, MP_KIND_NEVER, MPI_COMM_WORLD, &req);
+        for (uint64_t i = 0; i < warmup && !flag; i++)
+            MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        uint64_t begin = perf_ticks();
+        for (uint64_t i = 0; i < iters && !flag; i++)
+            MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        double us = perf_ticks_ns(perf_ticks() - begin) / 1000.0 / (double)iters;
+        if (flag) {
+            fprintf(stderr, "mpi_pingpong: poll: a receive nothing matches completed\n");
+            return -1;
+        }
+        MPI_Cancel(&req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        printf("test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps\n");
+        printf("poll,0,%llu,%.6f,%.6f,,\n", (unsigned long long)iters, us, us);
+        fflush(stdout);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
     return 0;
 }
 
 static int run(const mp_options_t *opt, int rank)
 {
+    if (opt->poll)
+        return run_poll(opt, rank);
     mp_state_t *st = calloc(1, sizeof(*st));
     uint64_t recv_bytes = 0, bad_total = 0;
     int failed = 0;
