@@ -196,8 +196,9 @@ END {
             }
             if (s >= 4096 && s <= 1048576) {
                 mid++
-                if (fa == "" || best == "" || fa < best) miss_mid_alloc = miss_mid_alloc sprintf(" %s %s (%s)", test, human(s), ratio(fa, best))
-                if (fr == "" || u == "" || fr < u) miss_mid_reg = miss_mid_reg sprintf(" %s %s (%s)", test, human(s), ratio(fr, u))
+                kb = "ucx," test "," s "," (best == up ? "posix-bcopy" : "cma-zcopy") ",bw"
+                if (fa == "" || best == "" || fa < best) miss_mid_alloc = miss_mid_alloc sprintf(" %s %s (%s%s)", test, human(s), ratio(fa, best), overlap("ferry," test "," s ",alloc,bw", kb) ? ", runs overlap" : "")
+                if (fr == "" || u == "" || fr < u) miss_mid_reg = miss_mid_reg sprintf(" %s %s (%s%s)", test, human(s), ratio(fr, u), overlap("ferry," test "," s ",register,bw", "ucx," test "," s ",cma-zcopy,bw") ? ", runs overlap" : "")
             }
         }
     }
