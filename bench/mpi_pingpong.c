@@ -62,6 +62,10 @@ enum {
 };
 #define MP_POLL_ITERS 2000000u
 
+/* The first line of the client's output: ferry_perf's CSV columns. */
+static const char mp_csv_header[] =
+    "test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps";
+
 typedef struct mp_options {
     bool bw;
     bool poll; /* -t poll */
@@ -338,7 +342,7 @@ static int run_poll(const mp_options_t *opt, int rank)
         }
         MPI_Cancel(&req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
-        printf("test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps\n");
+        printf("%s\n", mp_csv_header);
         printf("poll,0,%llu,%.6f,%.6f,,\n", (unsigned long long)iters, us, us);
         fflush(stdout);
     }
@@ -378,7 +382,7 @@ static int run(const mp_options_t *opt, int rank)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (rank == MP_CLIENT)
-        printf("test,size,iterations,lat_p50_us,lat_avg_us,bw_GBps,msgrate_Mps\n");
+        printf("%s\n", mp_csv_header);
     for (unsigned i = 0; i < opt->size_count && failed == 0; i++) {
         size_t size = (size_t)opt->sizes[i];
         uint64_t iters = opt->iters ? opt->iters : default_iters(size);
