@@ -170,16 +170,31 @@ static fy_ofi_hot ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t coun
     if (count > 0 && buf == NULL)
         return -FI_EINVAL;
     fy_ofi_domain_lock(cq->domain);
-    if (!cq_skip_progress(cq, count))
-        fy_ofi_epset_progress(&cq->set);
     ssize_t rc = count == 0 ? 0 : -FI_EAGAIN; /* nothing queued: the polls of a waiting rank */
-    if (cq->count > 0) {
+    if (!cq_skip_progress(cq, count)) {
+        /* with nothing queued, Open MPI's reads get their entries written straight into buf */
+        bool direct = cq->count == 0 && src_addr == NULL &&
+                      cq->entry_size == sizeof(struct fi_cq_tagged_entry);
+        if (direct) {
+            cq->direct = buf;
+            cq->direct_room = count;
+            cq->direct_count = 0;
+        }
+        fy_ofi_epset_progress(&cq->set);
+        if (direct) {
+            if (cq->direct_count > 0)
+                rc = (ssize_t)cq->direct_count; /* the ring holds only later ones */
+            cq->direct_room = 0;
+            cq->direct = NULL;
+        }
+    }
+    if (rc == -FI_EAGAIN && cq->count > 0) {
         if (src_addr == NULL && cq->entry_size == sizeof(struct fi_cq_tagged_entry))
             rc = cq_take_tagged(cq, buf, count); /* Open MPI's reads */
         else
             rc = cq_take(cq, buf, count, src_addr);
     }
-    cq->found = rc > 0 && (size_t)rc < count; /* all it had, with room for more */
+    cq->found = rc > 0 && (size_t)rc < count && cq->count == 0; /* all it had, room for more */
     fy_ofi_domain_unlock(cq->domain);
     return rc;
 }

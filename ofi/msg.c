@@ -93,11 +93,7 @@ static inline __attribute__((always_inline)) void send_entry(fy_ofi_ep_t *ep, vo
     fy_ofi_cq_t *cq = ep->tx_cq;
     if (ep->destroying || cq == NULL)
         return;
-    fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, context);
-    if (entry == NULL)
-        return;
-    fy_ofi_cq_entry_success(entry, context, cq_flags, len, NULL, 0, tag, dest);
-    fy_ofi_cq_commit(cq);
+    fy_ofi_cq_success(cq, context, cq_flags, len, NULL, 0, tag, dest);
 }
 
 /* flags: the operation's (FI_INJECT copies the data; the entry follows FI_COMPLETION);
@@ -248,14 +244,10 @@ static inline __attribute__((always_inline)) void recv_entry(fy_ofi_ep_t *ep, bo
     fy_ofi_cq_t *cq = ep->rx_cq;
     if (!cq_wanted || ep->destroying || cq == NULL)
         return;
-    fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, context);
-    if (entry == NULL)
-        return;
     bool imm = (info->flags & FERRY_TAG_INFO_IMM) != 0;
-    fy_ofi_cq_entry_success(entry, context, cq_flags | (imm ? FI_REMOTE_CQ_DATA : 0), info->length,
-                            buf, imm ? info->imm : 0, info->tag & ep->tag_format,
-                            fy_ofi_av_source(ep->av, info->peer));
-    fy_ofi_cq_commit(cq);
+    fy_ofi_cq_success(cq, context, cq_flags | (imm ? FI_REMOTE_CQ_DATA : 0), info->length, buf,
+                      imm ? info->imm : 0, info->tag & ep->tag_format,
+                      fy_ofi_av_source(ep->av, info->peer));
 }
 
 /* The completion of a receive ferry matched after it was posted: the common one (the whole

@@ -329,6 +329,12 @@ typedef struct fy_ofi_cq {
     int waiters;             /* threads sleeping in sread */
     bool found;              /* the last read returned all entries, fewer than asked */
     unsigned skipped;        /* reads in a row that did not progress (cq_readfrom) */
+    /* while cq_readfrom progresses with nothing queued: its caller's buffer (tagged format, no
+     * source asked), which success entries fill in place of the ring (fy_ofi_cq_success) until
+     * direct_room runs out or an entry goes to the ring (which stops it: order) */
+    struct fi_cq_tagged_entry *direct;
+    size_t direct_room;  /* entries the buffer still takes */
+    size_t direct_count; /* entries written into it */
 } fy_ofi_cq_t;
 
 int fy_ofi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq_p,
@@ -343,6 +349,7 @@ void fy_ofi_cq_wake(fy_ofi_cq_t *cq);
  *  when memory is exhausted (the completion of context is lost and logged). */
 static inline fy_ofi_cq_entry_t *fy_ofi_cq_reserve(fy_ofi_cq_t *cq, void *context)
 {
+    cq->direct_room = 0; /* what follows must not pass this entry */
     if (cq->count == cq->ring_size && !fy_ofi_cq_grow(cq, context))
         return NULL;
     return &cq->ring[(cq->head + cq->count) & (cq->ring_size - 1)];
@@ -370,6 +377,33 @@ static inline void fy_ofi_cq_commit(fy_ofi_cq_t *cq)
     cq->count++;
     if (cq->waiters > 0)
         fy_ofi_cq_wake(cq);
+}
+
+/** Write a success entry: into the buffer of the fi_cq_read that is progressing when it has
+ *  room (the entry then needs no ring slot and no copy out of it), else into the ring. Returns
+ *  false only when memory is exhausted (the entry is lost and logged). */
+static inline __attribute__((always_inline)) bool fy_ofi_cq_success(fy_ofi_cq_t *cq, void *context,
+                                                                    uint64_t flags, size_t len,
+                                                                    void *buf, uint64_t data,
+                                                                    uint64_t tag, fi_addr_t src)
+{
+    if (cq->direct_room > 0) {
+        struct fi_cq_tagged_entry *e = &cq->direct[cq->direct_count++];
+        cq->direct_room--;
+        e->op_context = context;
+        e->flags = flags;
+        e->len = len;
+        e->buf = buf;
+        e->data = data;
+        e->tag = tag;
+        return true;
+    }
+    fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, context);
+    if (entry == NULL)
+        return false;
+    fy_ofi_cq_entry_success(entry, context, flags, len, buf, data, tag, src);
+    fy_ofi_cq_commit(cq);
+    return true;
 }
 
 /** Queue an entry (domain lock held). Returns false only when memory is exhausted (the entry is
@@ -723,11 +757,10 @@ static inline void fy_ofi_req_complete(fy_ofi_req_t *req, ferry_status_t status)
     }
     fy_ofi_cntr_count(req->cntr, false);
     fy_ofi_cq_t *cq = fy_ofi_req_cq(req);
-    if ((req->flags & FY_OFI_REQ_CQ) && !req->ep->destroying && cq != NULL) {
-        fy_ofi_cq_entry_t *entry = fy_ofi_req_entry(req, cq);
-        if (entry != NULL)
-            fy_ofi_cq_commit(cq);
-    }
+    if ((req->flags & FY_OFI_REQ_CQ) && !req->ep->destroying && cq != NULL)
+        fy_ofi_cq_success(cq, req->context, req->cq_flags, req->len,
+                          req->budget == FY_OFI_BUDGET_RX ? req->buf : NULL, req->data, req->tag,
+                          req->addr);
     fy_ofi_req_free(req);
 }
 /** Write a request-less entry to the receive CQ (peeks, remote writes with data). */

@@ -5,7 +5,8 @@
  * FI_CLAIM / FI_DISCARD, truncation (FI_ETRUNC with len and olen; nothing written past the
  * buffer; the next message unaffected), cancel, FI_DELIVERY_COMPLETE (no completion before the
  * receiver posted), directed receives and FI_SOURCE with three ranks, a thousand unexpected
- * messages in order, and CQ reads into a buffer of one entry.
+ * messages in order, CQ reads into a buffer of one entry, and entries in completion order across
+ * reads of three when one completion in the middle is an error.
  *
  * ctest runs it over shm and with FERRY_TRANSPORTS=tcp.
  */
@@ -26,6 +27,7 @@
 #define TAG_DIRECT 0x900u
 #define TAG_MANY 0xa00u
 #define TAG_SMALLCQ 0xb00u
+#define TAG_CQORDER 0xc00u
 
 #define PEEK_DATA 0x0123456789abcdefull
 
@@ -454,6 +456,56 @@ static void test_small_cq(pair_t *p, ot_job_t *job)
     ot_barrier(job);
 }
 
+/* Six receives complete in one progress, the second truncated: reads of three entries give them
+ * in order, the error entry where it happened (a read that progresses writes successes straight
+ * into its buffer until an entry has to wait in the ring: cq_readfrom). */
+static void test_cq_order(pair_t *p, ot_job_t *job)
+{
+    enum { N = 6, BAD = 1 };
+    uint64_t vals[N];
+    if (job->rank == 0) {
+        for (int i = 0; i < N; i++)
+            OT_EXPECT(fi_trecv(p->t.ep, &vals[i], i == BAD ? 2 : sizeof(vals[i]), NULL,
+                               FI_ADDR_UNSPEC, TAG_CQORDER, 0, &p->ctx[40 + i]),
+                      0);
+        ot_barrier(job);
+        /* the peer's six sends are out, and nothing read them: the first read's progress takes
+         * them all */
+        ot_ep_t *progressed = ot_collectives_progress(NULL);
+        ot_barrier(job);
+        ot_collectives_progress(progressed);
+        int next = 0;
+        while (next < N) {
+            struct fi_cq_tagged_entry e[3];
+            ssize_t rc = fi_cq_read(p->t.cq, e, 3);
+            if (rc == -FI_EAGAIN)
+                continue;
+            if (rc == -FI_EAVAIL) {
+                struct fi_cq_err_entry err = {0};
+                OT_EXPECT(fi_cq_readerr(p->t.cq, &err, 0), 1);
+                OT_CHECK(next == BAD && err.op_context == &p->ctx[40 + BAD]);
+                OT_CHECK(err.err == FI_ETRUNC && err.len == 2 && err.olen == sizeof(uint64_t) - 2);
+                next++;
+                continue;
+            }
+            OT_CHECK(rc >= 1 && rc <= 3);
+            for (ssize_t k = 0; k < rc; k++, next++) {
+                OT_CHECK(next != BAD && e[k].op_context == &p->ctx[40 + next]);
+                OT_CHECK(e[k].len == sizeof(uint64_t) && vals[next] == 7000u + (uint64_t)next);
+            }
+        }
+        ot_cq_empty(&p->t);
+    } else {
+        ot_barrier(job); /* the receives are posted: the messages will be expected ones */
+        for (uint64_t i = 0; i < N; i++) {
+            uint64_t v = 7000 + i;
+            OT_EXPECT(fi_tinject(p->t.ep, &v, sizeof(v), p->peer, TAG_CQORDER), 0);
+        }
+        ot_barrier(job);
+    }
+    ot_barrier(job);
+}
+
 static void two_ranks(ot_job_t *job, void *arg)
 {
     (void)arg;
@@ -465,7 +517,7 @@ static void two_ranks(ot_job_t *job, void *arg)
     } tests[] = {
         {"sizes", test_sizes}, {"msg_iov", test_msg_iov},   {"inject_data", test_inject_data},
         {"peek", test_peek},   {"truncate", test_truncate}, {"cancel", test_cancel},
-        {"many", test_many},   {"small_cq", test_small_cq},
+        {"many", test_many},   {"small_cq", test_small_cq}, {"cq_order", test_cq_order},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         tests[i].fn(&p, job);

@@ -98,6 +98,13 @@ void ot_ep_open_hints(ot_ep_t *t, struct fi_info *hints, enum fi_cq_format forma
     ot_progress_ep = t;
 }
 
+ot_ep_t *ot_collectives_progress(ot_ep_t *t)
+{
+    ot_ep_t *before = ot_progress_ep;
+    ot_progress_ep = t;
+    return before;
+}
+
 void ot_ep_close(ot_ep_t *t)
 {
     if (ot_progress_ep == t)

@@ -102,6 +102,10 @@ int ot_job_run(int size, int timeout_s, ot_rank_fn fn, void *arg);
 /* Collectives progress the endpoint opened last (ot_ep_open) while they wait, sleeping on its
  * CQ's fd after fi_trywait: a rank in a barrier still answers its peers' protocol. */
 
+/** The endpoint collectives progress while they wait (NULL: none, for a test that wants what
+ *  its peer sent to wait unread until it reads the CQ itself); returns the one before. */
+ot_ep_t *ot_collectives_progress(ot_ep_t *t);
+
 /** Every rank gives len bytes; all gets size * len bytes in rank order. */
 void ot_allgather(ot_job_t *job, const void *mine, size_t len, void *all);
 void ot_barrier(ot_job_t *job);
