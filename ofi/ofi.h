@@ -355,18 +355,27 @@ static inline fy_ofi_cq_entry_t *fy_ofi_cq_reserve(fy_ofi_cq_t *cq, void *contex
     return &cq->ring[(cq->head + cq->count) & (cq->ring_size - 1)];
 }
 
-/** Fill the slot fy_ofi_cq_reserve gave as a success entry. Each field is written in place (a
- *  compound literal would be built and copied): it is on the path of every completion. */
+/** Fill a tagged entry's fields (a ring slot's, or the reading caller's: fy_ofi_cq_success).
+ *  Each field is written in place (a compound literal would be built and copied): it is on the
+ *  path of every completion. */
+static inline __attribute__((always_inline)) void
+fy_ofi_cq_tagged_fill(struct fi_cq_tagged_entry *e, void *context, uint64_t flags, size_t len,
+                      void *buf, uint64_t data, uint64_t tag)
+{
+    e->op_context = context;
+    e->flags = flags;
+    e->len = len;
+    e->buf = buf;
+    e->data = data;
+    e->tag = tag;
+}
+
+/** Fill the slot fy_ofi_cq_reserve gave as a success entry. */
 static inline __attribute__((always_inline)) void
 fy_ofi_cq_entry_success(fy_ofi_cq_entry_t *entry, void *context, uint64_t flags, size_t len,
                         void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
 {
-    entry->e.op_context = context;
-    entry->e.flags = flags;
-    entry->e.len = len;
-    entry->e.buf = buf;
-    entry->e.data = data;
-    entry->e.tag = tag;
+    fy_ofi_cq_tagged_fill(&entry->e, context, flags, len, buf, data, tag);
     entry->src = src;
     entry->err = 0;
 }
@@ -390,12 +399,7 @@ static inline __attribute__((always_inline)) bool fy_ofi_cq_success(fy_ofi_cq_t 
     if (cq->direct_room > 0) {
         struct fi_cq_tagged_entry *e = &cq->direct[cq->direct_count++];
         cq->direct_room--;
-        e->op_context = context;
-        e->flags = flags;
-        e->len = len;
-        e->buf = buf;
-        e->data = data;
-        e->tag = tag;
+        fy_ofi_cq_tagged_fill(e, context, flags, len, buf, data, tag);
         return true;
     }
     fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, context);
