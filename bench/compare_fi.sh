@@ -4,7 +4,12 @@
 #
 # In one session, alternating run by run (A B C D, A B C D, ...), REPEAT times, at 8 B, 4 KiB,
 # 64 KiB, 1 MiB, 16 MiB, fi_pingpong -e rdm -m tagged (a ping-pong; server on core 0, client on
-# core 1, control socket on 127.0.0.1):
+# core 1, control socket on 127.0.0.1). fi_pingpong has no warm-up and times every round trip
+# of its run, so each size's run is long enough for the figure to be the steady one (8 B and
+# 4 KiB: 20000 round trips, 64 KiB 10000, 1 MiB 2000, 16 MiB 100); the rows 64K-first and
+# 1M-first are short runs of a fresh pair of processes (500 and 50 round trips), which hold the
+# start: ferry measures its choices on its first messages of each size class (eager or
+# rendezvous, plain or non-temporal stores: docs/ARCHITECTURE.md), libfabric's providers do not:
 #   ferry-shm  -p ferry (build/ofi/libferry-fi.so through FI_PROVIDER_PATH): ferry's shm
 #   ferry-tcp  -p ferry with FERRY_TRANSPORTS=tcp (loopback)
 #   fi-shm     -p shm (libfabric's shared-memory provider)
@@ -16,8 +21,7 @@
 # Usage: bench/compare_fi.sh [REPEAT]     (default 3: the fewest runs with a median)
 # Environment: BUILD (default build), BENCH_RESULTS (a folder: the tables go to
 # BENCH_RESULTS/compare_fi.txt and the raw CSV to compare_fi.csv; default /tmp/ferry-bench).
-# The path is printed at the end. About 2 minutes on an idle 2-core machine at REPEAT 3
-# (8 minutes under a load average of 20).
+# The path is printed at the end. About 3 minutes on an idle 2-core machine at REPEAT 3.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,34 +29,44 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 repeat=${1:-3}
 run_timeout=60
-sizes="8 4096 65536 1048576 16777216"
+sizes="8 4096 65536 64K-first 1048576 1M-first 16777216" # rows
 configs="ferry-shm ferry-tcp fi-shm fi-tcp"
 command -v fi_pingpong >/dev/null || apt_install libfabric-bin
 provider_setup "runs per configuration, default 3" fi_pingpong taskset ss awk timeout
-# raw: config,size,usec_per_xfer,MBps
+# raw: config,row,usec_per_xfer,MBps
 
-iters_of() {
+iters_of() { # ROW: round trips of its run
     case $1 in
-    8 | 4096) echo 2000 ;;
-    65536) echo 500 ;;
-    1048576) echo 50 ;;
-    *) echo 10 ;;
+    8 | 4096) echo 20000 ;;
+    65536) echo 10000 ;;
+    64K-first) echo 500 ;;
+    1048576) echo 2000 ;;
+    1M-first) echo 50 ;;
+    *) echo 100 ;;
     esac
 }
 
-# run_fi CONFIG SIZE: one fi_pingpong pair (fi_pingpong_run); its usec/xfer and MB/sec become
-# a line of raw.
+bytes_of() { # ROW: its message size
+    case $1 in
+    64K-first) echo 65536 ;;
+    1M-first) echo 1048576 ;;
+    *) echo "$1" ;;
+    esac
+}
+
+# run_fi CONFIG ROW: one fi_pingpong pair (fi_pingpong_run) of the row's size and round trips;
+# its usec/xfer and MB/sec become a line of raw.
 run_fi() {
-    local config=$1 size=$2 prov env=()
+    local config=$1 row=$2 prov env=()
     case $config in
     ferry-shm) prov=ferry env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn) ;;
     ferry-tcp) prov=ferry env=(FI_PROVIDER_PATH="$build/ofi" FERRY_LOG_LEVEL=warn FERRY_TRANSPORTS=tcp) ;;
     fi-shm) prov=shm ;;
     fi-tcp) prov=tcp ;;
     esac
-    bench_progress "$config" "$size B"
-    fi_pingpong_run "$prov" "$size" "$(iters_of "$size")" "${env[@]}" || return 0
-    echo "$fi_line" | awk -v c="$config" -v s="$size" '{ printf "%s,%s,%s,%s\n", c, s, $7, $6 }' >>"$raw"
+    bench_progress "$config" "$row"
+    fi_pingpong_run "$prov" "$(bytes_of "$row")" "$(iters_of "$row")" "${env[@]}" || return 0
+    echo "$fi_line" | awk -v c="$config" -v s="$row" '{ printf "%s,%s,%s,%s\n", c, s, $7, $6 }' >>"$raw"
 }
 
 nsizes=$(wc -w <<<"$sizes")
@@ -64,9 +78,9 @@ load=$(uptime)
 start_time=$SECONDS
 echo "compare_fi.sh: $repeat rounds of $configs; $load; CPUs ${busy_before} % busy" >&2
 for ((r = 1; r <= repeat; r++)); do
-    for size in $sizes; do
+    for row in $sizes; do
         for config in $configs; do
-            run_fi "$config" "$size"
+            run_fi "$config" "$row"
         done
     done
 done
