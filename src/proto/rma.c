@@ -407,7 +407,7 @@ static fy_always_inline bool rma_contig_direct(fy_rma_kind_t kind, ferry_ep_t *e
 }
 
 /* A contiguous put or get that rma_contig_direct did not take: checked (each error logged
- * here), then the direct path again (for a length of 0 after the checks) or a request. */
+ * here), then a request (rma_direct would refuse it again: same key, same range). */
 static fy_noinline ferry_status_t rma_contig(const char *call, fy_rma_kind_t kind, ferry_ep_t *ep,
                                              void *buffer, size_t length, uint64_t remote_offset,
                                              ferry_rkey_t *rkey, ferry_completion_t *comp)
@@ -426,11 +426,6 @@ static fy_noinline ferry_status_t rma_contig(const char *call, fy_rma_kind_t kin
         return status;
     if (length == 0)
         return FERRY_OK;
-    void *direct = rma_direct(ep, rkey, access, remote_offset, length);
-    if (direct != NULL) {
-        rma_copy_direct(kind, direct, buffer, length);
-        return FERRY_OK;
-    }
     ferry_iov_t local = {.buffer = buffer, .length = length};
     ferry_remote_iov_t remote = {.offset = remote_offset, .length = length};
     fy_rma_op_t op = {.kind = kind,
