@@ -736,6 +736,13 @@ static inline fy_ofi_cq_t *fy_ofi_req_cq(const fy_ofi_req_t *req)
     return req->budget == FY_OFI_BUDGET_RX ? req->ep->rx_cq : req->ep->tx_cq;
 }
 
+/** The buffer a request's entry reports: a receive's (where the message was placed), NULL for
+ *  every other kind. */
+static inline void *fy_ofi_req_entry_buf(const fy_ofi_req_t *req)
+{
+    return req->budget == FY_OFI_BUDGET_RX ? req->buf : NULL;
+}
+
 /** A request's entry reserved in cq, filled as a success (err 0; prov_errno and olen, read only
  *  for errors, left alone) from the request; the caller commits it. NULL when memory is
  *  exhausted (logged). */
@@ -744,9 +751,8 @@ static inline fy_ofi_cq_entry_t *fy_ofi_req_entry(const fy_ofi_req_t *req, fy_of
     fy_ofi_cq_entry_t *entry = fy_ofi_cq_reserve(cq, req->context);
     if (entry == NULL)
         return NULL;
-    fy_ofi_cq_entry_success(entry, req->context, req->cq_flags, req->len,
-                            req->budget == FY_OFI_BUDGET_RX ? req->buf : NULL, req->data, req->tag,
-                            req->addr);
+    fy_ofi_cq_entry_success(entry, req->context, req->cq_flags, req->len, fy_ofi_req_entry_buf(req),
+                            req->data, req->tag, req->addr);
     return entry;
 }
 
@@ -762,9 +768,8 @@ static inline void fy_ofi_req_complete(fy_ofi_req_t *req, ferry_status_t status)
     fy_ofi_cntr_count(req->cntr, false);
     fy_ofi_cq_t *cq = fy_ofi_req_cq(req);
     if ((req->flags & FY_OFI_REQ_CQ) && !req->ep->destroying && cq != NULL)
-        fy_ofi_cq_success(cq, req->context, req->cq_flags, req->len,
-                          req->budget == FY_OFI_BUDGET_RX ? req->buf : NULL, req->data, req->tag,
-                          req->addr);
+        fy_ofi_cq_success(cq, req->context, req->cq_flags, req->len, fy_ofi_req_entry_buf(req),
+                          req->data, req->tag, req->addr);
     fy_ofi_req_free(req);
 }
 /** Write a request-less entry to the receive CQ (peeks, remote writes with data). */
