@@ -329,6 +329,13 @@ typedef struct fy_tl_ops {
      * copies the endpoint keeps. Pure and cheap. May be NULL (nothing to wait for). */
     bool (*ep_calibrating)(const fy_tl_ep_t *tlep);
 
+    /* The rate, in MB/s, at which the endpoint's copies through the peer's buffers ran in that
+     * measurement (shm: the best block of the store kind it kept), as the application's traffic
+     * ran them: about the most a message sent eagerly through those buffers streams at. 0 while
+     * it measures, or when it did not (a fixed configuration). Pure and cheap. May be NULL (no
+     * figure). */
+    uint32_t (*ep_copy_rate)(const fy_tl_ep_t *tlep);
+
     /* Human-readable facts (mapped memory, queue sizes) for ferry_worker_transport_describe:
      * one line into buffer[length]. May be NULL. */
     void (*describe)(fy_tl_worker_t *tlw, char *buffer, size_t length);

@@ -711,6 +711,11 @@ static bool shm_ep_calibrating(const fy_tl_ep_t *tlep)
     return tlep->stores.calibrating;
 }
 
+static uint32_t shm_ep_copy_rate(const fy_tl_ep_t *tlep)
+{
+    return tlep->stores.rate_mbps;
+}
+
 static void shm_am_sent(const fy_tl_ep_t *tlep, fy_tl_am_sent_t *sent_p)
 {
     *sent_p = (fy_tl_am_sent_t){.messages = tlep->tx_messages, .bytes = tlep->tx_bytes};
@@ -1600,6 +1605,7 @@ const fy_tl_ops_t fy_tl_shm_ops = {
     .sendv = shm_sendv,
     .am_sent = shm_am_sent,
     .ep_calibrating = shm_ep_calibrating,
+    .ep_copy_rate = shm_ep_copy_rate,
     .poll = shm_poll,
     .arm = shm_arm,
     .disarm = shm_disarm,

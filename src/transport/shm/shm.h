@@ -63,6 +63,7 @@ typedef struct shm_stores {
     bool calibrating;    /* measuring (shm_stores_count after every bulk copy) */
     uint8_t kind;        /* SHM_STORES_*: the choice, once calibrated */
     uint8_t block;       /* the block being measured */
+    uint32_t rate_mbps;  /* once calibrated: the kept kind's best block, MB/s (ep_copy_rate) */
     uint64_t bytes;      /* bulk bytes copied in the block */
     uint64_t warm;       /* its untimed bytes (more for the first block) */
     uint64_t start_ns;   /* when its timed part started (0: warming up) */

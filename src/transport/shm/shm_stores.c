@@ -111,6 +111,7 @@ static void shm_stores_decide(fy_tl_ep_t *tlep, unsigned kind)
                  (unsigned long long)s->block_bytes[b], (unsigned long long)s->block_ns[b]);
     s->calibrating = false;
     s->kind = (uint8_t)kind;
+    s->rate_mbps = mbps[kind];
     s->stream_min = shm_stores_min_of(tlep->tlw, kind);
     fy_info("shm: copies into the bulk buffers of pid %u use %s stores (calibrated on the "
             "traffic, %u blocks: best non-temporal %u.%03u GB/s, plain %u.%03u GB/s)",
