@@ -464,6 +464,14 @@ typedef struct tag_calib_class {
                             * classes: unused) */
     uint8_t rounds;        /* eager classes: rounds of blocks before the current one (a close
                             * call measures again, tag_calib.c) */
+    uint32_t copy_mbps;    /* eager classes: the rate of the endpoint's copies through the
+                            * peer's buffers (fy_tl_ops_t.ep_copy_rate) at the class's first
+                            * counted send, MB/s: what eager streams at most (0: no figure) */
+    uint8_t rndv_mode;     /* eager classes, once decided: the faster rendezvous mode of the
+                            * calibration (TAG_RNDV_GET or TAG_RNDV_SPLIT; 0: no figure), what
+                            * a send kept from going eagerly uses when the class went eager */
+    uint8_t lead_in;       /* eager classes: sends that went uncounted in the first block's
+                            * mode before it (tag_calib.c, CALIB_LEAD_IN) */
     bool eager_skipped;    /* eager classes: an eager block was given up, the receiver keeping
                             * the sends from going eagerly (tag_calib.c, calib_skip_eager) */
     uint64_t prior_bytes[3], prior_ns[3]; /* and the best block of each mode in them */

@@ -33,18 +33,26 @@
  * depends on the machine even more than COOP against SPLIT: on one host eager won at every
  * size up to 256 KiB and process_vm_readv cost 3-5 us even at 8 B; on another (kernel 6.18)
  * GET had 0.7x eager's latency at 16 KiB and SPLIT streamed 1.6-2.9x eager's rate from 64 KiB.
- * So the classes from TAG_CALIB_EAGER_CLASS_MIN measure the three the same way, in blocks E G S
- * S G E; an eager block's messages carry TAG_FLAG_ACK, so that they complete, as a rendezvous
- * does, when the receiver matched them (not when the transport took the data: a window of eager
- * sends would then measure the bulk buffers' fill, not the stream). A rendezvous mode takes the
- * class only when its best block ran at least CALIB_EAGER_MARGIN times eager's best: eager asks
- * nothing of the receiver, and a noisy block (preemption) only makes eager stay. As for COOP and
- * SPLIT, a class decides after its first four blocks (E G S S) when the slowest block of one
- * mode ran 1.5x the fastest of each other's (64 KiB-256 KiB here: SPLIT 1.6-2.9x eager), and
- * also when every block of one rendezvous mode ran the margin above the eager block (the faster
- * rendezvous mode then takes the class). A send the receiver keeps from going eagerly (FLOW
- * back-pressure) goes on with the class's rendezvous blocks and gives up its eager ones; a class
- * whose eager blocks were all given up decides between GET and SPLIT.
+ * So the classes from TAG_CALIB_EAGER_CLASS_MIN measure the three the same way, in blocks G S
+ * S G E E, after CALIB_LEAD_IN sends uncounted in GET (the eager sends before them, while the
+ * transport measured its copies, may have left the receiver a backlog to copy); an eager
+ * block's messages carry TAG_FLAG_ACK, so that they complete, as a rendezvous does, when the
+ * receiver matched them (not when the transport took the data: a window of eager sends would
+ * then measure the bulk buffers' fill, not the stream). Eager cannot run faster than the
+ * copies through the peer's buffers it is made of, and the transport measured those on the
+ * same traffic just before (fy_tl_ops_t.ep_copy_rate; shm: the best block of the store kind it
+ * kept). So after the four rendezvous blocks, a class whose faster rendezvous mode's best block
+ * ran above that rate decides for it without the eager blocks (calib_eager_bounded): they cost
+ * the most where eager loses, in a stream that outruns the receiver's posted receives (Open
+ * MPI's 1000 x 64 KiB: eager blocks at 7-16 GB/s where SPLIT streams 22-24, the receiver
+ * restricting them; the stream went from 16.2 to 20.6 GB/s, medians of 16 runs, ob1 20.7).
+ * Otherwise the eager blocks run, and a rendezvous mode takes the class only when its best
+ * block ran at least CALIB_EAGER_MARGIN times eager's best: eager asks nothing of the receiver,
+ * and a noisy block (preemption) only makes eager stay. While the class may still decide that
+ * way, the sends between its fourth block and the first eager one go by the fourth block's mode,
+ * not eagerly. A send the receiver keeps from going eagerly (FLOW back-pressure) gives up the
+ * eager block it would start or join; a class whose eager blocks were all given up decides
+ * between GET and SPLIT, and in a class that went eager such a send goes by the faster of them.
  *
  * Cost: one clock reading per send and completion of a class while it calibrates (messages of
  * 8 KiB or more: microseconds each), nothing afterwards. */
@@ -63,9 +71,12 @@
 static const uint8_t calib_order[TAG_CALIB_BLOCKS] = {
     TAG_RNDV_COOP, TAG_RNDV_SPLIT, TAG_RNDV_SPLIT, TAG_RNDV_COOP, TAG_RNDV_COOP, TAG_RNDV_SPLIT};
 /* The eager classes' order: each mode twice, mirrored. */
-static const uint8_t calib_eager_order[TAG_CALIB_BLOCKS] = {
-    FERRY_COUNTERS_MODE_EAGER, TAG_RNDV_GET, TAG_RNDV_SPLIT, TAG_RNDV_SPLIT, TAG_RNDV_GET,
-    FERRY_COUNTERS_MODE_EAGER};
+static const uint8_t calib_eager_order[TAG_CALIB_BLOCKS] = {TAG_RNDV_GET,
+                                                            TAG_RNDV_SPLIT,
+                                                            TAG_RNDV_SPLIT,
+                                                            TAG_RNDV_GET,
+                                                            FERRY_COUNTERS_MODE_EAGER,
+                                                            FERRY_COUNTERS_MODE_EAGER};
 /* The candidates of the eager classes. */
 static const uint8_t calib_eager_modes[3] = {FERRY_COUNTERS_MODE_EAGER, TAG_RNDV_GET,
                                              TAG_RNDV_SPLIT};
@@ -84,6 +95,11 @@ static const uint8_t calib_eager_modes[3] = {FERRY_COUNTERS_MODE_EAGER, TAG_RNDV
 #define CALIB_EARLY_BLOCKS 4u
 #define CALIB_CLEAR_NUM 3u
 #define CALIB_CLEAR_DEN 2u
+/* Sends of an eager class that go uncounted in its first block's mode before that block: the
+ * eager sends before them (while the transport calibrated its copies) may have outrun the
+ * receiver, which then still copies their backlog (without them, the first GET block of Open
+ * MPI's 64 KiB stream read 10-15 GB/s in 4 runs of 8, 18-19 with them) */
+#define CALIB_LEAD_IN 16u
 
 /* The class of a length (floor of log2), or -1 outside the calibrated range. */
 static int calib_class_index(uint64_t length)
@@ -192,6 +208,16 @@ static void calib_decide(tag_calib_class_t *c, int index)
     calib_say(index, "rendezvous", c->mode == TAG_RNDV_COOP ? "use coop" : "use split", figures);
 }
 
+/* Whether bytes in ns (a rendezvous block of eager class c) ran faster than the copies through
+ * the peer's buffers that eager would go through (c->copy_mbps; false without that figure). No
+ * margin: that rate bounds eager's from above (the transport's best block, before the
+ * receiver's copies out of the buffers and the receive's match), where an eager block's is a
+ * figure of eager itself. */
+static bool calib_above_copies(const tag_calib_class_t *c, uint64_t bytes, uint64_t ns)
+{
+    return c->copy_mbps != 0 && ns != 0 && fy_rate_above(bytes, ns, c->copy_mbps, 1000, 1, 1);
+}
+
 /* An eager class: the faster rendezvous mode (GET or SPLIT) when its best block beat eager's
  * best by the margin, else eager (also when a mode has no figure). */
 static void calib_decide_eager(tag_calib_class_t *c, int index)
@@ -209,11 +235,14 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
              rate_mbps[2] / 1000, rate_mbps[2] % 1000);
     bool figures_both = best_ns[0] != 0 && best_ns[rndv] != 0;
     /* eager without a figure because the receiver kept the class's sends from going eagerly
-     * (calib_skip_eager): the rendezvous */
-    bool clear = figures_both
-                     ? fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0],
-                                     CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN)
-                     : c->eager_skipped && best_ns[rndv] != 0;
+     * (calib_skip_eager), or because the rendezvous beat the copies eager would go through
+     * before its blocks (calib_eager_bounded): the rendezvous */
+    bool clear =
+        figures_both
+            ? fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0],
+                            CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN)
+            : (c->eager_skipped || calib_above_copies(c, best_bytes[rndv], best_ns[rndv])) &&
+                  best_ns[rndv] != 0;
     if (figures_both && !clear && c->rounds + 1u < CALIB_EAGER_ROUNDS &&
         fy_rate_above(best_bytes[rndv], best_ns[rndv], best_bytes[0], best_ns[0], 1, 1)) {
         /* a close call: the blocks again, each mode's best kept */
@@ -230,16 +259,30 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
         return;
     }
     c->mode = clear ? calib_eager_modes[rndv] : FERRY_COUNTERS_MODE_EAGER;
+    c->rndv_mode = best_ns[rndv] != 0 ? calib_eager_modes[rndv] : 0;
     c->decided = true;
-    char figures[160];
-    snprintf(figures, sizeof(figures), "%s (%u round%s); a rendezvous needs %u/%u of eager's",
-             rates, c->rounds + 1u, c->rounds ? "s" : "", CALIB_EAGER_MARGIN_NUM,
-             CALIB_EAGER_MARGIN_DEN);
+    char figures[200];
+    snprintf(figures, sizeof(figures),
+             "%s, copies through the bulk buffers %u.%03u (%u round%s); a rendezvous needs "
+             "%u/%u of eager's",
+             rates, c->copy_mbps / 1000, c->copy_mbps % 1000, c->rounds + 1u, c->rounds ? "s" : "",
+             CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN);
     calib_say(index, "messages",
               c->mode == TAG_RNDV_GET     ? "go by rendezvous get"
               : c->mode == TAG_RNDV_SPLIT ? "go by rendezvous split"
                                           : "go eagerly",
               figures);
+}
+
+/* The mode of a send of decided eager class c: its mode, but a send the receiver keeps from
+ * going eagerly (restricted) in a class that went eager goes by the faster rendezvous mode the
+ * class measured (without one, FERRY_COUNTERS_MODE_EAGER: tag_rndv_choose's mode), instead of
+ * calibrating COOP against SPLIT from scratch as the rendezvous classes do. */
+static uint8_t calib_decided_mode(const tag_calib_class_t *c, bool restricted)
+{
+    if (restricted && c->mode == FERRY_COUNTERS_MODE_EAGER && c->rndv_mode != 0)
+        return c->rndv_mode;
+    return c->mode;
 }
 
 /* A send the receiver keeps from going eagerly (FLOW restricted, restricted true) would start
@@ -287,15 +330,23 @@ static uint8_t calib_join(tag_calib_class_t *c, int index, uint64_t length, bool
              * so that the next block starts with a pipeline of its own mode */
             if (c->issue + 1 == TAG_CALIB_BLOCKS || k->done != c->per_block) {
                 uint8_t next = order[c->issue + 1 == TAG_CALIB_BLOCKS ? c->issue : c->issue + 1];
+                /* not eagerly while the class may still decide without eager blocks */
+                if (next == FERRY_COUNTERS_MODE_EAGER && c->issue + 1 == CALIB_EARLY_BLOCKS)
+                    return order[c->issue];
                 return restricted && next == FERRY_COUNTERS_MODE_EAGER ? TAG_RNDV_SPLIT : next;
             }
             c->issue++;
             continue;
         }
+        if (c->issue == 0 && k->issued == 0 && index >= TAG_CALIB_CLASSES &&
+            c->lead_in < CALIB_LEAD_IN) {
+            c->lead_in++;
+            return order[0];
+        }
         if (restricted && order[c->issue] == FERRY_COUNTERS_MODE_EAGER) {
             calib_skip_eager(c, index);
             if (c->decided)
-                return c->mode;
+                return calib_decided_mode(c, restricted);
             continue;
         }
         if (k->issued++ == 0)
@@ -354,10 +405,12 @@ unsigned tag_calib_eager_choose(ferry_worker_t *worker, const ferry_ep_t *ep, ui
     }
     tag_calib_class_t *c = calib_class_of(worker, index);
     if (c->decided)
-        return c->mode;
+        return calib_decided_mode(c, restricted);
     /* as above: eager, uncounted, finishes the transport's calibration of its copies */
     if (ep->tl->ep_calibrating != NULL && ep->tl->ep_calibrating(ep->tl_ep))
         return FERRY_COUNTERS_MODE_EAGER;
+    if (c->copy_mbps == 0 && ep->tl->ep_copy_rate != NULL)
+        c->copy_mbps = ep->tl->ep_copy_rate(ep->tl_ep);
     return calib_join(c, index, length, restricted, ticket);
 }
 
@@ -433,29 +486,19 @@ static bool calib_clear(const tag_calib_class_t *c, const uint8_t *order)
     return false;
 }
 
-/* After the first CALIB_EARLY_BLOCKS blocks of an eager class (E G S S) completed: whether every
- * block of one rendezvous mode ran at least the margin a rendezvous needs above every eager
- * block. The class then decides without its last two blocks (for the faster rendezvous mode,
- * calib_decide_eager): at 64 KiB, where SPLIT streams 1.3-1.6x eager's rate and GET 1.2-1.3x,
- * neither rendezvous mode ran 3/2 of the other's blocks, so the class ran all six blocks (768
- * messages) of Open MPI's 1 000-message stream. */
-static bool calib_eager_beaten(const tag_calib_class_t *c)
+/* After the first CALIB_EARLY_BLOCKS blocks of an eager class (G S S G) completed: whether the
+ * faster rendezvous mode's best block ran faster than the copies eager would go through
+ * (calib_above_copies). Eager cannot stream faster than
+ * those copies ran in the same traffic, so the class then decides without its two eager blocks:
+ * in Open MPI's 1 000-message stream of 64 KiB they went eagerly into receives not posted yet,
+ * at 7-16 GB/s where SPLIT streams 22-24, and a receiver that fell behind restricted them. */
+static bool calib_eager_bounded(const tag_calib_class_t *c)
 {
-    if (!calib_early_timed(c))
-        return false;
-    for (unsigned m = 1; m < 3; m++) {
-        bool beats = true;
-        for (unsigned r = 0; r < CALIB_EARLY_BLOCKS && beats; r++) {
-            if (calib_eager_order[r] != calib_eager_modes[m])
-                continue;
-            for (unsigned e = 0; e < CALIB_EARLY_BLOCKS && beats; e++)
-                beats = calib_eager_order[e] != FERRY_COUNTERS_MODE_EAGER ||
-                        calib_block_above(c, r, e, CALIB_EAGER_MARGIN_NUM, CALIB_EAGER_MARGIN_DEN);
-        }
-        if (beats)
-            return true;
-    }
-    return false;
+    uint64_t best_bytes[3], best_ns[3];
+    uint32_t rate_mbps[3];
+    calib_best(c, calib_eager_order, calib_eager_modes, 3, best_bytes, best_ns, rate_mbps);
+    return calib_above_copies(c, best_bytes[1], best_ns[1]) ||
+           calib_above_copies(c, best_bytes[2], best_ns[2]);
 }
 
 void tag_calib_done(ferry_worker_t *worker, tag_send_t *send)
@@ -471,10 +514,10 @@ void tag_calib_done(ferry_worker_t *worker, tag_send_t *send)
         return;
     k->end_ns = fy_time_now_ns();
     /* no send joined the next block yet (calib_join waits for this one's completion) */
-    bool last = send->calib_block + 1 == TAG_CALIB_BLOCKS ||
-                (send->calib_block + 1 == CALIB_EARLY_BLOCKS &&
-                 (calib_clear(c, calib_order_of(index)) ||
-                  (index >= TAG_CALIB_CLASSES && calib_eager_beaten(c))));
+    bool last =
+        send->calib_block + 1 == TAG_CALIB_BLOCKS ||
+        (send->calib_block + 1 == CALIB_EARLY_BLOCKS &&
+         (index >= TAG_CALIB_CLASSES ? calib_eager_bounded(c) : calib_clear(c, calib_order)));
     if (!last)
         return;
     if (index >= TAG_CALIB_CLASSES)

@@ -28,7 +28,11 @@
  * unexpected, the receiver may have told the sender EAGER_BUFFER (src/proto/tag.h): such
  * messages may then move either way; and that with cross-memory attach a message of 8 KiB ..
  * 16 KiB - 1 from one piece that answers the other process (it received since its last send of
- * those sizes) moves by GET (src/proto/tag_calib.c, tag_reply_choose).
+ * those sizes) moves by GET (src/proto/tag_calib.c, tag_reply_choose); and that with
+ * cross-memory attach and the store kind of shm's copies fixed (FERRY_SHM_STREAM_MIN), a message
+ * of 16 KiB up to the threshold may move by rendezvous: its class calibrates from its first
+ * message on, rendezvous blocks first (automatic, those messages go eagerly while shm measures
+ * its copies, which these few messages do not finish).
  * "Unexpected" is synchronised through the channel: the sender says SENT once ferry_tag_send
  * returned, the receiver progresses until ferry_tag_probe sees the message (and checks what it
  * says), then receives it. The receiver checks status, info (tag, real length, the same sender
@@ -145,6 +149,7 @@ typedef struct ts_proc {
     bool check_eager;       /* "eager": check how each message moved (automatic mode, shm) */
     bool pieces_unexpected; /* a message of ours in pieces went unexpected (EAGER_BUFFER) */
     bool cma;               /* cross-memory attach on (FERRY_SHM_CMA not off) */
+    bool stores_fixed;      /* FERRY_SHM_STREAM_MIN set: shm does not measure its copies */
     bool answers;           /* a message came from the other process since our last send of
                              * 8 KiB .. 16 KiB - 1 (tag_reply_choose) */
 } ts_proc_t;
@@ -174,11 +179,15 @@ static void ts_send(ts_proc_t *p, size_t i)
     bool by_get = reply_range && p->cma && p->answers && st->send_shape == FT_SHAPE_CONTIG;
     if (reply_range)
         p->answers = false;
+    /* with cross-memory attach and the store kind fixed, the eager classes (16 KiB up) calibrate
+     * from their first message on, rendezvous blocks first (src/proto/tag_calib.c) */
+    bool calibrating = p->cma && p->stores_fixed && st->size >= 16384;
     if (p->check_eager) {
         bool eager = ts_eager_count(p, st->size) != eager_before;
         bool pieces = st->size > 32768 && st->size <= ft_tag_eager_max();
         FT_CHECK(eager == (st->size <= ft_tag_eager_max() && !by_get) ||
-                     (pieces && p->pieces_unexpected),
+                     (pieces && p->pieces_unexpected) ||
+                     (calibrating && st->size <= ft_tag_eager_max()),
                  "step %zu (%s, %zu bytes, %s): moved %s, the eager threshold is %zu%s", i,
                  ts_order_name(st->order), st->size, ft_shape_name(st->send_shape),
                  eager ? "eager" : "by rendezvous", ft_tag_eager_max(),
@@ -270,6 +279,7 @@ static void ts_pair(ft_pair_t *pair, void *arg)
                    .check_eager = *(const bool *)arg};
     const char *cma = getenv("FERRY_SHM_CMA");
     p.cma = cma == NULL || strcmp(cma, "off") != 0;
+    p.stores_fixed = getenv("FERRY_SHM_STREAM_MIN") != NULL;
     if (p.self == TS_A)
         FT_CHECK(strcmp(ferry_ep_transport_name(p.ep), ft_remote_transport()) == 0,
                  "an endpoint to another process uses %s, expected %s",

@@ -55,8 +55,11 @@ enum { TW_TOKEN_READY = 0x52454459, TW_TOKEN_GO = 0x474f474f, TW_TOKEN_DONE = 0x
  * buffers for messages in pieces (8, TAG_PIECES_OUT_MAX in src/proto/tag.c) */
 #define TW_EARLY 4u
 /* The message before whose receive the receiver stops posting until its sender is restricted
- * (phase 2) */
-#define TW_STALL_AT 128u
+ * (phase 2): early enough that the sends until then and the backlog after it all go while shm
+ * still measures its store kinds (at least 7 MiB of copies, 112 messages), which is when a new
+ * endpoint sends 64 KiB eagerly (afterwards their class calibrates, rendezvous blocks first,
+ * src/proto/tag_calib.c) */
+#define TW_STALL_AT 48u
 /* Messages that may go unexpected at once: the recycled buffers (8) that run out first, the
  * sender's window, what shm's 16 bulk buffers hold (5 messages of 64 KiB) and as many again
  * for EAGER_BUFFER to reach the sender. */

@@ -140,7 +140,8 @@ ferry_add_test(NAME mp_tag_sizes_auto_nocma SOURCES mp/mp_tag_sizes.c ARGS quick
 ferry_add_test(NAME mp_tag_sizes_auto_imm SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
                ENV FT_TAG_IMM=1)
 # the same with each store kind of the copies into shm's bulk buffers forced (automatic: each
-# endpoint calibrates the two on its first bulk copies, so the runs above move bytes with both)
+# endpoint calibrates the two on its first bulk copies, so the runs above move bytes with both;
+# forced, messages from 16 KiB may go by rendezvous: their class calibrates from the first one)
 ferry_add_test(NAME mp_tag_sizes_auto_plain SOURCES mp/mp_tag_sizes.c ARGS quick eager TIMEOUT 60
                ENV FERRY_SHM_STREAM_MIN=16G)
 ferry_add_test(NAME mp_tag_sizes_auto_nocma_plain SOURCES mp/mp_tag_sizes.c ARGS quick eager
@@ -167,7 +168,12 @@ ferry_add_test(NAME mp_tag_sizes_split_nocma SOURCES mp/mp_tag_sizes.c ARGS quic
 # calibrates and one of them afterwards; without it, COOP only
 ferry_add_test(NAME mp_tag_calib SOURCES mp/mp_tag_calib.c TIMEOUT 120)
 ferry_add_test(NAME mp_tag_calib_nocma SOURCES mp/mp_tag_calib.c TIMEOUT 120 ENV FERRY_SHM_CMA=off)
-# the store kind fixed (plain), so that no send goes by COOP while the transport measures it
+# the store kind fixed: the transport has no rate of its copies, so the eager classes' eager
+# blocks run, and eager must move messages too
+ferry_add_test(NAME mp_tag_calib_eager SOURCES mp/mp_tag_calib.c TIMEOUT 120
+               ENV FERRY_SHM_STREAM_MIN=16G)
+# the store kind fixed (plain): the eager blocks run, and no send goes by COOP while the transport
+# measures it
 ferry_add_test(NAME mp_tag_calib_restricted SOURCES mp/mp_tag_calib.c TIMEOUT 120
                ENV MP_TAG_CALIB_RESTRICTED=1 FERRY_SHM_STREAM_MIN=16G)
 ferry_add_test(NAME mp_tag_reply SOURCES mp/mp_tag_reply.c TIMEOUT 60)
