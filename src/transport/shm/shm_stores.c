@@ -9,24 +9,34 @@
  * streamed 64 KiB tagged messages at 1.9x the non-temporal rate; on the far placement (~225 ns)
  * they were 5-8 % slower. No constant is right on both, so unless FERRY_SHM_STREAM_MIN fixes
  * the threshold, each endpoint measures both kinds on its first bulk copies: up to eight short
- * blocks, one kind each, non-temporal, plain, plain, non-temporal, non-temporal, plain, plain,
- * non-temporal (neither always follows the other). A block's first SHM_STORES_WARM bytes (the
- * pool) are not timed: the buffers in flight then were filled with the other kind, and a
- * stream's copies wait for them to drain. Before the first block, SHM_STORES_STARTUP more are
- * not timed either: an endpoint's first copies ran 3-8x slower than later ones (pages faulted
- * in, the peer still starting). A block's next SHM_STORES_MEASURE bytes are timed: from the copy
- * that ends the untimed part to the copy that ends the block. In a stream that is the rate the
- * receiver drains the buffers at, in a ping-pong the round trips: both as the application runs
- * them. The best block of each kind decides for the endpoint's life; the best, not the mean,
- * because a block the scheduler preempted or the application paused is only slower (a pause
- * ran a block 10x slow). Plain stores win only by SHM_STORES_PLAIN_NUM / _DEN or more: on the
+ * blocks, one kind each, plain, non-temporal, non-temporal, plain, plain, non-temporal,
+ * non-temporal, plain (neither always follows the other; few changes of kind, see below). A block's
+ * first SHM_STORES_WARM bytes (the pool) are not timed: the buffers in flight then were filled with
+ * the other kind, and a stream's copies wait for them to drain. Before the first block,
+ * SHM_STORES_STARTUP more are not timed either: an endpoint's first copies ran 3-8x slower than
+ * later ones (pages faulted in, the peer still starting). A block's next SHM_STORES_MEASURE bytes
+ * are timed: from the copy that ends the untimed part to the copy that ends the block. In a stream
+ * that is the rate the receiver drains the buffers at, in a ping-pong the round trips: both as the
+ * application runs them. The best block of each kind decides for the endpoint's life; the best, not
+ * the mean, because a block the scheduler preempted or the application paused is only slower (a
+ * pause ran a block 10x slow). Plain stores win only by SHM_STORES_PLAIN_NUM / _DEN or more: on the
  * far placement the two kinds' best blocks of 512 KiB came within +-7 % of each other either
- * way. After six blocks (three of each kind) it decides early when the slowest block of one
- * kind is SHM_STORES_CLEAR_NUM / _DEN times as fast as the other's fastest or more (the near
- * placement: about 2x); a closer race takes all eight.
+ * way. After four blocks (two of each kind) it decides early when the slowest block of one
+ * kind is SHM_STORES_FIRST_NUM / _DEN times as fast as the other's fastest or more (the near
+ * placement: about 2x), after six (three of each) at SHM_STORES_CLEAR_NUM / _DEN; a closer race
+ * takes all eight. The slowest block of a kind is taken from the second block on: the first
+ * still runs slow in every run (73-78 us for 512 KiB of plain stores where later plain blocks
+ * took 30-36, non-temporal 55-65; non-temporal first, 207-328), and it kept every run from
+ * deciding early. Changes of kind cost more than the blocks' rates say: a stream of 16 KiB
+ * messages (Open MPI's tag_bw, 1 000 after 100, all eager) ran 15 GB/s with plain stores
+ * fixed, 8.6 with non-temporal ones fixed, but 4.4-9.5 while measuring with the kinds
+ * alternating N P P N N P P N (stalls of 0.2-1.8 ms inside blocks or between them), 8.6-12.3
+ * as P P P P N N N N; the order above with the four-block decision runs it at 11.4-13.3
+ * (session 17; 10 alternating rounds of the automatic choice: 16 KiB 7.38 -> 10.89 GB/s, 32
+ * KiB 11.31 -> 14.07, 64 KiB unchanged, ob1 13.57, 16.35, 19.99).
  *
  * Cost: one clock reading per bulk copy (8-32 KiB) while calibrating, nothing afterwards. The
- * calibration covers 1 MiB + 8 x (512 KiB + 512 KiB) = 9 MiB of copies, 7 MiB when the kinds
+ * calibration covers 1 MiB + 8 x (512 KiB + 512 KiB) = 9 MiB of copies, 5 MiB when the kinds
  * differ clearly (it was six blocks of 2.5 MiB, 15 MiB); about half of them use the slower
  * kind. On the far placement that costs ~1 % of a 64 MB Open MPI stream (FERRY_RNDV_MODE=coop,
  * 1000 x 64 KiB: auto 20.9, always non-temporal 21.0, always plain 21.2 GB/s). What costs more
@@ -40,13 +50,17 @@
 #include "core/time.h"
 #include "transport/shm/shm.h"
 
-/* Block order: non-temporal first in the first and third pair, plain first in the second and
+/* Block order: plain first in the first and third pair, non-temporal first in the second and
  * fourth. */
 static const uint8_t shm_stores_order[SHM_STORES_BLOCKS] = {
-    SHM_STORES_STREAM, SHM_STORES_PLAIN, SHM_STORES_PLAIN, SHM_STORES_STREAM,
-    SHM_STORES_STREAM, SHM_STORES_PLAIN, SHM_STORES_PLAIN, SHM_STORES_STREAM};
-/* Blocks after which a clear difference decides early (three of each kind), and how clear: the
+    SHM_STORES_PLAIN, SHM_STORES_STREAM, SHM_STORES_STREAM, SHM_STORES_PLAIN,
+    SHM_STORES_PLAIN, SHM_STORES_STREAM, SHM_STORES_STREAM, SHM_STORES_PLAIN};
+/* Blocks after which a very clear difference decides (two of each kind), and how clear: the
  * slowest block of one kind at least NUM / DEN times as fast as the fastest of the other. */
+#define SHM_STORES_FIRST_BLOCKS 4u
+#define SHM_STORES_FIRST_NUM 3u
+#define SHM_STORES_FIRST_DEN 2u
+/* The same after three of each kind, less clear. */
 #define SHM_STORES_EARLY_BLOCKS 6u
 #define SHM_STORES_CLEAR_NUM 5u
 #define SHM_STORES_CLEAR_DEN 4u
@@ -70,12 +84,12 @@ static bool shm_stores_rate_above(const shm_stores_t *s, unsigned a, unsigned b,
                          den);
 }
 
-/* The fastest (fastest true) or slowest measured block of a kind among the first count. */
-static unsigned shm_stores_extreme(const shm_stores_t *s, unsigned kind, unsigned count,
-                                   bool fastest)
+/* The fastest (fastest true) or slowest measured block of a kind among blocks from .. count - 1. */
+static unsigned shm_stores_extreme(const shm_stores_t *s, unsigned kind, unsigned from,
+                                   unsigned count, bool fastest)
 {
     unsigned pick = SHM_STORES_BLOCKS;
-    for (unsigned b = 0; b < count; b++) {
+    for (unsigned b = from; b < count; b++) {
         if (shm_stores_order[b] != kind)
             continue;
         if (pick == SHM_STORES_BLOCKS || shm_stores_rate_above(s, b, pick, 1, 1) == fastest)
@@ -101,7 +115,7 @@ static void shm_stores_decide(fy_tl_ep_t *tlep, unsigned kind)
     shm_stores_t *s = &tlep->stores;
     uint32_t mbps[2];
     for (unsigned k = 0; k < 2; k++) {
-        unsigned b = shm_stores_extreme(s, k, s->block, true);
+        unsigned b = shm_stores_extreme(s, k, 0, s->block, true);
         mbps[k] = (uint32_t)(s->block_bytes[b] * 1000 / s->block_ns[b]);
     }
     for (unsigned b = 0; b < s->block; b++)
@@ -120,25 +134,28 @@ static void shm_stores_decide(fy_tl_ep_t *tlep, unsigned kind)
             mbps[SHM_STORES_PLAIN] / 1000, mbps[SHM_STORES_PLAIN] % 1000);
 }
 
-/* After a block: the kind decided, or SHM_STORES_BLOCKS to measure on. After every block, the
- * faster best block; after SHM_STORES_EARLY_BLOCKS, a kind whose slowest block beats the other's
- * fastest clearly (a pause or preemption only slows a block, so it can delay this decision but
- * not make it). A tie or a plain lead under SHM_STORES_PLAIN_NUM / _DEN: non-temporal. */
+/* After a block: the kind decided, or SHM_STORES_BLOCKS to measure on. After the last block, the
+ * faster best block; after SHM_STORES_FIRST_BLOCKS and SHM_STORES_EARLY_BLOCKS, a kind whose
+ * slowest block from the second on beats the other's fastest clearly (a pause or preemption only
+ * slows a block, so it can delay this decision but not make it). A tie or a plain lead under
+ * SHM_STORES_PLAIN_NUM / _DEN: non-temporal. */
 static unsigned shm_stores_verdict(const shm_stores_t *s)
 {
     const unsigned p = SHM_STORES_PLAIN, n = SHM_STORES_STREAM;
     if (s->block == SHM_STORES_BLOCKS)
-        return shm_stores_rate_above(s, shm_stores_extreme(s, p, s->block, true),
-                                     shm_stores_extreme(s, n, s->block, true), SHM_STORES_PLAIN_NUM,
-                                     SHM_STORES_PLAIN_DEN)
+        return shm_stores_rate_above(s, shm_stores_extreme(s, p, 0, s->block, true),
+                                     shm_stores_extreme(s, n, 0, s->block, true),
+                                     SHM_STORES_PLAIN_NUM, SHM_STORES_PLAIN_DEN)
                    ? p
                    : n;
-    if (s->block < SHM_STORES_EARLY_BLOCKS)
+    if (s->block != SHM_STORES_FIRST_BLOCKS && s->block != SHM_STORES_EARLY_BLOCKS)
         return SHM_STORES_BLOCKS;
+    bool first = s->block == SHM_STORES_FIRST_BLOCKS;
     for (unsigned k = 0; k < 2; k++)
-        if (shm_stores_rate_above(s, shm_stores_extreme(s, k, s->block, false),
-                                  shm_stores_extreme(s, 1 - k, s->block, true),
-                                  SHM_STORES_CLEAR_NUM, SHM_STORES_CLEAR_DEN))
+        if (shm_stores_rate_above(s, shm_stores_extreme(s, k, 1, s->block, false),
+                                  shm_stores_extreme(s, 1 - k, 0, s->block, true),
+                                  first ? SHM_STORES_FIRST_NUM : SHM_STORES_CLEAR_NUM,
+                                  first ? SHM_STORES_FIRST_DEN : SHM_STORES_CLEAR_DEN))
             return k;
     return SHM_STORES_BLOCKS;
 }
