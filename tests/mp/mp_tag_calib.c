@@ -251,6 +251,8 @@ static void tk_run_a(tk_proc_t *p, unsigned cls, bool nocma, bool eager_blocks, 
     uint64_t counts[TK_MODES_MAX] = {0}, t0 = ft_now_ns();
     unsigned burst = 0, streak = 0, extra = 0, calib_messages = 0;
     int streak_mode = -1; /* the index of the one mode of the last bursts, -1: several */
+    /* eager may move none in an eager class: the rendezvous beat the transport's copies */
+    bool eager_optional = cls < TK_EAGER_CLASSES && !eager_blocks;
     bool late_sent = false;
     for (;;) {
         uint64_t now[TK_MODES_MAX] = {0}, sum = 0;
@@ -274,7 +276,7 @@ static void tk_run_a(tk_proc_t *p, unsigned cls, bool nocma, bool eager_blocks, 
         memcpy(counts, now, sizeof(counts));
         bool all_seen = true;
         for (unsigned i = 0; i < n; i++)
-            all_seen = all_seen && counts[i] > 0;
+            all_seen = all_seen && (counts[i] > 0 || (i == 0 && eager_optional));
         if ((nocma || all_seen) && streak >= stable_after) {
             if (calib_messages == 0)
                 calib_messages = burst * TK_BURST - streak;
@@ -298,8 +300,6 @@ static void tk_run_a(tk_proc_t *p, unsigned cls, bool nocma, bool eager_blocks, 
             tk_bases[cls], 2 * tk_bases[cls] - 1, burst * TK_BURST, seen,
             streak_mode >= 0 ? tk_mode_name(modes[streak_mode]) : "none", calib_messages,
             (double)(ft_now_ns() - t0) / 1e6);
-    /* eager may have moved none in an eager class: the rendezvous beat the transport's copies */
-    bool eager_optional = cls < TK_EAGER_CLASSES && !eager_blocks;
     for (unsigned i = 0; i < n; i++)
         FT_CHECK(nocma ? (i == 0) == (counts[i] > 0) : counts[i] > 0 || (i == 0 && eager_optional),
                  "class %u: the calibration moved %s, expected %s", cls, seen,

@@ -56,10 +56,10 @@ enum { TW_TOKEN_READY = 0x52454459, TW_TOKEN_GO = 0x474f474f, TW_TOKEN_DONE = 0x
 #define TW_EARLY 4u
 /* The message before whose receive the receiver stops posting until its sender is restricted
  * (phase 2): early enough that the sends until then and the backlog after it all go while shm
- * still measures its store kinds (at least 7 MiB of copies, 112 messages), which is when a new
+ * still measures its store kinds (at least 5 MiB of copies, 80 messages), which is when a new
  * endpoint sends 64 KiB eagerly (afterwards their class calibrates, rendezvous blocks first,
  * src/proto/tag_calib.c) */
-#define TW_STALL_AT 48u
+#define TW_STALL_AT 32u
 /* Messages that may go unexpected at once: the recycled buffers (8) that run out first, the
  * sender's window, what shm's 16 bulk buffers hold (5 messages of 64 KiB) and as many again
  * for EAGER_BUFFER to reach the sender. */
