@@ -470,6 +470,9 @@ typedef struct tag_calib_class {
     uint8_t rndv_mode;     /* eager classes, once decided: the faster rendezvous mode of the
                             * calibration (TAG_RNDV_GET or TAG_RNDV_SPLIT; 0: no figure), what
                             * a send kept from going eagerly uses when the class went eager */
+    bool rndv_only;        /* eager classes: a rendezvous block beat the copies eager would go
+                            * through, but GET and SPLIT were close: the last two blocks run
+                            * SPLIT and GET instead of eager (tag_calib.c) */
     uint8_t lead_in;       /* eager classes: sends that went uncounted in the first block's
                             * mode before it (tag_calib.c, CALIB_LEAD_IN) */
     bool eager_skipped;    /* eager classes: an eager block was given up, the receiver keeping

@@ -42,7 +42,9 @@
  * copies through the peer's buffers it is made of, and the transport measured those on the
  * same traffic just before (fy_tl_ops_t.ep_copy_rate; shm: the best block of the store kind it
  * kept). So after the four rendezvous blocks, a class whose faster rendezvous mode's best block
- * ran above that rate decides for it without the eager blocks (calib_eager_bounded): they cost
+ * ran above that rate decides for it without the eager blocks (calib_eager_bounded; at once
+ * when GET and SPLIT differ clearly, by 3/2, else after a third block of each, S G, in place of
+ * the eager ones: rndv_only): the eager blocks cost
  * the most where eager loses, in a stream that outruns the receiver's posted receives (Open
  * MPI's 1000 x 64 KiB: eager blocks at 7-16 GB/s where SPLIT streams 22-24, the receiver
  * restricting them; the stream went from 16.2 to 20.6 GB/s, medians of 16 runs, ob1 20.7).
@@ -77,6 +79,10 @@ static const uint8_t calib_eager_order[TAG_CALIB_BLOCKS] = {TAG_RNDV_GET,
                                                             TAG_RNDV_GET,
                                                             FERRY_COUNTERS_MODE_EAGER,
                                                             FERRY_COUNTERS_MODE_EAGER};
+/* The same once a rendezvous beat the copies but GET and SPLIT were close (rndv_only): a third
+ * block of each instead of the eager ones. */
+static const uint8_t calib_eager_order_rndv[TAG_CALIB_BLOCKS] = {
+    TAG_RNDV_GET, TAG_RNDV_SPLIT, TAG_RNDV_SPLIT, TAG_RNDV_GET, TAG_RNDV_SPLIT, TAG_RNDV_GET};
 /* The candidates of the eager classes. */
 static const uint8_t calib_eager_modes[3] = {FERRY_COUNTERS_MODE_EAGER, TAG_RNDV_GET,
                                              TAG_RNDV_SPLIT};
@@ -144,10 +150,12 @@ static tag_calib_class_t *calib_class_of(ferry_worker_t *worker, int index)
                                      : &tw->calib_eager[index - TAG_CALIB_CLASSES];
 }
 
-/* The order of class index's blocks. */
-static const uint8_t *calib_order_of(int index)
+/* The order of the blocks of class c (index). */
+static const uint8_t *calib_order_of(const tag_calib_class_t *c, int index)
 {
-    return index < TAG_CALIB_CLASSES ? calib_order : calib_eager_order;
+    if (index < TAG_CALIB_CLASSES)
+        return calib_order;
+    return c->rndv_only ? calib_eager_order_rndv : calib_eager_order;
 }
 
 /* The best block of each of the n modes (best_bytes[m] / best_ns[m]; 0 ns: no figure), and
@@ -224,7 +232,7 @@ static void calib_decide_eager(tag_calib_class_t *c, int index)
 {
     uint64_t best_bytes[3], best_ns[3];
     uint32_t rate_mbps[3];
-    calib_best(c, calib_eager_order, calib_eager_modes, 3, best_bytes, best_ns, rate_mbps);
+    calib_best(c, calib_order_of(c, index), calib_eager_modes, 3, best_bytes, best_ns, rate_mbps);
     unsigned rndv = 2; /* SPLIT unless GET ran faster */
     if (best_ns[1] != 0 && (best_ns[2] == 0 || fy_rate_above(best_bytes[1], best_ns[1],
                                                              best_bytes[2], best_ns[2], 1, 1)))
@@ -320,7 +328,7 @@ static void calib_skip_eager(tag_calib_class_t *c, int index)
 static uint8_t calib_join(tag_calib_class_t *c, int index, uint64_t length, bool restricted,
                           tag_calib_ticket_t *ticket)
 {
-    const uint8_t *order = calib_order_of(index);
+    const uint8_t *order = calib_order_of(c, index);
     if (c->per_block == 0)
         c->per_block = calib_per_block(index);
     for (;;) {
@@ -492,11 +500,11 @@ static bool calib_clear(const tag_calib_class_t *c, const uint8_t *order)
  * those copies ran in the same traffic, so the class then decides without its two eager blocks:
  * in Open MPI's 1 000-message stream of 64 KiB they went eagerly into receives not posted yet,
  * at 7-16 GB/s where SPLIT streams 22-24, and a receiver that fell behind restricted them. */
-static bool calib_eager_bounded(const tag_calib_class_t *c)
+static bool calib_eager_bounded(const tag_calib_class_t *c, int index)
 {
     uint64_t best_bytes[3], best_ns[3];
     uint32_t rate_mbps[3];
-    calib_best(c, calib_eager_order, calib_eager_modes, 3, best_bytes, best_ns, rate_mbps);
+    calib_best(c, calib_order_of(c, index), calib_eager_modes, 3, best_bytes, best_ns, rate_mbps);
     return calib_above_copies(c, best_bytes[1], best_ns[1]) ||
            calib_above_copies(c, best_bytes[2], best_ns[2]);
 }
@@ -508,16 +516,25 @@ void tag_calib_done(ferry_worker_t *worker, tag_send_t *send)
     tag_calib_block_t *k = &c->block[send->calib_block];
     send->calib_class = 0;
     /* an eager block's one tracked send, its last, ends it */
-    if (calib_order_of(index)[send->calib_block] == FERRY_COUNTERS_MODE_EAGER)
+    if (calib_order_of(c, index)[send->calib_block] == FERRY_COUNTERS_MODE_EAGER)
         k->done = c->per_block;
     else if (++k->done != c->per_block)
         return;
     k->end_ns = fy_time_now_ns();
     /* no send joined the next block yet (calib_join waits for this one's completion) */
-    bool last =
-        send->calib_block + 1 == TAG_CALIB_BLOCKS ||
-        (send->calib_block + 1 == CALIB_EARLY_BLOCKS &&
-         (index >= TAG_CALIB_CLASSES ? calib_eager_bounded(c) : calib_clear(c, calib_order)));
+    bool last = send->calib_block + 1 == TAG_CALIB_BLOCKS;
+    if (send->calib_block + 1 == CALIB_EARLY_BLOCKS) {
+        if (index < TAG_CALIB_CLASSES) {
+            last = calib_clear(c, calib_order);
+        } else if (calib_eager_bounded(c, index)) {
+            /* eager is out; GET against SPLIT decides now only when clear (3/2), else on a
+             * third block of each: with two, a 128 KiB stream whose SPLIT blocks both ran
+             * slow (18-35 GB/s from block to block, GET 17-23) chose GET in 1 run of 12 here
+             * and in 2 of 3 of a sweep, at 0.75x SPLIT's rate for the worker's life */
+            last = calib_clear(c, calib_eager_order);
+            c->rndv_only = !last;
+        }
+    }
     if (!last)
         return;
     if (index >= TAG_CALIB_CLASSES)
