@@ -44,10 +44,10 @@
  * kept). So after the four rendezvous blocks, a class whose faster rendezvous mode's best block
  * ran above that rate decides for it without the eager blocks (calib_eager_bounded; at once
  * when GET and SPLIT differ clearly, by 3/2, else after a third block of each, S G, in place of
- * the eager ones: rndv_only): the eager blocks cost
- * the most where eager loses, in a stream that outruns the receiver's posted receives (Open
- * MPI's 1000 x 64 KiB: eager blocks at 7-16 GB/s where SPLIT streams 22-24, the receiver
- * restricting them; the stream went from 16.2 to 20.6 GB/s, medians of 16 runs, ob1 20.7).
+ * the eager ones: rndv_only): the eager blocks cost the most where eager loses, in a stream
+ * that outruns the receiver's posted receives (Open MPI's 1000 x 64 KiB: eager blocks at 7-16
+ * GB/s where SPLIT streams 22-24, the receiver restricting them; the stream went from 17.3 to
+ * 19.3 GB/s, medians of 20 alternating runs, ob1 19.9, runs under 15 GB/s from 7 to 1).
  * Otherwise the eager blocks run, and a rendezvous mode takes the class only when its best
  * block ran at least CALIB_EAGER_MARGIN times eager's best: eager asks nothing of the receiver,
  * and a noisy block (preemption) only makes eager stay. While the class may still decide that
@@ -496,10 +496,10 @@ static bool calib_clear(const tag_calib_class_t *c, const uint8_t *order)
 
 /* After the first CALIB_EARLY_BLOCKS blocks of an eager class (G S S G) completed: whether the
  * faster rendezvous mode's best block ran faster than the copies eager would go through
- * (calib_above_copies). Eager cannot stream faster than
- * those copies ran in the same traffic, so the class then decides without its two eager blocks:
- * in Open MPI's 1 000-message stream of 64 KiB they went eagerly into receives not posted yet,
- * at 7-16 GB/s where SPLIT streams 22-24, and a receiver that fell behind restricted them. */
+ * (calib_above_copies). Eager cannot stream faster than those copies ran in the same traffic,
+ * so the class then decides without its two eager blocks: in Open MPI's 1 000-message stream of
+ * 64 KiB they went eagerly into receives not posted yet, at 7-16 GB/s where SPLIT streams 22-24,
+ * and a receiver that fell behind restricted them. */
 static bool calib_eager_bounded(const tag_calib_class_t *c, int index)
 {
     uint64_t best_bytes[3], best_ns[3];
