@@ -260,6 +260,11 @@ static void src_addr_size(struct fi_info *h)
     h->src_addr = calloc(1, 16);
     h->src_addrlen = 16;
 }
+static void dest_addr_size(struct fi_info *h)
+{
+    h->dest_addr = calloc(1, 16);
+    h->dest_addrlen = 16;
+}
 static void prefix(struct fi_info *h)
 {
     h->ep_attr->msg_prefix_size = 64;
@@ -300,6 +305,7 @@ static void test_unmet(void **state)
         {"domain caps FI_SHARED_AV", domain_shared_av},
         {"iov_limit 64", iov_big},
         {"src_addr of 16 bytes", src_addr_size},
+        {"dest_addr of 16 bytes", dest_addr_size},
         {"msg_prefix_size 64", prefix},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
