@@ -72,7 +72,8 @@ log=$work/log
 "$MPICC" -O2 -Wall -Wextra -o "$prog" "$ROOT/ofi/tests/mpi_semantics.c" || exit 1
 export FI_PROVIDER_PATH=$BUILD/ofi
 MCA=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include ferry
-    --mca mtl_ofi_tag_mode "$TAG_MODE" --mca mtl_base_verbose 10 --mca mtl_ofi_verbose 10)
+    --mca mtl_ofi_tag_mode "$TAG_MODE" --mca mtl_base_verbose 10 --mca mtl_ofi_verbose 10
+    --output-filename "$work/ranks")
 if [ "$TRANSPORT" = hosts ]; then
     netns_setup 2 || exit 1
     # netns_setup's trap removes the namespaces on exit; the log goes too
@@ -92,11 +93,14 @@ else
 fi
 grep -E "mtl:ofi|mpi_semantics|^ok |FAIL|rror" "$log" | sed -E 's/^\[[^]]*\] //' | sort |
     uniq -c | sed 's/^ *//' | head -40
-# ranks (by their [host:pid] prefix) whose MTL said it runs on ferry: mpirun forwards the ranks'
-# output in chunks, and a line may come cut after another's start, so either of the MTL's two
-# lines counts (the provider include list is ferry alone: "component ofi selected" means ferry)
-selected=$(grep -oE "^\[[^]]+:[0-9]+\] (.*mtl:ofi:provider: ferry|select: component ofi selected)" "$log" |
-    sed -E 's/^(\[[^]]+\]).*/\1/' | sort -u | wc -l)
+# ranks whose MTL said it runs on ferry, from each rank's own output (--output-filename): the
+# merged log may hold a line cut by another rank's, which must not count as a rank (the provider
+# include list is ferry alone: "component ofi selected" means ferry too)
+SELECTED_RE="mtl:ofi:provider: ferry|select: component ofi selected"
+selected=0
+for dir in "$work"/ranks/1/rank.*; do
+    grep -qsE "$SELECTED_RE" "$dir"/std* && selected=$((selected + 1))
+done
 if [ "$selected" -ne "$NP" ]; then
     echo "mpi.sh: the OFI MTL selected the provider ferry in $selected of $NP ranks (exit $rc);" \
         "the log's end:"
@@ -106,8 +110,7 @@ fi
 if [ "$TRANSPORT" = hosts ]; then
     # either of the MTL's lines (above) for a rank of the host
     for h in h1 h2; do
-        if ! grep -qE "^\[$(netns_hostname $h):[0-9]+\] (.*mtl:ofi:provider: ferry|select: component ofi selected)" \
-            "$log"; then
+        if ! grep -qsE "^\[$(netns_hostname $h):[0-9]+\] .*($SELECTED_RE)" "$work"/ranks/1/rank.*/std*; then
             echo "mpi.sh: no rank on host $h ($(netns_hostname $h)) selected ferry; the log's end:"
             tail -30 "$log"
             exit 1
