@@ -93,9 +93,14 @@ else
 fi
 grep -E "mtl:ofi|mpi_semantics|^ok |FAIL|rror" "$log" | sed -E 's/^\[[^]]*\] //' | sort |
     uniq -c | sed 's/^ *//' | head -40
-# ranks whose MTL said it runs on ferry, from each rank's own output (--output-filename): the
-# merged log may hold a line cut by another rank's, which must not count as a rank (the provider
-# include list is ferry alone: "component ofi selected" means ferry too)
+# The checks read each rank's own output (--output-filename): mpirun's merged log may hold a
+# line cut by another rank's, which could count as a rank of its own or hide a line checked for.
+# ranks.log: every rank's files, one after the other, each line whole
+for f in "$work"/ranks/1/rank.*/std*; do
+    [ -f "$f" ] && cat "$f" && echo
+done >"$work/ranks.log"
+# ranks whose MTL said it runs on ferry (the provider include list is ferry alone: "component
+# ofi selected" means ferry too)
 SELECTED_RE="mtl:ofi:provider: ferry|select: component ofi selected"
 selected=0
 for dir in "$work"/ranks/1/rank.*; do
@@ -110,23 +115,23 @@ fi
 if [ "$TRANSPORT" = hosts ]; then
     # either of the MTL's lines (above) for a rank of the host
     for h in h1 h2; do
-        if ! grep -qsE "^\[$(netns_hostname $h):[0-9]+\] .*($SELECTED_RE)" "$work"/ranks/1/rank.*/std*; then
+        if ! grep -qE "^\[$(netns_hostname $h):[0-9]+\] .*($SELECTED_RE)" "$work/ranks.log"; then
             echo "mpi.sh: no rank on host $h ($(netns_hostname $h)) selected ferry; the log's end:"
             tail -30 "$log"
             exit 1
         fi
     done
     # across the hosts tcp on the test network; inside a host (2 ranks or more there) shm
-    tcp=$(grep -cE "tcp: connection with ${NETNS_NET//./\\.}\.[0-9]+:[0-9]+ .*established" "$log")
-    shm=$(grep -c "shm: connected to pid" "$log")
+    tcp=$(grep -cE "tcp: connection with ${NETNS_NET//./\\.}\.[0-9]+:[0-9]+ .*established" "$work/ranks.log")
+    shm=$(grep -c "shm: connected to pid" "$work/ranks.log")
     echo "mpi.sh: ferry connections: $tcp tcp (established, counted on both sides), $shm shm"
     if [ "$tcp" -eq 0 ] || { [ "$((NP / 2))" -ge 2 ] && [ "$shm" -eq 0 ]; }; then
         echo "mpi.sh: expected tcp across the hosts and shm inside each; ferry's log:"
-        grep -E "tcp: |shm: " "$log" | head -20
+        grep -E "tcp: |shm: " "$work/ranks.log" | head -20
         exit 1
     fi
 fi
-if [ "$rc" -ne 0 ] || ! grep -q "mpi_semantics: $NP ranks passed" "$log"; then
+if [ "$rc" -ne 0 ] || ! grep -q "mpi_semantics: $NP ranks passed" "$work/ranks.log"; then
     echo "mpi.sh: mpi_semantics failed over ferry ($TRANSPORT, $NP ranks, exit $rc); the log's end:"
     tail -30 "$log"
     exit 1
