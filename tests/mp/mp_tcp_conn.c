@@ -10,6 +10,11 @@
  *                 endpoints put on it lost their messages, fi_av_xfer over tcp hung 1 run in
  *                 4-80); then both close their endpoints and the connection goes away (IDLE
  *                 both ways) before the next round;
+ *   congestion    FERRY_TCP_CONGESTION: a connection's socket runs cubic by default (where the
+ *                 kernel has it; a pacing system default such as bbr delays large messages),
+ *                 reno when named, the system's with "system", with a name the kernel lacks
+ *                 (one warning) and with a malformed one (one warning); 256 KiB round trips on
+ *                 each;
  *   stopped       a peer that stops responding (SIGSTOP) fails the endpoint with
  *                 FERRY_ERR_ENDPOINT_TIMEOUT within FERRY_TCP_TIMEOUT_MS (1500 ms here) plus
  *                 slack, although the kernel still acknowledges everything;
@@ -23,10 +28,14 @@
  *                 FERRY_ERR_CONNECTION_RESET. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ft.h"
@@ -62,8 +71,9 @@ static size_t tc_established_inodes(unsigned long *inodes, size_t max)
     return n;
 }
 
-/* Established TCP connections of this process. */
-static unsigned tc_count_connections(void)
+/* Established TCP connections of this process: how many, and the first one's fd (*fd_p, may be
+ * NULL). */
+static unsigned tc_established_fds(int *fd_p)
 {
     unsigned long inodes[4096];
     size_t count = tc_established_inodes(inodes, 4096);
@@ -83,13 +93,19 @@ static unsigned tc_count_connections(void)
             continue;
         for (size_t i = 0; i < count; i++) {
             if (inodes[i] == inode) {
-                mine++;
+                if (mine++ == 0 && fd_p != NULL)
+                    *fd_p = atoi(e->d_name);
                 break;
             }
         }
     }
     closedir(dir);
     return mine;
+}
+
+static unsigned tc_count_connections(void)
+{
+    return tc_established_fds(NULL);
 }
 
 /* ------------------------------------------------------------------ simultaneous connects */
@@ -309,11 +325,97 @@ static void tc_self_stalled(void)
     ft_peer_expect_exit(&echo_peer, 30000, 0);
 }
 
+/* ------------------------------------------------------------------ congestion control */
+
+/* The first line of a /proc file ("" when it cannot be read). */
+static void tc_read_line(const char *path, char *buf, size_t cap)
+{
+    FILE *fp = fopen(path, "r");
+    buf[0] = '\0';
+    if (fp == NULL)
+        return;
+    if (fgets(buf, (int)cap, fp) == NULL)
+        buf[0] = '\0';
+    fclose(fp);
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* Whether name is a word of the space-separated list. */
+static bool tc_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+            return true;
+    return false;
+}
+
+/* One connection to an echo peer (which keeps its default) with this process's
+ * FERRY_TCP_CONGESTION set to value (NULL: unset): its socket here runs want, and the log had
+ * one warning, containing warning, or none (warning NULL). */
+static void tc_congestion_case(const char *value, const char *want, const char *warning)
+{
+    ft_peer_t echo_peer;
+    ft_echo_client_t echo;
+    ft_ferry_t f;
+    ft_peer_spawn(&echo_peer, "congestion", ft_echo_role, NULL);
+    if (value != NULL)
+        FT_CHECK(setenv("FERRY_TCP_CONGESTION", value, 1) == 0, "setenv");
+    ft_capture_begin();
+    ft_ferry_init(&f, "tcp", NULL);
+    ft_echo_connect(&echo, f.worker, &echo_peer);
+    ft_echo_pingpong(&echo, 20, 256 * 1024);
+    char *text = ft_capture_end();
+    unsetenv("FERRY_TCP_CONGESTION");
+    int fd = -1;
+    unsigned n = tc_established_fds(&fd);
+    FT_CHECK(n == 1, "%u established tcp sockets in this process, expected one", n);
+    char name[32] = {0};
+    socklen_t len = sizeof(name) - 1;
+    FT_CHECK(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) == 0,
+             "getsockopt(TCP_CONGESTION, fd %d)", fd);
+    const char *shown = value != NULL ? value : "(unset)";
+    FT_CHECK(strcmp(name, want) == 0,
+             "FERRY_TCP_CONGESTION=%s: the connection runs %s, expected %s", shown, name, want);
+    size_t warned = ft_count(text, "WARN");
+    FT_CHECK(warned == (warning != NULL ? 1u : 0u) &&
+                 (warning == NULL || ft_count(text, warning) == 1),
+             "FERRY_TCP_CONGESTION=%s: expected %s, got:\n%s", shown,
+             warning != NULL ? warning : "no warning", text);
+    free(text);
+    ft_echo_finish(&echo, &echo_peer);
+    ft_ferry_fini(&f);
+    ft_note("FERRY_TCP_CONGESTION=%s: %s%s, 20 round trips of 256 KiB", shown, name,
+            warning != NULL ? " (warned)" : "");
+}
+
+/* FERRY_TCP_CONGESTION: cubic by default (where the kernel has it), a name, system, a name the
+ * kernel lacks (warned once, the system's kept), a malformed one (warned, the system's). */
+static void tc_congestion(void)
+{
+    char system[64], available[512];
+    tc_read_line("/proc/sys/net/ipv4/tcp_congestion_control", system, sizeof(system));
+    tc_read_line("/proc/sys/net/ipv4/tcp_available_congestion_control", available,
+                 sizeof(available));
+    if (system[0] == '\0') {
+        ft_note("congestion control: skipped (no /proc/sys/net/ipv4/tcp_congestion_control)");
+        return;
+    }
+    bool cubic = tc_listed(available, "cubic");
+    tc_congestion_case(NULL, cubic ? "cubic" : system, NULL); /* if refused: an info line */
+    if (tc_listed(available, "reno"))
+        tc_congestion_case("reno", "reno", NULL);
+    tc_congestion_case("system", system, NULL);
+    tc_congestion_case("nosuchcc", system, "setsockopt(TCP_CONGESTION, \"nosuchcc\"");
+    tc_congestion_case("not a name!", system, "invalid FERRY_TCP_CONGESTION=\"not a name!\"");
+}
+
 int main(void)
 {
     ft_set_role("main");
     ft_watchdog(85);
     tc_simultaneous();
+    tc_congestion();
     /* silence detection: the timeout plus one timer tick and scheduling slack */
     tc_peer_gone(SIGSTOP, FERRY_ERR_ENDPOINT_TIMEOUT, TC_TIMEOUT_MS + 1000);
     tc_peer_gone(SIGKILL, FERRY_ERR_CONNECTION_RESET, 1000);

@@ -4,6 +4,7 @@
  * the endpoint slots and poll/arm. See tcp.h for the other files. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -78,6 +79,34 @@ static const fy_config_var_t tcp_queue_max_var = {
                    "small sends return FERRY_ERR_NO_RESOURCE"};
 static const fy_config_var_t *const tcp_queue_max_reg
     __attribute__((used, section("ferry_config_registry"))) = &tcp_queue_max_var;
+
+/* FERRY_TCP_CONGESTION: "system", or a name the kernel may know (TCP_CA_NAME_MAX: at most 15
+ * characters). */
+static bool tcp_congestion_check(const char *text, char *why, size_t why_len)
+{
+    size_t length = strlen(text);
+    bool ok = length > 0 && length < TCP_CONGESTION_NAME_SIZE;
+    for (size_t i = 0; ok && i < length; i++)
+        ok = isalnum((unsigned char)text[i]) || text[i] == '_' || text[i] == '-';
+    if (!ok)
+        snprintf(why, why_len,
+                 "system, or a congestion control name of at most %u letters, digits, '_' or "
+                 "'-' (cubic, reno, bbr: see /proc/sys/net/ipv4/tcp_available_congestion_control)",
+                 TCP_CONGESTION_NAME_SIZE - 1u);
+    return ok;
+}
+
+static const fy_config_var_t tcp_congestion_var = {
+    .name = "FERRY_TCP_CONGESTION",
+    .type = FERRY_CONFIG_STRING,
+    .default_value = "cubic",
+    .description = "TCP congestion control of the tcp transport's connections (TCP_CONGESTION); "
+                   "system: the system's (net.ipv4.tcp_congestion_control). A pacing one (bbr) "
+                   "delays large messages: tag_lat 1 MiB over loopback 240-270 us with bbr, "
+                   "131 with cubic; tag_bw 16 MiB 4.1-6.2 GB/s against 9.0-9.1",
+    .check = tcp_congestion_check};
+static const fy_config_var_t *const tcp_congestion_reg
+    __attribute__((used, section("ferry_config_registry"))) = &tcp_congestion_var;
 
 /* ------------------------------------------------------------------ poll, timer */
 
@@ -463,6 +492,14 @@ static ferry_status_t tcp_init(ferry_worker_t *worker, const fy_tl_local_t *loca
     tlw->connect_timeout_ns =
         fy_config_size_in(tlw->local->config, &tcp_connect_timeout_var) * 1000000u;
     tlw->queue_max = fy_config_size_in(tlw->local->config, &tcp_queue_max_var);
+    const char *congestion = fy_config_string_in(tlw->local->config, &tcp_congestion_var);
+    char why[200];
+    if (!tcp_congestion_check(congestion, why, sizeof(why)))
+        fy_warn("invalid FERRY_TCP_CONGESTION=\"%s\": expected %s; using the system's", congestion,
+                why);
+    else if (strcmp(congestion, "system") != 0)
+        snprintf(tlw->congestion, sizeof(tlw->congestion), "%s", congestion);
+    tlw->congestion_named = strcmp(congestion, tcp_congestion_var.default_value) != 0;
     tlw->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (tlw->epfd < 0) {
         fy_error("tcp: epoll_create1 failed: %s (check ulimit -n)", strerror(errno));
@@ -683,11 +720,14 @@ static void tcp_describe(fy_tl_worker_t *tlw, char *buffer, size_t length)
     tcp_record_addrs_text(&tlw->record, ", ", addrs, sizeof(addrs));
     snprintf(buffer, length,
              "port %u, addresses %s — %s; %u connections; timeout %llu ms, connect timeout "
-             "%llu ms, max frame %llu B",
+             "%llu ms, max frame %llu B, congestion control %s",
              tlw->record.port, addrs, tlw->iface_desc, tlw->conn_count,
              (unsigned long long)(tlw->timeout_ns / 1000000u),
              (unsigned long long)(tlw->connect_timeout_ns / 1000000u),
-             (unsigned long long)tlw->max_frame);
+             (unsigned long long)tlw->max_frame,
+             tlw->congestion[0] == '\0' ? "the system's"
+             : tlw->congestion_refused  ? "the system's (FERRY_TCP_CONGESTION refused)"
+                                        : tlw->congestion);
 }
 
 const fy_tl_ops_t fy_tl_tcp_ops = {

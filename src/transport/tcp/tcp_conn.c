@@ -172,14 +172,28 @@ static void tcp_sock_name(const struct sockaddr_storage *ss, char *buffer, size_
     snprintf(buffer, length, "%s:%u", host, port);
 }
 
-/* Socket options of every connection: no Nagle, kernel keep-alive and a user timeout from
- * FERRY_TCP_TIMEOUT_MS (unacknowledged data or unanswered probes for that long: reset). */
+/* Socket options of every connection: no Nagle, the congestion control of
+ * FERRY_TCP_CONGESTION, kernel keep-alive and a user timeout from FERRY_TCP_TIMEOUT_MS
+ * (unacknowledged data or unanswered probes for that long: reset). */
 static void tcp_sock_setup(fy_tl_worker_t *tlw, int fd)
 {
     int one = 1;
     unsigned timeout_ms = (unsigned)(tlw->timeout_ns / 1000000u);
     if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
         fy_debug("tcp: setsockopt(TCP_NODELAY, fd %d): %s", fd, strerror(errno));
+    if (tlw->congestion[0] != '\0' && !tlw->congestion_refused &&
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, tlw->congestion,
+                   (socklen_t)strlen(tlw->congestion)) != 0) {
+        /* not built into the kernel (ENOENT) or not allowed to this user (EPERM): the
+         * connection keeps the system's; said once per worker, as a warning when the user
+         * named it */
+        tlw->congestion_refused = true;
+        fy_log(tlw->congestion_named ? FERRY_LOG_LEVEL_WARN : FERRY_LOG_LEVEL_INFO,
+               "tcp: setsockopt(TCP_CONGESTION, \"%s\", fd %d) failed: %s; connections keep "
+               "the system's congestion control (FERRY_TCP_CONGESTION names another one, "
+               "listed in /proc/sys/net/ipv4/tcp_allowed_congestion_control, or system)",
+               tlw->congestion, fd, strerror(errno));
+    }
     if (timeout_ms == 0)
         return;
     int idle = (int)(timeout_ms / 3000u) > 0 ? (int)(timeout_ms / 3000u) : 1;
