@@ -129,7 +129,8 @@ static inline unsigned worker_progress(ferry_worker_t *worker)
 
     if (fy_worker_forked(worker))
         return 0;
-    worker->in_progress++; /* callbacks run below: see ferry_ep_destroy */
+    worker->in_progress++;                 /* callbacks run below: see ferry_ep_destroy */
+    unsigned calls = ++worker->poll_count; /* transports see it (fy_tl_local_t.progress_calls) */
     /* the transports that poll and have something to poll, in order; the skip bits are read
      * again after each poll (a poll's callbacks may give another transport work) */
     uint32_t polled = 0; /* transports 0..t, once t was polled */
@@ -144,7 +145,7 @@ static inline unsigned worker_progress(ferry_worker_t *worker)
     if (fy_unlikely(worker->armed)) {
         worker_disarm(worker);
         count += worker_poll_fds(worker, 0, NULL);
-    } else if (fy_unlikely((++worker->poll_count & 63) == 0)) {
+    } else if (fy_unlikely((calls & 63) == 0)) {
         uint64_t now = fy_time_now_ns();
         if (now >= worker->next_epoll_ns) {
             worker->next_epoll_ns = now + WORKER_EPOLL_INTERVAL_NS;
@@ -505,7 +506,8 @@ FERRY_EXPORT ferry_status_t ferry_worker_create(ferry_context_t *context,
                                               .keytable_fd = context->mem.keytable_fd,
                                               .config = &context->config,
                                               .poll_skip = &worker->tl_poll_skip,
-                                              .poll_bit = 1u << t};
+                                              .poll_bit = 1u << t,
+                                              .progress_calls = &worker->poll_count};
         status = fy_transports[t]->init(worker, &worker->tl_local[t], &worker->tl[t]);
         if (status != FERRY_OK)
             goto err_finalize_transports;

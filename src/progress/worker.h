@@ -67,7 +67,8 @@ struct ferry_worker {
     fy_am_handler_t am[FY_AM_ID_ALL];
     fy_list_t eps;          /* every endpoint of this worker (ferry_ep_t.link) */
     fy_list_t deferred;     /* fy_deferred_t to run from progress */
-    unsigned poll_count;    /* progress calls; every few, the epoll set is polled */
+    unsigned poll_count;    /* progress calls (transports read it: fy_tl_local_t); every
+                             * few, the epoll set is polled */
     uint64_t next_epoll_ns; /* when a spinning progress looks at the epoll set next */
     int armed;              /* arm() returned OK: the next progress drains the epoll set */
     unsigned in_progress;   /* > 0 inside ferry_worker_progress: callbacks may be running */

@@ -89,6 +89,10 @@ typedef struct fy_tl_local {
     uint32_t *poll_skip; /* the worker's poll-skip word: a transport sets its poll_bit there
                           * while it has nothing to poll, and clears it when it has */
     uint32_t poll_bit;   /* this transport's bit in *poll_skip */
+    const unsigned *progress_calls; /* the worker's count of progress calls, raised at the start
+                                     * of each: unchanged, the application has not had control
+                                     * since (the worker may poll a transport more than once in
+                                     * one call, through its fd set) */
     const void *address; /* the worker's whole address (every transport's record); written
                           * after every init returned, before any endpoint exists */
     size_t address_length;

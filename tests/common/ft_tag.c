@@ -318,6 +318,11 @@ static void ft_tag_recv_cb(ferry_completion_t *comp)
 void ft_tag_recv_init(ft_tag_recv_t *r, ft_shape_t shape, size_t capacity)
 {
     ft_tbuf_init(&r->buf, shape, capacity);
+    ft_tag_recv_rearm(r);
+}
+
+void ft_tag_recv_rearm(ft_tag_recv_t *r)
+{
     r->comp = (ferry_completion_t){.cb = ft_tag_recv_cb, .count = 1, .status = FERRY_OK};
     memset(&r->info, 0, sizeof(r->info));
     r->info.length = (size_t)-1;

@@ -110,6 +110,8 @@ typedef struct ft_tag_recv {
 } ft_tag_recv_t;
 
 void ft_tag_recv_init(ft_tag_recv_t *r, ft_shape_t shape, size_t capacity);
+/* Ready a completed receive to be posted again into the same buffer (its bytes stay). */
+void ft_tag_recv_rearm(ft_tag_recv_t *r);
 /* ferry_tag_recv; the call must return INPROGRESS, OK or TRUNCATED (then comp untouched). */
 void ft_tag_recv_post(ferry_worker_t *w, ft_tag_recv_t *r, uint64_t tag, uint64_t mask);
 /* ferry_tag_message_recv of a probed message. */

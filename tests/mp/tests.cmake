@@ -387,3 +387,7 @@ ferry_add_test(NAME mp_tag_window SOURCES mp/mp_tag_window.c TIMEOUT 120
 # recycled buffers (the whole 32 MiB stream within the bytes bound), no sender restricted
 ferry_add_test(NAME mp_tag_window_tcp SOURCES mp/mp_tag_window.c ARGS tcp TIMEOUT 120
                ENV FERRY_TRANSPORTS=tcp FERRY_TAG_UNEXPECTED_MAX=64M)
+# a tcp receiver that stalls behind a stream of 1 MiB eager messages and then takes them one
+# receive at a time, posted between progress calls: none goes unexpected, every byte checked
+ferry_add_test(NAME mp_tcp_behind SOURCES mp/mp_tcp_behind.c TIMEOUT 120
+               ENV FERRY_TRANSPORTS=tcp)

@@ -121,6 +121,9 @@ struct tcp_conn {
     uint8_t *rx_dest;       /* where its payload goes (NULL: discard) */
     bool rx_placed;         /* rx_dest is the handler's placement, not our buffer */
     bool rx_read_short;     /* the next read into rxbuf asks for TCP_RX_SHORT_READ only */
+    bool rx_yield;          /* a payload read into its destination is complete: nothing more
+                             * is read until the next progress call (TCP_READS_PER_EVENT) */
+    unsigned rx_yield_call; /* the progress call it completed in (*local->progress_calls) */
     uint64_t rx_done;       /* payload bytes read */
 };
 

@@ -21,11 +21,13 @@
 /* Receive: read() calls one event handles at most, so that one busy socket cannot starve
  * the others. */
 /* Reads of one connection per poll, at most; fewer when a large payload (one read straight into
- * its destination) is complete: the poll then returns, so that the application can post the
- * receive of the next one before its header is read. Reading on, a receiver that fell behind
- * (a burst of large eager messages waiting in the socket, more than it has receives posted)
- * found every next message unexpected: each went through a buffer and a copy, which kept it
- * behind (tag_bw 1 MiB over tcp ran 4-6 GB/s in about one run of five, 10-12 otherwise). */
+ * its destination) is complete: the poll then returns, and the connection reads nothing more
+ * until the next progress call (rx_yield: the worker may poll the transport again in the same
+ * call, up to 16 times through its fd set), so that the application can post the receive of
+ * the next message before its header is read. Reading on, a receiver that fell behind (a burst of
+ * large eager messages waiting in the socket, more than it has receives posted) found every next
+ * message unexpected: each went through a buffer and a copy, which kept it behind (tag_bw 1 MiB
+ * over tcp ran 4-6 GB/s in about one run of three, 10-12 otherwise; mp_tcp_behind). */
 #define TCP_READS_PER_EVENT 16u
 
 /* ------------------------------------------------------------------ requests */
@@ -796,14 +798,23 @@ static void tcp_rx_eof(tcp_conn_t *conn, int err)
 bool tcp_io_recv(tcp_conn_t *conn)
 {
     bool got_any = false;
+    if (conn->rx_yield) {
+        if (*conn->tlw->local->progress_calls == conn->rx_yield_call)
+            return false; /* the application has not had control since */
+        conn->rx_yield = false;
+    }
     for (unsigned reads = 0; reads < TCP_READS_PER_EVENT; reads++) {
         ssize_t got;
         if (conn->rx_state == TCP_RX_PAYLOAD) {
             got = tcp_rx_payload(conn);
             if (got > 0) {
                 got_any = true;
-                if (conn->rx_state == TCP_RX_HEADER)
-                    return true; /* a large payload is in: see TCP_READS_PER_EVENT */
+                if (conn->rx_state == TCP_RX_HEADER) {
+                    /* a large payload is in: see TCP_READS_PER_EVENT */
+                    conn->rx_yield = true;
+                    conn->rx_yield_call = *conn->tlw->local->progress_calls;
+                    return true;
+                }
                 continue;
             }
         } else {
