@@ -99,3 +99,10 @@ const char *ft_remote_transport(void)
     const char *list = getenv("FERRY_TRANSPORTS");
     return list != NULL && strcmp(list, "tcp") == 0 ? "tcp" : "shm";
 }
+
+void ft_worker_counters(ferry_worker_t *worker, ferry_counters_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->size = sizeof(*c);
+    FT_CHECK(ferry_worker_counters(worker, c) == FERRY_OK, "ferry_worker_counters");
+}

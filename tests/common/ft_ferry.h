@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ferry/counters.h>
 #include <ferry/ferry.h>
 
 typedef struct ft_ferry {
@@ -47,5 +48,8 @@ ferry_status_t ft_am_try_send(ferry_ep_t *ep, unsigned id, const void *header, s
 void ft_am_send_ok(ferry_worker_t *worker, ferry_ep_t *ep, unsigned id, const void *header,
                    size_t header_length, const void *payload, size_t length,
                    ferry_completion_t *comp, int timeout_ms);
+
+/* The worker's counters (ferry_worker_counters, which must succeed) into *c. */
+void ft_worker_counters(ferry_worker_t *worker, ferry_counters_t *c);
 
 #endif

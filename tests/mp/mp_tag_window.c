@@ -78,13 +78,6 @@ static uint64_t tw_pattern_tag(unsigned i)
     return 0x7c00000000000000ull | (i % TW_PATTERNS);
 }
 
-static void tw_counters(ferry_worker_t *w, ferry_counters_t *c)
-{
-    memset(c, 0, sizeof(*c));
-    c->size = sizeof(*c);
-    FT_CHECK(ferry_worker_counters(w, c) == FERRY_OK, "ferry_worker_counters");
-}
-
 static bool tw_send_done(void *arg)
 {
     return ft_tag_send_done(arg);
@@ -99,7 +92,7 @@ static void tw_send(ft_pair_t *p)
         ft_tbuf_init(&bufs[k], FT_SHAPE_CONTIG, TW_SIZE);
         ft_tbuf_fill(&bufs[k], TW_A, tw_pattern_tag(k), TW_SIZE);
     }
-    tw_counters(p->worker, &before);
+    ft_worker_counters(p->worker, &before);
     ft_progress_until_token(p->worker, p->chan, TW_TOKEN_READY, FT_TAG_TIMEOUT, NULL);
     uint64_t t0 = ft_now_ns();
     for (unsigned i = 0; i < TW_COUNT + TW_WINDOW; i++) {
@@ -122,7 +115,7 @@ static void tw_send(ft_pair_t *p)
     uint64_t ns = ft_now_ns() - t0;
     for (unsigned k = 0; k < TW_PATTERNS; k++)
         ft_tbuf_free(&bufs[k]);
-    tw_counters(p->worker, &after);
+    ft_worker_counters(p->worker, &after);
     unsigned c = ferry_counters_size_class(TW_SIZE);
     uint64_t eager = after.tag_modes[c][FERRY_COUNTERS_MODE_EAGER] -
                      before.tag_modes[c][FERRY_COUNTERS_MODE_EAGER];
@@ -153,7 +146,7 @@ static bool tw_backlog_reached(void *arg)
 {
     const tw_backlog_t *b = arg;
     ferry_counters_t c;
-    tw_counters(b->p->worker, &c);
+    ft_worker_counters(b->p->worker, &c);
     return c.tag_unexpected_peak_count >= b->count;
 }
 
@@ -161,7 +154,7 @@ static bool tw_restricted(void *arg)
 {
     ft_pair_t *p = arg;
     ferry_counters_t c;
-    tw_counters(p->worker, &c);
+    ft_worker_counters(p->worker, &c);
     return c.tag_flow_limited > 0;
 }
 
@@ -181,7 +174,7 @@ static void tw_recv(ft_pair_t *p)
     tw_backlog_t early = {p, TW_EARLY}, behind = {p, TW_STREAM_BEHIND};
     ft_progress_until(p->worker, FT_TAG_TIMEOUT, tw_backlog_reached, &early,
                       "the first messages, unexpected");
-    tw_counters(p->worker, &c);
+    ft_worker_counters(p->worker, &c);
     FT_CHECK(c.tag_unexpected_peak_count == TW_EARLY && c.tag_flow_limited == 0,
              "%llu messages unexpected (%u sent): the sender was restricted %llu times (a few "
              "messages in recycled buffers restrict nobody)",
@@ -227,7 +220,7 @@ static void tw_recv(ft_pair_t *p)
     ferry_status_t status = ferry_tag_probe(p->worker, 0, 0, 0, &info, NULL);
     FT_CHECK(status == FERRY_ERR_NO_ELEM, "a message beyond the stream: %s",
              ferry_status_name(status));
-    tw_counters(p->worker, &c);
+    ft_worker_counters(p->worker, &c);
     ft_note("receiver: backlog peak %llu messages, %llu bytes; sender restricted %llu times",
             (unsigned long long)c.tag_unexpected_peak_count,
             (unsigned long long)c.tag_unexpected_peak_bytes,
