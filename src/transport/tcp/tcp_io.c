@@ -19,13 +19,12 @@
 /* Pieces one writev takes (frames of several requests together). */
 #define TCP_WRITEV_MAX 64u
 /* Receive: read() calls one event handles at most, so that one busy socket cannot starve
- * the others. */
-/* Reads of one connection per poll, at most; fewer when a large payload (one read straight into
- * its destination) is complete: the poll then returns, and the connection reads nothing more
- * until the next progress call (rx_yield: the worker may poll the transport again in the same
- * call, up to 16 times through its fd set), so that the application can post the receive of
- * the next message before its header is read. Reading on, a receiver that fell behind (a burst of
- * large eager messages waiting in the socket, more than it has receives posted) found every next
+ * the others; fewer when a large payload (one read straight into its destination; nothing else
+ * waits in the receive buffer then) is complete: the poll then returns, and the connection reads
+ * nothing more until the next progress call (rx_yield: the worker may poll the transport again in
+ * the same call, up to 16 times through its fd set), so that the application can post the receive
+ * of the next message before its header is read. Reading on, a receiver that fell behind (a burst
+ * of large eager messages waiting in the socket, more than it has receives posted) found every next
  * message unexpected: each went through a buffer and a copy, which kept it behind (tag_bw 1 MiB
  * over tcp ran 4-6 GB/s in about one run of three, 10-12 otherwise; mp_tcp_behind). */
 #define TCP_READS_PER_EVENT 16u
