@@ -99,7 +99,7 @@ static bool tcp_congestion_check(const char *text, char *why, size_t why_len)
 static const fy_config_var_t tcp_congestion_var = {
     .name = "FERRY_TCP_CONGESTION",
     .type = FERRY_CONFIG_STRING,
-    .default_value = "cubic",
+    .default_value = TCP_CONGESTION_DEFAULT,
     .description = "TCP congestion control of the tcp transport's connections (TCP_CONGESTION); "
                    "system: the system's (net.ipv4.tcp_congestion_control). A pacing one (bbr) "
                    "delays large messages: tag_lat 1 MiB over loopback 240-270 us with bbr, "
@@ -499,7 +499,6 @@ static ferry_status_t tcp_init(ferry_worker_t *worker, const fy_tl_local_t *loca
                 why);
     else if (strcmp(congestion, "system") != 0)
         snprintf(tlw->congestion, sizeof(tlw->congestion), "%s", congestion);
-    tlw->congestion_named = strcmp(congestion, tcp_congestion_var.default_value) != 0;
     tlw->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (tlw->epfd < 0) {
         fy_error("tcp: epoll_create1 failed: %s (check ulimit -n)", strerror(errno));

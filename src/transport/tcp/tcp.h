@@ -38,6 +38,8 @@
 #define TCP_RXBUF_SIZE 65536u
 /* Bytes of a congestion control name with its NUL (the kernel's TCP_CA_NAME_MAX). */
 #define TCP_CONGESTION_NAME_SIZE 16u
+/* FERRY_TCP_CONGESTION's default (tcp.c, "Congestion control" in docs/ARCHITECTURE.md). */
+#define TCP_CONGESTION_DEFAULT "cubic"
 /* A worker with one connection reads it directly while spinning, and asks epoll every this
  * many polls (a power of two) for the rest: writability, connects, the timer. */
 #define TCP_POLL_EPOLL_EVERY 16u
@@ -193,10 +195,9 @@ struct fy_tl_worker {
     uint64_t connect_timeout_ns;
     size_t queue_max;
     char congestion[TCP_CONGESTION_NAME_SIZE]; /* FERRY_TCP_CONGESTION; "": the system's */
-    bool congestion_named;   /* FERRY_TCP_CONGESTION set to other than its default */
-    bool congestion_refused; /* setting it failed once: said, not tried again */
-    unsigned in_poll;        /* nesting depth: conns are freed only outside */
-    unsigned poll_count;     /* polls; every TCP_POLL_EPOLL_EVERY-th asks epoll (tcp_poll) */
+    bool congestion_refused;                   /* setting it failed once: said, not tried again */
+    unsigned in_poll;                          /* nesting depth: conns are freed only outside */
+    unsigned poll_count; /* polls; every TCP_POLL_EPOLL_EVERY-th asks epoll (tcp_poll) */
 };
 
 /* tcp_conn.c */

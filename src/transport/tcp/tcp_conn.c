@@ -188,7 +188,8 @@ static void tcp_sock_setup(fy_tl_worker_t *tlw, int fd)
          * connection keeps the system's; said once per worker, as a warning when the user
          * named it */
         tlw->congestion_refused = true;
-        fy_log(tlw->congestion_named ? FERRY_LOG_LEVEL_WARN : FERRY_LOG_LEVEL_INFO,
+        bool named = strcmp(tlw->congestion, TCP_CONGESTION_DEFAULT) != 0;
+        fy_log(named ? FERRY_LOG_LEVEL_WARN : FERRY_LOG_LEVEL_INFO,
                "tcp: setsockopt(TCP_CONGESTION, \"%s\", fd %d) failed: %s; connections keep "
                "the system's congestion control (FERRY_TCP_CONGESTION names another one, "
                "listed in /proc/sys/net/ipv4/tcp_allowed_congestion_control, or system)",
